@@ -1,0 +1,49 @@
+#include "common.hpp"
+
+#include <cstdio>
+
+#include "klab/error.hpp"
+
+namespace klab::experiments {
+
+std::vector<Shape> shapes_for(const Context& ctx, std::vector<Shape> full, std::vector<Shape> quick) {
+  return ctx.options().quick ? quick : full;
+}
+
+std::vector<const Variant*> lookup(const std::vector<std::string>& names) {
+  std::vector<const Variant*> out;
+  for (const auto& n : names) out.push_back(&registry().variant(n));
+  return out;
+}
+
+std::string fmt(const char* f, double a, double b, double c, double d) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, f, a, b, c, d);
+  return buf;
+}
+
+Experiment make_ab(const std::string& a_name, const std::string& b_name, Shape shape, Dist dist) {
+  const Variant& a = registry().variant(a_name);
+  const Variant& b = registry().variant(b_name);
+  require(a.op == b.op, "cannot race " + a.name + " (op " + a.op + ") against " + b.name + " (op " + b.op + "): different ops");
+  const Op& op = registry().op(a.op);
+  Problem probe{shape, dist, 1};
+  if (auto why = op.validate(probe); !why.empty()) throw Error(op.name + " " + shape.str() + ": " + why);
+  Experiment e;
+  e.name = "ab";
+  e.description = "ad hoc: " + a.name + " (A) against " + b.name + " (B) on " + shape.str() + ", " + to_string(dist) + " inputs";
+  e.claims = {"A and B are within tolerance of the reference", "B is bitwise equal to A", "B is faster than A"};
+  e.run = [&a, &b, &op, shape, dist](Context& ctx) {
+    Problem p{shape, dist, ctx.options().seed};
+    auto ms = race(ctx, op, {&a, &b}, p, RaceOptions{});
+    if (ms.size() < 2 || ms[0].skipped || ms[1].skipped) return;
+    ctx.claim(0, ms[0].verified && ms[1].verified, fmt("max_rel A %.3g, B %.3g", ms[0].acc.max_rel, ms[1].acc.max_rel));
+    ctx.claim(1, ms[1].bits_vs_a == 0, std::to_string(ms[1].bits_vs_a) + " of " + std::to_string(ms[1].acc.n) + " elements differ");
+    if (ms[1].vs_a)
+      ctx.claim(2, ms[1].vs_a->verdict == Verdict::faster,
+                fmt("speed-up %.3f (95%% CI of time ratio %.3f..%.3f): ", ms[1].vs_a->speedup, ms[1].vs_a->lo, ms[1].vs_a->hi) + to_string(ms[1].vs_a->verdict));
+  };
+  return e;
+}
+
+}  // namespace klab::experiments

@@ -1,0 +1,32 @@
+#pragma once
+// Shared pieces of the experiment catalogue.
+#include <string>
+#include <vector>
+
+#include "klab/experiment.hpp"
+#include "klab/problem.hpp"
+#include "klab/race.hpp"
+
+namespace klab::experiments {
+
+// The seed's mat-vec shapes (Qwen3.5-27B): gate_proj, in_proj_qkv, in_proj_z, out_proj.
+inline const std::vector<Shape>& seed_shapes() {
+  static const std::vector<Shape> s{{17408, 5120}, {10240, 5120}, {6144, 5120}, {5120, 6144}};
+  return s;
+}
+
+// Seed shapes, or (with --quick) small shapes that still exercise every code path.
+std::vector<Shape> shapes_for(const Context& ctx, std::vector<Shape> full, std::vector<Shape> quick);
+
+// Looks up variants by name in the registry (throws naming the missing one).
+std::vector<const Variant*> lookup(const std::vector<std::string>& names);
+
+// Shorthand printf-style formatting for evidence strings.
+std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0);
+
+// An ad-hoc A/B experiment (the `klab ab` command): A and B on one shape and input distribution.
+Experiment make_ab(const std::string& a, const std::string& b, Shape shape, Dist dist);
+
+void register_f32_gemv(Registry& r);
+
+}  // namespace klab::experiments

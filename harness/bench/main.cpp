@@ -1,0 +1,86 @@
+// klab_bench: Google Benchmark over the same registry, for microbenchmark users: one benchmark per
+// (variant, seed shape), timed manually with CUDA events, L2 flushed outside the timed region,
+// bytes_per_second from the op's byte model. Filters and JSON out are Google Benchmark's own
+// (--benchmark_filter=REGEX, --benchmark_format=json). Without a device every case is skipped.
+#include <benchmark/benchmark.h>
+
+#include <iostream>
+#include <memory>
+
+#include "common.hpp"
+#include "klab/cuda.hpp"
+#include "klab/device.hpp"
+
+using namespace klab;
+
+namespace {
+
+struct Shared {
+  DeviceInfo dev;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<Timer> timer;
+};
+Shared* shared() {
+  static Shared* s = [] {
+    if (!has_device()) return static_cast<Shared*>(nullptr);
+    auto* p = new Shared;
+    p->dev = select_device(0);
+    KLAB_CUDA(cudaStreamCreateWithFlags(&p->stream, cudaStreamNonBlocking));
+    p->timer = std::make_unique<Timer>(p->dev, p->stream);
+    return p;
+  }();
+  return s;
+}
+
+void bench(benchmark::State& state, const Op* op, const Variant* v, Shape shape) {
+  Shared* sh = shared();
+  if (!sh) {
+    state.SkipWithError(("skipped: " + no_device_reason()).c_str());
+    for (auto _ : state) {}
+    return;
+  }
+  Problem p{shape, Dist::uniform, 1};
+  if (auto why = v->can_implement(p); !why.empty()) {
+    state.SkipWithError(("skipped: " + why).c_str());
+    for (auto _ : state) {}
+    return;
+  }
+  auto work = op->generate(p);
+  auto inst = v->make(*work);
+  cudaEvent_t e0, e1;
+  KLAB_CUDA(cudaEventCreate(&e0));
+  KLAB_CUDA(cudaEventCreate(&e1));
+  for (auto _ : state) {
+    inst->reset(sh->stream);
+    sh->timer->flush_l2();
+    KLAB_CUDA(cudaEventRecord(e0, sh->stream));
+    inst->run(sh->stream);
+    KLAB_CUDA(cudaEventRecord(e1, sh->stream));
+    KLAB_CUDA(cudaEventSynchronize(e1));
+    float ms = 0;
+    KLAB_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    state.SetIterationTime(ms * 1e-3);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  const Traffic t = op->traffic(p);
+  state.SetBytesProcessed(static_cast<std::int64_t>(t.bytes) * state.iterations());
+  state.counters["GMAC/s"] = benchmark::Counter(t.macs * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (const auto& [name, v] : registry().variants()) {
+    const Op* op = &registry().op(v.op);
+    if (!op->generate) continue;
+    for (const auto& s : experiments::seed_shapes())
+      benchmark::RegisterBenchmark((name + "/" + s.str()).c_str(), bench, op, &v, s)->UseManualTime()->Unit(benchmark::kMicrosecond);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  if (!has_device()) std::cerr << "klab_bench: " << no_device_reason() << ": every benchmark is skipped" << std::endl;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

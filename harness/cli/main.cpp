@@ -1,0 +1,245 @@
+// klab: the command line. Every command validates all of its input before it touches the device
+// or writes a file; an error prints one clear line and exits non-zero with no report written.
+#include <boost/program_options.hpp>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli.hpp"
+#include "common.hpp"
+#include "klab/cuda.hpp"
+#include "klab/device.hpp"
+#include "klab/error.hpp"
+#include "klab/experiment.hpp"
+#include "klab/report.hpp"
+
+namespace po = boost::program_options;
+using namespace klab;
+
+namespace {
+
+constexpr int kExitUsage = 2;
+
+std::string timestamp() {
+  auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&now));
+  return buf;
+}
+
+struct Parsed {
+  po::variables_map vm;
+  std::vector<std::string> positional;
+};
+
+// Parses `args` against `desc`; positional words go to "args".
+Parsed parse(const std::vector<std::string>& args, po::options_description& desc, int max_positional = -1) {
+  po::options_description all;
+  all.add(desc).add_options()("args", po::value<std::vector<std::string>>(), "");
+  po::positional_options_description pos;
+  pos.add("args", max_positional);
+  Parsed p;
+  po::store(po::command_line_parser(args).options(all).positional(pos).run(), p.vm);
+  po::notify(p.vm);
+  if (p.vm.count("args")) p.positional = p.vm["args"].as<std::vector<std::string>>();
+  return p;
+}
+
+void add_run_options(po::options_description& d, RunOptions& o, std::string& out) {
+  d.add_options()
+    ("out", po::value<std::string>(&out), "report directory (default out/run-DATE)")
+    ("reps", po::value<int>(&o.reps)->default_value(50), "timed repetitions per measurement")
+    ("warmup", po::value<int>(&o.warmup)->default_value(5), "untimed repetitions first")
+    ("seed", po::value<std::uint64_t>(&o.seed)->default_value(1), "problem seed")
+    ("hot", po::bool_switch(&o.hot), "leave L2 warm between repetitions (default: L2-cold)")
+    ("device", po::value<int>(&o.device)->default_value(0), "CUDA device index")
+    ("quick", po::bool_switch(&o.quick), "small problems: a smoke run, not a measurement")
+    ("strict", "exit 3 when a claim did not hold")
+    ("help,h", "this help");
+}
+
+void check_run_options(const RunOptions& o) {
+  require(o.reps >= 1 && o.reps <= 100000, "--reps must be between 1 and 100000 (got " + std::to_string(o.reps) + ")");
+  require(o.warmup >= 0 && o.warmup <= 10000, "--warmup must be between 0 and 10000 (got " + std::to_string(o.warmup) + ")");
+  require(o.device >= 0, "--device must be >= 0");
+}
+
+// Runs experiments and writes one report; the shared back end of `run` and `ab`.
+int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions& opt, std::string out, bool strict, int argc, char** argv) {
+  check_run_options(opt);
+  if (out.empty()) out = "out/run-" + timestamp();
+  auto env = base_environment(argc, argv);
+  env["options"] = {{"reps", opt.reps}, {"warmup", opt.warmup}, {"seed", opt.seed}, {"l2_cold", !opt.hot}, {"quick", opt.quick}};
+  std::optional<DeviceInfo> dev;
+  std::optional<Ceiling> ceiling;
+  std::unique_ptr<Timer> timer;
+  cudaStream_t stream = nullptr;
+  const bool any_device = std::any_of(exps.begin(), exps.end(), [](auto* e) { return e->needs_device; });
+  if (has_device()) {
+    dev = select_device(opt.device);
+    env["device"] = to_json(*dev);
+    if (any_device) {
+      std::cerr << "measuring the read-bandwidth ceiling on " << dev->name << " ..." << std::endl;
+      // 1 GiB: far over any L2, so this is DRAM bandwidth.
+      ceiling = measure_ceiling(std::int64_t(1) << 30, 20);
+      env["ceiling"] = to_json(*ceiling);
+      std::cerr << "ceiling: read " << std::fixed << std::setprecision(0) << ceiling->read_gbps << " GB/s, copy " << ceiling->copy_gbps << " GB/s" << std::endl;
+      KLAB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      timer = std::make_unique<Timer>(*dev, stream);
+    }
+  } else {
+    env["device"] = nullptr;
+    env["no_device_reason"] = no_device_reason();
+    std::cerr << "no CUDA device (" << no_device_reason() << "): experiments that need one are skipped" << std::endl;
+  }
+  Report report(env);
+  int not_held = 0, held = 0, unevaluated = 0, skipped_exps = 0;
+  for (const Experiment* e : exps) {
+    Context ctx(*e, opt, report, dev ? &*dev : nullptr, ceiling ? &*ceiling : nullptr, timer.get());
+    if (e->needs_device && !dev) {
+      ctx.skip(e->name, no_device_reason());
+      ++skipped_exps;
+    } else {
+      ctx.log(e->description);
+      e->run(ctx);
+    }
+    not_held += ctx.finish();
+    for (const auto& c : ctx.claims()) {
+      held += c.state == ClaimState::held;
+      unevaluated += c.state == ClaimState::not_evaluated;
+      std::cout << "  [" << std::setw(13) << std::left << to_string(c.state) << "] " << e->name << ": " << c.text
+                << (c.evidence.empty() ? "" : "  (" + c.evidence + ")") << "\n";
+    }
+  }
+  timer.reset();
+  if (stream) cudaStreamDestroy(stream);
+  report.write(out, "report");
+  std::cout << "claims: " << held << " held, " << not_held << " not held, " << unevaluated << " not evaluated";
+  if (skipped_exps) std::cout << "; " << skipped_exps << " experiment(s) skipped (no device)";
+  std::cout << "\nreport: " << (std::filesystem::path(out) / "report.jsonl").string() << " (+ report.csv)" << std::endl;
+  return strict && not_held > 0 ? 3 : 0;
+}
+
+int cmd_list(const std::vector<std::string>& args) {
+  std::string filter = "*";
+  po::options_description d("klab list [variants|experiments|ops] [--filter GLOB]");
+  d.add_options()("filter", po::value<std::string>(&filter), "shell glob on names")("help,h", "this help");
+  auto p = parse(args, d, 1);
+  if (p.vm.count("help")) { std::cout << d; return 0; }
+  std::string what = p.positional.empty() ? "all" : p.positional[0];
+  require(what == "all" || what == "variants" || what == "experiments" || what == "ops",
+          "klab list: unknown category '" + what + "' (variants, experiments or ops)");
+  auto& r = registry();
+  auto show = [&](const char* title, const auto& map, auto line) {
+    std::cout << title << ":\n";
+    for (const auto& [name, item] : map)
+      if (Registry::glob_match(filter, name)) std::cout << "  " << std::setw(56) << std::left << name << " " << line(item) << "\n";
+  };
+  if (what == "all" || what == "ops") show("ops", r.ops(), [](const Op& o) { return o.description; });
+  if (what == "all" || what == "variants")
+    show("variants", r.variants(), [](const Variant& v) { return (v.peer ? "[peer] " : "") + v.description; });
+  if (what == "all" || what == "experiments")
+    show("experiments", r.experiments(), [](const Experiment& e) { return (e.needs_device ? "" : "[cpu] ") + e.description; });
+  return 0;
+}
+
+int cmd_run(const std::vector<std::string>& args, int argc, char** argv) {
+  RunOptions opt;
+  std::string out;
+  po::options_description d("klab run EXPERIMENT... [options]");
+  add_run_options(d, opt, out);
+  auto p = parse(args, d);
+  if (p.vm.count("help")) { std::cout << d; return 0; }
+  require(!p.positional.empty(), "klab run: name at least one experiment (`klab list experiments`)");
+  std::vector<const Experiment*> exps;
+  for (const auto& n : p.positional) exps.push_back(&registry().experiment(n));
+  return run_experiments(exps, opt, out, p.vm.count("strict") > 0, argc, argv);
+}
+
+int cmd_ab(const std::vector<std::string>& args, int argc, char** argv) {
+  RunOptions opt;
+  std::string out, shape, input = "uniform";
+  po::options_description d("klab ab A B --shape MxK [--input DIST] [options]");
+  d.add_options()("shape", po::value<std::string>(&shape), "problem shape MxK (required)")
+    ("input", po::value<std::string>(&input), "input distribution: uniform, normal, student-t, outlier");
+  add_run_options(d, opt, out);
+  auto p = parse(args, d);
+  if (p.vm.count("help")) { std::cout << d; return 0; }
+  require(p.positional.size() == 2, "klab ab: name exactly two variants, A and B (`klab list variants`)");
+  require(!shape.empty(), "klab ab: --shape MxK is required");
+  static Experiment e;  // lives for the run
+  e = experiments::make_ab(p.positional[0], p.positional[1], parse_shape(shape), parse_dist(input));
+  return run_experiments({&e}, opt, out, p.vm.count("strict") > 0, argc, argv);
+}
+
+int cmd_env(const std::vector<std::string>& args) {
+  int device = 0;
+  bool no_ceiling = false;
+  po::options_description d("klab env [--device N] [--no-ceiling]");
+  d.add_options()("device", po::value<int>(&device)->default_value(0), "CUDA device index")
+    ("no-ceiling", po::bool_switch(&no_ceiling), "skip the bandwidth measurement")("help,h", "this help");
+  auto p = parse(args, d, 0);
+  if (p.vm.count("help")) { std::cout << d; return 0; }
+  nlohmann::json j = base_environment(0, nullptr);
+  j.erase("command");
+  if (!has_device()) {
+    j["device"] = nullptr;
+    j["no_device_reason"] = no_device_reason();
+    std::cout << j.dump(2) << "\nSKIP: " << no_device_reason() << "; no ceiling measured" << std::endl;
+    return 0;
+  }
+  auto dev = select_device(device);
+  j["device"] = to_json(dev);
+  if (!no_ceiling) j["ceiling"] = to_json(measure_ceiling(std::int64_t(1) << 30, 20));
+  std::cout << j.dump(2) << std::endl;
+  return 0;
+}
+
+void usage(std::ostream& os) {
+  os << "klab: an A/B lab for LLM decode kernels\n\n"
+        "  klab list [variants|experiments|ops] [--filter GLOB]\n"
+        "  klab run EXPERIMENT... [--out DIR] [--reps N] [--seed S] [--hot] [--device N] [--quick] [--strict]\n"
+        "  klab ab A B --shape MxK [--input DIST] [run options]\n"
+        "  klab env [--device N]\n";
+  for (const auto& c : extra_commands()) os << "  " << c.usage << "\n";
+  os << "\n`klab COMMAND --help` for a command's options.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> all(argv + 1, argv + argc);
+  if (all.empty() || all[0] == "--help" || all[0] == "-h" || all[0] == "help") {
+    usage(std::cout);
+    return all.empty() ? kExitUsage : 0;
+  }
+  const std::string cmd = all[0];
+  std::vector<std::string> args(all.begin() + 1, all.end());
+  try {
+    if (cmd == "list") return cmd_list(args);
+    if (cmd == "run") return cmd_run(args, argc, argv);
+    if (cmd == "ab") return cmd_ab(args, argc, argv);
+    if (cmd == "env") return cmd_env(args);
+    for (const auto& c : extra_commands())
+      if (c.name == cmd) return c.run(args, argc, argv);
+    std::cerr << "klab: unknown command '" << cmd << "'\n";
+    usage(std::cerr);
+    return kExitUsage;
+  } catch (const po::error& e) {
+    std::cerr << "klab " << cmd << ": " << e.what() << " (see `klab " << cmd << " --help`)" << std::endl;
+    return kExitUsage;
+  } catch (const CudaError& e) {
+    std::cerr << "klab " << cmd << ": CUDA error: " << e.what() << "; no report written" << std::endl;
+    return 1;
+  } catch (const Error& e) {
+    std::cerr << "klab " << cmd << ": " << e.what() << "; no report written" << std::endl;
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "klab " << cmd << ": error: " << e.what() << "; no report written" << std::endl;
+    return 1;
+  }
+}

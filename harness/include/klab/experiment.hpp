@@ -1,0 +1,78 @@
+#pragma once
+// What an experiment's run function sees: the options, the device and the ceiling measured in this
+// run, the timer, and the report. It states claims up front (Experiment::claims) and settles each
+// with claim(); anything left unsettled is reported as not evaluated, never as held.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "klab/device.hpp"
+#include "klab/registry.hpp"
+#include "klab/report.hpp"
+#include "klab/timing.hpp"
+
+namespace klab {
+
+struct RunOptions {
+  int reps = 50;
+  int warmup = 5;
+  std::uint64_t seed = 1;
+  bool hot = false;       // --hot: leave L2 warm between repetitions
+  int device = 0;
+  bool quick = false;     // smaller problems (tests, smoke runs)
+  TimingOptions timing() const { return TimingOptions{reps, warmup, !hot}; }
+};
+
+enum class ClaimState { held, not_held, not_evaluated };
+std::string to_string(ClaimState s);
+
+struct ClaimResult {
+  std::string text;
+  ClaimState state = ClaimState::not_evaluated;
+  std::string evidence;
+};
+
+class Context {
+ public:
+  Context(const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev,
+          const Ceiling* ceiling, Timer* timer);
+
+  const Experiment& experiment() const { return exp_; }
+  const RunOptions& options() const { return opt_; }
+  Report& report() { return report_; }
+  bool has_device() const { return dev_ != nullptr; }
+  const DeviceInfo& device() const;    // throws when there is none
+  const Ceiling& ceiling() const;
+  Timer& timer();
+
+  // A record with the experiment's name and the given kind, ready to fill and add().
+  nlohmann::json record(const std::string& kind) const;
+  void add(nlohmann::json rec) { report_.add(std::move(rec)); }
+  // A skip, with its reason, printed and recorded.
+  void skip(const std::string& what, const std::string& reason);
+  // Settles the claim numbered `index` (into Experiment::claims).
+  void claim(std::size_t index, bool held, const std::string& evidence);
+  // Settles a claim once per problem: held only if it held every time.
+  void claim_all(std::size_t index, bool held, const std::string& evidence);
+  // Progress line on stderr.
+  void log(const std::string& line) const;
+
+  const std::vector<ClaimResult>& claims() const { return claims_; }
+  // Adds one "claim" record per stated claim; returns the number not held.
+  int finish();
+
+ private:
+  const Experiment& exp_;
+  RunOptions opt_;
+  Report& report_;
+  const DeviceInfo* dev_;
+  const Ceiling* ceiling_;
+  Timer* timer_;
+  std::vector<ClaimResult> claims_;
+};
+
+}  // namespace klab

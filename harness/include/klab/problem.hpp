@@ -1,0 +1,54 @@
+#pragma once
+// A problem: a shape, an input distribution and a seed. Deterministic for a given seed: the same
+// (shape, dist, seed) produces the same bytes on every machine (std::mt19937_64 + our own
+// transforms; no std::*_distribution, whose output is implementation-defined).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace klab {
+
+enum class Dist {
+  uniform,    // U[-1, 1)
+  normal,     // N(0, 1)
+  student_t,  // Student-t with 3 degrees of freedom: heavy tails
+  outlier,    // N(0, 1), with 1 channel in 64 scaled by 30 (outlier channels, as in LLM activations)
+};
+std::string to_string(Dist d);
+Dist parse_dist(const std::string& s);  // throws klab::Error naming the valid names
+const std::vector<Dist>& all_dists();
+
+struct Shape {
+  std::int64_t m = 0;  // rows (outputs)
+  std::int64_t k = 0;  // columns (inputs)
+  std::string str() const { return std::to_string(m) + "x" + std::to_string(k); }
+  bool operator==(const Shape&) const = default;
+};
+// "17408x5120" -> {17408, 5120}. Throws klab::Error on anything else (empty, zero, negative,
+// non-digits, overflow past 2^31 elements per dimension).
+Shape parse_shape(const std::string& s);
+
+struct Problem {
+  Shape shape;
+  Dist dist = Dist::uniform;
+  std::uint64_t seed = 1;
+  std::string str() const { return shape.str() + "/" + to_string(dist) + "/seed=" + std::to_string(seed); }
+};
+
+// Deterministic random numbers for problem generation.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed, std::uint64_t stream = 0);
+  double uniform();        // [0, 1)
+  double uniform(double lo, double hi);
+  double normal();         // Box-Muller
+  double student_t(int dof);
+ private:
+  std::uint64_t next();
+  std::uint64_t s_[4];
+};
+
+// n values of distribution `d` from (seed, stream): each tensor of a problem uses its own stream.
+std::vector<float> generate(Dist d, std::size_t n, std::uint64_t seed, std::uint64_t stream, double scale = 1.0);
+
+}  // namespace klab

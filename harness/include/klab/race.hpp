@@ -1,0 +1,45 @@
+#pragma once
+// Racing variants of one op on one problem: verify every variant against the reference (and bit
+// for bit against the first, "A") before any timing, then time each, then compare each with A.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "klab/experiment.hpp"
+#include "klab/metrics.hpp"
+#include "klab/stats.hpp"
+
+namespace klab {
+
+struct Measured {
+  const Variant* variant = nullptr;
+  Problem problem;
+  bool skipped = false;
+  std::string skip_reason;
+  Accuracy acc;
+  bool verified = false;          // finite, fully written, max_rel within the tolerance
+  double tolerance = 0;
+  std::int64_t bits_vs_a = -1;    // elements differing bitwise from A (-1: A itself or not compared)
+  bool timed = false;
+  Timing timing;
+  Traffic traffic;
+  double gbps = 0, gmacs = 0, pct_ceiling = 0;
+  std::optional<Comparison> vs_a;  // B against A (absent for A)
+};
+
+struct RaceOptions {
+  // max_rel allowed against the reference, per variant name; default for all others.
+  double tolerance = 1e-5;
+  std::vector<std::pair<std::string, double>> tolerance_for;  // glob -> tolerance
+  bool time = true;
+};
+
+// Runs the race and adds one "measurement" record (or "skip") per variant to the context's report.
+std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const Variant*>& variants,
+                           const Problem& problem, const RaceOptions& ro);
+
+// One record for a measured variant (the fields the scripts read).
+nlohmann::json to_json(const Measured& m);
+
+}  // namespace klab

@@ -1,0 +1,111 @@
+#pragma once
+// The nouns: an op (what is computed), its workload (host data for one problem), a variant (one
+// implementation, with a stable name derived from its axes), an instance (a variant bound to a
+// workload, holding device memory), and the registry that lists them all.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "klab/problem.hpp"
+
+namespace klab {
+
+// Host data for one problem of one op (weights, input). Each op derives its own.
+struct Workload {
+  Problem problem;
+  virtual ~Workload() = default;
+};
+
+// Bytes a perfect kernel must move and multiply-accumulates it must do.
+struct Traffic {
+  double bytes = 0;
+  double macs = 0;
+};
+
+struct Op {
+  std::string name;
+  std::string description;
+  // Builds the host data of a problem (deterministic in problem.seed).
+  std::function<std::unique_ptr<Workload>(const Problem&)> generate;
+  // The CPU truth (Eigen, f64 accumulation).
+  std::function<std::vector<double>(const Workload&)> reference;
+  std::function<Traffic(const Problem&)> traffic;
+  // Rejects shapes the op itself cannot have (empty string: fine).
+  std::function<std::string(const Problem&)> validate = [](const Problem&) { return std::string(); };
+};
+
+// A variant bound to one workload: device memory allocated, inputs uploaded.
+class Instance {
+ public:
+  virtual ~Instance() = default;
+  // The timed region: enqueue the computation on `stream`. No allocation, no sync.
+  virtual void run(cudaStream_t stream) = 0;
+  // Fill the outputs with the poison pattern.
+  virtual void poison(cudaStream_t stream) = 0;
+  // Copy the outputs to the host (synchronous).
+  virtual std::vector<float> output() = 0;
+  // Undo what run() changed in the inputs (stateful kernels); called outside the timed region.
+  virtual void reset(cudaStream_t stream) {}
+};
+
+struct Variant {
+  std::string name;         // "<op>/<axes>", e.g. "q4_gemv/scale=lane,chains=4,f16=hard,rows=1"
+  std::string op;
+  std::string description;  // one line: what this variant does
+  std::vector<std::pair<std::string, std::string>> axes;  // in name order
+  bool peer = false;        // a baseline from elsewhere (cuBLAS, ...), raced beside ours
+  // Why this variant cannot run `p` (empty: it can). Shown as a skip with the reason.
+  std::function<std::string(const Problem&)> can_implement = [](const Problem&) { return std::string(); };
+  std::function<std::unique_ptr<Instance>(const Workload&)> make;
+  // Optional CPU bit-model: reproduces the kernel's arithmetic order exactly.
+  std::function<std::vector<float>(const Workload&)> cpu_model;
+};
+
+// Builds "op/k1=v1,k2=v2" from the axes.
+std::string variant_name(const std::string& op, const std::vector<std::pair<std::string, std::string>>& axes);
+
+class Context;  // experiment.hpp
+
+struct Experiment {
+  std::string name;
+  std::string description;
+  std::vector<std::string> claims;  // stated before the run; each is reported held / not held / not evaluated
+  bool needs_device = true;
+  std::function<void(Context&)> run;
+};
+
+class Registry {
+ public:
+  void add(Op op);
+  void add(Variant v);
+  void add(Experiment e);
+
+  const Op& op(const std::string& name) const;            // throws klab::Error naming the known ops
+  const Variant& variant(const std::string& name) const;  // likewise
+  const Experiment& experiment(const std::string& name) const;
+  bool has_variant(const std::string& name) const { return variants_.count(name) != 0; }
+
+  const std::map<std::string, Op>& ops() const { return ops_; }
+  const std::map<std::string, Variant>& variants() const { return variants_; }
+  const std::map<std::string, Experiment>& experiments() const { return experiments_; }
+  // Variants of `op`, in name order.
+  std::vector<const Variant*> variants_of(const std::string& op) const;
+  // Names matching a shell-style glob (* and ?).
+  static bool glob_match(const std::string& pattern, const std::string& text);
+
+ private:
+  std::map<std::string, Op> ops_;
+  std::map<std::string, Variant> variants_;
+  std::map<std::string, Experiment> experiments_;
+};
+
+// The registry with every op, variant and experiment of klab (built once).
+Registry& registry();
+
+}  // namespace klab

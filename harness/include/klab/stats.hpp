@@ -1,0 +1,36 @@
+#pragma once
+// Summary statistics of repetitions and the A/B verdict.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace klab {
+
+struct Summary {
+  int n = 0;
+  double median = 0, min = 0, max = 0, p10 = 0, p90 = 0, mean = 0;
+};
+Summary summarize(std::vector<double> samples);  // throws on empty
+double quantile_sorted(const std::vector<double>& sorted, double q);
+
+enum class Verdict { faster, slower, same };
+std::string to_string(Verdict v);
+
+// B against A from their time samples: ratio = median(B)/median(A) (< 1 means B is faster), with a
+// percentile-bootstrap 95% interval of that ratio. Verdict: faster if the whole interval lies
+// below 1 - noise, slower if above 1 + noise, same otherwise. `noise` (default 1%) is the spread
+// we see between two timings of the same kernel: a smaller difference is not a result.
+struct Comparison {
+  double ratio = 1, lo = 1, hi = 1;
+  double speedup = 1;  // median(A)/median(B)
+  Verdict verdict = Verdict::same;
+};
+Comparison compare_times(const std::vector<double>& a, const std::vector<double>& b,
+                         std::uint64_t seed = 12345, int resamples = 2000, double noise = 0.01);
+
+nlohmann::json to_json(const Summary& s);
+nlohmann::json to_json(const Comparison& c);
+
+}  // namespace klab

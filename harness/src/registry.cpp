@@ -1,0 +1,70 @@
+#include "klab/registry.hpp"
+
+#include "klab/error.hpp"
+
+namespace klab {
+
+std::string variant_name(const std::string& op, const std::vector<std::pair<std::string, std::string>>& axes) {
+  std::string s = op + "/";
+  for (std::size_t i = 0; i < axes.size(); ++i) s += (i ? "," : "") + axes[i].first + "=" + axes[i].second;
+  return s;
+}
+
+namespace {
+template <class Map>
+const typename Map::mapped_type& find_or_explain(const Map& m, const std::string& name, const char* what) {
+  auto it = m.find(name);
+  if (it != m.end()) return it->second;
+  std::string known;
+  int shown = 0;
+  for (const auto& [k, v] : m) {
+    if (shown++ == 12) { known += ", ..."; break; }
+    known += (known.empty() ? "" : ", ") + k;
+  }
+  throw Error(std::string("unknown ") + what + " '" + name + "' (known: " + (known.empty() ? "none" : known) +
+              "; `klab list` shows them all)");
+}
+template <class Map, class T>
+void insert_unique(Map& m, T t, const char* what) {
+  require(!t.name.empty(), std::string("a ") + what + " needs a name");
+  auto name = t.name;
+  require(m.emplace(name, std::move(t)).second, std::string(what) + " '" + name + "' registered twice");
+}
+}  // namespace
+
+void Registry::add(Op op) { insert_unique(ops_, std::move(op), "op"); }
+void Registry::add(Variant v) {
+  require(ops_.count(v.op) != 0, "variant '" + v.name + "' names op '" + v.op + "', which is not registered");
+  require(static_cast<bool>(v.make), "variant '" + v.name + "' has no make()");
+  insert_unique(variants_, std::move(v), "variant");
+}
+void Registry::add(Experiment e) {
+  require(static_cast<bool>(e.run), "experiment '" + e.name + "' has no run()");
+  insert_unique(experiments_, std::move(e), "experiment");
+}
+
+const Op& Registry::op(const std::string& name) const { return find_or_explain(ops_, name, "op"); }
+const Variant& Registry::variant(const std::string& name) const { return find_or_explain(variants_, name, "variant"); }
+const Experiment& Registry::experiment(const std::string& name) const { return find_or_explain(experiments_, name, "experiment"); }
+
+std::vector<const Variant*> Registry::variants_of(const std::string& op) const {
+  std::vector<const Variant*> out;
+  for (const auto& [name, v] : variants_)
+    if (v.op == op) out.push_back(&v);
+  return out;
+}
+
+bool Registry::glob_match(const std::string& p, const std::string& t) {
+  // Iterative glob with backtracking on the last '*'.
+  std::size_t pi = 0, ti = 0, star = std::string::npos, mark = 0;
+  while (ti < t.size()) {
+    if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) { ++pi; ++ti; }
+    else if (pi < p.size() && p[pi] == '*') { star = pi++; mark = ti; }
+    else if (star != std::string::npos) { pi = star + 1; ti = ++mark; }
+    else return false;
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+}  // namespace klab

@@ -1,0 +1,8 @@
+#include "f32_gemv/variants.hpp"
+
+namespace klab::f32_gemv {
+void register_all(Registry& r) {
+  r.add(make_op());
+  r.add(warp_row_variant());
+}
+}  // namespace klab::f32_gemv
