@@ -2,15 +2,22 @@
 #include "baselines/baselines.hpp"
 #include "common.hpp"
 #include "f32_gemv/variants.hpp"
+// @q4-register-include@
+// @gdn-register-include@
 
 namespace klab {
 
 Registry& registry() {
   static Registry r = [] {
     Registry reg;
+    // Ops and their variants first, then the peers (they attach to registered ops), then experiments.
     f32_gemv::register_all(reg);
+    // @q4-register-variants@
+    // @gdn-register-variants@
     baselines::register_all(reg);
     experiments::register_f32_gemv(reg);
+    // @q4-register-experiments@
+    // @gdn-register-experiments@
     return reg;
   }();
   return r;
