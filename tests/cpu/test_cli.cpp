@@ -1,0 +1,103 @@
+// The CLI's refusals: unknown names, malformed shapes, bad options give a clear message, a non-zero
+// exit and no report; without a device, device experiments are reported as skipped, not passed.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <unistd.h>
+
+#include "klab/device.hpp"
+#include "klab/report.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+struct Result {
+  int code;
+  std::string out;
+};
+Result klab_cli(const std::string& args) {
+  std::string cmd = std::string(KLAB_CLI) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  REQUIRE(p);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (auto n = fread(buf.data(), 1, buf.size(), p.get())) out.append(buf.data(), n);
+  int status = pclose(p.release());
+  return {WEXITSTATUS(status), out};
+}
+fs::path out_dir(const std::string& name) {
+  auto d = fs::temp_directory_path() / ("klab-cli-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  return d;
+}
+}  // namespace
+
+TEST_CASE("refusals exit non-zero, name the problem and write no report") {
+  struct Case {
+    std::string args, says;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"run no-such-experiment", "unknown experiment 'no-such-experiment'"},
+           {"run", "name at least one experiment"},
+           {"run f32-gemv-vs-cublas --reps 0", "--reps must be"},
+           {"run f32-gemv-vs-cublas --reps abc", "reps"},
+           {"run f32-gemv-vs-cublas --bogus", "bogus"},
+           {"ab f32_gemv/impl=warp-row f32_gemv/impl=cublas-sgemv --shape 12x", "malformed shape '12x'"},
+           {"ab f32_gemv/impl=warp-row f32_gemv/impl=cublas-sgemv --shape 0x5", "zero dimension"},
+           {"ab f32_gemv/impl=warp-row f32_gemv/impl=cublas-sgemv --shape 1000000x1000000", "over 32 GB"},
+           {"ab f32_gemv/impl=warp-row f32_gemv/impl=cublas-sgemv --shape 4x4 --input weird", "unknown input distribution"},
+           {"ab f32_gemv/impl=warp-row --shape 4x4", "exactly two variants"},
+           {"ab f32_gemv/impl=warp-row f32_gemv/impl=nope --shape 4x4", "unknown variant"},
+           {"list gadgets", "unknown category"},
+           {"frobnicate", "unknown command"},
+       }) {
+    CAPTURE(c.args);
+    auto dir = out_dir("refuse");
+    const bool writes = c.args.rfind("run", 0) == 0 || c.args.rfind("ab", 0) == 0;
+    auto r = klab_cli(c.args + (writes ? " --out " + dir.string() : ""));
+    CHECK(r.code != 0);
+    CHECK(r.out.find(c.says) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "report.jsonl"));
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("list shows the registry and filters by glob") {
+  auto r = klab_cli("list variants --filter 'f32_gemv/*'");
+  CHECK(r.code == 0);
+  CHECK(r.out.find("f32_gemv/impl=warp-row") != std::string::npos);
+  CHECK(r.out.find("experiments:") == std::string::npos);
+  auto e = klab_cli("list experiments");
+  CHECK(e.out.find("f32-gemv-vs-cublas") != std::string::npos);
+}
+
+TEST_CASE("--help works for every command") {
+  for (const char* c : {"run --help", "ab --help", "list --help", "env --help", "--help"}) {
+    CAPTURE(c);
+    auto r = klab_cli(c);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("klab") != std::string::npos);
+  }
+}
+
+TEST_CASE("without a device, a device experiment is a skip with its reason, never a pass") {
+  if (klab::has_device()) return;  // this case is about the no-device path; the gpu suite covers the rest
+  auto dir = out_dir("skip");
+  auto r = klab_cli("run f32-gemv-vs-cublas --out " + dir.string());
+  CHECK(r.code == 0);
+  CHECK(r.out.find("not_evaluated") != std::string::npos);
+  CHECK(r.out.find("0 held") != std::string::npos);
+  auto recs = klab::read_jsonl(dir / "report.jsonl");
+  bool skip = false;
+  for (const auto& j : recs) {
+    if (j["kind"] == "skip") skip = true;
+    if (j["kind"] == "claim") CHECK(j["state"] == "not_evaluated");
+    CHECK(j["kind"] != "measurement");
+  }
+  CHECK(skip);
+  fs::remove_all(dir);
+}

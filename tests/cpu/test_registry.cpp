@@ -1,0 +1,71 @@
+// The registry: enumeration, stable names, refusals of unknown and duplicate names, globbing.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "klab/error.hpp"
+#include "klab/registry.hpp"
+
+using namespace klab;
+
+TEST_CASE("every variant's name is derived from its op and axes, and its op is registered") {
+  const auto& r = registry();
+  REQUIRE(!r.variants().empty());
+  for (const auto& [name, v] : r.variants()) {
+    CAPTURE(name);
+    CHECK(name == variant_name(v.op, v.axes));
+    CHECK(r.ops().count(v.op) == 1);
+    CHECK(!v.description.empty());
+    CHECK(static_cast<bool>(v.make));
+  }
+  for (const auto& [name, e] : r.experiments()) {
+    CAPTURE(name);
+    CHECK(!e.claims.empty());
+    CHECK(!e.description.empty());
+  }
+}
+
+TEST_CASE("the f32_gemv family: our kernel and the cuBLAS peer") {
+  auto vs = registry().variants_of("f32_gemv");
+  std::set<std::string> names;
+  for (auto* v : vs) names.insert(v->name);
+  CHECK(names.count("f32_gemv/impl=warp-row") == 1);
+  CHECK(names.count("f32_gemv/impl=cublas-sgemv") == 1);
+  CHECK(registry().variant("f32_gemv/impl=cublas-sgemv").peer);
+}
+
+TEST_CASE("unknown names are refused with the known ones listed") {
+  try {
+    registry().variant("f32_gemv/impl=nope");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("f32_gemv/impl=warp-row") != std::string::npos);
+  }
+  CHECK_THROWS_AS(registry().experiment("no-such-experiment"), Error);
+  CHECK_THROWS_AS(registry().op("no_such_op"), Error);
+}
+
+TEST_CASE("a registry refuses duplicates and variants of unknown ops") {
+  Registry r;
+  Op op;
+  op.name = "x";
+  r.add(op);
+  CHECK_THROWS_AS(r.add(op), Error);
+  Variant v;
+  v.op = "y";
+  v.name = "y/a=b";
+  v.make = [](const Workload&) -> std::unique_ptr<Instance> { return nullptr; };
+  CHECK_THROWS_AS(r.add(v), Error);
+  v.op = "x";
+  v.name = "x/a=b";
+  r.add(v);
+  CHECK_THROWS_AS(r.add(v), Error);
+}
+
+TEST_CASE("glob matching") {
+  CHECK(Registry::glob_match("*", "anything"));
+  CHECK(Registry::glob_match("q4_gemv/*rows=4*", "q4_gemv/scale=lane,rows=4"));
+  CHECK_FALSE(Registry::glob_match("q4_gemv/*rows=4", "q4_gemv/rows=1"));
+  CHECK(Registry::glob_match("f32_gemv/impl=?arp-row", "f32_gemv/impl=warp-row"));
+  CHECK_FALSE(Registry::glob_match("", "x"));
+}
