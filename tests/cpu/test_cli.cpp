@@ -46,12 +46,12 @@ TEST_CASE("refusals exit non-zero, name the problem and write no report") {
            {"run f32-gemv-vs-cublas --reps 0", "--reps must be"},
            {"run f32-gemv-vs-cublas --reps abc", "reps"},
            {"run f32-gemv-vs-cublas --bogus", "bogus"},
-           {"ab f32_gemv/impl=warp-row f32_gemv/impl=cublas-sgemv --shape 12x", "malformed shape '12x'"},
-           {"ab f32_gemv/impl=warp-row f32_gemv/impl=cublas-sgemv --shape 0x5", "zero dimension"},
-           {"ab f32_gemv/impl=warp-row f32_gemv/impl=cublas-sgemv --shape 1000000x1000000", "over 32 GB"},
-           {"ab f32_gemv/impl=warp-row f32_gemv/impl=cublas-sgemv --shape 4x4 --input weird", "unknown input distribution"},
-           {"ab f32_gemv/impl=warp-row --shape 4x4", "exactly two variants"},
-           {"ab f32_gemv/impl=warp-row f32_gemv/impl=nope --shape 4x4", "unknown variant"},
+           {"ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=cublas-sgemv --shape 12x", "malformed shape '12x'"},
+           {"ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=cublas-sgemv --shape 0x5", "zero dimension"},
+           {"ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=cublas-sgemv --shape 1000000x1000000", "over 32 GB"},
+           {"ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=cublas-sgemv --shape 4x4 --input weird", "unknown input distribution"},
+           {"ab f32_gemv/impl=warp-row,unroll=1 --shape 4x4", "exactly two variants"},
+           {"ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=nope --shape 4x4", "unknown variant"},
            {"list gadgets", "unknown category"},
            {"frobnicate", "unknown command"},
        }) {
@@ -69,7 +69,7 @@ TEST_CASE("refusals exit non-zero, name the problem and write no report") {
 TEST_CASE("list shows the registry and filters by glob") {
   auto r = klab_cli("list variants --filter 'f32_gemv/*'");
   CHECK(r.code == 0);
-  CHECK(r.out.find("f32_gemv/impl=warp-row") != std::string::npos);
+  CHECK(r.out.find("f32_gemv/impl=warp-row,unroll=1") != std::string::npos);
   CHECK(r.out.find("experiments:") == std::string::npos);
   auto e = klab_cli("list experiments");
   CHECK(e.out.find("f32-gemv-vs-cublas") != std::string::npos);

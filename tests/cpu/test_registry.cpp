@@ -29,7 +29,7 @@ TEST_CASE("the f32_gemv family: our kernel and the cuBLAS peer") {
   auto vs = registry().variants_of("f32_gemv");
   std::set<std::string> names;
   for (auto* v : vs) names.insert(v->name);
-  CHECK(names.count("f32_gemv/impl=warp-row") == 1);
+  CHECK(names.count("f32_gemv/impl=warp-row,unroll=1") == 1);
   CHECK(names.count("f32_gemv/impl=cublas-sgemv") == 1);
   CHECK(registry().variant("f32_gemv/impl=cublas-sgemv").peer);
 }
@@ -39,7 +39,7 @@ TEST_CASE("unknown names are refused with the known ones listed") {
     registry().variant("f32_gemv/impl=nope");
     FAIL("no error");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("f32_gemv/impl=warp-row") != std::string::npos);
+    CHECK(std::string(e.what()).find("f32_gemv/impl=warp-row,unroll=1") != std::string::npos);
   }
   CHECK_THROWS_AS(registry().experiment("no-such-experiment"), Error);
   CHECK_THROWS_AS(registry().op("no_such_op"), Error);
@@ -66,6 +66,6 @@ TEST_CASE("glob matching") {
   CHECK(Registry::glob_match("*", "anything"));
   CHECK(Registry::glob_match("q4_gemv/*rows=4*", "q4_gemv/scale=lane,rows=4"));
   CHECK_FALSE(Registry::glob_match("q4_gemv/*rows=4", "q4_gemv/rows=1"));
-  CHECK(Registry::glob_match("f32_gemv/impl=?arp-row", "f32_gemv/impl=warp-row"));
+  CHECK(Registry::glob_match("f32_gemv/impl=?arp-row*", "f32_gemv/impl=warp-row,unroll=1"));
   CHECK_FALSE(Registry::glob_match("", "x"));
 }

@@ -3,6 +3,7 @@
 namespace klab::f32_gemv {
 void register_all(Registry& r) {
   r.add(make_op());
-  r.add(warp_row_variant());
+  r.add(warp_row_variant<1>());
+  r.add(warp_row_variant<4>());
 }
 }  // namespace klab::f32_gemv

@@ -1,5 +1,8 @@
-// f32_gemv/impl=warp-row: one warp per output row; each lane walks the row with 16-byte loads
-// (when k % 4 == 0, else 4-byte loads), one accumulator, then a butterfly shuffle reduction.
+// f32_gemv/impl=warp-row,unroll=U: one warp per output row; each lane walks the row with 16-byte
+// loads (when k % 4 == 0, else 4-byte loads), then a butterfly shuffle reduction.
+//   unroll=1: one load in flight per lane, one accumulator (the plain kernel).
+//   unroll=4: four independent 16-byte loads issued before their first use, four accumulators
+//             summed at the end: more bytes in flight per warp to hide DRAM latency.
 #include "f32_gemv/variants.hpp"
 
 #include "klab/cuda.hpp"
@@ -9,30 +12,49 @@ namespace klab::f32_gemv {
 namespace {
 constexpr int kWarpsPerBlock = 8;
 
-template <bool Vec4>
+template <bool Vec4, int Unroll>
 __global__ void warp_row_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= m) return;
   const float* wr = w + static_cast<std::size_t>(row) * k;
-  float acc = 0.f;
+  float acc[Unroll] = {};
   if constexpr (Vec4) {
     const float4* w4 = reinterpret_cast<const float4*>(wr);
     const float4* x4 = reinterpret_cast<const float4*>(x);
-    for (int j = lane; j < k / 4; j += 32) {
-      float4 a = __ldcs(w4 + j), b = x4[j];
-      acc = fmaf(a.x, b.x, acc);
-      acc = fmaf(a.y, b.y, acc);
-      acc = fmaf(a.z, b.z, acc);
-      acc = fmaf(a.w, b.w, acc);
+    const int n4 = k / 4;
+    int j = lane;
+    for (; j + 32 * (Unroll - 1) < n4; j += 32 * Unroll) {
+      float4 a[Unroll];
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u) a[u] = __ldcs(w4 + j + 32 * u);  // all loads before any use
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u) {
+        const float4 b = x4[j + 32 * u];
+        acc[u] = fmaf(a[u].x, b.x, acc[u]);
+        acc[u] = fmaf(a[u].y, b.y, acc[u]);
+        acc[u] = fmaf(a[u].z, b.z, acc[u]);
+        acc[u] = fmaf(a[u].w, b.w, acc[u]);
+      }
+    }
+    for (; j < n4; j += 32) {  // the tail: fewer than Unroll strides left
+      const float4 a = __ldcs(w4 + j), b = x4[j];
+      acc[0] = fmaf(a.x, b.x, acc[0]);
+      acc[0] = fmaf(a.y, b.y, acc[0]);
+      acc[0] = fmaf(a.z, b.z, acc[0]);
+      acc[0] = fmaf(a.w, b.w, acc[0]);
     }
   } else {
-    for (int j = lane; j < k; j += 32) acc = fmaf(__ldcs(wr + j), x[j], acc);
+    for (int j = lane; j < k; j += 32) acc[0] = fmaf(__ldcs(wr + j), x[j], acc[0]);
   }
-  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0) y[row] = acc;
+#pragma unroll
+  for (int u = 1; u < Unroll; ++u) acc[0] += acc[u];
+  float sum = acc[0];
+  for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+  if (lane == 0) y[row] = sum;
 }
 
+template <int Unroll>
 class WarpRow : public Instance {
  public:
   explicit WarpRow(const Workload& wl)
@@ -40,8 +62,8 @@ class WarpRow : public Instance {
         x_(DeviceBuffer<float>::from(wl.x)), y_(std::size_t(m_)) {}
   void run(cudaStream_t s) override {
     const unsigned grid = unsigned((m_ + kWarpsPerBlock - 1) / kWarpsPerBlock);
-    if (k_ % 4 == 0) warp_row_kernel<true><<<grid, kWarpsPerBlock * 32, 0, s>>>(w_.get(), x_.get(), y_.get(), m_, k_);
-    else warp_row_kernel<false><<<grid, kWarpsPerBlock * 32, 0, s>>>(w_.get(), x_.get(), y_.get(), m_, k_);
+    if (k_ % 4 == 0) warp_row_kernel<true, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w_.get(), x_.get(), y_.get(), m_, k_);
+    else warp_row_kernel<false, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w_.get(), x_.get(), y_.get(), m_, k_);
     KLAB_CUDA_LAUNCH("warp_row_kernel");
   }
   void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
@@ -53,14 +75,19 @@ class WarpRow : public Instance {
 };
 }  // namespace
 
+template <int Unroll>
 Variant warp_row_variant() {
   Variant v;
   v.op = "f32_gemv";
-  v.axes = {{"impl", "warp-row"}};
+  v.axes = {{"impl", "warp-row"}, {"unroll", std::to_string(Unroll)}};
   v.name = variant_name(v.op, v.axes);
-  v.description = "one warp per row, float4 loads, one accumulator, shuffle reduction";
-  v.make = [](const klab::Workload& wl) { return std::unique_ptr<Instance>(new WarpRow(workload_of(wl))); };
+  v.description = Unroll == 1 ? "one warp per row, float4 loads, one accumulator, shuffle reduction"
+                              : "one warp per row, " + std::to_string(Unroll) + " float4 loads in flight per lane, " +
+                                    std::to_string(Unroll) + " accumulators, shuffle reduction";
+  v.make = [](const klab::Workload& wl) { return std::unique_ptr<Instance>(new WarpRow<Unroll>(workload_of(wl))); };
   return v;
 }
+template Variant warp_row_variant<1>();
+template Variant warp_row_variant<4>();
 
 }  // namespace klab::f32_gemv
