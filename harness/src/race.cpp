@@ -8,10 +8,10 @@
 namespace klab {
 
 namespace {
-double tolerance_of(const RaceOptions& ro, const std::string& name) {
+double tolerance_of(const RaceOptions& ro, const Variant& v) {
   for (const auto& [glob, tol] : ro.tolerance_for)
-    if (Registry::glob_match(glob, name)) return tol;
-  return ro.tolerance;
+    if (Registry::glob_match(glob, v.name)) return tol;
+  return v.tolerance > 0 ? v.tolerance : ro.tolerance;
 }
 std::string fmt(const char* f, double a, double b = 0, double c = 0) {
   char buf[256];
@@ -73,7 +73,7 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
     m.variant = v;
     m.problem = problem;
     m.traffic = op.traffic(problem);
-    m.tolerance = tolerance_of(ro, v->name);
+    m.tolerance = tolerance_of(ro, *v);
     if (auto why = v->can_implement(problem); !why.empty()) {
       m.skipped = true;
       m.skip_reason = why;

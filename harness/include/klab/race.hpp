@@ -29,7 +29,8 @@ struct Measured {
 };
 
 struct RaceOptions {
-  // max_rel allowed against the reference, per variant name; default for all others.
+  // max_rel allowed against the reference: the first matching glob of tolerance_for, else the
+  // variant's own Variant::tolerance when set, else `tolerance`.
   double tolerance = 1e-5;
   std::vector<std::pair<std::string, double>> tolerance_for;  // glob -> tolerance
   bool time = true;

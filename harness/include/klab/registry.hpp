@@ -60,6 +60,9 @@ struct Variant {
   std::string description;  // one line: what this variant does
   std::vector<std::pair<std::string, std::string>> axes;  // in name order
   bool peer = false;        // a baseline from elsewhere (cuBLAS, ...), raced beside ours
+  // max_rel this variant must reach against its op's reference (0: the race's default). Set where
+  // the variant rounds differently on purpose (e.g. a bf16 peer), with the reason beside it.
+  double tolerance = 0;
   // Why this variant cannot run `p` (empty: it can). Shown as a skip with the reason.
   std::function<std::string(const Problem&)> can_implement = [](const Problem&) { return std::string(); };
   std::function<std::unique_ptr<Instance>(const Workload&)> make;
