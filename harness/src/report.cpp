@@ -19,7 +19,10 @@ extern const bool kGitDirty;
 
 nlohmann::json base_environment(int argc, char** argv) {
   std::string cmd;
-  for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) {
+    if (i) cmd += ' ';
+    cmd += argv[i];
+  }
   auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
