@@ -1,0 +1,431 @@
+"""Reading klab reports for plot.py, summarize.py and compare.py (standard library only).
+
+A report is a directory holding report.jsonl, or that file itself: one JSON object per line, each
+with "kind", "experiment" and "env" (reports/SCHEMA.md). load() checks the fields the scripts read
+and raises ReportError naming file:line and the field when one is missing or of the wrong type, or
+when the report holds no record at all. What the scripts compute from records (the seed ladder's
+rungs, the figures a report gives) lives here too, so the plots and the summary cannot disagree.
+"""
+import json
+import math
+import os
+import re
+import statistics
+from pathlib import Path
+
+
+class ReportError(Exception):
+    """A report that cannot be read: the message names the file (and line) and the problem."""
+
+
+# Field types: a name for messages and a test.
+def _is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+_TYPES = {
+    "string": lambda v: isinstance(v, str),
+    "number": _is_num,
+    "number or null": lambda v: v is None or _is_num(v),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "integer or null": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
+    "boolean": lambda v: isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "object or null": lambda v: v is None or isinstance(v, dict),
+    "list of numbers": lambda v: isinstance(v, list) and all(x is None or _is_num(x) for x in v),
+}
+
+# Per kind: (dotted field, type, required). "required" is True, False, or the dotted path of a
+# parent: then the field is required when the parent is present.
+_FIELDS = {
+    "measurement": [
+        ("experiment", "string", True), ("variant", "string", True), ("shape", "string", True),
+        ("dist", "string", True), ("op", "string", False), ("a", "string", False),
+        ("axes", "object", False), ("verified", "boolean", False), ("tolerance", "number or null", False),
+        ("bits_vs_a", "integer or null", False), ("bits_vs_prev", "integer or null", False),
+        ("prev", "string", False), ("gbps", "number or null", False), ("gmacs", "number or null", False),
+        ("pct_ceiling", "number or null", False), ("ceiling_gbps", "number or null", False),
+        ("accuracy", "object", False), ("accuracy.max_rel", "number or null", False),
+        ("accuracy.rms_rel", "number or null", False),
+        ("timing", "object", False), ("timing.median_ms", "number", "timing"),
+        ("timing.min_ms", "number", "timing"), ("timing.max_ms", "number", "timing"),
+        ("timing.samples_ms", "list of numbers", False), ("timing.samples_clock_mhz", "list of numbers", False),
+        ("vs_a", "object", False), ("vs_a.ratio", "number or null", "vs_a"),
+        ("vs_a.ci95_lo", "number or null", "vs_a"), ("vs_a.ci95_hi", "number or null", "vs_a"),
+        ("vs_a.speedup", "number or null", "vs_a"), ("vs_a.verdict", "string", "vs_a"),
+    ],
+    "claim": [
+        ("experiment", "string", True), ("index", "integer", True), ("text", "string", True),
+        ("state", "string", True), ("evidence", "string", False),
+    ],
+    "skip": [("experiment", "string", True), ("what", "string", True), ("reason", "string", True)],
+    "error_budget": [
+        ("experiment", "string", True), ("shape", "string", True), ("dist", "string", True),
+        ("rms_rel", "number or null", True), ("max_rel", "number or null", True),
+        ("what", "string", False), ("source", "string", False),
+    ],
+    "gdn_op": [
+        ("experiment", "string", True), ("fixture", "string", True), ("pair", "string", True),
+        ("op", "string", True), ("n", "integer", True), ("max_rel_t0", "number or null", True),
+        ("rms_rel_t0", "number or null", True), ("rms_rel_last", "number or null", False),
+        ("max_abs_ref", "number or null", False), ("rms_ref", "number or null", False),
+        ("tokens", "integer", False),
+    ],
+    "gdn_timing": [
+        ("experiment", "string", True), ("tier", "string", True), ("mode", "string", True),
+        ("ms_per_layer_token", "object", True), ("ms_per_layer_token.median", "number", True),
+        ("ms_per_layer_token.min", "number", False), ("ms_per_layer_token.max", "number", False),
+        ("layers", "integer", True), ("tokens", "integer", True), ("samples_ms", "list of numbers", False),
+        ("fixture", "string", False),
+    ],
+}
+CLAIM_STATES = ("held", "not_held", "not_evaluated")
+# The GDN readback names in the order of the decode step (seed-digest section 3).
+GDN_OPS = ("XC", "XCV", "Z", "Q", "K", "A", "B", "BETA", "G", "ON", "ONN", "OUT", "S", "HIST")
+DISTS = ("uniform", "normal", "student-t", "outlier", "file")
+
+_MISSING = object()
+
+
+def get(record, dotted, default=None):
+    """record["a"]["b"] for "a.b"; default when any step is absent (or not an object)."""
+    cur = record
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return default
+        cur = cur[part]
+    return cur
+
+
+def _check(record, where):
+    kind = record["kind"]
+    if "env" in record and not isinstance(record["env"], dict):
+        raise ReportError(f"{where}: {kind} record: field 'env' should be an object")
+    for field, typ, required in _FIELDS.get(kind, []):
+        value = get(record, field, _MISSING)
+        if value is _MISSING:
+            if required is True or (isinstance(required, str) and get(record, required, _MISSING) is not _MISSING):
+                raise ReportError(f"{where}: {kind} record lacks the field '{field}' ({typ})")
+            continue
+        if not _TYPES[typ](value):
+            raise ReportError(f"{where}: {kind} record: field '{field}' should be {typ}, not {json.dumps(value)[:60]}")
+    if kind == "claim" and record["state"] not in CLAIM_STATES:
+        raise ReportError(f"{where}: claim record: state '{record['state']}' is not one of {', '.join(CLAIM_STATES)}")
+
+
+def report_file(path):
+    """The .jsonl file of a report given as a directory (DIR/report.jsonl) or as the file."""
+    p = Path(path)
+    if p.is_dir():
+        f = p / "report.jsonl"
+        if not f.is_file():
+            raise ReportError(f"{p}: no report.jsonl in this directory (is it a klab report directory?)")
+        return f
+    if not p.exists():
+        raise ReportError(f"{p}: no such report (give a report directory or its report.jsonl)")
+    return p
+
+
+class Report:
+    def __init__(self, file, records):
+        self.file = Path(file)
+        self.dir = self.file.parent
+        self.records = records
+
+    def of(self, kind, experiment=None):
+        return [r for r in self.records if r["kind"] == kind and (experiment is None or r.get("experiment") == experiment)]
+
+    @property
+    def env(self):
+        """The environment of the run (the first record's; every record of one run holds the same)."""
+        for r in self.records:
+            if isinstance(r.get("env"), dict):
+                return r["env"]
+        return {}
+
+    def envs(self):
+        """Distinct environments (by commit, date and device): more than one in a merged report."""
+        seen, out = set(), []
+        for r in self.records:
+            e = r.get("env")
+            if isinstance(e, dict):
+                key = (e.get("git_commit"), e.get("date"), get(e, "device.name"))
+                if key not in seen:
+                    seen.add(key)
+                    out.append(e)
+        return out
+
+    def experiments(self):
+        """Experiment names in the order they first appear."""
+        return list(dict.fromkeys(r["experiment"] for r in self.records if isinstance(r.get("experiment"), str)))
+
+    def unknown_kinds(self):
+        counts = {}
+        for r in self.records:
+            if r["kind"] not in _FIELDS:
+                counts[r["kind"]] = counts.get(r["kind"], 0) + 1
+        return counts
+
+
+def load(path):
+    """Reads and checks a report; raises ReportError on a malformed line or an empty report."""
+    f = report_file(path)
+    try:
+        text = f.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ReportError(f"{f}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except OSError as e:
+        raise ReportError(f"{f}: cannot read: {e.strerror}") from None
+    records = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{f}:{n}"
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ReportError(f"{where}: malformed JSON: {e.msg} (column {e.colno})") from None
+        if not isinstance(r, dict) or not isinstance(r.get("kind"), str):
+            raise ReportError(f"{where}: not a record (a JSON object with a string \"kind\")")
+        _check(r, where)
+        r["_where"] = where
+        records.append(r)
+    if not records:
+        raise ReportError(f"{f}: empty report (no records)")
+    return Report(f, records)
+
+
+# ---- numbers --------------------------------------------------------------------------------
+
+def is_finite(x):
+    return _is_num(x) and math.isfinite(x)
+
+
+def fmt_num(x, digits=3):
+    """A value with `digits` significant digits, integers of 4+ digits in full; n/a for None."""
+    if x is None:
+        return "n/a"
+    if not _is_num(x):
+        return str(x)
+    if not math.isfinite(x):
+        return str(x)
+    if x != 0 and abs(x) >= 10 ** digits:
+        return f"{x:.0f}"
+    return f"{x:.{digits}g}"
+
+
+def fmt_err(x):
+    """An error figure in scientific notation (3.26e-03); exact zeros stay 0."""
+    if x is None:
+        return "n/a"
+    if not _is_num(x) or not math.isfinite(x):
+        return str(x)
+    return "0" if x == 0 else f"{x:.2e}"
+
+
+def timed(r):
+    return isinstance(r.get("timing"), dict)
+
+
+def median_ms(r):
+    return get(r, "timing.median_ms") if timed(r) else None
+
+
+def pct_ceiling(r):
+    """% of the read ceiling measured in the record's run: pct_ceiling, else gbps / ceiling_gbps."""
+    p = r.get("pct_ceiling")
+    if is_finite(p):
+        return p
+    g, c = r.get("gbps"), r.get("ceiling_gbps")
+    if is_finite(g) and is_finite(c) and c > 0:
+        return 100.0 * g / c
+    return None
+
+
+def kept_samples(timing, throttle_share=0.90):
+    """The repetitions the harness kept: samples_ms without those whose SM clock was below 90% of
+    the run's highest (harness/src/timing.cu), all of them if fewer than half would remain."""
+    ms = [x for x in (timing.get("samples_ms") or []) if is_finite(x)]
+    clk = timing.get("samples_clock_mhz") or []
+    if not ms or len(clk) != len(ms) or not all(is_finite(c) for c in clk):
+        return ms
+    top = max(clk)
+    kept = [t for t, c in zip(ms, clk) if c >= throttle_share * top]
+    return kept if 2 * len(kept) >= len(ms) else ms
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+# ---- names ----------------------------------------------------------------------------------
+
+def slug(s):
+    return re.sub(r"[^a-z0-9]+", "-", str(s).lower()).strip("-") or "x"
+
+
+def chart_name(prefix, experiment, *parts):
+    """prefix-EXPERIMENT[-PART...], without repeating a prefix the experiment name holds."""
+    e = slug(experiment)
+    head = e if prefix in e else f"{prefix}-{e}"
+    return "-".join([head] + [slug(p) for p in parts if p])
+
+
+def short_variant(r):
+    """The variant's name without its "op/" prefix."""
+    name = r["variant"]
+    op = r.get("op")
+    if op and name.startswith(op + "/"):
+        return name[len(op) + 1:]
+    return name.split("/", 1)[1] if "/" in name else name
+
+
+def problem_label(r, with_dist=True):
+    return f"{r['shape']} {r['dist']}" if with_dist else r["shape"]
+
+
+def group(records, key):
+    """Records grouped by key(record), groups and members in file order."""
+    out = {}
+    for r in records:
+        out.setdefault(key(r), []).append(r)
+    return out
+
+
+def problem_key(r):
+    return (r.get("op") or "", r["shape"], r["dist"])
+
+
+# ---- ladders --------------------------------------------------------------------------------
+
+def is_ladder(experiment):
+    return "ladder" in experiment
+
+
+def ladder_rungs(records):
+    """The rungs of one ladder (the measurement records of one problem, in file order) with what
+    each gave: speed-up over its previous rung and over rung 0 (ratios of median times), and
+    whether it changed bits against the previous rung (reports/SCHEMA.md, "Ladders")."""
+    rungs = []
+    by_name = {}
+    for i, r in enumerate(records):
+        prev = None
+        if i > 0:
+            prev = rungs[-1]
+            if isinstance(r.get("prev"), str):
+                prev = by_name.get(r["prev"])
+                if prev is None:
+                    raise ReportError(f"{r.get('_where', 'report')}: ladder rung {r['variant']}: 'prev' names "
+                                      f"'{r['prev']}', which is not an earlier rung of this ladder")
+        t, t0 = median_ms(r), median_ms(records[0])
+        tp = median_ms(prev["record"]) if prev else None
+        if "bits_vs_prev" in r:
+            bits, bits_from = r["bits_vs_prev"], "bits_vs_prev"
+        elif i == 1 and r.get("a") == records[0]["variant"] and "bits_vs_a" in r:
+            bits, bits_from = r["bits_vs_a"], "bits_vs_a"
+        else:
+            bits, bits_from = None, None
+        axes, paxes = r.get("axes") or {}, (prev["record"].get("axes") or {}) if prev else {}
+        changed = [f"{k}={v}" for k, v in axes.items() if prev and paxes.get(k) != v]
+        rung = {
+            "index": i,
+            "record": r,
+            "variant": r["variant"],
+            "prev": prev["variant"] if prev else None,
+            "changed": changed,
+            "speedup_prev": (tp / t) if prev and is_finite(tp) and is_finite(t) and t > 0 else None,
+            "speedup_first": (t0 / t) if is_finite(t0) and is_finite(t) and t > 0 else None,
+            "bits_vs_prev": bits if prev else None,
+            "bits_from": bits_from if prev else None,
+        }
+        rungs.append(rung)
+        by_name[r["variant"]] = rung
+    return rungs
+
+
+def bits_label(rung):
+    if rung["prev"] is None:
+        return "(rung 0)"
+    b = rung["bits_vs_prev"]
+    if b is None:
+        return "not recorded"
+    return "bitwise equal" if b == 0 else f"{b} elements changed"
+
+
+def ladders(report):
+    """{(experiment, op, shape, dist): rungs} for every ladder experiment."""
+    out = {}
+    for e in report.experiments():
+        if not is_ladder(e):
+            continue
+        for key, recs in group(report.of("measurement", e), problem_key).items():
+            out[(e,) + key] = ladder_rungs(recs)
+    return out
+
+
+# ---- the figures a report gives -------------------------------------------------------------
+
+def chart_plan(report):
+    """The figures plot.py draws for this report, as (name, kind, experiment, payload) tuples,
+    and the notes that say which figures have no records to draw from."""
+    plan, notes = [], []
+    meas = report.of("measurement")
+    if not meas:
+        notes.append("no measurement records: no bandwidth, accuracy or ladder figure")
+    for e in report.experiments():
+        em = report.of("measurement", e)
+        if not em:
+            continue
+        if any(timed(r) for r in em):
+            plan.append((chart_name("bandwidth", e), "bandwidth", e, em))
+        else:
+            notes.append(f"{e}: no timed measurement: no bandwidth figure")
+        if any(is_finite(get(r, "accuracy.max_rel")) for r in em):
+            plan.append((chart_name("accuracy", e), "accuracy", e, em))
+        else:
+            notes.append(f"{e}: no accuracy.max_rel: no accuracy figure")
+        if is_ladder(e):
+            groups = group(em, problem_key)
+            dists = {k[2] for k in groups}
+            for (op, shape, dist), recs in groups.items():
+                rungs = ladder_rungs(recs)
+                if len(rungs) < 2 or not any(r["speedup_prev"] is not None for r in rungs):
+                    notes.append(f"{e} {shape} {dist}: fewer than two timed rungs: no ladder figure")
+                    continue
+                plan.append((chart_name("ladder", e, shape, dist if len(dists) > 1 else ""), "ladder", e, rungs))
+    if not any(is_ladder(e) for e in report.experiments()):
+        notes.append("no ladder experiment (name containing 'ladder'): no seed-ladder figure")
+    for kind, prefix, what in (("error_budget", "error-budget", "error-budget"), ("gdn_timing", "gdn-timing", "GDN timing")):
+        recs = report.of(kind)
+        if not recs:
+            notes.append(f"no {kind} records: no {what} figure")
+        for e, er in group(recs, lambda r: r["experiment"]).items():
+            plan.append((chart_name(prefix, e), kind, e, er))
+    ops = report.of("gdn_op")
+    if not ops:
+        notes.append("no gdn_op records: no GDN per-operator figure")
+    for (e, fixture, pair), recs in group(ops, lambda r: (r["experiment"], r["fixture"], r["pair"])).items():
+        plan.append((chart_name("gdn-ops", e, fixture, pair), "gdn_op", e, recs))
+    # Names must be distinct (two shapes or fixtures may slug alike).
+    seen = {}
+    unique = []
+    for name, kind, e, payload in plan:
+        n = seen.get(name, 0)
+        seen[name] = n + 1
+        unique.append((name if n == 0 else f"{name}-{n + 1}", kind, e, payload))
+    return unique, notes
+
+
+def gdn_op_order(op):
+    return (GDN_OPS.index(op), op) if op in GDN_OPS else (len(GDN_OPS), op)
+
+
+def dist_order(d):
+    return (DISTS.index(d), d) if d in DISTS else (len(DISTS), d)
+
+
+def write_atomically(path, text):
+    path = Path(path)
+    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""Regenerates every figure of a klab report (PNG and SVG), from its records alone.
+
+    scripts/plot.py REPORT [--out DIR] [--formats png,svg]
+
+REPORT is a report directory (holding report.jsonl) or the .jsonl file. Figures go to
+REPORT/plots/ unless --out says otherwise; reports/SCHEMA.md lists them and the records each is
+drawn from. A figure whose records are absent is skipped with a printed note. Exit status: 0 when
+the figures were written (none, with notes, when the report holds no measurement), 2 on a
+malformed or empty report, bad arguments, or matplotlib missing.
+
+Needs matplotlib (Debian: python3-matplotlib; use /usr/bin/python3 where another python3 comes
+first on PATH).
+"""
+import argparse
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import klab_report as kr  # noqa: E402
+
+# Colours: bit-equality with the previous rung, and a fixed cycle for series.
+EQUAL, CHANGED, UNKNOWN, BASE = "#2e7d32", "#ef6c00", "#9e9e9e", "#607d8b"
+CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+
+
+def gpu_label(report):
+    d = report.env.get("device")
+    if isinstance(d, dict) and d.get("name"):
+        return str(d["name"])
+    return "no device"
+
+
+def ceiling_of(report, recs):
+    for r in recs:
+        if kr.is_finite(r.get("ceiling_gbps")):
+            return r["ceiling_gbps"]
+    c = kr.get(report.env, "ceiling.read_gbps")
+    return c if kr.is_finite(c) else None
+
+
+def log_floor(values):
+    """Where to draw exact zeros on a log axis: a decade below the smallest positive value."""
+    pos = [v for v in values if kr.is_finite(v) and v > 0]
+    return (min(pos) / 10.0) if pos else 1e-12
+
+
+def wrap(text, width=22):
+    """Breaks a variant name at commas so tick labels and legends stay narrow."""
+    out, line = [], ""
+    for part in str(text).split(","):
+        piece = part if not line else "," + part
+        if line and len(line) + len(piece) > width:
+            out.append(line + ",")
+            line = part
+        else:
+            line += piece
+    out.append(line)
+    return "\n".join(out)
+
+
+def problem_labels(recs):
+    """Label per problem key: the shape, plus the distribution and op only where they vary."""
+    keys = list(kr.group(recs, kr.problem_key))
+    ops = {k[0] for k in keys}
+    dists = {k[2] for k in keys}
+    labels = {}
+    for op, shape, dist in keys:
+        parts = ([op] if len(ops) > 1 else []) + [shape] + ([dist] if len(dists) > 1 else [])
+        labels[(op, shape, dist)] = "\n".join(parts)
+    return labels
+
+
+def bar_layout(n_series):
+    width = 0.8 / max(n_series, 1)
+    return width, [(-0.4 + width * (i + 0.5)) for i in range(n_series)]
+
+
+def draw_bandwidth(plt, report, e, recs):
+    labels = problem_labels(recs)
+    keys = list(labels)
+    variants = list(dict.fromkeys(r["variant"] for r in recs))
+    by = {(kr.problem_key(r), r["variant"]): r for r in recs}
+    ceiling = ceiling_of(report, recs)
+    width, offs = bar_layout(len(variants))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + len(keys) * (0.5 + 0.35 * len(variants))), 4.8))
+    from matplotlib.patches import Patch
+    handles = []
+    top = 100.0
+    for vi, v in enumerate(variants):
+        xs, ys, lo, hi = [], [], [], []
+        for ki, k in enumerate(keys):
+            r = by.get((k, v))
+            if r is None:
+                continue
+            x = ki + offs[vi]
+            p = kr.pct_ceiling(r)
+            if not kr.timed(r) or p is None:
+                why = "failed\nverification" if r.get("verified") is False else "not timed"
+                ax.text(x, 1, why, rotation=90, ha="center", va="bottom", fontsize=6, color="#555555")
+                continue
+            t = r["timing"]
+            med, tmin, tmax = t["median_ms"], t["min_ms"], t["max_ms"]
+            # Bandwidth is bytes / time: the slowest repetition gives the lowest share.
+            plo = p * med / tmax if tmax > 0 else p
+            phi = p * med / tmin if tmin > 0 else p
+            xs.append(x)
+            ys.append(p)
+            lo.append(max(p - plo, 0))
+            hi.append(max(phi - p, 0))
+            top = max(top, phi)
+            ax.text(x, phi, f"{p:.0f}" if p >= 10 else f"{p:.2g}", ha="center", va="bottom", fontsize=6)
+        if xs:
+            ax.bar(xs, ys, width * 0.95, color=CYCLE[vi % len(CYCLE)])
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+        # Every variant in the legend, also one with no timed bar (it failed verification).
+        handles.append(Patch(color=CYCLE[vi % len(CYCLE)], label=wrap(kr.short_variant(by_variant(recs, v)), 40)))
+    ceil_txt = f"{ceiling:.0f} GB/s" if ceiling else "value not recorded"
+    handles.append(ax.axhline(100.0, color="black", linestyle="--", linewidth=1.0, label=f"read ceiling measured in this run ({ceil_txt})"))
+    if ceiling:
+        sec = ax.secondary_yaxis("right", functions=(lambda p: p * ceiling / 100.0, lambda g: g * 100.0 / ceiling))
+        sec.set_ylabel("GB/s")
+    ax.set_ylim(0, top * 1.12)
+    ax.set_xlim(-0.6, len(keys) - 0.4)
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([labels[k] for k in keys], fontsize=8)
+    ax.set_ylabel("% of the measured read ceiling (median; bars: min..max)")
+    cold = kr.get(report.env, "options.l2_cold")
+    ax.set_title(f"{e}: bandwidth per variant and shape\n{gpu_label(report)}" + (", L2-cold" if cold else ", L2-hot" if cold is False else ""), fontsize=10)
+    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(3, len(handles)), frameon=False)
+    return fig
+
+
+def by_variant(recs, v):
+    return next(r for r in recs if r["variant"] == v)
+
+
+def draw_accuracy(plt, report, e, recs):
+    labels = problem_labels(recs)
+    keys = list(labels)
+    variants = list(dict.fromkeys(r["variant"] for r in recs))
+    by = {(kr.problem_key(r), r["variant"]): r for r in recs}
+    floor = log_floor([kr.get(r, "accuracy.max_rel") for r in recs] + [r.get("tolerance") for r in recs])
+    series = [(wrap(kr.short_variant(by_variant(recs, v)), 40), {k: kr.get(by[(k, v)], "accuracy.max_rel") for k in keys if (k, v) in by})
+              for v in variants]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + len(keys) * (0.5 + 0.35 * len(variants))), 4.8))
+    grouped_log_bars(ax, keys, series, floor)
+    width, offs = bar_layout(len(variants))
+    tol_label = "tolerance (max_rel allowed)"
+    for vi, v in enumerate(variants):
+        for ki, k in enumerate(keys):
+            tol = by[(k, v)].get("tolerance") if (k, v) in by else None
+            if kr.is_finite(tol) and tol > 0:
+                x = ki + offs[vi]
+                ax.plot([x - width / 2, x + width / 2], [tol, tol], color="#b71c1c", linewidth=1.2, label=tol_label)
+                tol_label = None
+    ax.set_xticklabels([labels[k] for k in keys], fontsize=8)
+    ax.set_ylabel("max_rel vs the CPU reference (max|y-ref| / max|ref|)")
+    ax.set_title(f"{e}: accuracy per variant and shape\n{gpu_label(report)}", fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(3, len(variants) + 1), frameon=False)
+    return fig
+
+
+def draw_ladder(plt, report, e, rungs):
+    from matplotlib.patches import Patch
+    r0 = rungs[0]["record"]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.0 + 1.5 * len(rungs)), 5.0))
+    xs = list(range(len(rungs)))
+    heights, colours, cumulative = [], [], []
+    for rung in rungs:
+        if rung["prev"] is None:
+            heights.append(1.0)
+            colours.append(BASE)
+        else:
+            heights.append(rung["speedup_prev"] if rung["speedup_prev"] is not None else 0.0)
+            b = rung["bits_vs_prev"]
+            colours.append(UNKNOWN if b is None else EQUAL if b == 0 else CHANGED)
+        cumulative.append(rung["speedup_first"])
+    ax.bar(xs, heights, 0.6, color=colours, edgecolor="black", linewidth=0.5)
+    for x, rung, h in zip(xs, rungs, heights):
+        r = rung["record"]
+        rate = f"{r['gmacs']:.0f} GMAC/s" if kr.is_finite(r.get("gmacs")) else (f"{r['gbps']:.0f} GB/s" if kr.is_finite(r.get("gbps")) else "not timed")
+        head = "rung 0" if rung["prev"] is None else (f"x{rung['speedup_prev']:.2f}" if rung["speedup_prev"] is not None else "not timed")
+        # Inside the bar, so that the cumulative line above never covers it.
+        ax.text(x, h / 2 if h > 0 else 0, f"{head}\n{rate}", ha="center", va="center" if h > 0 else "bottom", fontsize=7,
+                color="white" if h > 0 else "black", fontweight="bold")
+    cx = [x for x, c in zip(xs, cumulative) if c is not None]
+    cy = [c for c in cumulative if c is not None]
+    if cx:
+        ax.plot(cx, cy, "o--", color="black", markersize=4, linewidth=0.8, label="cumulative: vs rung 0")
+        for x, c in zip(cx[1:], cy[1:]):
+            ax.annotate(f"x{c:.2f}", (x, c), textcoords="offset points", xytext=(6, 4), fontsize=7)
+    ax.axhline(1.0, color="black", linewidth=0.6)
+    ax.set_ylim(0, max(heights + cy + [1.0]) * 1.25)
+    ticks = []
+    for rung in rungs:
+        what = rung["changed"] or [kr.short_variant(rung["record"])]
+        ticks.append(f"{rung['index']}\n" + "\n".join(wrap(w, 18) for w in what))
+    ax.set_xticks(xs)
+    ax.set_xticklabels(ticks, fontsize=7)
+    ax.set_ylabel("speed-up over the previous rung (ratio of median times)")
+    ax.set_title(f"{e}: {r0['shape']} {r0['dist']}, what each rung gave\n{gpu_label(report)}", fontsize=10)
+    handles = [Patch(color=EQUAL, label="bitwise equal to the previous rung"),
+               Patch(color=CHANGED, label="bits changed vs the previous rung"),
+               Patch(color=UNKNOWN, label="bit-equality not recorded"), Patch(color=BASE, label="rung 0 (baseline)")]
+    line_handles, _ = ax.get_legend_handles_labels()
+    ax.legend(handles=handles + line_handles, fontsize=7, loc="upper left", frameon=False)
+    return fig
+
+
+def grouped_log_bars(ax, categories, series, floor):
+    """series: [(label, {category: value})] on a log axis. An exact zero cannot be drawn there: it
+    is an outlined, hatched bar up to the floor, marked 0 (GDN's beta and g under q4 are exact)."""
+    width, offs = bar_layout(len(series))
+    top = floor
+    for si, (label, values) in enumerate(series):
+        xs, ys, zx = [], [], []
+        colour = CYCLE[si % len(CYCLE)]
+        for ci, c in enumerate(categories):
+            if c not in values:
+                continue
+            v = values[c]
+            x = ci + offs[si]
+            if not kr.is_finite(v):
+                ax.text(x, floor, "n/a", rotation=90, ha="center", va="bottom", fontsize=6, color="#b71c1c")
+            elif v > 0:
+                xs.append(x)
+                ys.append(v)
+                top = max(top, v)
+                ax.text(x, v, kr.fmt_err(v), rotation=90, ha="center", va="bottom", fontsize=6)
+            else:
+                zx.append(x)
+                ax.text(x, floor, "0", ha="center", va="bottom", fontsize=7)
+        if xs:
+            ax.bar(xs, ys, width * 0.95, color=colour, label=label)
+        if zx:
+            ax.bar(zx, [floor] * len(zx), width * 0.95, facecolor="none", edgecolor=colour, hatch="//", label=None if xs else label)
+    ax.set_yscale("log")
+    # Room above the tallest bar for its rotated value.
+    ax.set_ylim(floor / 2, top * 6)
+    ax.set_xticks(range(len(categories)))
+    ax.set_xlim(-0.6, len(categories) - 0.4)
+
+
+def draw_error_budget(plt, report, e, recs):
+    dists = sorted({r["dist"] for r in recs}, key=kr.dist_order)
+    series_keys = list(dict.fromkeys((r["shape"], r.get("what", "")) for r in recs))
+    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 2.0 + 1.6 * len(dists) * max(1, len(series_keys)) ** 0.5), 4.6))
+    for ax, field in zip(axes, ("rms_rel", "max_rel")):
+        floor = log_floor([r[field] for r in recs])
+        series = []
+        for shape, what in series_keys:
+            vals = {r["dist"]: r[field] for r in recs if r["shape"] == shape and r.get("what", "") == what}
+            series.append((f"{shape} {what}".strip(), vals))
+        grouped_log_bars(ax, dists, series, floor)
+        labels = []
+        for d in dists:
+            src = next((r.get("source") for r in recs if r["dist"] == d and r.get("source")), None)
+            labels.append(f"{d}\n({Path(src).name})" if src else d)
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_ylabel(field + (" = rms(y-ref)/rms(ref)" if field == "rms_rel" else " = max|y-ref|/max|ref|"))
+        ax.set_xlabel("input distribution")
+    axes[0].legend(fontsize=7, loc="upper left", frameon=False)
+    fig.suptitle(f"{e}: error by input distribution", fontsize=10)
+    return fig
+
+
+def draw_gdn_ops(plt, report, e, recs):
+    r0 = recs[0]
+    ops = sorted(dict.fromkeys(r["op"] for r in recs), key=kr.gdn_op_order)
+    fields = [("rms_rel_t0", "rms_rel, first token"), ("rms_rel_last", "rms_rel, last token"), ("max_rel_t0", "max_rel, first token")]
+    fields = [(f, l) for f, l in fields if any(f in r for r in recs)]
+    floor = log_floor([r.get(f) for r in recs for f, _ in fields])
+    series = [(label, {r["op"]: r.get(f) for r in recs if f in r}) for f, label in fields]
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.0 + 0.3 * len(ops) * (1 + len(fields))), 4.6))
+    grouped_log_bars(ax, ops, series, floor)
+    ax.set_xticklabels(ops, fontsize=8)
+    ax.set_xlabel("operator (readback name, in step order)")
+    ax.set_ylabel("relative error (hatched: exactly 0)")
+    tokens = r0.get("tokens")
+    ax.set_title(f"{e}: {r0['pair']}, per operator\n{r0['fixture']}" + (f", {tokens} tokens" if tokens else ""), fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=len(fields), frameon=False)
+    return fig
+
+
+def draw_gdn_timing(plt, report, e, recs):
+    configs = list(dict.fromkeys((r.get("fixture", ""), r["layers"], r["tokens"]) for r in recs))
+    tiers = sorted(dict.fromkeys(r["tier"] for r in recs), key=lambda t: ({"f32": 0, "q4": 1}.get(t, 2), t))
+    cats = [(t, c) for c in configs for t in tiers if any(r["tier"] == t and (r.get("fixture", ""), r["layers"], r["tokens"]) == c for r in recs)]
+    modes = sorted(dict.fromkeys(r["mode"] for r in recs), key=lambda m: ({"host-facing": 0, "device-resident": 1}.get(m, 2), m))
+    width, offs = bar_layout(len(modes))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.5 + 1.4 * len(cats)), 4.6))
+    top = 0.0
+    for mi, mode in enumerate(modes):
+        xs, ys, lo, hi = [], [], [], []
+        for ci, (tier, cfg) in enumerate(cats):
+            r = next((r for r in recs if r["tier"] == tier and r["mode"] == mode and (r.get("fixture", ""), r["layers"], r["tokens"]) == cfg), None)
+            if r is None:
+                continue
+            t = r["ms_per_layer_token"]
+            med = t["median"]
+            tmin, tmax = t.get("min", med), t.get("max", med)
+            xs.append(ci + offs[mi])
+            ys.append(med)
+            lo.append(max(med - tmin, 0))
+            hi.append(max(tmax - med, 0))
+            top = max(top, tmax)
+            ax.text(ci + offs[mi], tmax, f"{med:.3g}", ha="center", va="bottom", fontsize=7)
+        if xs:
+            ax.bar(xs, ys, width * 0.95, color=CYCLE[mi % len(CYCLE)], label=mode)
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+    ax.set_ylim(0, top * 1.2 if top > 0 else 1)
+    ax.set_xticks(range(len(cats)))
+    ax.set_xticklabels([f"{t}\n{c[1]} layers x {c[2]} tokens" + (f"\n{c[0]}" if c[0] and len(configs) > 1 else "") for t, c in cats], fontsize=8)
+    ax.set_ylabel("ms per layer and token (median; bars: min..max)")
+    ax.set_title(f"{e}: GDN step time by tier and round-trip mode\n{gpu_label(report)}", fontsize=10)
+    ax.legend(fontsize=8, frameon=False)
+    return fig
+
+
+DRAW = {"bandwidth": draw_bandwidth, "accuracy": draw_accuracy, "ladder": draw_ladder,
+        "error_budget": draw_error_budget, "gdn_op": draw_gdn_ops, "gdn_timing": draw_gdn_timing}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="plot.py", description="Regenerates the figures of a klab report (PNG and SVG).")
+    ap.add_argument("report", help="report directory (holding report.jsonl) or the .jsonl file")
+    ap.add_argument("--out", help="directory for the figures (default: REPORT/plots)")
+    ap.add_argument("--formats", default="png,svg", help="comma-separated: png, svg, pdf (default png,svg)")
+    args = ap.parse_args(argv)
+    formats = [f.strip().lower() for f in args.formats.split(",") if f.strip()]
+    bad = [f for f in formats if f not in ("png", "svg", "pdf")]
+    if not formats or bad:
+        print(f"plot.py: --formats: unknown format(s) {', '.join(bad) or '(none given)'} (png, svg, pdf)", file=sys.stderr)
+        return 2
+    try:
+        report = kr.load(args.report)
+        plan, notes = kr.chart_plan(report)
+    except kr.ReportError as e:
+        print(f"plot.py: {e}", file=sys.stderr)
+        return 2
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        print(f"plot.py: matplotlib is not importable by {sys.executable} ({e}); install python3-matplotlib "
+              "(Debian/Ubuntu) or run with an interpreter that has it, e.g. /usr/bin/python3", file=sys.stderr)
+        return 2
+    # Byte-stable output: no dates in the files, a fixed SVG id salt.
+    matplotlib.rcParams["svg.hashsalt"] = "klab"
+    matplotlib.rcParams["svg.fonttype"] = "path"
+    out = Path(args.out) if args.out else report.dir / "plots"
+    if plan:
+        out.mkdir(parents=True, exist_ok=True)
+    for n in notes:
+        print(f"plot.py: note: {n}")
+    written = []
+    for name, kind, e, payload in plan:
+        fig = DRAW[kind](plt, report, e, payload)
+        for f in formats:
+            path = out / f"{name}.{f}"
+            meta = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[f]
+            fig.savefig(path, format=f, dpi=120, bbox_inches="tight", metadata=meta)
+            written.append(path)
+        plt.close(fig)
+    if written:
+        print(f"plot.py: {len(plan)} figure(s) in {out}: " + ", ".join(name for name, *_ in plan))
+    else:
+        print(f"plot.py: no figure: {report.file} holds no record a figure is drawn from")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
