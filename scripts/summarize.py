@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Writes the Markdown summary of a klab report: the tables README.md shows.
+
+    scripts/summarize.py REPORT [--out FILE]
+
+REPORT is a report directory (holding report.jsonl) or the .jsonl file. The summary goes to
+REPORT/summary.md unless --out says otherwise ("-": standard output). It holds the environment
+(GPU, measured ceiling, commit, date), then per experiment its claims and their state, its
+measurements per problem (variant | median ms (min..max) | GB/s | % of ceiling | GMAC/s | max_rel |
+bits vs A | verdict vs A), the seed ladder, error-budget and GDN tables where the report has those
+records, figures from REPORT/plots/ that exist, and what was skipped and why.
+Exit status: 0 written, 2 on a malformed or empty report or bad arguments. Standard library only.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import klab_report as kr  # noqa: E402
+
+STATE = {"held": "**held**", "not_held": "**NOT HELD**", "not_evaluated": "not evaluated"}
+
+
+def cell(x):
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return out + [""]
+
+
+def mib(b):
+    return f"{b / 2**20:.0f} MiB" if kr.is_finite(b) else "n/a"
+
+
+def environment(report):
+    env = report.env
+    dev = env.get("device")
+    rows = []
+    if isinstance(dev, dict):
+        facts = ([f"{dev['sm_count']} SMs"] if "sm_count" in dev else []) + \
+                ([f"L2 {mib(dev['l2_bytes'])}"] if "l2_bytes" in dev else []) + \
+                ([f"cc {dev['compute_capability']}"] if "compute_capability" in dev else [])
+        rows.append(("GPU", str(dev.get("name", "n/a")) + (f" ({', '.join(facts)})" if facts else "")))
+        if "driver_version" in dev or "runtime_version" in dev:
+            rows.append(("driver / runtime", f"{dev.get('driver_version', 'n/a')} / {dev.get('runtime_version', 'n/a')}"))
+        if kr.is_finite(dev.get("theoretical_gbps")):
+            rows.append(("theoretical bandwidth", f"{dev['theoretical_gbps']:.0f} GB/s"))
+    else:
+        rows.append(("GPU", "none: " + str(env.get("no_device_reason") or "no CUDA device")))
+    c = env.get("ceiling")
+    if isinstance(c, dict):
+        rows.append(("read ceiling (measured in this run)", f"{kr.fmt_num(c.get('read_gbps'), 4)} GB/s (copy {kr.fmt_num(c.get('copy_gbps'), 4)} GB/s)"))
+    else:
+        rows.append(("read ceiling", "not measured in this run"))
+    commit = str(env.get("git_commit", "n/a"))
+    rows.append(("commit", commit[:12] + (" (dirty: uncommitted changes)" if env.get("git_dirty") else "")))
+    rows.append(("date", env.get("date", "n/a")))
+    if env.get("command"):
+        rows.append(("command", f"`{env['command']}`"))
+    o = env.get("options")
+    if isinstance(o, dict):
+        rows.append(("options", ", ".join(f"{k} {json.dumps(v)}" for k, v in o.items())))
+    lines = ["## Environment", ""] + table(("", ""), rows)
+    if len(report.envs()) > 1:
+        lines += [f"Note: this report merges {len(report.envs())} runs (different commit, date or device); the table shows the first.", ""]
+    return lines
+
+
+def verdict_vs_a(r):
+    if not kr.timed(r):
+        return "not timed (failed verification)" if r.get("verified") is False else "not timed"
+    v = r.get("vs_a")
+    if not isinstance(v, dict):
+        return "A" if r.get("a") == r["variant"] else "n/a"
+    s = v.get("speedup")
+    speed = f" x{s:.3f}" if kr.is_finite(s) else ""
+    ci = ""
+    if kr.is_finite(v.get("ci95_lo")) and kr.is_finite(v.get("ci95_hi")):
+        ci = f" (time ratio {v['ci95_lo']:.3f}..{v['ci95_hi']:.3f})"
+    return f"{v['verdict']}{speed}{ci}"
+
+
+def measurement_rows(recs):
+    rows = []
+    for i, r in enumerate(recs):
+        # A is named by the records; older records without "a" put A first.
+        is_a = r["a"] == r["variant"] if isinstance(r.get("a"), str) else i == 0
+        name = r["variant"] + (" (A)" if is_a else "")
+        if kr.timed(r):
+            t = r["timing"]
+            med = f"{t['median_ms']:.4g} ({t['min_ms']:.4g}..{t['max_ms']:.4g})"
+        else:
+            med = "not timed"
+        b = r.get("bits_vs_a")
+        bits = "A" if is_a else ("n/a" if b is None else str(b))
+        acc = kr.fmt_err(kr.get(r, "accuracy.max_rel"))
+        if r.get("verified") is False:
+            acc += " FAILED"
+        rows.append((name, med, kr.fmt_num(r.get("gbps"), 4), kr.fmt_num(kr.pct_ceiling(r)), kr.fmt_num(r.get("gmacs"), 4), acc, bits,
+                     "A" if is_a and kr.timed(r) else verdict_vs_a(r)))
+    return rows
+
+
+def ladder_lines(rungs):
+    r0 = rungs[0]["record"]
+    head = f"Seed ladder, {r0['shape']} {r0['dist']}: speed-up per rung = median(previous) / median(rung); bits compared with the previous rung."
+    rows = []
+    for rung in rungs:
+        r = rung["record"]
+        what = ", ".join(rung["changed"]) if rung["changed"] else "(base)" if rung["prev"] is None else "(same axes)"
+        sp = "" if rung["prev"] is None else (f"x{rung['speedup_prev']:.2f}" if rung["speedup_prev"] is not None else "n/a")
+        sf = f"x{rung['speedup_first']:.2f}" if rung["speedup_first"] is not None else "n/a"
+        bits = kr.bits_label(rung) + (" (from bits_vs_a)" if rung["bits_from"] == "bits_vs_a" else "")
+        rows.append((rung["index"], r["variant"], what, kr.fmt_num(kr.median_ms(r), 4), kr.fmt_num(r.get("gmacs"), 4),
+                     kr.fmt_num(r.get("gbps"), 4), kr.fmt_num(kr.pct_ceiling(r)), sp, sf, bits))
+    return [head, ""] + table(("rung", "variant", "what changed", "median ms", "GMAC/s", "GB/s", "% of ceiling",
+                                "speed-up vs previous", "vs rung 0", "bits vs previous"), rows)
+
+
+def error_budget_lines(recs):
+    rows = []
+    uniform = {(r["shape"], r.get("what", "")): r["rms_rel"] for r in recs if r["dist"] == "uniform"}
+    for r in sorted(recs, key=lambda r: (r["shape"], r.get("what", ""), kr.dist_order(r["dist"]))):
+        u = uniform.get((r["shape"], r.get("what", "")))
+        ratio = f"x{r['rms_rel'] / u:.1f}" if kr.is_finite(u) and u > 0 and kr.is_finite(r["rms_rel"]) else "n/a"
+        dist = r["dist"] + (f" ({r['source']})" if r.get("source") else "")
+        rows.append((r["shape"], r.get("what", ""), dist, kr.fmt_err(r["rms_rel"]), kr.fmt_err(r["max_rel"]), ratio))
+    return ["Error by input distribution (rms_rel = rms(y-ref)/rms(ref), max_rel = max|y-ref|/max|ref|):", ""] + \
+        table(("shape", "what", "input", "rms_rel", "max_rel", "rms_rel / uniform"), rows)
+
+
+def gdn_op_lines(recs):
+    lines = []
+    for (fixture, pair), rs in kr.group(recs, lambda r: (r["fixture"], r["pair"])).items():
+        rows = [(r["op"], r["n"], kr.fmt_num(r.get("max_abs_ref")), kr.fmt_num(r.get("rms_ref")), kr.fmt_err(r["max_rel_t0"]),
+                 kr.fmt_err(r["rms_rel_t0"]), kr.fmt_err(r.get("rms_rel_last")))
+                for r in sorted(rs, key=lambda r: kr.gdn_op_order(r["op"]))]
+        tokens = rs[0].get("tokens")
+        lines += [f"GDN per operator, {pair}, {fixture}" + (f", {tokens} tokens" if tokens else "") + ":", ""]
+        lines += table(("op", "n", "max\\|ref\\|", "rms ref", "max_rel t0", "rms_rel t0", "rms_rel last"), rows)
+    return lines
+
+
+def gdn_timing_lines(recs):
+    rows = []
+    fixtures = any(r.get("fixture") for r in recs)
+    for r in recs:
+        t = r["ms_per_layer_token"]
+        rng = f" ({t['min']:.4g}..{t['max']:.4g})" if kr.is_finite(t.get("min")) and kr.is_finite(t.get("max")) else ""
+        rows.append((r["tier"], r["mode"], r["layers"], r["tokens"], f"{t['median']:.4g}{rng}", f"{t['median'] * r['layers']:.4g}")
+                    + ((r.get("fixture", ""),) if fixtures else ()))
+    return ["GDN step time (ms per token, all layers = median x layers):", ""] + \
+        table(("tier", "mode", "layers", "tokens", "ms per layer and token (min..max)", "ms per token, all layers")
+              + (("fixture",) if fixtures else ()), rows)
+
+
+def figures_for(report, plan, e, plots):
+    out = []
+    for name, kind, pe, _ in plan:
+        png = plots / f"{name}.png"
+        if pe == e and png.is_file():
+            rel = png.relative_to(report.dir) if png.is_relative_to(report.dir) else png
+            out.append(f"![{name}]({rel.as_posix()})")
+    return out + [""] if out else []
+
+
+def summarize(report, plots):
+    plan, _ = kr.chart_plan(report)
+    lines = [f"# klab report: {', '.join(report.experiments()) or 'no experiment'}", "",
+             f"From `{report.file.name}` ({len(report.records)} records); regenerate with "
+             f"`scripts/summarize.py` and `scripts/plot.py` on this directory.", ""]
+    lines += environment(report)
+    for e in report.experiments():
+        lines += [f"## {e}", ""]
+        claims = sorted(report.of("claim", e), key=lambda r: r["index"])
+        if claims:
+            lines += ["Claims:", ""]
+            for c in claims:
+                ev = f" ({c['evidence']})" if c.get("evidence") else ""
+                lines.append(f"{c['index'] + 1}. {STATE[c['state']]}: {c['text']}{ev}")
+            lines.append("")
+        meas = report.of("measurement", e)
+        if kr.is_ladder(e):
+            for _, recs in kr.group(meas, kr.problem_key).items():
+                lines += ladder_lines(kr.ladder_rungs(recs))
+        for (op, shape, dist), recs in kr.group(meas, kr.problem_key).items():
+            ceil = next((r["ceiling_gbps"] for r in recs if kr.is_finite(r.get("ceiling_gbps"))), None)
+            lines += [f"{op + ' ' if op else ''}{shape}, {dist} inputs" + (f" (ceiling {ceil:.0f} GB/s):" if ceil else ":"), ""]
+            lines += table(("variant", "median ms (min..max)", "GB/s", "% of ceiling", "GMAC/s", "max_rel", "bits vs A", "verdict vs A"),
+                           measurement_rows(recs))
+        if report.of("error_budget", e):
+            lines += error_budget_lines(report.of("error_budget", e))
+        if report.of("gdn_op", e):
+            lines += gdn_op_lines(report.of("gdn_op", e))
+        if report.of("gdn_timing", e):
+            lines += gdn_timing_lines(report.of("gdn_timing", e))
+        lines += figures_for(report, plan, e, plots)
+        skips = report.of("skip", e)
+        if skips:
+            lines += ["Skipped:", ""] + [f"- {s['what']}: {s['reason']}" for s in skips] + [""]
+    other = report.unknown_kinds()
+    if other:
+        lines += ["Records of kinds this summary does not read: " + ", ".join(f"{k} ({n})" for k, n in other.items()), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="summarize.py", description="Writes the Markdown summary of a klab report.")
+    ap.add_argument("report", help="report directory (holding report.jsonl) or the .jsonl file")
+    ap.add_argument("--out", help="output file (default: REPORT/summary.md; '-' for standard output)")
+    args = ap.parse_args(argv)
+    try:
+        report = kr.load(args.report)
+        text = summarize(report, report.dir / "plots")
+    except kr.ReportError as e:
+        print(f"summarize.py: {e}", file=sys.stderr)
+        return 2
+    if args.out == "-":
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.out) if args.out else report.dir / "summary.md"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        kr.write_atomically(out, text)
+    except OSError as e:
+        print(f"summarize.py: cannot write {out}: {e.strerror}", file=sys.stderr)
+        return 2
+    print(f"summarize.py: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
