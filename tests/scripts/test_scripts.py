@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""Tests of scripts/plot.py, scripts/summarize.py and scripts/compare.py (unittest, no pytest).
+
+Each script runs as a subprocess under this interpreter (sys.executable) on the small reports in
+tests/scripts/data/ (hand-made, following reports/SCHEMA.md; their GPU is "FIXTURE GPU": they are
+not measurements) or on reports built in a temporary directory. Expected figures below are worked
+out from the fixture values by hand (the derivation is in the comments), not read from the scripts.
+
+    /usr/bin/python3 tests/scripts/test_scripts.py      (ctest: the "scripts" test)
+
+matplotlib is required: without it this fails, saying so, rather than skipping.
+"""
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SCRIPTS = ROOT / "scripts"
+DATA = HERE / "data"
+
+WR1 = "f32_gemv/impl=warp-row,unroll=1"
+WR4 = "f32_gemv/impl=warp-row,unroll=4"
+WR8 = "f32_gemv/impl=warp-row,unroll=8"
+CUB = "f32_gemv/impl=cublas-sgemv"
+
+
+def run(script, *args):
+    return subprocess.run([sys.executable, str(SCRIPTS / script)] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=600)
+
+
+class TempDir(unittest.TestCase):
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="klab-scripts-test-"))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def copy(self, name):
+        """A fixture report copied into the temporary directory (the scripts write beside it)."""
+        dst = self.tmp / name
+        shutil.copytree(DATA / name, dst)
+        return dst
+
+    def write_report(self, name, lines):
+        d = self.tmp / name
+        d.mkdir()
+        (d / "report.jsonl").write_text("".join(l + "\n" for l in lines), encoding="utf-8")
+        return d
+
+    def assertOk(self, p):
+        self.assertEqual(p.returncode, 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+
+
+class PlotTest(TempDir):
+    RUN_FIGURES = ["bandwidth-f32-gemv-vs-cublas", "accuracy-f32-gemv-vs-cublas", "bandwidth-seed-ladder",
+                   "accuracy-seed-ladder", "seed-ladder-17408x5120"]
+    GDN_FIGURES = ["error-budget", "gdn-timing", "gdn-ops-gdn-oracle-qwen35-27b-layer0-t5-q4-vs-f32",
+                   "gdn-ops-gdn-oracle-qwen35-27b-layer0-t5-gpu-f32-vs-oracle"]
+
+    def assertFigures(self, plots, names):
+        self.assertEqual(sorted(p.name for p in plots.iterdir()), sorted(f"{n}.{e}" for n in names for e in ("png", "svg")))
+        for n in names:
+            png = (plots / f"{n}.png").read_bytes()
+            self.assertTrue(png.startswith(b"\x89PNG\r\n\x1a\n"), f"{n}.png is not a PNG")
+            self.assertGreater(len(png), 5000, f"{n}.png is suspiciously small")
+            svg = (plots / f"{n}.svg").read_text()
+            self.assertIn("<svg", svg)
+            self.assertGreater(len(svg), 5000)
+
+    @staticmethod
+    def texts(svg_file):
+        """The strings drawn in an SVG figure (matplotlib writes each as a comment beside its path)."""
+        return set(re.findall(r"<!-- (.*?) -->", svg_file.read_text()))
+
+    def test_measurements_give_bandwidth_accuracy_and_ladder_figures(self):
+        rep = self.copy("run")
+        p = run("plot.py", rep)
+        self.assertOk(p)
+        self.assertFigures(rep / "plots", self.RUN_FIGURES)
+        # The absent kinds are skipped with a note, not silently.
+        for kind in ("error_budget", "gdn_op", "gdn_timing"):
+            self.assertIn(f"no {kind} records", p.stdout)
+        bw = self.texts(rep / "plots" / "bandwidth-f32-gemv-vs-cublas.svg")
+        # The ceiling of this run is drawn: env.ceiling.read_gbps = 4000.
+        self.assertIn("read ceiling measured in this run (4000 GB/s)", bw)
+        # warp-row on 4096x4096: 67141632 bytes / 0.02005 ms = 3349 GB/s = 83.7% of 4000 -> "84".
+        self.assertIn("84", bw)
+        # cuBLAS: 67141632 / 0.02105 ms = 3190 GB/s = 79.7% -> "80".
+        self.assertIn("80", bw)
+        # unroll=4 failed verification on 33x160: no bar, a label saying why.
+        self.assertIn("verification", bw)
+        self.assertIn("impl=warp-row,unroll=4", bw)
+        lad = self.texts(rep / "plots" / "seed-ladder-17408x5120.svg")
+        # Medians 0.1413, 0.0996, 0.0520, 0.0582 ms: per rung 1.42, 1.92, 0.89; cumulative 2.72, 2.43.
+        for s in ("x1.42", "x1.92", "x0.89", "x2.72", "x2.43", "bitwise equal to the previous rung",
+                  "bits changed vs the previous rung", "f16=hard", "rows=4"):
+            self.assertIn(s, lad)
+        # 17408*5120 MACs / 0.0520 ms = 1714 GMAC/s.
+        self.assertIn("1714 GMAC/s", lad)
+        acc = self.texts(rep / "plots" / "accuracy-f32-gemv-vs-cublas.svg")
+        self.assertIn("tolerance (max_rel allowed)", acc)
+        self.assertIn("5.00e-01", acc)  # the failed variant's max_rel
+
+    def test_gdn_and_error_budget_figures(self):
+        rep = self.copy("gdn")
+        p = run("plot.py", rep)
+        self.assertOk(p)
+        self.assertFigures(rep / "plots", self.GDN_FIGURES)
+        self.assertIn("no measurement records", p.stdout)
+        eb = self.texts(rep / "plots" / "error-budget.svg")
+        for d in ("uniform", "normal", "student-t", "outlier", "file"):
+            self.assertIn(d, eb)
+        self.assertIn("3.26e-03", eb)
+        self.assertIn("4.53e-02", eb)
+        ops = self.texts(rep / "plots" / "gdn-ops-gdn-oracle-qwen35-27b-layer0-t5-q4-vs-f32.svg")
+        for op in ("XC", "XCV", "Z", "Q", "K", "A", "B", "BETA", "G", "ON", "ONN", "OUT", "S", "HIST"):
+            self.assertIn(op, ops)
+        self.assertIn("0", ops)  # BETA and G are exactly 0: marked, not lost on the log axis
+        self.assertIn("rms_rel, last token", ops)
+        svg = (rep / "plots" / "gdn-ops-gdn-oracle-qwen35-27b-layer0-t5-q4-vs-f32.svg").read_text()
+        # Drawn in step order although the fixture lists OUT first.
+        self.assertLess(svg.index("<!-- XC -->"), svg.index("<!-- OUT -->"))
+        t = self.texts(rep / "plots" / "gdn-timing.svg")
+        for s in ("host-facing", "device-resident", "f32", "q4", "0.156", "0.47"):
+            self.assertIn(s, t)
+
+    def test_report_without_measurements_gives_no_figure_and_exit_0(self):
+        rep = self.copy("nodevice")  # real `klab run` output on a machine without a GPU
+        p = run("plot.py", rep)
+        self.assertOk(p)
+        self.assertIn("no figure", p.stdout)
+        self.assertIn("no measurement records", p.stdout)
+        self.assertFalse((rep / "plots").exists() and any((rep / "plots").iterdir()))
+
+    def test_untimed_measurement_still_gives_a_figure(self):
+        rec = {"kind": "measurement", "experiment": "cpu-only", "variant": "f32_gemv/impl=x", "op": "f32_gemv",
+               "shape": "8x8", "dist": "normal", "accuracy": {"max_rel": 3e-7}, "verified": True, "tolerance": 1e-5}
+        rep = self.write_report("untimed", [json.dumps(rec)])
+        p = run("plot.py", rep)
+        self.assertOk(p)
+        self.assertIn("cpu-only: no timed measurement", p.stdout)
+        self.assertFigures(rep / "plots", ["accuracy-cpu-only"])
+
+    def test_out_and_formats(self):
+        out = self.tmp / "figs"
+        p = run("plot.py", DATA / "gdn" / "report.jsonl", "--out", out, "--formats", "png")
+        self.assertOk(p)
+        self.assertEqual(sorted(f.name for f in out.iterdir()), sorted(f"{n}.png" for n in self.GDN_FIGURES))
+        bad = run("plot.py", DATA / "gdn", "--out", out, "--formats", "gif")
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("gif", bad.stderr)
+
+    def test_figures_are_byte_stable(self):
+        # Committed figures should change only when the data does: two runs give the same bytes.
+        a, b = self.tmp / "a", self.tmp / "b"
+        self.assertOk(run("plot.py", DATA / "run", "--out", a))
+        self.assertOk(run("plot.py", DATA / "run", "--out", b))
+        for f in a.iterdir():
+            self.assertEqual(f.read_bytes(), (b / f.name).read_bytes(), f"{f.name} differs between two runs")
+
+
+class SummarizeTest(TempDir):
+    def test_tables_claims_and_skips(self):
+        rep = self.copy("run")
+        p = run("summarize.py", rep)
+        self.assertOk(p)
+        md = (rep / "summary.md").read_text()
+        # Environment: 52428800 bytes of L2 = 50 MiB.
+        self.assertIn("| GPU | FIXTURE GPU (test data) (132 SMs, L2 50 MiB, cc 9.0) |", md)
+        self.assertIn("| read ceiling (measured in this run) | 4000 GB/s (copy 3600 GB/s) |", md)
+        self.assertIn("| commit | 0123456789ab |", md)
+        self.assertIn("| date | 2026-01-01T00:00:00Z |", md)
+        # Claims with their states, in index order.
+        self.assertIn("1. **NOT HELD**: every variant is within 1e-5", md)
+        self.assertIn("2. **held**: warp-row is faster than cuBLAS SGEMV", md)
+        self.assertIn("3. not evaluated: warp-row reaches at least 85%", md)
+        self.assertIn("| variant | median ms (min..max) | GB/s | % of ceiling | GMAC/s | max_rel | bits vs A | verdict vs A |", md)
+        # A: median of 8 samples = 0.02005; 67141632 B / 0.02005 ms = 3349 GB/s = 83.7% of 4000;
+        # 4096*4096 MACs / 0.02005 ms = 836.8 GMAC/s.
+        self.assertIn(f"| {WR1} (A) | 0.02005 (0.0199..0.0203) | 3349 | 83.7 | 836.8 | 1.20e-07 | A | A |", md)
+        # cuBLAS: 0.02105 ms -> 3190 GB/s, 79.7%, 797 GMAC/s; 37 bits differ; vs_a from the record.
+        self.assertIn(f"| {CUB} | 0.02105 (0.0209..0.0213) | 3190 | 79.7 | 797 | 2.40e-07 | 37 | slower x0.953 (time ratio 1.040..1.058) |", md)
+        self.assertIn(f"| {WR4} | not timed | n/a | n/a | n/a | 5.00e-01 FAILED | 33 | not timed (failed verification) |", md)
+        self.assertIn(f"- {WR4} on 4096x4096 uniform seed 1: fixture reason: k must be a multiple of 512", md)
+
+    def test_seed_ladder_table(self):
+        md_file = self.tmp / "s.md"
+        self.assertOk(run("summarize.py", DATA / "run", "--out", md_file))
+        md = md_file.read_text()
+        rows = {int(m.group(1)): m.group(0) for m in re.finditer(r"^\| (\d) \| q4_gemv/.*\|$", md, re.M)}
+        self.assertEqual(sorted(rows), [0, 1, 2, 3])
+        # rung 0: 17408*5120 MACs / 0.1413 ms = 630.8 GMAC/s.
+        self.assertIn("| (base) | 0.1413 | 630.8 |", rows[0])
+        self.assertIn("(rung 0)", rows[0])
+        # rung 1: 0.1413/0.0996 = 1.42; bits from bits_vs_a (its A is rung 0): 517 changed.
+        self.assertIn("| scale=all-lanes, chains=4 |", rows[1])
+        self.assertIn("| x1.42 | x1.42 | 517 elements changed (from bits_vs_a) |", rows[1])
+        # rung 2: 0.0996/0.0520 = 1.92, 0.1413/0.0520 = 2.72, bits_vs_prev 0.
+        self.assertIn("| f16=hard |", rows[2])
+        self.assertIn("| x1.92 | x2.72 | bitwise equal |", rows[2])
+        # rung 3 (prev named explicitly = rung 2): 0.0520/0.0582 = 0.89, 0.1413/0.0582 = 2.43.
+        self.assertIn("| rows=4 |", rows[3])
+        self.assertIn("| x0.89 | x2.43 | bitwise equal |", rows[3])
+
+    def test_error_budget_and_gdn_tables(self):
+        md = run("summarize.py", DATA / "gdn", "--out", "-")
+        self.assertOk(md)
+        t = md.stdout
+        # 4.53e-2 / 3.26e-3 = 13.9 times the uniform error.
+        self.assertIn("| 17408x5120 | q4 vs f64 reference | file (acts/layer0.npy) | 4.53e-02 | 1.20e-01 | x13.9 |", t)
+        self.assertIn("| 17408x5120 | q4 vs f64 reference | uniform | 3.26e-03 | 1.10e-02 | x1.0 |", t)
+        self.assertIn("GDN per operator, q4 vs f32, qwen35-27b-layer0-T5, 5 tokens:", t)
+        self.assertIn("| BETA | 48 | 3.5 | 0.42 | 0 | 0 | 0 |", t)
+        self.assertIn("| XC | 10240 | 3.5 | 0.42 | 1.36e-01 | 4.53e-02 | 4.98e-02 |", t)
+        q4 = t[t.index("q4 vs f32"):t.index("gpu-f32 vs oracle")]
+        order = [m.group(1) for m in re.finditer(r"^\| ([A-Z]+) \| \d", q4, re.M)]
+        self.assertEqual(order, ["XC", "XCV", "Z", "Q", "K", "A", "B", "BETA", "G", "ON", "ONN", "OUT", "S", "HIST"])
+        self.assertIn("| OUT | 5120 | 3.5 | 0.42 | 3.80e-07 | 9.50e-08 | 1.27e-07 |", t)
+        # q4 device-resident: median of 6 samples 0.156 ms; x 48 layers = 7.488 ms per token.
+        self.assertIn("| q4 | device-resident | 48 | 64 | 0.156 (0.1544..0.1591) | 7.488 |", t)
+        self.assertIn("1. **held**: beta and g are exact under q4", t)
+        self.assertIn("(dirty: uncommitted changes)", t)
+
+    def test_figures_linked_when_plotted(self):
+        rep = self.copy("run")
+        self.assertOk(run("summarize.py", rep))
+        self.assertNotIn("![", (rep / "summary.md").read_text())
+        self.assertOk(run("plot.py", rep))
+        self.assertOk(run("summarize.py", rep))
+        md = (rep / "summary.md").read_text()
+        for n in PlotTest.RUN_FIGURES:
+            self.assertIn(f"![{n}](plots/{n}.png)", md)
+
+    def test_no_device_report(self):
+        rep = self.copy("nodevice")
+        self.assertOk(run("summarize.py", rep))
+        md = (rep / "summary.md").read_text()
+        self.assertIn("| GPU | none: no CUDA device", md)
+        self.assertIn("| read ceiling | not measured in this run |", md)
+        self.assertEqual(md.count("not evaluated:"), 3)
+        self.assertIn("Skipped:", md)
+        self.assertIn("- f32-gemv-vs-cublas: no CUDA device", md)
+
+
+class CompareTest(TempDir):
+    OLD, NEW = DATA / "compare-old", DATA / "compare-new"
+
+    def rows(self, out):
+        """variant -> (new/old, 95% CI, verdict) from the Markdown table."""
+        table = {}
+        for line in out.splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 9 and cells[0] != "experiment" and not cells[0].startswith("---"):
+                table[cells[1]] = (cells[5], cells[6], cells[7])
+        return table
+
+    def test_verdicts(self):
+        p = run("compare.py", self.OLD, self.NEW, "--markdown")
+        self.assertOk(p)
+        rows = self.rows(p.stdout)
+        # NEW's samples are OLD's times 0.8 (unroll=4), 1.18 (cuBLAS), the same (unroll=1).
+        self.assertEqual(rows[WR4][2], "faster")
+        self.assertEqual(rows[CUB][2], "slower")
+        self.assertEqual(rows[WR1][2], "same")
+        # Medians 0.02 / 0.025 = 0.800, and the interval holds it.
+        self.assertEqual(rows[WR4][0], "0.800")
+        lo, hi = map(float, rows[WR4][1].split(".."))
+        self.assertTrue(lo <= 0.8 <= hi < 0.99, rows[WR4])
+        # "noisy": medians differ by 5% but the repetitions spread over 2x: not a result.
+        self.assertEqual(rows["f32_gemv/impl=noisy"][0], "1.050")
+        self.assertEqual(rows["f32_gemv/impl=noisy"][2], "same")
+        self.assertEqual(rows[WR8][2], "not timed")  # failed verification in NEW
+        self.assertEqual(rows["gdn_timing/tier=q4,mode=device-resident"][2], "same")
+        self.assertIn("only in OLD:\n  f32-gemv-vs-cublas f32_gemv/impl=retired 4096x4096 uniform", p.stdout)
+        self.assertIn("only in NEW:\n  f32-gemv-vs-cublas f32_gemv/impl=added 4096x4096 uniform", p.stdout)
+        self.assertIn("max_rel 1.20e-07 -> 1.90e-07; bits_vs_a 0 -> 12", p.stdout)
+        self.assertIn("verified yes -> NO", p.stdout)
+        self.assertIn("summary: 1 faster, 1 slower, 3 same, 1 not timed; 1 only in OLD, 1 only in NEW", p.stdout)
+
+    def test_pure_python_bootstrap_agrees(self):
+        # The H200 machine has numpy, but compare.py must not need it.
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); import compare; compare.np = None; "
+                "sys.exit(compare.main(sys.argv[2:]))")
+        p = subprocess.run([sys.executable, "-c", code, str(SCRIPTS), str(self.OLD), str(self.NEW), "--markdown"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertOk(p)
+        rows = self.rows(p.stdout)
+        self.assertEqual([rows[v][2] for v in (WR4, CUB, WR1, "f32_gemv/impl=noisy")], ["faster", "slower", "same", "same"])
+
+    def test_fail_on_regression_exit_codes(self):
+        cases = [((), 0),                                      # no guard: a report, not a gate
+                 (("--fail-on-regression",), 1),                # every variant: cuBLAS got slower
+                 (("--fail-on-regression", "*cublas*"), 1),
+                 (("--fail-on-regression", "*unroll=4"), 0),    # faster
+                 (("--fail-on-regression", "*unroll=1"), 0),    # same
+                 (("--fail-on-regression", "*unroll=8"), 1),    # lost verification
+                 (("--fail-on-regression", "gdn_timing/*"), 0),
+                 (("--fail-on-regression", "*unroll=4", "--fail-on-regression", "*cublas*"), 1),
+                 (("--fail-on-regression", "*no-such-variant*"), 2)]  # guards nothing: refused
+        for args, code in cases:
+            with self.subTest(args=args):
+                p = run("compare.py", self.OLD, self.NEW, *args)
+                self.assertEqual(p.returncode, code, p.stdout + p.stderr)
+                if code == 1:
+                    self.assertIn("REGRESSION", p.stdout)
+        p = run("compare.py", self.OLD, self.NEW, "--fail-on-regression", "*cublas*")
+        self.assertIn(f"{CUB} 4096x4096 uniform: slower", p.stdout)
+        p = run("compare.py", self.OLD, self.NEW, "--fail-on-regression", "*unroll=8")
+        self.assertIn("passed verification in OLD, fails it in NEW", p.stdout)
+
+    def test_a_report_against_itself_is_all_same(self):
+        p = run("compare.py", DATA / "run", DATA / "run" / "report.jsonl", "--fail-on-regression")
+        self.assertOk(p)
+        self.assertIn("0 faster, 0 slower, 8 same, 1 not timed", p.stdout)
+
+    def test_noise_threshold(self):
+        # cuBLAS is 18% slower: with a 25% noise allowance that is "same".
+        p = run("compare.py", self.OLD, self.NEW, "--markdown", "--noise", "0.25")
+        self.assertOk(p)
+        self.assertEqual(self.rows(p.stdout)[CUB][2], "same")
+        self.assertEqual(run("compare.py", self.OLD, self.NEW, "--noise", "2").returncode, 2)
+
+    def test_bad_input(self):
+        bad = self.write_report("bad", [json.dumps({"kind": "measurement"})])
+        p = run("compare.py", self.OLD, bad)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("report.jsonl:1", p.stderr)
+        self.assertEqual(run("compare.py", self.OLD).returncode, 2)  # usage
+        p = run("compare.py", self.OLD, self.tmp / "nowhere")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no such report", p.stderr)
+
+
+class MalformedTest(TempDir):
+    """Every script refuses a malformed or empty report with status 2 and a message naming it."""
+
+    GOOD = json.dumps({"kind": "skip", "experiment": "e", "what": "w", "reason": "r"})
+
+    def refused(self, rep, *needles):
+        for script in ("plot.py", "summarize.py", "compare.py"):
+            with self.subTest(script=script):
+                args = [DATA / "run", rep] if script == "compare.py" else [rep]
+                p = run(script, *args)
+                self.assertEqual(p.returncode, 2, f"{script}: {p.stdout}{p.stderr}")
+                self.assertNotIn("Traceback", p.stderr)
+                for n in needles:
+                    self.assertIn(n, p.stderr)
+
+    def test_malformed_json_names_file_and_line(self):
+        rep = self.write_report("m", [self.GOOD, '{"kind": "measurement", "experiment": '])
+        self.refused(rep, "report.jsonl:2", "malformed JSON")
+
+    def test_not_a_record(self):
+        self.refused(self.write_report("m", [self.GOOD, self.GOOD, "[1, 2]"]), "report.jsonl:3", "not a record")
+        self.refused(self.write_report("n", ['{"experiment": "e"}']), "report.jsonl:1", "\"kind\"")
+
+    def test_missing_or_mistyped_field(self):
+        rec = {"kind": "measurement", "experiment": "e", "shape": "4x4", "dist": "uniform"}
+        self.refused(self.write_report("a", [self.GOOD, json.dumps(rec)]), "report.jsonl:2", "'variant'")
+        rec["variant"] = "v"
+        rec["timing"] = {"median_ms": "fast", "min_ms": 1, "max_ms": 1}
+        self.refused(self.write_report("b", [json.dumps(rec)]), "report.jsonl:1", "'timing.median_ms'", "number")
+        rec["timing"] = {"median_ms": 1.0, "max_ms": 1}
+        self.refused(self.write_report("c", [json.dumps(rec)]), "'timing.min_ms'")
+        claim = {"kind": "claim", "experiment": "e", "index": 0, "text": "t", "state": "maybe"}
+        self.refused(self.write_report("d", [json.dumps(claim)]), "report.jsonl:1", "maybe")
+        timing = {"kind": "gdn_timing", "experiment": "e", "tier": "q4", "mode": "host-facing", "layers": 48, "tokens": 4,
+                  "ms_per_layer_token": {"min": 0.1}}
+        self.refused(self.write_report("g", [json.dumps(timing)]), "'ms_per_layer_token.median'")
+
+    def test_empty_report(self):
+        self.refused(self.write_report("empty", []), "empty report (no records)")
+        self.refused(self.write_report("blank", ["", "   "]), "empty report (no records)")
+        d = self.tmp / "nothing"
+        d.mkdir()
+        self.refused(d, "no report.jsonl")
+
+    def test_bad_ladder_prev(self):
+        base = {"kind": "measurement", "experiment": "seed-ladder", "op": "q4_gemv", "shape": "8x64", "dist": "uniform",
+                "timing": {"median_ms": 1.0, "min_ms": 1.0, "max_ms": 1.0}}
+        lines = [json.dumps(dict(base, variant="q4_gemv/a")), json.dumps(dict(base, variant="q4_gemv/b", prev="q4_gemv/zz"))]
+        rep = self.write_report("ladder", lines)
+        for script in ("plot.py", "summarize.py"):
+            p = run(script, rep)
+            self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+            self.assertIn("report.jsonl:2", p.stderr)
+            self.assertIn("q4_gemv/zz", p.stderr)
+
+
+if __name__ == "__main__":
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        print(f"FAIL: matplotlib is not importable by {sys.executable} ({e}): plot.py cannot run. Install "
+              "python3-matplotlib (apt), or point KLAB_PYTHON at an interpreter that has it.", file=sys.stderr)
+        sys.exit(1)
+    unittest.main(verbosity=2)
