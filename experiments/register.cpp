@@ -2,6 +2,7 @@
 #include "baselines/baselines.hpp"
 #include "common.hpp"
 #include "f32_gemv/variants.hpp"
+#include "q4_gemv/variants.hpp"
 // @q4-register-include@
 // @gdn-register-include@
 
@@ -12,6 +13,7 @@ Registry& registry() {
     Registry reg;
     // Ops and their variants first, then the peers (they attach to registered ops), then experiments.
     f32_gemv::register_all(reg);
+    q4_gemv::register_all(reg);
     // @q4-register-variants@
     // @gdn-register-variants@
     baselines::register_all(reg);

@@ -1,0 +1,260 @@
+// The q4_gemv family on the CPU: registry and naming, the op's byte model and refusals, the raw
+// launcher's refusals (checked before anything touches a device), and the bitwise guards through
+// the bit-models: variants that differ only in scale read, f16 conversion or rows per warp agree on
+// every bit; the chain count changes bits but not accuracy.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "../q4_cases.hpp"
+#include "klab/error.hpp"
+#include "klab/metrics.hpp"
+#include "klab/ref/gemv.hpp"
+#include "klab/registry.hpp"
+#include "q4_gemv/q4_gemv.hpp"
+
+using namespace klab;
+
+namespace {
+std::vector<std::vector<float>> all_models(const ref::Q4Matrix& w, const std::vector<float>& x) {
+  std::vector<std::vector<float>> out;
+  for (const auto& axes : test::q4_all_axes()) out.push_back(q4_gemv::q4_model(variant_name("q4_gemv", axes))(w, x));
+  return out;
+}
+
+// Checks every guarded pair on one case; returns the number of pairs compared.
+int check_pairs(const test::Q4Case& c) {
+  const auto axes = test::q4_all_axes();
+  const auto ys = all_models(c.w, c.x);
+  int pairs = 0;
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    for (std::size_t b = a + 1; b < axes.size(); ++b) {
+      if (!test::differ_only_in_invariant_axis(axes[a], axes[b])) continue;
+      CAPTURE(c.what);
+      CAPTURE(variant_name("q4_gemv", axes[a]));
+      CAPTURE(variant_name("q4_gemv", axes[b]));
+      REQUIRE(ys[a].size() == std::size_t(c.w.m));
+      CHECK(bitwise_diff(ys[a], ys[b]) == 0);
+      ++pairs;
+    }
+  return pairs;
+}
+
+// The documented arithmetic order written out plainly, without the warp: lane l's chain c is the
+// fma chain over blocks b = c, c + C, ... of (n4 * s) * x at column 32 b + l; chains summed as
+// (c0 + c1) + (c2 + c3); lanes summed by the xor-butterfly 16, 8, 4, 2, 1.
+std::vector<float> spec(const ref::Q4Matrix& w, const std::vector<float>& x, int chains) {
+  std::vector<float> y(std::size_t(w.m));
+  for (std::int64_t i = 0; i < w.m; ++i) {
+    float lanes[32];
+    for (int l = 0; l < 32; ++l) {
+      float acc[4] = {0, 0, 0, 0};
+      for (std::int64_t b = 0; b < w.blocks_per_row(); ++b) {
+        const std::int64_t j = 32 * b + l;
+        acc[b % chains] = std::fma(float(w.code(i, j)) * w.scale(i, b), x[std::size_t(j)], acc[b % chains]);
+      }
+      lanes[l] = chains == 1 ? acc[0] : (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    }
+    for (int o = 16; o > 0; o /= 2) {
+      float next[32];
+      for (int l = 0; l < 32; ++l) next[l] = lanes[l] + lanes[l ^ o];
+      std::copy(next, next + 32, lanes);
+    }
+    y[std::size_t(i)] = lanes[0];
+  }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("q4_gemv: 16 kernel variants named from their axes, each with a bit-model and a launcher, plus 2 peers") {
+  std::set<std::string> expected;
+  for (const auto& axes : test::q4_all_axes()) expected.insert(variant_name("q4_gemv", axes));
+  REQUIRE(expected.size() == 16);
+  CHECK(expected.count("q4_gemv/scale=lane0-shfl,chains=1,f16=soft,rows=1") == 1);  // the seed's original
+  std::set<std::string> ours, peers;
+  for (const Variant* v : registry().variants_of("q4_gemv")) {
+    CAPTURE(v->name);
+    if (v->peer) {
+      peers.insert(v->name);
+      continue;
+    }
+    ours.insert(v->name);
+    CHECK(static_cast<bool>(v->cpu_model));
+    CHECK(v->axes.size() == 4);
+    CHECK(q4_gemv::q4_kernel(v->name).name == v->name);
+    CHECK(q4_gemv::q4_kernel(v->name).rows_per_warp == std::stoi(v->axes[3].second));
+    const bool has_model = q4_gemv::q4_model(v->name) != nullptr;
+    CHECK(has_model);
+  }
+  CHECK(ours == expected);
+  CHECK(peers == std::set<std::string>{"q4_gemv/impl=cublas-bf16-gemmex", "q4_gemv/impl=cublas-sgemv-f32"});
+  CHECK(q4_gemv::q4_kernels().size() == 16);
+  CHECK(q4_gemv::q4_models().size() == 16);
+  // The bf16 peer rounds on purpose and states its own, looser tolerance; the f32 peer does not.
+  CHECK(registry().variant("q4_gemv/impl=cublas-bf16-gemmex").tolerance > 1e-5);
+  CHECK(registry().variant("q4_gemv/impl=cublas-sgemv-f32").tolerance == 0);
+}
+
+TEST_CASE("q4_gemv: unknown kernel and model names are refused with the known ones listed") {
+  try {
+    q4_gemv::q4_kernel("q4_gemv/scale=nope");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("q4_gemv/scale=per-lane,chains=4,f16=hard,rows=1") != std::string::npos);
+  }
+  CHECK_THROWS_AS(q4_gemv::q4_model("q4_gemv/impl=cublas-bf16-gemmex"), Error);
+}
+
+TEST_CASE("q4_gemv: the launcher refuses bad shapes and null buffers before touching the device") {
+  const auto& kern = q4_gemv::q4_kernel("q4_gemv/scale=per-lane,chains=4,f16=hard,rows=1");
+  auto says = [&](int m, int k, bool null_buffers, const char* what) {
+    // Fake, non-null pointers: the refusal must come before any use of them.
+    auto* codes = null_buffers ? nullptr : reinterpret_cast<const std::uint8_t*>(16);
+    auto* scales = reinterpret_cast<const std::uint16_t*>(16);
+    auto* x = reinterpret_cast<const float*>(16);
+    auto* y = reinterpret_cast<float*>(16);
+    try {
+      kern.launch(codes, scales, x, y, m, k, nullptr);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CAPTURE(e.what());
+      CHECK(std::string(e.what()).find(what) != std::string::npos);
+    }
+  };
+  says(4, 33, false, "not a multiple of 32");
+  says(4, 0, false, "empty shape");
+  says(0, 32, false, "empty shape");
+  says(-1, 32, false, "empty shape");
+  says(4, 32, true, "null buffer");
+}
+
+TEST_CASE("q4_gemv op: refusals, byte model, deterministic generation") {
+  const Op& op = registry().op("q4_gemv");
+  CHECK(op.validate(Problem{{4, 33}, Dist::uniform, 1}).find("not a multiple of 32") != std::string::npos);
+  CHECK(op.validate(Problem{{0, 32}, Dist::uniform, 1}).find("empty shape") != std::string::npos);
+  CHECK(op.validate(Problem{{17408, 5120}, Dist::uniform, 1}).empty());
+  CHECK(op.validate(Problem{{1000000, 1000000}, Dist::uniform, 1}).find("over 32 GB") != std::string::npos);
+  for (const Variant* v : registry().variants_of("q4_gemv")) {
+    CAPTURE(v->name);
+    CHECK(v->can_implement(Problem{{5, 96}, Dist::uniform, 1}).empty());
+    CHECK(v->can_implement(Problem{{5, 100}, Dist::uniform, 1}).find("not a multiple of 32") != std::string::npos);
+  }
+  CHECK_THROWS_AS(op.generate(Problem{{4, 33}, Dist::uniform, 1}), Error);
+  // codes 0.5 B + scales 2 B per 32 weights + x and y in f32.
+  auto t = op.traffic(Problem{{17408, 5120}, Dist::uniform, 1});
+  CHECK(t.bytes == doctest::Approx(17408.0 * 5120 * 0.5625 + 4.0 * 5120 + 4.0 * 17408).epsilon(1e-12));
+  CHECK(t.macs == 17408.0 * 5120);
+
+  auto a = test::q4_generated({33, 160}, Dist::student_t, 4), b = test::q4_generated({33, 160}, Dist::student_t, 4),
+       c = test::q4_generated({33, 160}, Dist::student_t, 5);
+  CHECK(a.w.codes == b.w.codes);
+  CHECK(a.w.scales == b.w.scales);
+  CHECK(a.x == b.x);
+  CHECK(a.w.codes != c.w.codes);
+  CHECK(a.x != c.x);
+  // A workload must hold what its problem says.
+  CHECK_THROWS_AS(q4_gemv::make_workload(a.w, std::vector<float>(159), Problem{{33, 160}, Dist::uniform, 1}), Error);
+  CHECK_THROWS_AS(q4_gemv::make_workload(a.w, a.x, Problem{{32, 160}, Dist::uniform, 1}), Error);
+  auto bad = a.w;
+  bad.codes.pop_back();
+  CHECK_THROWS_AS(q4_gemv::make_workload(bad, a.x, Problem{{33, 160}, Dist::uniform, 1}), Error);
+  CHECK_THROWS_AS(q4_gemv::q4_model("q4_gemv/scale=per-lane,chains=1,f16=soft,rows=1")(a.w, std::vector<float>(5)), Error);
+}
+
+TEST_CASE("bitwise guard (bit-models): scale read, f16 conversion and rows per warp change no bit") {
+  int pairs = 0, cases = 0;
+  for (const Shape& s : test::q4_guard_shapes())
+    for (std::uint64_t seed : {1u, 2u, 3u})
+      for (Dist d : {Dist::uniform, Dist::student_t}) {
+        pairs += check_pairs(test::q4_generated(s, d, seed));
+        ++cases;
+      }
+  for (const auto& c : test::q4_awkward_cases()) {
+    pairs += check_pairs(c);
+    ++cases;
+  }
+  // 16 variants, 4 axes, chains excluded: each variant has 3 guarded neighbours -> 24 pairs per case.
+  CHECK(pairs == 24 * cases);
+}
+
+TEST_CASE("bit-models follow the documented order; 4 chains reorder the sums (bits change), accuracy does not") {
+  for (const auto& c : {test::q4_generated({33, 160}, Dist::uniform, 1), test::q4_generated({7, 5120}, Dist::student_t, 2),
+                        test::q4_awkward_cases()[0], test::q4_awkward_cases()[2]}) {
+    CAPTURE(c.what);
+    CHECK(bitwise_diff(q4_gemv::q4_model("q4_gemv/scale=lane0-shfl,chains=1,f16=soft,rows=4")(c.w, c.x), spec(c.w, c.x, 1)) == 0);
+    CHECK(bitwise_diff(q4_gemv::q4_model("q4_gemv/scale=per-lane,chains=4,f16=hard,rows=1")(c.w, c.x), spec(c.w, c.x, 4)) == 0);
+  }
+  auto c = test::q4_generated({256, 5120}, Dist::uniform, 1);
+  auto y1 = q4_gemv::q4_model("q4_gemv/scale=per-lane,chains=1,f16=hard,rows=1")(c.w, c.x);
+  auto y4 = q4_gemv::q4_model("q4_gemv/scale=per-lane,chains=4,f16=hard,rows=1")(c.w, c.x);
+  const auto diff = bitwise_diff(y1, y4);
+  CHECK(diff > 0);
+  MESSAGE("256x5120 uniform: 1 chain vs 4 chains differ in " << diff << " of 256 elements");
+  auto ref = ref::q4_gemv_f64(c.w, c.x);
+  CHECK(accuracy(y1, ref).max_rel < 1e-5);
+  CHECK(accuracy(y4, ref).max_rel < 1e-5);
+}
+
+TEST_CASE("q4 kernel accuracy through the bit-models: within 1e-5 of the f64 reference") {
+  // Every kernel equals its model bit for bit (gpu suite) and the models of one chain count agree
+  // bit for bit (above), so the two models below stand for all 16 kernels. These are the shapes,
+  // seeds and inputs of the gpu suite's generic check (tests/gpu/test_variants.cpp), which holds
+  // every variant without its own tolerance to max_rel < 1e-5: an f32 sum of k fma-rounded products
+  // is off by ~sqrt(k) * 2^-24 of the row's magnitude (< 5e-6 for k <= 6144); a wrong element or a
+  // lost block is off by O(1e-2) or more.
+  double worst = 0;
+  std::string where;
+  for (Shape s : std::vector<Shape>{{1, 32}, {1, 160}, {33, 160}, {5, 96}, {129, 1024}, {1024, 5120}, {3, 6144}})
+    for (std::uint64_t seed : {1u, 2u, 3u})
+      for (Dist d : {Dist::uniform, Dist::student_t}) {
+        auto c = test::q4_generated(s, d, seed);
+        auto ref = ref::q4_gemv_f64(c.w, c.x);
+        for (const char* chains : {"1", "4"}) {
+          auto y = q4_gemv::q4_model(test::q4_name("per-lane", chains, "hard", "1"))(c.w, c.x);
+          auto a = accuracy(y, ref);
+          CAPTURE(c.what);
+          CAPTURE(chains);
+          CHECK(a.finite());
+          CHECK(a.max_rel < 1e-5);
+          if (a.max_rel > worst) {
+            worst = a.max_rel;
+            where = c.what + ", chains=" + chains;
+          }
+        }
+      }
+  MESSAGE("worst max_rel of the q4 bit-models: " << worst << " (" << where << ")");
+}
+
+TEST_CASE("bf16 rounding of the peer stays within its tolerance") {
+  // The cuBLAS bf16 peer computes with bf16(dequant(W)) and bf16(x); simulate that rounding with
+  // f64 sums to see how much of its tolerance the rounding alone takes (f32 accumulation on the GPU
+  // adds ~1e-6 more).
+  const double tol = registry().variant("q4_gemv/impl=cublas-bf16-gemmex").tolerance;
+  double worst = 0;
+  std::string where;
+  for (Shape s : std::vector<Shape>{{1, 32}, {1, 160}, {33, 160}, {5, 96}, {129, 1024}, {1024, 5120}, {3, 6144}})
+    for (std::uint64_t seed : {1u, 2u, 3u})
+      for (Dist d : {Dist::uniform, Dist::student_t}) {
+        auto c = test::q4_generated(s, d, seed);
+        auto w = ref::q4_dequantize(c.w);
+        for (auto& v : w) v = ref::bf16_to_float(ref::float_to_bf16(v));
+        auto x = c.x;
+        for (auto& v : x) v = ref::bf16_to_float(ref::float_to_bf16(v));
+        const auto y = ref::gemv_f64(w, x, s.m, s.k), r = ref::q4_gemv_f64(c.w, c.x);
+        double err = 0, scale = 0;
+        for (std::size_t i = 0; i < r.size(); ++i) {
+          err = std::max(err, std::abs(y[i] - r[i]));
+          scale = std::max(scale, std::abs(r[i]));
+        }
+        const double max_rel = err / scale;
+        CAPTURE(c.what);
+        CHECK(max_rel < tol / 2);
+        if (max_rel > worst) {
+          worst = max_rel;
+          where = c.what;
+        }
+      }
+  MESSAGE("worst max_rel of bf16 rounding: " << worst << " (" << where << "), tolerance " << tol);
+}

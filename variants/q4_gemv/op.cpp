@@ -1,0 +1,69 @@
+#include "q4_gemv/op.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "klab/error.hpp"
+#include "q4_gemv/q4_gemv.hpp"
+
+namespace klab::q4_gemv {
+
+std::string validate(const Problem& p) {
+  if (auto why = launch_error(p.shape.m, p.shape.k); !why.empty()) return why;
+  // Generation holds the f32 W (4 bytes per weight) before quantising it.
+  if (double(p.shape.m) * double(p.shape.k) * 4.0 > 32e9) return "the generated f32 W would take over 32 GB";
+  return "";
+}
+
+std::unique_ptr<Workload> make_workload(ref::Q4Matrix w, std::vector<float> x, const Problem& p) {
+  try {
+    w.check();
+  } catch (const std::invalid_argument& e) {
+    throw Error(std::string("q4_gemv workload: ") + e.what());
+  }
+  require(w.m == p.shape.m && w.k == p.shape.k, "q4_gemv workload: W is " + std::to_string(w.m) + "x" + std::to_string(w.k) +
+                                                    " but the problem is " + p.shape.str());
+  require(std::int64_t(x.size()) == w.k, "q4_gemv workload: x has " + std::to_string(x.size()) + " elements, W has k = " + std::to_string(w.k));
+  auto wl = std::make_unique<Workload>();
+  wl->problem = p;
+  wl->w = std::move(w);
+  wl->x = std::move(x);
+  return wl;
+}
+
+Op make_op() {
+  Op op;
+  op.name = kOp;
+  op.description = "y = dequant(W) x; W raw-q4 (int4 codes, f16 scale per 32 weights along a row), x, y f32";
+  op.validate = validate;
+  op.generate = [](const Problem& p) {
+    if (auto why = validate(p); !why.empty()) throw Error("q4_gemv " + p.shape.str() + ": " + why);
+    const auto n = static_cast<std::size_t>(p.shape.m * p.shape.k);
+    // W drawn like f32_gemv's (scaled by 1/sqrt(k) so y stays O(1)), then quantised; the
+    // distribution shapes each block's spread, which is what q4 represents well or poorly.
+    auto w = generate(p.dist, n, p.seed, 0, 1.0 / std::sqrt(double(p.shape.k)));
+    auto q = ref::q4_quantize(w, p.shape.m, p.shape.k);
+    w = {};
+    auto x = generate(p.dist, static_cast<std::size_t>(p.shape.k), p.seed, 1);
+    return std::unique_ptr<klab::Workload>(make_workload(std::move(q), std::move(x), p));
+  };
+  op.reference = [](const klab::Workload& wl) {
+    const auto& w = workload_of(wl);
+    return ref::q4_gemv_f64(w.w, w.x);
+  };
+  // A perfect kernel reads the codes (k/2 bytes a row), the scales (2 bytes per 32 weights) and x
+  // once, and writes y once: 0.5625 bytes per weight plus the vectors.
+  op.traffic = [](const Problem& p) {
+    const double m = double(p.shape.m), k = double(p.shape.k);
+    return Traffic{m * k / 2 + m * (k / 32) * 2 + 4.0 * k + 4.0 * m, m * k};
+  };
+  return op;
+}
+
+const Workload& workload_of(const klab::Workload& w) {
+  auto* p = dynamic_cast<const Workload*>(&w);
+  require(p != nullptr, "a q4_gemv variant was handed the workload of another op");
+  return *p;
+}
+
+}  // namespace klab::q4_gemv

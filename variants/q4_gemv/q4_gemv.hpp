@@ -1,0 +1,51 @@
+#pragma once
+// The q4_gemv kernels by name, for callers that own their device buffers (the GDN q4 tier picks a
+// mat-vec by variant name), and the CPU bit-models that reproduce each kernel's arithmetic.
+//
+// Buffers (device memory, layouts of klab/ref/q4.hpp):
+//   codes  (m, k/2) uint8   two int4 weights per byte, even column in the low nibble
+//   scales (m, k/32) uint16 f16 bit patterns, one per block of 32 weights along a row
+//   x      (k) f32,   y (m) f32 (every element written; nothing read from y)
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "klab/ref/q4.hpp"
+
+namespace klab::q4_gemv {
+
+constexpr const char* kOp = "q4_gemv";
+
+struct Q4Kernel {
+  std::string name;  // the variant name, e.g. "q4_gemv/scale=per-lane,chains=4,f16=hard,rows=1"
+  std::vector<std::pair<std::string, std::string>> axes;
+  // Enqueues y = dequant(W) x on `stream`. Throws klab::Error, before launching anything, when
+  // m or k is not positive, k % 32 != 0, or a pointer is null; a launch failure throws CudaError.
+  void (*launch)(const std::uint8_t* codes, const std::uint16_t* scales, const float* x, float* y, int m, int k,
+                 cudaStream_t stream);
+  int rows_per_warp;  // rows one warp computes (the grid has ceil(m / rows_per_warp) warps)
+};
+
+// All 16 kernels, in registration order.
+const std::vector<Q4Kernel>& q4_kernels();
+// The kernel named `variant_name`; throws klab::Error naming the known ones when there is none.
+const Q4Kernel& q4_kernel(const std::string& variant_name);
+
+// The CPU bit-model of a variant: the same lane-to-element mapping, chain assignment, fma and
+// shuffle-reduction order as its kernel, so it must equal the kernel bit for bit (non-NaN scales).
+using Q4Model = std::vector<float> (*)(const ref::Q4Matrix& w, std::span<const float> x);
+struct Q4ModelEntry {
+  std::string name;
+  Q4Model model;
+};
+const std::vector<Q4ModelEntry>& q4_models();
+// Throws klab::Error for an unknown name; the model throws klab::Error on mismatched sizes.
+Q4Model q4_model(const std::string& variant_name);
+
+// Why the launcher refuses (m, k) (empty: it accepts).
+std::string launch_error(std::int64_t m, std::int64_t k);
+
+}  // namespace klab::q4_gemv

@@ -1,0 +1,65 @@
+// The q4_gemv family in the registry: one variant per kernel of kernel.cu, bound to its bit-model.
+#include <map>
+
+#include "klab/cuda.hpp"
+#include "q4_gemv/variants.hpp"
+
+namespace klab::q4_gemv {
+
+namespace {
+// A kernel bound to one workload: codes, scales and x uploaded once; run() only launches.
+class KernelInstance : public Instance {
+ public:
+  KernelInstance(const Q4Kernel& kern, const Workload& wl)
+      : kern_(kern), m_(int(wl.w.m)), k_(int(wl.w.k)), codes_(DeviceBuffer<std::uint8_t>::from(wl.w.codes)),
+        scales_(DeviceBuffer<std::uint16_t>::from(wl.w.scales)), x_(DeviceBuffer<float>::from(wl.x)), y_(std::size_t(m_)) {}
+  void run(cudaStream_t s) override { kern_.launch(codes_.get(), scales_.get(), x_.get(), y_.get(), m_, k_, s); }
+  void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
+  std::vector<float> output() override { return y_.download(); }
+
+ private:
+  const Q4Kernel& kern_;
+  int m_, k_;
+  DeviceBuffer<std::uint8_t> codes_;
+  DeviceBuffer<std::uint16_t> scales_;
+  DeviceBuffer<float> x_, y_;
+};
+
+std::string describe(const std::vector<std::pair<std::string, std::string>>& axes) {
+  std::map<std::string, std::string> a(axes.begin(), axes.end());
+  std::string d = "warp-per-";
+  d += a["rows"] == "1" ? "row" : a["rows"] + "-rows (x loaded once per block for all)";
+  d += a["scale"] == "per-lane" ? "; every lane loads the f16 scale (broadcast)" : "; lane 0 loads the f16 scale, __shfl_sync broadcasts";
+  d += a["chains"] == "1" ? "; 1 accumulator chain" : "; " + a["chains"] + " accumulator chains";
+  d += a["f16"] == "soft" ? "; software f16->f32 (bit manipulation)" : "; hardware f16->f32 (__half2float)";
+  return d;
+}
+}  // namespace
+
+std::vector<Variant> kernel_variants() {
+  std::vector<Variant> out;
+  for (const Q4Kernel& kern : q4_kernels()) {
+    Variant v;
+    v.op = kOp;
+    v.axes = kern.axes;
+    v.name = variant_name(v.op, v.axes);
+    v.description = describe(v.axes);
+    v.can_implement = [](const Problem& p) { return launch_error(p.shape.m, p.shape.k); };
+    const Q4Kernel* kp = &kern;
+    v.make = [kp](const klab::Workload& wl) { return std::unique_ptr<Instance>(new KernelInstance(*kp, workload_of(wl))); };
+    Q4Model model = q4_model(v.name);
+    v.cpu_model = [model](const klab::Workload& wl) {
+      const auto& w = workload_of(wl);
+      return model(w.w, w.x);
+    };
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+void register_all(Registry& r) {
+  r.add(make_op());
+  for (auto& v : kernel_variants()) r.add(std::move(v));
+}
+
+}  // namespace klab::q4_gemv
