@@ -1,0 +1,198 @@
+// `klab gdn`: steps a layer from files, prints the per-operator table, compares with an oracle and
+// exits non-zero past the tolerance; bad files and options give a clear message and a non-zero exit.
+// The oracle here is written by the reference itself (the transformers fixtures are tested in
+// test_gdn_reference.cpp): what is tested is the command, not the math.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "klab/problem.hpp"
+#include "klab/ref/gdn.hpp"
+#include "klab/ref/safetensors.hpp"
+
+namespace gdn = klab::ref::gdn;
+namespace st = klab::ref::safetensors;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+};
+Result klab_cli(const std::string& args) {
+  std::string cmd = std::string(KLAB_CLI) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  REQUIRE(p);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (auto n = fread(buf.data(), 1, buf.size(), p.get())) out.append(buf.data(), n);
+  int status = pclose(p.release());
+  return {WEXITSTATUS(status), out};
+}
+
+fs::path temp_file(const std::string& name) {
+  return fs::temp_directory_path() / ("klab-gdncli-" + std::to_string(::getpid()) + "-" + name + ".safetensors");
+}
+
+// A fixture in the generator's layout: weights under a model prefix, inputs.h, expect.y/S/hist.
+// `edit` may change the expectations before they are written.
+struct Fixture {
+  gdn::Geometry g{24, 2, 4, 8, 6, 4, 1e-6};
+  int T = 6;
+  gdn::LayerWeights w = gdn::random_weights(g, 17);
+  std::vector<float> h = klab::generate(klab::Dist::normal, std::size_t(T) * g.hidden, 3, 0);
+  std::vector<float> y, S, hist;
+  Fixture() {
+    auto state = gdn::State::zeros(g);
+    for (int t = 0; t < T; ++t) {
+      const auto out = gdn::step(w, state, std::span<const float>(h.data() + std::size_t(t) * g.hidden, g.hidden));
+      y.insert(y.end(), out.begin(), out.end());
+    }
+    S.assign(state.S.begin(), state.S.end());
+    hist.assign(state.hist.begin(), state.hist.end());
+  }
+  fs::path write(const std::string& name) const {
+    st::Writer out;
+    gdn::add_weights(out, w, "model.layers.0.linear_attn.");
+    out.add_f32(gdn::kInputsH, {T, g.hidden}, h);
+    out.add_f32(gdn::kExpectY, {T, g.hidden}, y);
+    out.add_f32(gdn::kExpectS, {g.nv, g.dk, g.dv}, S);
+    out.add_f32(gdn::kExpectHist, {g.ck - 1, g.conv_dim()}, hist);
+    out.metadata("class", "test.Reference");
+    const auto p = temp_file(name);
+    out.write(p);
+    return p;
+  }
+};
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("klab gdn steps a layer, prints every operator and matches an oracle") {
+  Fixture fx;
+  const auto p = fx.write("match");
+  auto r = klab_cli("gdn --weights " + p.string() + " --expect " + p.string());
+  CAPTURE(r.out);
+  CHECK(r.code == 0);
+  for (const char* op : {"XC ", "XCV ", "Z ", "Q ", "K ", "A ", "B ", "BETA ", "G ", "ON ", "ONN ", "OUT ", "S ", "HIST "})
+    CHECK(has(r.out, std::string("\n") + op));
+  CHECK(has(r.out, "layer 'model.layers.0.linear_attn.'"));
+  CHECK(has(r.out, "6 of 6 tokens"));
+  CHECK(has(r.out, "every comparison within"));
+  CHECK(has(r.out, "test.Reference"));
+
+  // Without an oracle: the table, and a plain statement that nothing was compared.
+  r = klab_cli("gdn --weights " + p.string() + " --inputs " + p.string());
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "nothing compared"));
+
+  // Fewer tokens: outputs compared, final states not (they belong to the whole sequence).
+  r = klab_cli("gdn --weights " + p.string() + " --expect " + p.string() + " --tokens 4");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "4 of 6 tokens"));
+  CHECK(has(r.out, "not compared: --tokens 4 of 6"));
+  fs::remove(p);
+}
+
+TEST_CASE("klab gdn exits 3 past the tolerance and names the token or state") {
+  SUBCASE("one token's output off by 1e-3 of the vector's scale") {
+    Fixture fx;
+    double scale = 0;
+    for (int i = 0; i < fx.g.hidden; ++i) scale = std::max(scale, double(std::abs(fx.y[4 * fx.g.hidden + i])));
+    fx.y[4 * fx.g.hidden + 3] += float(1e-3 * scale);
+    const auto p = fx.write("off-y");
+    auto r = klab_cli("gdn --weights " + p.string() + " --expect " + p.string());
+    CAPTURE(r.out);
+    CHECK(r.code == 3);
+    CHECK(has(r.out, "(token 4,"));
+    CHECK(has(r.out, "OUTSIDE"));
+    // The same file passes under a looser tolerance.
+    CHECK(klab_cli("gdn --weights " + p.string() + " --expect " + p.string() + " --tolerance 1e-2").code == 0);
+    fs::remove(p);
+  }
+  SUBCASE("the final state off") {
+    Fixture fx;
+    for (auto& s : fx.S) s *= 1.01f;
+    const auto p = fx.write("off-s");
+    auto r = klab_cli("gdn --weights " + p.string() + " --expect " + p.string());
+    CAPTURE(r.out);
+    CHECK(r.code == 3);
+    CHECK(has(r.out, "OVER"));
+    fs::remove(p);
+  }
+  SUBCASE("a non-finite expectation never matches") {
+    Fixture fx;
+    fx.y[0] = std::numeric_limits<float>::quiet_NaN();
+    const auto p = fx.write("nan");
+    CHECK(klab_cli("gdn --weights " + p.string() + " --expect " + p.string()).code == 3);
+    fs::remove(p);
+  }
+}
+
+TEST_CASE("klab gdn refuses bad options and bad files with a clear message") {
+  Fixture fx;
+  const auto p = fx.write("refuse");
+  const auto bytes = [&] {
+    st::Writer out;
+    gdn::add_weights(out, fx.w);
+    out.add_f32(gdn::kInputsH, {fx.T, fx.g.hidden}, fx.h);
+    return out.bytes();
+  }();
+  const auto truncated = temp_file("truncated");
+  st::write_bytes(truncated, std::span(bytes).first(bytes.size() - 10));
+  const auto wrong_hidden = temp_file("wrong-hidden");
+  {
+    st::Writer out;
+    std::vector<float> h(5 * 7);
+    out.add_f32(gdn::kInputsH, {5, 7}, h);
+    out.write(wrong_hidden);
+  }
+  struct Case {
+    std::string args, says;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"gdn", "--weights FILE is required"},
+           {"gdn --weights /nonexistent/w.safetensors", "no such file"},
+           {"gdn --weights " + truncated.string(), "truncated"},
+           {"gdn --weights " + p.string() + " --inputs " + wrong_hidden.string(), "'inputs.h' has shape [5, 7]"},
+           {"gdn --weights " + p.string() + " --expect " + wrong_hidden.string(), "no tensor 'expect.y'"},
+           {"gdn --weights " + p.string() + " --backend gpu", "not wired"},
+           {"gdn --weights " + p.string() + " --backend cuda", "unknown backend 'cuda'"},
+           {"gdn --weights " + p.string() + " --tolerance 0", "--tolerance must be positive"},
+           {"gdn --weights " + p.string() + " --tolerance abc", "needs a number"},
+           {"gdn --weights " + p.string() + " --tokens 7", "has 6 tokens"},
+           {"gdn --weights " + p.string() + " --tokens 0", "--tokens must be at least 1"},
+           {"gdn --weights " + p.string() + " --layer-prefix model.layers.5.", "model.layers.5.in_proj_qkv.weight"},
+           {"gdn --weights " + p.string() + " --dk 5", "not a multiple of dk 5"},
+           {"gdn --weights " + p.string() + " --bogus 1", "unknown option '--bogus'"},
+           {"gdn --weights " + p.string() + " stray", "unexpected argument 'stray'"},
+           {"gdn --weights", "--weights needs a value"},
+       }) {
+    CAPTURE(c.args);
+    const auto r = klab_cli(c.args);
+    CAPTURE(r.out);
+    CHECK(r.code == 2);
+    CHECK(has(r.out, c.says));
+    CHECK_FALSE(has(r.out, "every comparison within"));
+  }
+  const auto help = klab_cli("gdn --help");
+  CHECK(help.code == 0);
+  CHECK(has(help.out, "--expect FILE"));
+  CHECK(has(klab_cli("--help").out, "klab gdn --weights FILE"));
+  // --key=value works like --key value.
+  CHECK(klab_cli("gdn --weights=" + p.string() + " --expect=" + p.string()).code == 0);
+  fs::remove(p);
+  fs::remove(truncated);
+  fs::remove(wrong_hidden);
+}
