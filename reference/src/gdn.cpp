@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -476,8 +477,12 @@ void add_weights(st::Writer& out, const LayerWeights& w, const std::string& pref
   out.add_f32(prefix + "A_log", {nv}, w.a_log);
   out.add_f32(prefix + "dt_bias", {nv}, w.dt_bias);
   out.add_f32(prefix + "norm.weight", {g.dv}, w.norm_w);
+  // The shortest text that reads back as exactly g.eps ("1e-06", not "9.9999999999999995e-07").
   char eps[32];
-  std::snprintf(eps, sizeof eps, "%.17g", g.eps);
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(eps, sizeof eps, "%.*g", digits, g.eps);
+    if (std::strtod(eps, nullptr) == g.eps) break;
+  }
   for (auto [k, v] : {std::pair<const char*, int>{"hidden", g.hidden}, {"nk", g.nk}, {"nv", g.nv}, {"dk", g.dk}, {"dv", g.dv}, {"ck", g.ck}})
     out.metadata(k, std::to_string(v));
   out.metadata("rms_norm_eps", eps);

@@ -215,6 +215,8 @@ TEST_CASE("GDN weights load with transformers names, with or without a model pre
     const auto f = st::File::open(p);
     CHECK(f.at(prefix + "conv1d.weight").shape == std::vector<std::int64_t>{g.conv_dim(), 1, g.ck});
     CHECK(gdn::find_layer_prefix(f) == prefix);
+    CHECK(f.meta("rms_norm_eps") == "1e-05");
+    CHECK(f.meta("dk") == "8");
     const auto back = gdn::load_weights(p);
     CHECK(back.g == g);
     CHECK(back.w_qkv == w.w_qkv);
