@@ -1,0 +1,483 @@
+// The GDN decode step on the device (variants/gdn/gdn_device.hpp), f32 tier, against the f64 Eigen
+// reference (klab/ref/gdn.hpp) and against itself: every intermediate at every token on several
+// geometries; bitwise reset replay, cross-layer, step vs run, save/load continuation and slots; every
+// refusal (readback, hit-only, load, geometry).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gdn/gdn_device.hpp"
+#include "klab/cuda.hpp"
+#include "klab/error.hpp"
+#include "klab/metrics.hpp"
+#include "klab/problem.hpp"
+#include "klab/ref/gdn.hpp"
+
+using namespace klab;
+namespace rg = klab::ref::gdn;
+namespace fs = std::filesystem;
+using gdn::GdnDevice;
+using rg::Geometry;
+using rg::What;
+
+namespace {
+
+// f32 against f64: sums of at most a few hundred products per output here, ~1e-6 of the vector's
+// largest |value| at worst over 64 tokens; a wrong index, a stale buffer or a lost block gives O(1).
+constexpr double kTol = 1e-4;
+
+struct Named {
+  const char* why;
+  Geometry g;
+};
+// Geometries that each break an assumption a kernel could have made.
+const std::vector<Named>& geometries() {
+  static const std::vector<Named> v{
+      {"nv != nk, dk != dv", Geometry{64, 2, 4, 16, 32, 4, 1e-6}},
+      {"hidden % 4 != 0 (scalar mat-vec), dv < 32 (one partial column tile), ck 3", Geometry{100, 1, 3, 48, 20, 3, 1e-6}},
+      {"nv == nk, ck 1 (no history)", Geometry{256, 4, 4, 40, 40, 1, 1e-5}},
+      {"odd dk, dv over three column tiles, ck 5", Geometry{96, 2, 6, 33, 70, 5, 1e-6}},
+      {"dk 300 > a reduction block, dv 130 not a power of two", Geometry{128, 1, 2, 300, 130, 4, 1e-6}},
+      {"the Qwen3.5-27B state (16/48 heads of 128) with hidden 256", Geometry{256, 16, 48, 128, 128, 4, 1e-6}},
+  };
+  return v;
+}
+const Geometry& small() { return geometries()[0].g; }
+
+// T tokens (T, hidden) of N(0,1) layer input, one generator stream per token.
+std::vector<float> inputs(const Geometry& g, int T, std::uint64_t seed) {
+  std::vector<float> h;
+  for (int t = 0; t < T; ++t) {
+    auto x = generate(Dist::normal, std::size_t(g.hidden), seed, 500 + std::uint64_t(t));
+    h.insert(h.end(), x.begin(), x.end());
+  }
+  return h;
+}
+std::span<const float> tok(const std::vector<float>& seq, const Geometry& g, int t) {
+  return {seq.data() + std::size_t(t) * g.hidden, std::size_t(g.hidden)};
+}
+
+std::vector<std::vector<float>> all_intermediates(const GdnDevice& dev, int layer, int slot = 0) {
+  std::vector<std::vector<float>> v;
+  for (What w : rg::all_whats()) v.push_back(dev.get(layer, w, slot));
+  return v;
+}
+std::int64_t diff(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  REQUIRE(a.size() == b.size());
+  std::int64_t d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d += bitwise_diff(a[i], b[i]);
+  return d;
+}
+
+struct Refusal {
+  bool refused = false;  // a klab::Error that is not a CUDA error
+  std::string msg;
+};
+Refusal refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const CudaError& e) {
+    return {false, std::string("CUDA error, not a refusal: ") + e.what()};
+  } catch (const Error& e) {
+    return {true, e.what()};
+  }
+  return {false, "not refused"};
+}
+#define CHECK_REFUSED(expr, needle)                                  \
+  do {                                                               \
+    const Refusal r_ = refusal([&] { expr; });                       \
+    CAPTURE(r_.msg);                                                 \
+    CHECK(r_.refused);                                               \
+    CHECK(r_.msg.find(needle) != std::string::npos);                 \
+  } while (0)
+
+std::vector<fs::path> fixture_files() {
+  std::vector<fs::path> out;
+  const fs::path dir = fs::path(KLAB_SOURCE_DIR) / "tests" / "fixtures" / "gdn";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ".safetensors") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("GDN f32 tier: every intermediate matches the f64 reference at every token (6 geometries, 64 tokens)") {
+  constexpr int T = 64;
+  for (const auto& [why, g] : geometries()) {
+    CAPTURE(why);
+    CAPTURE(g.str());
+    REQUIRE(GdnDevice::can_implement(g, 1) == "");
+    const auto w = rg::random_weights(g, 11);
+    GdnDevice dev(g, 1);
+    dev.load_f32(0, w);
+    // Before any step the intermediates hold the poison pattern: after one, every one must be written.
+    CHECK(is_poison(dev.get(0, What::OUT)[0]));
+    auto st = rg::State::zeros(g);
+    const auto h = inputs(g, T, 5);
+    double worst = 0;
+    for (int t = 0; t < T; ++t) {
+      const auto y = dev.step(0, tok(h, g, t));
+      rg::Intermediates im;
+      const auto yr = rg::step(w, st, tok(h, g, t), &im);
+      CAPTURE(t);
+      const Accuracy ay = accuracy(y, yr);
+      CHECK(ay.finite());
+      CHECK(ay.max_rel <= kTol);
+      for (What wh : rg::all_whats()) {
+        CAPTURE(rg::to_string(wh));
+        const auto got = dev.get(0, wh);
+        const auto want = im.get(wh, st);
+        REQUIRE(std::int64_t(got.size()) == rg::count(g, wh));
+        REQUIRE(got.size() == want.size());
+        const Accuracy a = accuracy(got, want);
+        CHECK(a.finite());
+        CHECK(a.max_rel <= kTol);
+        worst = std::max(worst, a.max_rel);
+      }
+      // get(OUT) is the output step() returned.
+      CHECK(bitwise_diff(dev.get(0, What::OUT), y) == 0);
+    }
+    MESSAGE(g.str() << ": worst max_rel over every intermediate and token " << worst);
+  }
+}
+
+TEST_CASE("GDN: long-memory decay (exp(g) ~0.99..0.99999) stays within tolerance over 256 tokens") {
+  const Geometry g{128, 2, 4, 32, 48, 4, 1e-6};
+  auto w = rg::random_weights(g, 3);
+  for (std::size_t i = 0; i < w.a_log.size(); ++i) w.a_log[i] = float(std::log(0.01 + 0.09 * double(i) / double(w.a_log.size())));
+  GdnDevice dev(g, 1);
+  dev.load_f32(0, w);
+  auto st = rg::State::zeros(g);
+  const auto h = inputs(g, 256, 9);
+  const auto y = dev.run(0, 256, h);
+  double worst = 0;
+  for (int t = 0; t < 256; ++t) {
+    const auto yr = rg::step(w, st, tok(h, g, t));
+    const Accuracy a = accuracy(std::span<const float>(y.data() + std::size_t(t) * g.hidden, std::size_t(g.hidden)), yr);
+    CHECK(a.finite());
+    worst = std::max(worst, a.max_rel);
+  }
+  CHECK(worst <= kTol);
+  const Accuracy as = accuracy(dev.get(0, What::S), st.S);
+  CHECK(as.max_rel <= kTol);
+  MESSAGE("worst output max_rel " << worst << ", final S max_rel " << as.max_rel);
+}
+
+TEST_CASE("GDN: reset replays token 0 bitwise (reset() and reset(layer, slot))") {
+  for (const auto& [why, g] : geometries()) {
+    CAPTURE(g.str());
+    GdnDevice dev(g, 2);
+    dev.load_f32(1, rg::random_weights(g, 4));
+    const auto h = inputs(g, 9, 2);
+    const auto y0 = dev.step(1, tok(h, g, 0));
+    const auto first = all_intermediates(dev, 1);
+    for (int t = 1; t < 9; ++t) dev.step(1, tok(h, g, t));
+    CHECK(diff(first, all_intermediates(dev, 1)) > 0);  // the later tokens did change things
+    dev.reset();
+    CHECK(bitwise_diff(dev.step(1, tok(h, g, 0)), y0) == 0);
+    CHECK(diff(first, all_intermediates(dev, 1)) == 0);
+    for (int t = 1; t < 9; ++t) dev.step(1, tok(h, g, t));
+    dev.reset(1, 0);
+    CHECK(bitwise_diff(dev.step(1, tok(h, g, 0)), y0) == 0);
+    CHECK(diff(first, all_intermediates(dev, 1)) == 0);
+  }
+}
+
+TEST_CASE("GDN: same weights in the first and last layer give the same bits; layers do not share state") {
+  for (const auto& [why, g] : geometries()) {
+    CAPTURE(g.str());
+    const int nl = 5;
+    const auto w = rg::random_weights(g, 6);
+    GdnDevice dev(g, nl);
+    dev.load_f32(0, w);
+    dev.load_f32(nl - 1, w);
+    const auto h = inputs(g, 12, 8);
+    // Interleaved: each token goes to layer 0, then to layer nl-1.
+    for (int t = 0; t < 12; ++t) {
+      const auto a = dev.step(0, tok(h, g, t));
+      const auto b = dev.step(nl - 1, tok(h, g, t));
+      CHECK(bitwise_diff(a, b) == 0);
+    }
+    CHECK(diff(all_intermediates(dev, 0), all_intermediates(dev, nl - 1)) == 0);
+    // Layer nl-1's steps leave layer 0's state alone.
+    const auto before = dev.save_state(0);
+    dev.run(nl - 1, 12, h);
+    const auto after = dev.save_state(0);
+    CHECK(bitwise_diff(before.S, after.S) == 0);
+    CHECK(bitwise_diff(before.hist, after.hist) == 0);
+    // And the states of the two layers now differ (nl-1 ran 12 more tokens).
+    CHECK(bitwise_diff(before.S, dev.save_state(nl - 1).S) > 0);
+  }
+}
+
+TEST_CASE("GDN: step and run share one step body: T host-facing steps equal one run of T tokens, bitwise") {
+  for (const auto& [why, g] : geometries()) {
+    CAPTURE(g.str());
+    constexpr int T = 20;
+    GdnDevice dev(g, 1);
+    dev.load_f32(0, rg::random_weights(g, 12));
+    const auto h = inputs(g, T, 13);
+    std::vector<float> ys;
+    for (int t = 0; t < T; ++t) {
+      const auto y = dev.step(0, tok(h, g, t));
+      ys.insert(ys.end(), y.begin(), y.end());
+    }
+    const auto end_step = all_intermediates(dev, 0);
+    dev.reset();
+    const auto yr = dev.run(0, T, h);
+    CHECK(bitwise_diff(ys, yr) == 0);
+    CHECK(diff(end_step, all_intermediates(dev, 0)) == 0);  // incl. OUT: the last token's output
+    // Split runs (7 + 13) give the same bits as one run.
+    dev.reset();
+    const std::vector<float> h1(h.begin(), h.begin() + 7 * g.hidden), h2(h.begin() + 7 * g.hidden, h.end());
+    auto y1 = dev.run(0, 7, h1);
+    const auto y2 = dev.run(0, T - 7, h2);
+    y1.insert(y1.end(), y2.begin(), y2.end());
+    CHECK(bitwise_diff(ys, y1) == 0);
+  }
+}
+
+TEST_CASE("GDN: enqueue_run on caller buffers equals run(); refuses misaligned, overlapping and unloaded") {
+  const Geometry& g = small();
+  constexpr int T = 6;
+  GdnDevice dev(g, 2);
+  dev.load_f32(0, rg::random_weights(g, 1));
+  const auto h = inputs(g, T, 1);
+  const auto yr = dev.run(0, T, h);
+  dev.reset();
+  auto d_h = DeviceBuffer<float>::from(h);
+  DeviceBuffer<float> d_y(h.size());
+  dev.enqueue_run(0, T, d_h.get(), d_y.get(), nullptr);
+  KLAB_CUDA(cudaDeviceSynchronize());
+  CHECK(bitwise_diff(d_y.download(), yr) == 0);
+  CHECK_REFUSED(dev.enqueue_run(0, 1, d_h.get() + 1, d_y.get(), nullptr), "aligned");
+  CHECK_REFUSED(dev.enqueue_run(0, 2, d_h.get(), d_h.get() + g.hidden, nullptr), "overlaps");
+  CHECK_REFUSED(dev.enqueue_run(1, 1, d_h.get(), d_y.get(), nullptr), "layer 1");
+  CHECK_REFUSED(dev.enqueue_run(0, 0, d_h.get(), d_y.get(), nullptr), "T = 0");
+}
+
+TEST_CASE("GDN: readback: counts, too-small buffers, unknown and unloaded layers") {
+  const Geometry& g = small();
+  GdnDevice dev(g, 3);
+  dev.load_f32(0, rg::random_weights(g, 2));
+  const auto h = inputs(g, 1, 3);
+  dev.step(0, tok(h, g, 0));
+  for (What w : rg::all_whats()) {
+    CAPTURE(rg::to_string(w));
+    const std::int64_t n = rg::count(g, w);
+    // dst == nullptr asks for the count, on any layer in range, loaded or not.
+    CHECK(dev.get(0, w, nullptr, 0) == n);
+    CHECK(dev.get(1, w, nullptr, 0) == n);
+    // A buffer one too small is refused and left untouched: never truncated.
+    std::vector<float> buf(std::size_t(n), 42.f);
+    CHECK_REFUSED(dev.get(0, w, buf.data(), n - 1), "never truncated");
+    CHECK(std::all_of(buf.begin(), buf.end(), [](float v) { return v == 42.f; }));
+    // A buffer large enough is filled, and only its first n elements.
+    std::vector<float> big(std::size_t(n) + 3, 42.f);
+    CHECK(dev.get(0, w, big.data(), n + 3) == n);
+    CHECK(std::none_of(big.begin(), big.begin() + n, [](float v) { return is_poison(v); }));
+    CHECK(std::all_of(big.begin() + n, big.end(), [](float v) { return v == 42.f; }));
+    // Unknown layers, unloaded layers, unknown slots.
+    CHECK_REFUSED(dev.get(-1, w, nullptr, 0), "out of range");
+    CHECK_REFUSED(dev.get(3, w, buf.data(), n), "out of range");
+    CHECK_REFUSED(dev.get(1, w, buf.data(), n), "layer 1 was never loaded");
+    CHECK_REFUSED(dev.get(0, w, buf.data(), n, 1), "slot 1 out of range");
+  }
+}
+
+TEST_CASE("GDN: hit-only: every operation on a never-loaded layer is refused, naming the layer") {
+  const Geometry& g = small();
+  GdnDevice dev(g, 3);
+  dev.load_f32(0, rg::random_weights(g, 2));
+  const auto h = inputs(g, 2, 3);
+  std::vector<float> y(std::size_t(g.hidden));
+  const auto st = dev.save_state(0);
+  CHECK_FALSE(dev.loaded(2));
+  CHECK(dev.tier(2) == "");
+  CHECK(dev.tier(0) == "f32");
+  CHECK_REFUSED(dev.step(2, tok(h, g, 0), y), "layer 2");
+  CHECK_REFUSED(dev.run(2, 2, h), "layer 2");
+  CHECK_REFUSED(dev.save_state(2), "layer 2");
+  CHECK_REFUSED(dev.load_state(2, st), "layer 2");
+  CHECK_REFUSED(dev.step(3, tok(h, g, 0), y), "out of range");
+  CHECK_REFUSED(dev.step(-1, tok(h, g, 0), y), "out of range");
+  CHECK_REFUSED(dev.step(0, tok(h, g, 0), y, 1), "slot 1");
+  // Wrong input and output sizes.
+  CHECK_REFUSED(dev.step(0, std::span<const float>(h.data(), std::size_t(g.hidden - 1)), y), "input has");
+  CHECK_REFUSED(dev.run(0, 3, h), "T*hidden");
+  // None of the refusals loaded anything or touched layer 0's state.
+  CHECK_FALSE(dev.loaded(2));
+  CHECK(bitwise_diff(dev.save_state(0).S, st.S) == 0);
+}
+
+TEST_CASE("GDN: load_f32 checks geometry, shapes and layer range before it changes anything") {
+  const Geometry& g = small();
+  GdnDevice dev(g, 2);
+  const auto good = rg::random_weights(g, 1);
+  Geometry other = g;
+  other.dv = g.dv + 4;
+  CHECK_REFUSED(dev.load_f32(0, rg::random_weights(other, 1)), "geometry");
+  auto bad = good;
+  bad.w_qkv.pop_back();
+  CHECK_REFUSED(dev.load_f32(0, bad), "w_qkv");
+  bad = good;
+  bad.norm_w.push_back(1.f);
+  CHECK_REFUSED(dev.load_f32(0, bad), "norm_w");
+  CHECK_REFUSED(dev.load_f32(2, good), "out of range");
+  CHECK_FALSE(dev.loaded(0));
+  // A refused reload leaves the loaded layer as it was.
+  dev.load_f32(0, good);
+  const auto h = inputs(g, 2, 4);
+  const auto y0 = dev.step(0, tok(h, g, 0));
+  CHECK_REFUSED(dev.load_f32(0, bad), "norm_w");
+  REQUIRE(dev.loaded(0));
+  dev.reset();
+  CHECK(bitwise_diff(dev.step(0, tok(h, g, 0)), y0) == 0);
+}
+
+TEST_CASE("GDN: geometries the device object cannot hold are refused with the reason") {
+  Geometry g = small();
+  g.nv = 5;  // not a multiple of nk = 2
+  CHECK_REFUSED(GdnDevice(g, 1), "multiple of nk");
+  CHECK_REFUSED(GdnDevice(small(), 0), "nl = 0");
+  CHECK_REFUSED(GdnDevice(small(), 1, 0), "slots = 0");
+  // 100000 layers of Qwen3.5-27B state: ~315 GB, more than any device has: refused with its size,
+  // and the device still works afterwards.
+  CHECK_REFUSED(GdnDevice(rg::qwen35_27b(), 100000), "does not fit");
+  GdnDevice ok(small(), 1);
+  ok.load_f32(0, rg::random_weights(small(), 1));
+  const auto y = ok.step(0, tok(inputs(small(), 1, 1), small(), 0));
+  CHECK(accuracy(y, std::vector<float>(y.size(), 0.f)).finite());
+}
+
+TEST_CASE("GDN: save_state/load_state continue a sequence bitwise; the state moves to and from the CPU reference") {
+  for (const auto& [why, g] : geometries()) {
+    CAPTURE(g.str());
+    constexpr int T1 = 10, T2 = 10;
+    const auto w = rg::random_weights(g, 21);
+    const auto h = inputs(g, T1 + T2, 22);
+    const std::vector<float> h1(h.begin(), h.begin() + T1 * g.hidden), h2(h.begin() + T1 * g.hidden, h.end());
+    GdnDevice dev(g, 2);
+    dev.load_f32(0, w);
+    dev.load_f32(1, w);
+    dev.run(0, T1, h1);
+    const auto saved = dev.save_state(0);
+    CHECK(std::int64_t(saved.S.size()) == rg::count(g, What::S));
+    CHECK(std::int64_t(saved.hist.size()) == rg::count(g, What::HIST));
+    const auto ya = dev.run(0, T2, h2);
+    // Back to the saved point in the same layer, and into another layer: the same continuation.
+    dev.load_state(0, saved);
+    CHECK(bitwise_diff(dev.run(0, T2, h2), ya) == 0);
+    dev.load_state(1, saved);
+    CHECK(bitwise_diff(dev.run(1, T2, h2), ya) == 0);
+    // And into another device object.
+    GdnDevice dev2(g, 1);
+    dev2.load_f32(0, w);
+    dev2.load_state(0, saved);
+    CHECK(bitwise_diff(dev2.run(0, T2, h2), ya) == 0);
+
+    // GPU -> CPU: the reference continues from the device's state, within tolerance of the device.
+    auto st = gdn::to_ref(saved);
+    for (int t = 0; t < T2; ++t) {
+      const auto yr = rg::step(w, st, tok(h2, g, t));
+      const Accuracy a = accuracy(std::span<const float>(ya.data() + std::size_t(t) * g.hidden, std::size_t(g.hidden)), yr);
+      CHECK(a.max_rel <= kTol);
+    }
+    // CPU -> GPU: the reference runs the first T1 tokens, the device continues.
+    auto st_cpu = rg::State::zeros(g);
+    for (int t = 0; t < T1; ++t) rg::step(w, st_cpu, tok(h1, g, t));
+    dev.load_state(0, gdn::from_ref(g, st_cpu));
+    const auto yc = dev.run(0, T2, h2);
+    for (int t = 0; t < T2; ++t) {
+      const auto yr = rg::step(w, st_cpu, tok(h2, g, t));
+      const Accuracy a = accuracy(std::span<const float>(yc.data() + std::size_t(t) * g.hidden, std::size_t(g.hidden)), yr);
+      CHECK(a.max_rel <= kTol);
+    }
+  }
+}
+
+TEST_CASE("GDN: load_state refuses a state of the wrong size or geometry") {
+  const Geometry& g = small();
+  GdnDevice dev(g, 1);
+  dev.load_f32(0, rg::random_weights(g, 1));
+  const auto good = dev.save_state(0);
+  auto bad = good;
+  bad.S.pop_back();
+  CHECK_REFUSED(dev.load_state(0, bad), "S has");
+  bad = good;
+  bad.hist.push_back(0.f);
+  CHECK_REFUSED(dev.load_state(0, bad), "hist has");
+  bad = good;
+  bad.g.ck = g.ck + 1;
+  CHECK_REFUSED(dev.load_state(0, bad), "geometry");
+}
+
+TEST_CASE("GDN: slots hold independent sequences; interleaving them changes no bit") {
+  const Geometry& g = geometries()[3].g;
+  constexpr int T = 16;
+  const auto w = rg::random_weights(g, 31);
+  const auto ha = inputs(g, T, 32), hb = inputs(g, T, 33);
+  GdnDevice two(g, 1, 2);
+  two.load_f32(0, w);
+  std::vector<float> ya, yb;
+  for (int t = 0; t < T; ++t) {
+    const auto a = two.step(0, tok(ha, g, t), 0);
+    const auto b = two.step(0, tok(hb, g, t), 1);
+    ya.insert(ya.end(), a.begin(), a.end());
+    yb.insert(yb.end(), b.begin(), b.end());
+  }
+  GdnDevice one(g, 1);
+  one.load_f32(0, w);
+  CHECK(bitwise_diff(one.run(0, T, ha), ya) == 0);
+  const auto sa = one.save_state(0);
+  one.reset();
+  CHECK(bitwise_diff(one.run(0, T, hb), yb) == 0);
+  CHECK(bitwise_diff(two.get(0, What::S, 0), sa.S) == 0);
+  CHECK(bitwise_diff(two.get(0, What::S, 1), one.get(0, What::S)) == 0);
+  // reset of one slot leaves the other alone.
+  two.reset(0, 1);
+  CHECK(bitwise_diff(two.get(0, What::S, 0), sa.S) == 0);
+  const auto zs = two.get(0, What::S, 1);
+  CHECK(std::all_of(zs.begin(), zs.end(), [](float v) { return v == 0.f; }));
+  CHECK_REFUSED(two.step(0, tok(ha, g, 0), 2), "slot 2");
+}
+
+TEST_CASE("GDN f32 tier reproduces the transformers oracle fixtures (skipped while none are committed)" * doctest::skip(fixture_files().empty())) {
+  for (const auto& file : fixture_files()) {
+    CAPTURE(file.string());
+    const auto w = rg::load_weights(file);
+    const auto in = rg::load_inputs(file, w.g);
+    const auto ex = rg::load_expected(file, w.g);
+    REQUIRE(in.tokens == ex.tokens);
+    GdnDevice dev(w.g, 1);
+    dev.load_f32(0, w);
+    auto st = rg::State::zeros(w.g);
+    const std::size_t H = std::size_t(w.g.hidden);
+    double worst = 0;
+    for (int t = 0; t < in.tokens; ++t) {
+      const auto y = dev.step(0, tok(in.h, w.g, t));
+      const Accuracy a = accuracy(y, std::span<const float>(ex.y.data() + std::size_t(t) * H, H));
+      CHECK(a.finite());
+      worst = std::max(worst, a.max_rel);
+      rg::Intermediates im;
+      rg::step(w, st, tok(in.h, w.g, t), &im);
+      for (What wh : rg::all_whats()) {
+        CAPTURE(rg::to_string(wh));
+        CHECK(accuracy(dev.get(0, wh), im.get(wh, st)).max_rel <= kTol);
+      }
+    }
+    CHECK(worst <= kTol);
+    if (!ex.S.empty()) CHECK(accuracy(dev.get(0, What::S), ex.S).max_rel <= kTol);
+    if (!ex.hist.empty()) CHECK(accuracy(dev.get(0, What::HIST), ex.hist).max_rel <= kTol);
+    MESSAGE(file.filename().string() << ": worst output max_rel vs transformers " << worst);
+  }
+}

@@ -1,0 +1,307 @@
+// The GDN decode step as a device object: state, weights, intermediates and the one step body.
+#include "gdn/gdn_device.hpp"
+
+#include <climits>
+#include <cstdint>
+#include <stdexcept>
+
+#include "gdn/gdn_kernels.hpp"
+#include "klab/error.hpp"
+
+namespace klab::gdn {
+
+namespace {
+constexpr std::size_t kF = sizeof(float);
+
+std::string layer_str(int layer) { return "layer " + std::to_string(layer); }
+
+std::int64_t S_count(const Geometry& g) { return std::int64_t(g.nv) * g.dk * g.dv; }
+std::int64_t hist_count(const Geometry& g) { return std::int64_t(g.ck - 1) * g.conv_dim(); }
+
+void check_state_sizes(const Geometry& g, std::size_t s, std::size_t hist, const char* who) {
+  require(std::int64_t(s) == S_count(g), std::string(who) + ": S has " + std::to_string(s) + " elements, geometry " + g.str() + " needs nv*dk*dv = " +
+                                              std::to_string(S_count(g)));
+  require(std::int64_t(hist) == hist_count(g), std::string(who) + ": hist has " + std::to_string(hist) + " elements, geometry " + g.str() +
+                                                   " needs (ck-1)*conv_dim = " + std::to_string(hist_count(g)));
+}
+}  // namespace
+
+ref::gdn::State to_ref(const HostState& s) {
+  check_state_sizes(s.g, s.S.size(), s.hist.size(), "to_ref");
+  ref::gdn::State st;
+  st.S.assign(s.S.begin(), s.S.end());
+  st.hist.assign(s.hist.begin(), s.hist.end());
+  return st;
+}
+
+HostState from_ref(const Geometry& g, const ref::gdn::State& s) {
+  check_state_sizes(g, s.S.size(), s.hist.size(), "from_ref");
+  HostState h;
+  h.g = g;
+  h.S.reserve(s.S.size());
+  for (double v : s.S) h.S.push_back(static_cast<float>(v));
+  h.hist.reserve(s.hist.size());
+  for (double v : s.hist) h.hist.push_back(static_cast<float>(v));
+  return h;
+}
+
+// Weights (f32 tier) and the intermediates of the last step of one loaded layer.
+struct GdnDevice::Layer {
+  std::unique_ptr<Projection> qkv, z, out;             // the big three: (conv_dim, hidden), (nv*dv, hidden), (hidden, nv*dv)
+  DeviceBuffer<float> w_ba;                            // (2 nv, hidden): w_b rows, then w_a rows (always f32)
+  DeviceBuffer<float> a_log, dt_bias, conv_w, norm_w;  // (nv), (nv), (conv_dim, ck), (dv)
+  DeviceBuffer<float> xc, xcv, zv, q, k, ba, beta, g, on, onn, out_y;
+};
+
+std::string GdnDevice::can_implement(const Geometry& g, int nl, int slots) {
+  // Checked here, before Geometry::validate, so that no int product below can overflow.
+  if (g.hidden <= 0 || g.nk <= 0 || g.nv <= 0 || g.dk <= 0 || g.dv <= 0 || g.ck <= 0)
+    return "geometry " + g.str() + ": every size must be positive";
+  const std::int64_t conv_dim = 2 * std::int64_t(g.nk) * g.dk + std::int64_t(g.nv) * g.dv;
+  if (conv_dim > INT_MAX) return "geometry " + g.str() + ": conv_dim = 2*nk*dk + nv*dv = " + std::to_string(conv_dim) + " exceeds 2^31-1";
+  if (std::string why = g.validate(); !why.empty()) return "geometry " + g.str() + ": " + why;
+  if (nl < 1) return "nl = " + std::to_string(nl) + ": at least one layer";
+  if (slots < 1) return "slots = " + std::to_string(slots) + ": at least one state slot";
+  // The recurrence tiles the value columns 32 per block along grid y (at most 65535 blocks).
+  if (g.dv > 65535 * 32) return "geometry " + g.str() + ": dv = " + std::to_string(g.dv) + " exceeds the recurrence grid (65535*32 columns)";
+  // Nothing else: the q/k norm and the gated norm reduce with a block-strided loop and a
+  // warp-shuffle tree, so neither dk nor dv is limited by a block size or shared memory, and dv need
+  // not be a power of two (the seed's limits, kd <= 1024 and a power-of-two vd, do not apply).
+  return "";
+}
+
+GdnDevice::GdnDevice(const Geometry& g, int nl, int slots) : g_(g), nl_(nl), slots_(slots) {
+  if (std::string why = can_implement(g, nl, slots); !why.empty()) throw Error("GdnDevice: " + why);
+  layers_.resize(std::size_t(nl));
+  const std::int64_t s_elems = std::int64_t(slots) * nl * S_count(g), h_elems = std::int64_t(slots) * nl * hist_count(g);
+  try {
+    S_ = DeviceBuffer<float>(std::size_t(s_elems));
+    hist_ = DeviceBuffer<float>(std::size_t(h_elems));
+  } catch (const CudaError& e) {
+    if (e.code != cudaErrorMemoryAllocation) throw;
+    cudaGetLastError();  // an allocation failure is not sticky; clear it for the caller
+    throw Error("GdnDevice: the state of " + std::to_string(nl) + " layers x " + std::to_string(slots) + " slots (" +
+                std::to_string(double(s_elems + h_elems) * kF / 1e6) + " MB) does not fit on the device: " + e.what());
+  }
+  h_in_ = DeviceBuffer<float>(std::size_t(g.hidden));
+  if (S_.size()) KLAB_CUDA(cudaMemset(S_.get(), 0, S_.bytes()));
+  if (hist_.size()) KLAB_CUDA(cudaMemset(hist_.get(), 0, hist_.bytes()));
+}
+
+GdnDevice::~GdnDevice() = default;
+
+std::int64_t GdnDevice::S_per_layer() const { return S_count(g_); }
+std::int64_t GdnDevice::hist_per_layer() const { return hist_count(g_); }
+float* GdnDevice::S_of(int layer, int slot) const { return S_.get() + (std::int64_t(slot) * nl_ + layer) * S_per_layer(); }
+float* GdnDevice::hist_of(int layer, int slot) const { return hist_.get() + (std::int64_t(slot) * nl_ + layer) * hist_per_layer(); }
+
+void GdnDevice::check_layer(int layer, const char* what) const {
+  require(layer >= 0 && layer < nl_, std::string("GdnDevice::") + what + ": " + layer_str(layer) + " out of range (layers 0.." + std::to_string(nl_ - 1) + ")");
+}
+void GdnDevice::check_slot(int slot, const char* what) const {
+  require(slot >= 0 && slot < slots_, std::string("GdnDevice::") + what + ": slot " + std::to_string(slot) + " out of range (slots 0.." + std::to_string(slots_ - 1) + ")");
+}
+const GdnDevice::Layer& GdnDevice::hit(int layer, const char* what) const {
+  check_layer(layer, what);
+  require(layers_[std::size_t(layer)] != nullptr, std::string("GdnDevice::") + what + ": " + layer_str(layer) + " was never loaded (load_f32 it first)");
+  return *layers_[std::size_t(layer)];
+}
+
+bool GdnDevice::loaded(int layer) const { return layer >= 0 && layer < nl_ && layers_[std::size_t(layer)] != nullptr; }
+
+std::string GdnDevice::tier(int layer) const {
+  if (!loaded(layer)) return "";
+  return "f32";
+}
+
+void GdnDevice::load_f32(int layer, const LayerWeights& w) {
+  check_layer(layer, "load_f32");
+  require(w.g == g_, "GdnDevice::load_f32: " + layer_str(layer) + ": weights are for geometry " + w.g.str() + ", the device holds " + g_.str());
+  try {
+    w.check();
+  } catch (const std::invalid_argument& e) {
+    throw Error("GdnDevice::load_f32: " + layer_str(layer) + ": " + e.what());
+  }
+  const std::int64_t H = g_.hidden, C = g_.conv_dim(), V = g_.value_dim(), nv = g_.nv;
+  auto L = std::make_unique<Layer>();
+  L->qkv = make_f32_projection(w.w_qkv, C, H);
+  L->z = make_f32_projection(w.w_z, V, H);
+  L->out = make_f32_projection(w.w_out, H, V);
+  std::vector<float> ba;
+  ba.reserve(w.w_b.size() + w.w_a.size());
+  ba.insert(ba.end(), w.w_b.begin(), w.w_b.end());
+  ba.insert(ba.end(), w.w_a.begin(), w.w_a.end());
+  L->w_ba = DeviceBuffer<float>::from(ba);
+  L->a_log = DeviceBuffer<float>::from(w.a_log);
+  L->dt_bias = DeviceBuffer<float>::from(w.dt_bias);
+  L->conv_w = DeviceBuffer<float>::from(w.conv_w);
+  L->norm_w = DeviceBuffer<float>::from(w.norm_w);
+  auto scratch = [&](DeviceBuffer<float>& b, std::int64_t n) {
+    b = DeviceBuffer<float>(std::size_t(n));
+    poison_device(b.get(), b.size(), stream_);
+  };
+  scratch(L->xc, C);
+  scratch(L->xcv, C);
+  scratch(L->zv, V);
+  scratch(L->q, g_.key_dim());
+  scratch(L->k, g_.key_dim());
+  scratch(L->ba, 2 * nv);
+  scratch(L->beta, nv);
+  scratch(L->g, nv);
+  scratch(L->on, V);
+  scratch(L->onn, V);
+  scratch(L->out_y, H);
+  KLAB_CUDA(cudaStreamSynchronize(stream_));
+  layers_[std::size_t(layer)] = std::move(L);  // only now: a failure above leaves the old layer as it was
+}
+
+void GdnDevice::enqueue_step(int layer, int slot, const float* d_h, float* d_y, cudaStream_t s) {
+  const Layer& L = *layers_[std::size_t(layer)];
+  const Geometry& g = g_;
+  // 1. projections: xc = W_qkv h, z = W_z h, b|a = W_b|a h; then beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias)
+  L.qkv->enqueue(d_h, L.xc.get(), s);
+  L.z->enqueue(d_h, L.zv.get(), s);
+  enqueue_f32_matvec(L.w_ba.get(), d_h, L.ba.get(), 2 * std::int64_t(g.nv), g.hidden, s);
+  kernels::beta_g(L.ba.get(), L.a_log.get(), L.dt_bias.get(), L.beta.get(), L.g.get(), g.nv, s);
+  // 2. causal conv + SiLU, history shift (this layer's and slot's history)
+  kernels::conv_silu(L.xc.get(), L.conv_w.get(), hist_of(layer, slot), L.xcv.get(), g.conv_dim(), g.ck, s);
+  // 3-4. q, k, v are views of xcv; q/k L2 norm per key head (q also / sqrt(dk))
+  kernels::qk_norm(L.xcv.get(), L.q.get(), L.k.get(), g.nk, g.dk, s);
+  // 5. delta-rule recurrence per value head on this layer's and slot's S
+  kernels::recurrence(L.q.get(), L.k.get(), L.xcv.get(), L.beta.get(), L.g.get(), S_of(layer, slot), L.on.get(), g.nk, g.nv, g.dk, g.dv, s);
+  // 6. gated RMSNorm per value head
+  kernels::gated_norm(L.on.get(), L.zv.get(), L.norm_w.get(), L.onn.get(), g.nv, g.dv, static_cast<float>(g.eps), s);
+  // 7. y = W_out onn
+  L.out->enqueue(L.onn.get(), d_y, s);
+}
+
+void GdnDevice::step(int layer, std::span<const float> h, std::span<float> y, int slot) {
+  const Layer& L = hit(layer, "step");
+  check_slot(slot, "step");
+  const std::size_t H = std::size_t(g_.hidden);
+  require(h.size() == H, "GdnDevice::step: " + layer_str(layer) + ": input has " + std::to_string(h.size()) + " elements, hidden is " + std::to_string(H));
+  require(y.size() == H, "GdnDevice::step: " + layer_str(layer) + ": output has room for " + std::to_string(y.size()) + " elements, hidden is " + std::to_string(H));
+  KLAB_CUDA(cudaMemcpyAsync(h_in_.get(), h.data(), H * kF, cudaMemcpyHostToDevice, stream_));
+  enqueue_step(layer, slot, h_in_.get(), L.out_y.get(), stream_);
+  KLAB_CUDA(cudaMemcpyAsync(y.data(), L.out_y.get(), H * kF, cudaMemcpyDeviceToHost, stream_));
+  KLAB_CUDA(cudaStreamSynchronize(stream_));
+}
+
+std::vector<float> GdnDevice::step(int layer, std::span<const float> h, int slot) {
+  std::vector<float> y(std::size_t(g_.hidden));
+  step(layer, h, y, slot);
+  return y;
+}
+
+void GdnDevice::run(int layer, int T, std::span<const float> h_seq, std::span<float> y_seq, int slot) {
+  hit(layer, "run");
+  check_slot(slot, "run");
+  require(T >= 1, "GdnDevice::run: " + layer_str(layer) + ": T = " + std::to_string(T) + ", at least one token");
+  const std::size_t n = std::size_t(T) * std::size_t(g_.hidden);
+  require(h_seq.size() == n, "GdnDevice::run: " + layer_str(layer) + ": input has " + std::to_string(h_seq.size()) + " elements, T*hidden is " + std::to_string(n));
+  require(y_seq.size() == n, "GdnDevice::run: " + layer_str(layer) + ": output has room for " + std::to_string(y_seq.size()) + " elements, T*hidden is " + std::to_string(n));
+  if (h_seq_.size() < n) h_seq_ = DeviceBuffer<float>(n);
+  if (y_seq_.size() < n) y_seq_ = DeviceBuffer<float>(n);
+  KLAB_CUDA(cudaMemcpyAsync(h_seq_.get(), h_seq.data(), n * kF, cudaMemcpyHostToDevice, stream_));
+  enqueue_run(layer, T, h_seq_.get(), y_seq_.get(), stream_, slot);
+  KLAB_CUDA(cudaMemcpyAsync(y_seq.data(), y_seq_.get(), n * kF, cudaMemcpyDeviceToHost, stream_));
+  KLAB_CUDA(cudaStreamSynchronize(stream_));
+}
+
+std::vector<float> GdnDevice::run(int layer, int T, std::span<const float> h_seq, int slot) {
+  require(T >= 1, "GdnDevice::run: " + layer_str(layer) + ": T = " + std::to_string(T) + ", at least one token");
+  std::vector<float> y(std::size_t(T) * std::size_t(g_.hidden));
+  run(layer, T, h_seq, y, slot);
+  return y;
+}
+
+void GdnDevice::enqueue_run(int layer, int T, const float* d_h_seq, float* d_y_seq, cudaStream_t stream, int slot) {
+  const Layer& L = hit(layer, "enqueue_run");
+  check_slot(slot, "enqueue_run");
+  require(T >= 1, "GdnDevice::enqueue_run: " + layer_str(layer) + ": T = " + std::to_string(T) + ", at least one token");
+  require(d_h_seq != nullptr && d_y_seq != nullptr, "GdnDevice::enqueue_run: " + layer_str(layer) + ": null buffer");
+  // The projections read h with 16-byte loads when hidden % 4 == 0.
+  require(reinterpret_cast<std::uintptr_t>(d_h_seq) % 16 == 0, "GdnDevice::enqueue_run: " + layer_str(layer) + ": input not 16-byte aligned");
+  const std::int64_t H = g_.hidden, n = std::int64_t(T) * H;
+  const bool overlap = d_y_seq < d_h_seq + n && d_h_seq < d_y_seq + n;
+  require(!overlap, "GdnDevice::enqueue_run: " + layer_str(layer) + ": output overlaps input");
+  for (int t = 0; t < T; ++t) enqueue_step(layer, slot, d_h_seq + t * H, d_y_seq + t * H, stream);
+  // get(OUT) reads the last step's output, as after step().
+  KLAB_CUDA(cudaMemcpyAsync(L.out_y.get(), d_y_seq + (T - 1) * H, std::size_t(H) * kF, cudaMemcpyDeviceToDevice, stream));
+}
+
+void GdnDevice::reset() {
+  if (S_.size()) KLAB_CUDA(cudaMemsetAsync(S_.get(), 0, S_.bytes(), stream_));
+  if (hist_.size()) KLAB_CUDA(cudaMemsetAsync(hist_.get(), 0, hist_.bytes(), stream_));
+}
+
+void GdnDevice::reset(int layer, int slot) {
+  check_layer(layer, "reset");
+  check_slot(slot, "reset");
+  KLAB_CUDA(cudaMemsetAsync(S_of(layer, slot), 0, std::size_t(S_per_layer()) * kF, stream_));
+  if (hist_per_layer() > 0) KLAB_CUDA(cudaMemsetAsync(hist_of(layer, slot), 0, std::size_t(hist_per_layer()) * kF, stream_));
+}
+
+std::int64_t GdnDevice::get(int layer, What w, float* dst, std::int64_t cap, int slot) const {
+  check_layer(layer, "get");
+  check_slot(slot, "get");
+  const std::int64_t n = ref::gdn::count(g_, w);
+  if (dst == nullptr) return n;
+  const Layer& L = hit(layer, "get");
+  require(cap >= n, "GdnDevice::get: " + layer_str(layer) + " " + ref::gdn::to_string(w) + ": buffer of " + std::to_string(cap) + " elements, " +
+                        std::to_string(n) + " needed (never truncated)");
+  const float* src = nullptr;
+  switch (w) {
+    case What::XC: src = L.xc.get(); break;
+    case What::XCV: src = L.xcv.get(); break;
+    case What::Z: src = L.zv.get(); break;
+    case What::Q: src = L.q.get(); break;
+    case What::K: src = L.k.get(); break;
+    case What::B: src = L.ba.get(); break;
+    case What::A: src = L.ba.get() + g_.nv; break;
+    case What::BETA: src = L.beta.get(); break;
+    case What::G: src = L.g.get(); break;
+    case What::ON: src = L.on.get(); break;
+    case What::ONN: src = L.onn.get(); break;
+    case What::OUT: src = L.out_y.get(); break;
+    case What::S: src = S_of(layer, slot); break;
+    case What::HIST: src = hist_of(layer, slot); break;
+  }
+  require(src != nullptr || n == 0, "GdnDevice::get: unknown intermediate " + std::to_string(int(w)));
+  if (n > 0) {
+    KLAB_CUDA(cudaMemcpyAsync(dst, src, std::size_t(n) * kF, cudaMemcpyDeviceToHost, stream_));
+    KLAB_CUDA(cudaStreamSynchronize(stream_));
+  }
+  return n;
+}
+
+std::vector<float> GdnDevice::get(int layer, What w, int slot) const {
+  std::vector<float> v(std::size_t(get(layer, w, nullptr, 0, slot)));
+  get(layer, w, v.data(), std::int64_t(v.size()), slot);
+  return v;
+}
+
+HostState GdnDevice::save_state(int layer, int slot) const {
+  hit(layer, "save_state");
+  check_slot(slot, "save_state");
+  HostState s;
+  s.g = g_;
+  s.S.resize(std::size_t(S_per_layer()));
+  s.hist.resize(std::size_t(hist_per_layer()));
+  KLAB_CUDA(cudaMemcpyAsync(s.S.data(), S_of(layer, slot), s.S.size() * kF, cudaMemcpyDeviceToHost, stream_));
+  if (!s.hist.empty()) KLAB_CUDA(cudaMemcpyAsync(s.hist.data(), hist_of(layer, slot), s.hist.size() * kF, cudaMemcpyDeviceToHost, stream_));
+  KLAB_CUDA(cudaStreamSynchronize(stream_));
+  return s;
+}
+
+void GdnDevice::load_state(int layer, const HostState& s, int slot) {
+  hit(layer, "load_state");
+  check_slot(slot, "load_state");
+  require(s.g == g_, "GdnDevice::load_state: " + layer_str(layer) + ": state of geometry " + s.g.str() + ", the device holds " + g_.str());
+  check_state_sizes(g_, s.S.size(), s.hist.size(), "GdnDevice::load_state");
+  KLAB_CUDA(cudaMemcpyAsync(S_of(layer, slot), s.S.data(), s.S.size() * kF, cudaMemcpyHostToDevice, stream_));
+  if (!s.hist.empty()) KLAB_CUDA(cudaMemcpyAsync(hist_of(layer, slot), s.hist.data(), s.hist.size() * kF, cudaMemcpyHostToDevice, stream_));
+  KLAB_CUDA(cudaStreamSynchronize(stream_));
+}
+
+}  // namespace klab::gdn

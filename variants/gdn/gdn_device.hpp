@@ -1,0 +1,135 @@
+#pragma once
+// The GDN decode step as a device object (DESIGN.md "The GDN step as a device object"; contracts from
+// seed-digest.md sections 2-4 and 6). One GdnDevice owns, for nl layers of one geometry:
+//   - the recurrent state of every layer and slot: S (slots, nl, nv, dk, dv) and the conv history
+//     hist (slots, nl, ck-1, conv_dim), f32, zero at construction; a slot is one sequence;
+//   - the weights of each loaded layer (f32 tier): the three big projections (in_proj_qkv, in_proj_z,
+//     out_proj) behind the Projection interface (projection.hpp), so a later q4 tier replaces them
+//     without touching the step body; the small ones (b|a, A_log, dt_bias, conv, norm) stay f32;
+//   - per loaded layer, the intermediates of that layer's last step (any slot), for get();
+//   - the seven operators' kernels (gdn_kernels.hpp) and ONE step body, enqueue_step(), shared by the
+//     host-facing step() and the device-resident run()/enqueue_run().
+// Contracts, each enforced by code:
+//   - a geometry a kernel cannot do is refused at construction, before any CUDA call
+//     (can_implement says why);
+//   - hit-only: stepping, running or reading a layer that was never loaded throws klab::Error naming
+//     the layer (a recurrent state that lives on the device cannot silently fall back to the CPU);
+//   - get() never truncates: a buffer too small is refused; dst == nullptr asks for the count;
+//   - save_state/load_state move one layer's state (of one slot) between device and host, size- and
+//     geometry-checked, so a sequence can continue on the other side (from_ref/to_ref convert to and
+//     from the CPU reference's f64 State).
+// Every kernel is deterministic (fixed reduction orders, no atomics): the same weights, state and
+// input give the same bits in every layer, every slot and every run.
+//
+// Streams: every operation is enqueued on stream() (default: the legacy default stream; set_stream
+// to use another, e.g. the timer's). step(), run(), get(), save_state() and load_state() synchronise
+// that stream before they return; reset() and enqueue_run() do not.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gdn/projection.hpp"
+#include "klab/cuda.hpp"
+#include "klab/ref/gdn.hpp"
+
+namespace klab::gdn {
+
+using ref::gdn::Geometry;
+using ref::gdn::LayerWeights;
+using ref::gdn::What;
+
+// One layer's recurrent state (one slot) on the host, f32, in the device layout:
+// S (nv, dk, dv) and hist (ck-1, conv_dim), oldest frame first.
+struct HostState {
+  Geometry g;
+  std::vector<float> S;
+  std::vector<float> hist;
+};
+// To and from the CPU reference's f64 State. from_ref rounds to f32 (the device's precision); to_ref
+// is exact. Both check sizes against the geometry (klab::Error).
+ref::gdn::State to_ref(const HostState& s);
+HostState from_ref(const Geometry& g, const ref::gdn::State& s);
+
+class GdnDevice {
+ public:
+  // Why this object cannot be built for (g, nl, slots), or "" when it can. Pure host code.
+  static std::string can_implement(const Geometry& g, int nl, int slots = 1);
+
+  // Allocates the zeroed state for nl layers x `slots` sequences. Throws klab::Error (before any CUDA
+  // call) when can_implement refuses, and klab::Error naming the size when the state does not fit.
+  GdnDevice(const Geometry& g, int nl, int slots = 1);
+  ~GdnDevice();
+  GdnDevice(const GdnDevice&) = delete;
+  GdnDevice& operator=(const GdnDevice&) = delete;
+
+  const Geometry& geometry() const { return g_; }
+  int layers() const { return nl_; }
+  int slots() const { return slots_; }
+  cudaStream_t stream() const { return stream_; }
+  void set_stream(cudaStream_t s) { stream_ = s; }
+
+  // Loads the f32 tier of `layer` (checked against the geometry and the layer range before anything
+  // is allocated). Reloading replaces the weights and keeps the state. The layer's intermediates are
+  // poisoned (klab::poison_value) until its first step.
+  void load_f32(int layer, const LayerWeights& w);
+  bool loaded(int layer) const;
+  // "f32" for a loaded layer, "" otherwise (a later q4 tier answers "q4").
+  std::string tier(int layer) const;
+
+  // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
+  void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);
+  std::vector<float> step(int layer, std::span<const float> h, int slot = 0);
+  // Device-resident: one copy in of h_seq (T, hidden), T steps on the device, one copy out of the T
+  // outputs, one sync. Same step body as step(): the outputs are bitwise those of T step() calls.
+  void run(int layer, int T, std::span<const float> h_seq, std::span<float> y_seq, int slot = 0);
+  std::vector<float> run(int layer, int T, std::span<const float> h_seq, int slot = 0);
+  // The same T steps on device buffers the caller owns (h_seq, y_seq: T*hidden floats each, 16-byte
+  // aligned), enqueued on `stream`, no copy and no sync: for a device-resident layer loop, and for
+  // timing the step alone. y_seq may not overlap h_seq.
+  void enqueue_run(int layer, int T, const float* d_h_seq, float* d_y_seq, cudaStream_t stream, int slot = 0);
+
+  // Zeroes the state (S and hist) of every layer of every slot, or of one layer of one slot.
+  // Enqueued on stream() (no sync). Intermediates are left as they are.
+  void reset();
+  void reset(int layer, int slot = 0);
+
+  // Readback of one intermediate (of the layer's last step, whichever slot it ran in) or of the
+  // state (S, HIST: of `slot`, as it is now). Returns the element count (ref::gdn::count). With
+  // dst == nullptr only the count is returned (any layer in range, loaded or not). Otherwise the
+  // layer must be loaded and cap >= count, else klab::Error: never truncated, dst left untouched.
+  std::int64_t get(int layer, What w, float* dst, std::int64_t cap, int slot = 0) const;
+  std::vector<float> get(int layer, What w, int slot = 0) const;
+
+  // Copies one layer's state out of / into the device (loaded layers only; load_state checks the
+  // geometry and both sizes before it writes anything).
+  HostState save_state(int layer, int slot = 0) const;
+  void load_state(int layer, const HostState& s, int slot = 0);
+
+ private:
+  struct Layer;  // weights and intermediates of one loaded layer
+
+  // The step body: every kernel of one token, enqueued on `stream`. d_h (hidden) in, d_y (hidden) out.
+  void enqueue_step(int layer, int slot, const float* d_h, float* d_y, cudaStream_t stream);
+  void check_layer(int layer, const char* what) const;         // range
+  void check_slot(int slot, const char* what) const;           // range
+  const Layer& hit(int layer, const char* what) const;         // range + loaded (hit-only)
+  float* S_of(int layer, int slot) const;
+  float* hist_of(int layer, int slot) const;
+  std::int64_t S_per_layer() const;
+  std::int64_t hist_per_layer() const;
+
+  Geometry g_;
+  int nl_ = 0, slots_ = 1;
+  cudaStream_t stream_ = nullptr;
+  DeviceBuffer<float> S_;     // (slots, nl, nv, dk, dv)
+  DeviceBuffer<float> hist_;  // (slots, nl, ck-1, conv_dim)
+  std::vector<std::unique_ptr<Layer>> layers_;
+  DeviceBuffer<float> h_in_;                // step(): (hidden)
+  DeviceBuffer<float> h_seq_, y_seq_;       // run(): (T, hidden), grown on demand
+};
+
+}  // namespace klab::gdn

@@ -1,0 +1,44 @@
+#pragma once
+// The small kernels of the GDN decode step (operators 1b-6 of seed-digest.md section 2; the
+// projections, operators 1a and 7, are in projection.hpp). Each launcher enqueues one kernel on
+// `stream`; all pointers are device pointers of one layer (state already offset to the layer and
+// slot). Every kernel is deterministic: no atomics, and each reduction has a fixed order that
+// depends only on the geometry, so the same inputs give the same bits on every run, every layer
+// and every slot.
+#include <cuda_runtime.h>
+
+#include "klab/ref/gdn.hpp"
+
+namespace klab::gdn::kernels {
+
+// The epsilon inside the q/k L2 norm, the reference's (transformers' l2norm: x * rsqrt(sum x^2 + 1e-6)).
+constexpr float kL2NormEps = static_cast<float>(ref::gdn::kL2NormEps);
+
+// Operator 1b, one thread per value head h:
+//   beta[h] = sigmoid(b[h]);  g[h] = -exp(a_log[h]) * softplus(a[h] + dt_bias[h])   (log domain)
+// ba = b (nv) | a (nv): the b|a projection's output, b first.
+void beta_g(const float* ba, const float* a_log, const float* dt_bias, float* beta, float* g, int nv, cudaStream_t stream);
+
+// Operator 2, one thread per channel ch of conv_dim:
+//   acc = sum_{j<ck-1} w[ch][j] hist[j][ch] + w[ch][ck-1] xc[ch]   (oldest frame first)
+//   xcv[ch] = silu(acc); hist shifts left by one frame and xc[ch] becomes the newest frame.
+// xc, xcv (conv_dim); conv_w (conv_dim, ck); hist (ck-1, conv_dim), updated in place.
+void conv_silu(const float* xc, const float* conv_w, float* hist, float* xcv, int conv_dim, int ck, cudaStream_t stream);
+
+// Operators 3-4, one block per (q or k, key head): q and k are views of xcv (q | k | v).
+//   q_out = q / sqrt(sum q^2 + kL2NormEps) / sqrt(dk);   k_out = k / sqrt(sum k^2 + kL2NormEps)
+// q, k (nk, dk). The expansion to value heads is an index (vh / (nv/nk)) in the recurrence: no copy.
+void qk_norm(const float* xcv, float* q, float* k, int nk, int dk, cudaStream_t stream);
+
+// Operator 5, per value head h with key head kh = h / (nv/nk), v = xcv[2*nk*dk + h*dv ...]:
+//   S *= exp(g[h]); kv = S^T k; t = (v - kv) * beta[h]; S += k t^T; o = S^T q   (updated S)
+// S (nv, dk, dv) updated in place; o (nv, dv).
+void recurrence(const float* q, const float* k, const float* xcv, const float* beta, const float* g, float* S, float* o,
+                int nk, int nv, int dk, int dv, cudaStream_t stream);
+
+// Operator 6, one block per value head h:
+//   onn[h][c] = o[h][c] * rsqrt(mean_c o[h][c]^2 + eps) * norm_w[c] * silu(z[h][c])
+// o, z, onn (nv, dv); norm_w (dv).
+void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream);
+
+}  // namespace klab::gdn::kernels
