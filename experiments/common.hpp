@@ -28,5 +28,6 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 
 Experiment make_ab(const std::string& a, const std::string& b, Shape shape, Dist dist);
 
 void register_f32_gemv(Registry& r);
+void register_gdn(Registry& r);
 
 }  // namespace klab::experiments

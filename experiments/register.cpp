@@ -19,6 +19,7 @@ Registry& registry() {
     baselines::register_all(reg);
     experiments::register_f32_gemv(reg);
     // @q4-register-experiments@
+    experiments::register_gdn(reg);
     // @gdn-register-experiments@
     return reg;
   }();
