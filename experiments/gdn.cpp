@@ -19,6 +19,7 @@
 
 #include "common.hpp"
 #include "gdn/gdn_device.hpp"
+#include "klab/cuda.hpp"
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
 #include "klab/ref/gdn.hpp"
@@ -366,6 +367,7 @@ void run_roundtrip(Context& ctx) {
 
   // Timing: a repetition is T tokens from a zero state (reset outside the timed region).
   DeviceBuffer<float> d_hseq = DeviceBuffer<float>::from(h), d_yseq(std::size_t(T) * H);
+  KLAB_CUDA(cudaDeviceSynchronize());  // the upload ran on the legacy stream; the timer's stream does not wait for it
   const TimingOptions opt = ctx.options().timing();
   auto reset = [&](cudaStream_t) { dev.reset(); };
   const Timing t_step = ctx.timer().time([&](cudaStream_t) {

@@ -86,6 +86,9 @@ GdnDevice::GdnDevice(const Geometry& g, int nl, int slots) : g_(g), nl_(nl), slo
   h_in_ = DeviceBuffer<float>(std::size_t(g.hidden));
   if (S_.size()) KLAB_CUDA(cudaMemset(S_.get(), 0, S_.bytes()));
   if (hist_.size()) KLAB_CUDA(cudaMemset(hist_.get(), 0, hist_.bytes()));
+  // cudaMemset runs on the legacy default stream and may return before it finishes; a non-blocking
+  // stream (set_stream) would not wait for it. Finish here, once.
+  KLAB_CUDA(cudaDeviceSynchronize());
 }
 
 GdnDevice::~GdnDevice() = default;
@@ -151,7 +154,10 @@ void GdnDevice::load_f32(int layer, const LayerWeights& w) {
   scratch(L->on, V);
   scratch(L->onn, V);
   scratch(L->out_y, H);
-  KLAB_CUDA(cudaStreamSynchronize(stream_));
+  // The uploads went through cudaMemcpy on the legacy default stream, which may return before the
+  // last DMA from pageable memory lands, and a non-blocking stream() would not wait for it: finish
+  // every stream here, once per load.
+  KLAB_CUDA(cudaDeviceSynchronize());
   layers_[std::size_t(layer)] = std::move(L);  // only now: a failure above leaves the old layer as it was
 }
 
