@@ -18,6 +18,7 @@ Registry& registry() {
     // @gdn-register-variants@
     baselines::register_all(reg);
     experiments::register_f32_gemv(reg);
+    experiments::register_q4_gemv(reg);
     // @q4-register-experiments@
     experiments::register_gdn(reg);
     // @gdn-register-experiments@

@@ -62,6 +62,15 @@ inline Q4Case q4_generated(Shape s, Dist d, std::uint64_t seed) {
 // Sizes: rows 1, 5, 33 and not multiples of 4 (38, 7); K = 32, 96, 5120.
 inline std::vector<Shape> q4_guard_shapes() { return {{1, 32}, {1, 5120}, {5, 96}, {33, 32}, {33, 160}, {38, 96}, {7, 5120}}; }
 
+// The gpu suite's accuracy problems for every variant and peer (the cpu suite checks the same
+// problems through the bit-models and a simulation of the bf16 peer's rounding).
+inline std::vector<Problem> q4_accuracy_problems() {
+  std::vector<Problem> out;
+  for (Shape s : std::vector<Shape>{{1, 32}, {5, 96}, {33, 160}, {38, 96}, {7, 5120}, {512, 5120}})
+    for (Dist d : {Dist::uniform, Dist::normal, Dist::student_t, Dist::outlier}) out.push_back(Problem{s, d, 11});
+  return out;
+}
+
 inline std::vector<Q4Case> q4_awkward_cases() {
   std::vector<Q4Case> out;
   Rng rng(77, 3);

@@ -66,6 +66,16 @@ std::vector<float> spec(const ref::Q4Matrix& w, const std::vector<float>& x, int
   }
   return y;
 }
+// The problems the gpu suite holds to a tolerance: its generic check of every variant
+// (tests/gpu/test_variants.cpp: these shapes, seeds 1-3, uniform and Student-t) and the q4 one.
+std::vector<Problem> gpu_accuracy_problems() {
+  std::vector<Problem> out;
+  for (Shape s : std::vector<Shape>{{1, 32}, {1, 160}, {33, 160}, {5, 96}, {129, 1024}, {1024, 5120}, {3, 6144}})
+    for (std::uint64_t seed : {1u, 2u, 3u})
+      for (Dist d : {Dist::uniform, Dist::student_t}) out.push_back(Problem{s, d, seed});
+  for (const auto& p : test::q4_accuracy_problems()) out.push_back(p);
+  return out;
+}
 }  // namespace
 
 TEST_CASE("q4_gemv: 16 kernel variants named from their axes, each with a bit-model and a launcher, plus 2 peers") {
@@ -147,8 +157,14 @@ TEST_CASE("q4_gemv op: refusals, byte model, deterministic generation") {
   CHECK(t.bytes == doctest::Approx(17408.0 * 5120 * 0.5625 + 4.0 * 5120 + 4.0 * 17408).epsilon(1e-12));
   CHECK(t.macs == 17408.0 * 5120);
 
+  // generate() = the problem's f32 W (stream 0, scaled by 1/sqrt(k)) quantised, and x (stream 1);
+  // asked twice (the second time from its cache) it gives the same bytes; another seed, others.
   auto a = test::q4_generated({33, 160}, Dist::student_t, 4), b = test::q4_generated({33, 160}, Dist::student_t, 4),
        c = test::q4_generated({33, 160}, Dist::student_t, 5);
+  auto fresh = ref::q4_quantize(generate(Dist::student_t, 33 * 160, 4, 0, 1.0 / std::sqrt(160.0)), 33, 160);
+  CHECK(a.w.codes == fresh.codes);
+  CHECK(a.w.scales == fresh.scales);
+  CHECK(a.x == generate(Dist::student_t, 160, 4, 1));
   CHECK(a.w.codes == b.w.codes);
   CHECK(a.w.scales == b.w.scales);
   CHECK(a.x == b.x);
@@ -206,10 +222,8 @@ TEST_CASE("q4 kernel accuracy through the bit-models: within 1e-5 of the f64 ref
   // lost block is off by O(1e-2) or more.
   double worst = 0;
   std::string where;
-  for (Shape s : std::vector<Shape>{{1, 32}, {1, 160}, {33, 160}, {5, 96}, {129, 1024}, {1024, 5120}, {3, 6144}})
-    for (std::uint64_t seed : {1u, 2u, 3u})
-      for (Dist d : {Dist::uniform, Dist::student_t}) {
-        auto c = test::q4_generated(s, d, seed);
+  for (const Problem& p : gpu_accuracy_problems()) {
+        auto c = test::q4_generated(p.shape, p.dist, p.seed);
         auto ref = ref::q4_gemv_f64(c.w, c.x);
         for (const char* chains : {"1", "4"}) {
           auto y = q4_gemv::q4_model(test::q4_name("per-lane", chains, "hard", "1"))(c.w, c.x);
@@ -234,10 +248,9 @@ TEST_CASE("bf16 rounding of the peer stays within its tolerance") {
   const double tol = registry().variant("q4_gemv/impl=cublas-bf16-gemmex").tolerance;
   double worst = 0;
   std::string where;
-  for (Shape s : std::vector<Shape>{{1, 32}, {1, 160}, {33, 160}, {5, 96}, {129, 1024}, {1024, 5120}, {3, 6144}})
-    for (std::uint64_t seed : {1u, 2u, 3u})
-      for (Dist d : {Dist::uniform, Dist::student_t}) {
-        auto c = test::q4_generated(s, d, seed);
+  for (const Problem& p : gpu_accuracy_problems()) {
+        const Shape s = p.shape;
+        auto c = test::q4_generated(p.shape, p.dist, p.seed);
         auto w = ref::q4_dequantize(c.w);
         for (auto& v : w) v = ref::bf16_to_float(ref::float_to_bf16(v));
         auto x = c.x;

@@ -104,11 +104,18 @@ void launch(const std::uint8_t* codes, const std::uint16_t* scales, const float*
   KLAB_CUDA_LAUNCH("q4_gemv_kernel");
 }
 
+template <class P>
+int resident_warps_per_sm() {
+  int blocks = 0;
+  KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, q4_gemv_kernel<P>, kWarpsPerBlock * 32, 0));
+  return blocks * kWarpsPerBlock;
+}
+
 struct Collect {
   std::vector<Q4Kernel>* out;
   template <class P>
   void operator()() const {
-    out->push_back(Q4Kernel{variant_name(kOp, P::axes()), P::axes(), &launch<P>, P::rows});
+    out->push_back(Q4Kernel{variant_name(kOp, P::axes()), P::axes(), &launch<P>, P::rows, &resident_warps_per_sm<P>, kWarpsPerBlock});
   }
 };
 }  // namespace

@@ -27,6 +27,10 @@ struct Q4Kernel {
   void (*launch)(const std::uint8_t* codes, const std::uint16_t* scales, const float* x, float* y, int m, int k,
                  cudaStream_t stream);
   int rows_per_warp;  // rows one warp computes (the grid has ceil(m / rows_per_warp) warps)
+  // Warps of this kernel one SM can hold at once on the current device (registers and the block
+  // size permitting; cudaOccupancyMaxActiveBlocksPerMultiprocessor). Needs a device.
+  int (*resident_warps_per_sm)();
+  int warps_per_block;
 };
 
 // All 16 kernels, in registration order.

@@ -1,0 +1,179 @@
+// The q4_gemv family on the device: the f16 conversions over all 65536 halves, every kernel equal
+// to its CPU bit-model bit for bit, the guarded pairs equal on the GPU too, the raw launchers on
+// caller-owned buffers (nothing written past y[m-1]), and every variant within tolerance of the
+// f64 reference on heavy-tailed and outlier inputs as well.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "../q4_cases.hpp"
+#include "gpu_util.hpp"
+#include "klab/cuda.hpp"
+#include "klab/metrics.hpp"
+#include "q4_gemv/policy.hpp"
+#include "q4_gemv/q4_gemv.hpp"
+
+using namespace klab;
+
+namespace {
+__global__ void convert_all_halves(float* soft, float* hard) {
+  const int h = blockIdx.x * blockDim.x + threadIdx.x;
+  if (h < 65536) {
+    soft[h] = ref::half_to_float_soft(std::uint16_t(h));
+    hard[h] = q4_gemv::F16Hard::convert(std::uint16_t(h));
+  }
+}
+std::uint32_t bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+std::vector<float> run_variant(const std::string& name, const test::Q4Case& c) {
+  auto wl = q4_gemv::make_workload(c.w, c.x, Problem{{c.w.m, c.w.k}, Dist::uniform, 0});
+  return test::run_once(registry().variant(name), *wl);
+}
+
+std::vector<test::Q4Case> model_cases() {
+  std::vector<test::Q4Case> cases;
+  for (const Shape& s : test::q4_guard_shapes())
+    for (std::uint64_t seed : {1u, 2u, 3u})
+      for (Dist d : {Dist::uniform, Dist::student_t}) cases.push_back(test::q4_generated(s, d, seed));
+  for (auto& c : test::q4_awkward_cases()) cases.push_back(std::move(c));
+  // Larger grids: many blocks of warps, a row count that is odd and not a multiple of 4 or 8.
+  cases.push_back(test::q4_generated({1024, 5120}, Dist::uniform, 1));
+  cases.push_back(test::q4_generated({4099, 96}, Dist::outlier, 2));
+  cases.push_back(test::q4_generated({301, 6144}, Dist::student_t, 3));
+  return cases;
+}
+}  // namespace
+
+TEST_CASE("device f16 conversion: soft equals the host's soft on every half, hard equals soft except NaN payloads") {
+  DeviceBuffer<float> soft(65536), hard(65536);
+  convert_all_halves<<<256, 256>>>(soft.get(), hard.get());
+  KLAB_CUDA_LAUNCH("convert_all_halves");
+  KLAB_CUDA(cudaDeviceSynchronize());
+  const auto s = soft.download(), h = hard.download();
+  int soft_vs_host = 0, hard_vs_soft = 0, nans = 0, nan_payload_differs = 0;
+  for (std::uint32_t i = 0; i < 65536; ++i) {
+    soft_vs_host += bits(s[i]) != bits(ref::half_to_float_soft(std::uint16_t(i)));
+    const bool nan_half = (i & 0x7C00u) == 0x7C00u && (i & 0x3FFu) != 0;
+    if (nan_half) {
+      ++nans;
+      CHECK(std::isnan(s[i]));
+      CHECK(std::isnan(h[i]));
+      nan_payload_differs += bits(s[i]) != bits(h[i]);
+    } else {
+      hard_vs_soft += bits(s[i]) != bits(h[i]);
+    }
+  }
+  CHECK(soft_vs_host == 0);  // integer operations only: the same bits on both sides, NaNs included
+  CHECK(hard_vs_soft == 0);
+  CHECK(nans == 2046);
+  MESSAGE("NaN halves whose f32 bits differ between soft and __half2float: " << nan_payload_differs << " of " << nans);
+}
+
+TEST_CASE("every q4 kernel equals its CPU bit-model bit for bit") {
+  int compared = 0;
+  for (const auto& c : model_cases()) {
+    for (const Variant* v : registry().variants_of("q4_gemv")) {
+      if (v->peer) continue;
+      REQUIRE(static_cast<bool>(v->cpu_model));
+      auto wl = q4_gemv::make_workload(c.w, c.x, Problem{{c.w.m, c.w.k}, Dist::uniform, 0});
+      const auto y = test::run_once(*v, *wl);
+      const auto want = v->cpu_model(*wl);
+      CAPTURE(c.what);
+      CAPTURE(v->name);
+      REQUIRE(y.size() == want.size());
+      std::int64_t unwritten = 0;
+      for (float f : y) unwritten += is_poison(f);
+      CHECK(unwritten == 0);
+      CHECK(bitwise_diff(y, want) == 0);
+      ++compared;
+    }
+  }
+  CHECK(compared > 16 * 40);
+}
+
+TEST_CASE("bitwise guard (GPU): scale read, f16 conversion and rows per warp change no bit") {
+  const auto axes = test::q4_all_axes();
+  for (const auto& c : model_cases()) {
+    std::vector<std::vector<float>> ys;
+    for (const auto& a : axes) ys.push_back(run_variant(variant_name("q4_gemv", a), c));
+    for (std::size_t a = 0; a < axes.size(); ++a)
+      for (std::size_t b = a + 1; b < axes.size(); ++b) {
+        if (!test::differ_only_in_invariant_axis(axes[a], axes[b])) continue;
+        CAPTURE(c.what);
+        CAPTURE(variant_name("q4_gemv", axes[a]));
+        CAPTURE(variant_name("q4_gemv", axes[b]));
+        CHECK(bitwise_diff(ys[a], ys[b]) == 0);
+      }
+  }
+}
+
+TEST_CASE("raw launchers on caller-owned buffers: the model's bits, nothing written past y[m-1], on a stream") {
+  cudaStream_t stream;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (Shape s : std::vector<Shape>{{1, 32}, {2, 64}, {3, 96}, {5, 160}, {37, 5120}, {1029, 512}}) {
+    auto c = test::q4_generated(s, Dist::student_t, 7);
+    auto codes = DeviceBuffer<std::uint8_t>::from(c.w.codes);
+    auto scales = DeviceBuffer<std::uint16_t>::from(c.w.scales);
+    auto x = DeviceBuffer<float>::from(c.x);
+    constexpr std::size_t kGuard = 64;  // poisoned floats after y: a write past m shows here
+    DeviceBuffer<float> y(std::size_t(s.m) + kGuard);
+    for (const auto& kern : q4_gemv::q4_kernels()) {
+      poison_device(y.get(), y.size(), stream);
+      kern.launch(codes.get(), scales.get(), x.get(), y.get(), int(s.m), int(s.k), stream);
+      KLAB_CUDA(cudaStreamSynchronize(stream));
+      auto out = y.download();
+      CAPTURE(kern.name);
+      CAPTURE(c.what);
+      std::int64_t guard_written = 0;
+      for (std::size_t i = std::size_t(s.m); i < out.size(); ++i) guard_written += !is_poison(out[i]);
+      CHECK(guard_written == 0);
+      out.resize(std::size_t(s.m));
+      CHECK(bitwise_diff(out, q4_gemv::q4_model(kern.name)(c.w, c.x)) == 0);
+    }
+  }
+  KLAB_CUDA(cudaStreamDestroy(stream));
+}
+
+TEST_CASE("every q4_gemv variant and peer is within tolerance of the f64 reference, heavy tails and outliers included") {
+  // Kernels: 1e-5 (f32 sums of exact products, ~sqrt(k) 2^-24 of the row's magnitude; the bit-models
+  // give at most ~1e-6 on exactly these problems, tests/cpu/test_q4_models.cpp). Peers: their own
+  // (bf16 3e-2 for rounding W and x to 8 bits; the f32 peer 1e-5, dequant(W) being exact in f32).
+  const Op& op = registry().op("q4_gemv");
+  for (const Problem& p : test::q4_accuracy_problems()) {
+    auto wl = op.generate(p);
+    const auto ref = op.reference(*wl);
+    for (const Variant* v : registry().variants_of("q4_gemv")) {
+      const auto a = accuracy(test::run_once(*v, *wl), ref);
+      CAPTURE(v->name);
+      CAPTURE(p.str());
+      CHECK(a.finite());
+      CHECK(a.max_rel < (v->tolerance > 0 ? v->tolerance : 1e-5));
+    }
+  }
+}
+
+TEST_CASE("q4 launch refusals with real device buffers: K not a multiple of 32, empty shapes, null buffers") {
+  DeviceBuffer<float> y(4);
+  const auto& kern = q4_gemv::q4_kernel("q4_gemv/scale=lane0-shfl,chains=1,f16=soft,rows=4");
+  DeviceBuffer<std::uint8_t> codes(64);
+  DeviceBuffer<std::uint16_t> scales(8);
+  DeviceBuffer<float> x(64);
+  auto says = [&](int m, int k, const std::uint16_t* sc, const char* what) {
+    try {
+      kern.launch(codes.get(), sc, x.get(), y.get(), m, k, nullptr);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CAPTURE(e.what());
+      CHECK(std::string(e.what()).find(what) != std::string::npos);
+    }
+  };
+  says(2, 33, scales.get(), "multiple of 32");
+  says(0, 32, scales.get(), "empty shape");
+  says(2, 32, nullptr, "null buffer");
+  CHECK(cudaGetLastError() == cudaSuccess);  // nothing was launched
+}
