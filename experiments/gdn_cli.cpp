@@ -8,6 +8,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "gdn/gdn_device.hpp"
+#include "klab/device.hpp"
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
 #include "klab/ref/gdn.hpp"
@@ -175,10 +177,7 @@ int gdn_command(const std::vector<std::string>& args, int, char**) {
   }
   require(!o.weights.empty(), "klab gdn: --weights FILE is required (see `klab gdn --help`)");
   require(o.backend == "reference" || o.backend == "gpu", "klab gdn: unknown backend '" + o.backend + "' (reference or gpu)");
-  // The device object (variants/gdn/) exists apart from this command; until it is wired in here,
-  // say so rather than run something else under its name.
-  require(o.backend != "gpu",
-          "klab gdn --backend gpu: the GDN device object is not wired into this command yet; use --backend reference");
+  if (o.backend == "gpu") require(has_device(), "klab gdn --backend gpu: " + no_device_reason() + " (--backend reference runs on the CPU)");
 
   const std::string inputs_file = o.inputs.empty() ? o.weights : o.inputs;
   const auto wf = checked([&] { return st::File::open(o.weights); });
@@ -196,7 +195,7 @@ int gdn_command(const std::vector<std::string>& args, int, char**) {
     require(ex->tokens >= T, "klab gdn: " + o.expect + " expects " + std::to_string(ex->tokens) + " tokens, fewer than the " + std::to_string(T) + " to run");
   }
 
-  std::cout << "klab gdn: backend " << o.backend << " (CPU, f64 accumulation), " << T << " of " << in.tokens << " tokens\n"
+  std::cout << "klab gdn: backend " << o.backend << (o.backend == "gpu" ? " (GPU f32 tier)" : " (CPU, f64 accumulation)") << ", " << T << " of " << in.tokens << " tokens\n"
             << "  weights  " << o.weights << "  layer '" << prefix << "'  " << g.str() << "\n"
             << "  inputs   " << inputs_file << "\n";
   if (ef) {
@@ -210,11 +209,29 @@ int gdn_command(const std::vector<std::string>& args, int, char**) {
   std::vector<Stat> stats(whats.size());
   std::vector<std::vector<double>> outs;
   auto state = gdn::State::zeros(g);
+  std::optional<klab::gdn::GdnDevice> dev;
+  if (o.backend == "gpu") {
+    dev.emplace(g, 1);
+    dev->load_f32(0, w);
+  }
+  auto doubles = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
   for (int t = 0; t < T; ++t) {
+    const std::span<const float> h(in.h.data() + std::size_t(t) * g.hidden, g.hidden);
+    if (dev) {
+      // The device tier: step, then read every intermediate back (get() copies on demand).
+      outs.push_back(doubles(dev->step(0, h)));
+      for (std::size_t i = 0; i < whats.size(); ++i)
+        if (whats[i] != gdn::What::S && whats[i] != gdn::What::HIST) stats[i].add(doubles(dev->get(0, whats[i])));
+      continue;
+    }
     gdn::Intermediates im;
-    outs.push_back(gdn::step(w, state, std::span<const float>(in.h.data() + std::size_t(t) * g.hidden, g.hidden), &im));
+    outs.push_back(gdn::step(w, state, h, &im));
     for (std::size_t i = 0; i < whats.size(); ++i)
       if (whats[i] != gdn::What::S && whats[i] != gdn::What::HIST) stats[i].add(im.get(whats[i], state));
+  }
+  if (dev) {  // the final state is the device's
+    state.S = doubles(dev->get(0, gdn::What::S));
+    state.hist = doubles(dev->get(0, gdn::What::HIST));
   }
   for (std::size_t i = 0; i < whats.size(); ++i)
     if (whats[i] == gdn::What::S) stats[i].add(state.S);

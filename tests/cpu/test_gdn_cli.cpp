@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "klab/device.hpp"
 #include "klab/problem.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/safetensors.hpp"
@@ -105,6 +106,22 @@ TEST_CASE("klab gdn steps a layer, prints every operator and matches an oracle")
   fs::remove(p);
 }
 
+TEST_CASE("klab gdn --backend gpu: the device tier against the oracle, or a refusal naming the missing device") {
+  Fixture fx;
+  const auto p = fx.write("gpu");
+  auto r = klab_cli("gdn --weights " + p.string() + " --expect " + p.string() + " --backend gpu");
+  CAPTURE(r.out);
+  if (klab::has_device()) {
+    CHECK(r.code == 0);
+    CHECK(has(r.out, "GPU f32 tier"));
+    CHECK(has(r.out, "every comparison within"));
+  } else {
+    CHECK(r.code == 2);
+    CHECK(has(r.out, "no CUDA device"));
+  }
+  fs::remove(p);
+}
+
 TEST_CASE("klab gdn exits 3 past the tolerance and names the token or state") {
   SUBCASE("one token's output off by 1e-3 of the vector's scale") {
     Fixture fx;
@@ -167,7 +184,6 @@ TEST_CASE("klab gdn refuses bad options and bad files with a clear message") {
            {"gdn --weights " + truncated.string(), "truncated"},
            {"gdn --weights " + p.string() + " --inputs " + wrong_hidden.string(), "'inputs.h' has shape [5, 7]"},
            {"gdn --weights " + p.string() + " --expect " + wrong_hidden.string(), "no tensor 'expect.y'"},
-           {"gdn --weights " + p.string() + " --backend gpu", "not wired"},
            {"gdn --weights " + p.string() + " --backend cuda", "unknown backend 'cuda'"},
            {"gdn --weights " + p.string() + " --tolerance 0", "--tolerance must be positive"},
            {"gdn --weights " + p.string() + " --tolerance abc", "needs a number"},
