@@ -4,8 +4,14 @@
 // every bit; the chain count changes bits but not accuracy.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <set>
 
 #include "../q4_cases.hpp"
@@ -270,4 +276,26 @@ TEST_CASE("bf16 rounding of the peer stays within its tolerance") {
         }
       }
   MESSAGE("worst max_rel of bf16 rounding: " << worst << " (" << where << "), tolerance " << tol);
+}
+
+TEST_CASE("klab ab on q4 variants refuses K not a multiple of 32 and empty shapes, writing no report") {
+  namespace fs = std::filesystem;
+  const std::string a = "q4_gemv/scale=lane0-shfl,chains=1,f16=soft,rows=1", b = "q4_gemv/scale=per-lane,chains=1,f16=soft,rows=1";
+  for (const auto& [shape, says] : std::vector<std::pair<std::string, std::string>>{{"4x33", "not a multiple of 32"}, {"0x32", "zero dimension"}}) {
+    const auto dir = fs::temp_directory_path() / ("klab-q4-cli-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    const std::string cmd = std::string(KLAB_CLI) + " ab " + a + " " + b + " --shape " + shape + " --out " + dir.string() + " 2>&1";
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+    REQUIRE(pipe);
+    std::string out;
+    std::array<char, 4096> buf{};
+    while (auto n = fread(buf.data(), 1, buf.size(), pipe.get())) out.append(buf.data(), n);
+    const int status = pclose(pipe.release());
+    CAPTURE(shape);
+    CAPTURE(out);
+    CHECK(WEXITSTATUS(status) != 0);
+    CHECK(out.find(says) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "report.jsonl"));
+    fs::remove_all(dir);
+  }
 }
