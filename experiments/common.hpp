@@ -28,7 +28,7 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 
 Experiment make_ab(const std::string& a, const std::string& b, Shape shape, Dist dist);
 
 void register_f32_gemv(Registry& r);
-// The q4 mat-vec A/B history: q4-scale-read, q4-accum-chains, q4-f16-convert, q4-rows-per-warp, q4-seed-ladder.
+// The q4 mat-vec A/B history: scale-read, accum-chains, f16-convert, rows-per-warp, seed-ladder.
 void register_q4_gemv(Registry& r);
 void register_gdn(Registry& r);
 

@@ -1,6 +1,6 @@
 // The seed's q4 mat-vec A/B history (seed-digest.md section 5) as re-runnable experiments: one per
-// policy axis (q4-scale-read, q4-accum-chains, q4-f16-convert, q4-rows-per-warp), each changing that
-// axis alone in the kernel the seed changed it in, and q4-seed-ladder (original -> A -> B -> C with
+// policy axis (scale-read, accum-chains, f16-convert, rows-per-warp), each changing that
+// axis alone in the kernel the seed changed it in, and seed-ladder (original -> A -> B -> C with
 // the cuBLAS peers beside them). Shapes: the seed's four (gate_proj 17408x5120, in_proj_qkv
 // 10240x5120, in_proj_z 6144x5120, out_proj 5120x6144); inputs uniform (timed) and heavy-tailed
 // Student-t (bits and accuracy only: the speed of this kernel does not depend on the values).
@@ -61,22 +61,6 @@ std::string warps_note(const std::string& variant, std::int64_t m, const Context
   const std::int64_t slots = std::int64_t(kern.resident_warps_per_sm()) * ctx.device().sm_count;
   return std::to_string(warps) + " warps launched, " + std::to_string(slots) + " resident warp slots (" +
          fmt("%.0f%%", 100.0 * double(std::min(warps, slots)) / double(slots)) + ")";
-}
-
-// One output per variant on `p`, each run once (poisoned first); for bit comparisons between any
-// two variants (race() compares each with the first only).
-std::vector<std::vector<float>> outputs(Context& ctx, const Op& op, const std::vector<const Variant*>& vs, const Problem& p) {
-  auto work = op.generate(p);
-  cudaStream_t s = ctx.timer().stream();
-  std::vector<std::vector<float>> out;
-  for (const Variant* v : vs) {
-    auto inst = v->make(*work);
-    inst->poison(s);
-    inst->run(s);
-    KLAB_CUDA(cudaStreamSynchronize(s));
-    out.push_back(inst->output());
-  }
-  return out;
 }
 
 // One axis changed alone: A -> B.
@@ -141,7 +125,7 @@ Experiment axis_experiment(const AxisStudy& st) {
 
 Experiment seed_ladder() {
   Experiment e;
-  e.name = "q4-seed-ladder";
+  e.name = "seed-ladder";
   e.description = "the seed's q4 mat-vec ladder: original -> A (per-lane scale + 4 chains) -> B (+ hardware f16) -> C (+ 4 rows per warp), "
                   "with cuBLAS bf16 GemmEx and f32 SGEMV on dequant(W) beside them, at the seed shapes";
   e.claims = {
@@ -165,7 +149,7 @@ Experiment seed_ladder() {
     for (const Shape& s : q4_shapes(ctx)) {
       for (Dist d : {Dist::uniform, Dist::student_t}) {
         const Problem p{s, d, ctx.options().seed};
-        RaceOptions ro{.tolerance = kTolerance, .tolerance_for = {}, .time = d == Dist::uniform};
+        RaceOptions ro{.tolerance = kTolerance, .tolerance_for = {}, .time = d == Dist::uniform, .ladder = true};
         auto ms = race(ctx, op, all, p, ro);
         if (ms.size() < all.size() || std::any_of(ms.begin(), ms.end(), [](const Measured& m) { return m.skipped; })) continue;
         const std::string where = s.str() + "/" + to_string(d);
@@ -176,12 +160,11 @@ Experiment seed_ladder() {
           ev += fmt(" %.3g", m.acc.max_rel);
         }
         ctx.claim_all(0, ok, ev + " (original, A, B, C, bf16, f32)");
-        // Bits between consecutive rungs (race() compares with the original only).
-        auto ys = outputs(ctx, op, rungs, p);
-        const auto oa = bitwise_diff(ys[0], ys[1]), ab = bitwise_diff(ys[1], ys[2]), bc = bitwise_diff(ys[2], ys[3]);
+        // Bits between consecutive rungs (the race compares each rung with the one before).
+        const auto oa = ms[1].bits_vs_prev, ab = ms[2].bits_vs_prev, bc = ms[3].bits_vs_prev;
         ctx.claim_all(1, ab == 0 && bc == 0,
                       where + ": elements differing original->A " + std::to_string(oa) + ", A->B " + std::to_string(ab) + ", B->C " +
-                          std::to_string(bc) + " of " + std::to_string(ys[0].size()));
+                          std::to_string(bc) + " of " + std::to_string(ms[0].output.size()));
         const bool timed = std::all_of(ms.begin(), ms.end(), [](const Measured& m) { return m.timed; });
         if (d != Dist::uniform || !is_seed_shape(s) || !timed) continue;
         const auto& [mo, ma, mb, mc] = std::tie(ms[0], ms[1], ms[2], ms[3]);
@@ -215,7 +198,7 @@ Experiment seed_ladder() {
 
 void register_q4_gemv(Registry& r) {
   r.add(axis_experiment({
-      .name = "q4-scale-read",
+      .name = "scale-read",
       .description = "q4 mat-vec scale read alone: lane 0 loads + __shfl_sync (A) vs every lane loads, a broadcast (B); 1 chain, software f16, 1 row per warp",
       .a = q4("lane0-shfl", "1", "soft", "1"),
       .b = q4("per-lane", "1", "soft", "1"),
@@ -224,7 +207,7 @@ void register_q4_gemv(Registry& r) {
       .seed = "per-lane scale together with 4 chains: 1.42x on gate_proj, 630.8 -> 895.0 GMAC/s",
   }));
   r.add(axis_experiment({
-      .name = "q4-accum-chains",
+      .name = "accum-chains",
       .description = "q4 mat-vec accumulator chains alone: 1 (A) vs 4 independent chains (B); lane-0 scale, software f16, 1 row per warp",
       .a = q4("lane0-shfl", "1", "soft", "1"),
       .b = q4("lane0-shfl", "4", "soft", "1"),
@@ -233,7 +216,7 @@ void register_q4_gemv(Registry& r) {
       .seed = "4 chains together with the per-lane scale: 1.42x on gate_proj; max_rel 2.293e-6 -> 2.372e-6",
   }));
   r.add(axis_experiment({
-      .name = "q4-f16-convert",
+      .name = "f16-convert",
       .description = "q4 mat-vec f16->f32 alone: software bit manipulation (A) vs __half2float (B); per-lane scale, 4 chains, 1 row per warp (the seed's A -> B)",
       .a = kRungA,
       .b = kRungB,
@@ -242,7 +225,7 @@ void register_q4_gemv(Registry& r) {
       .seed = "1.91x on gate_proj, 895.0 -> 1713.5 GMAC/s",
   }));
   r.add(axis_experiment({
-      .name = "q4-rows-per-warp",
+      .name = "rows-per-warp",
       .description = "q4 mat-vec rows per warp alone: 1 (A) vs 4 rows, x loaded once per block for all 4 (B); per-lane scale, 4 chains, hardware f16 (the seed's B -> C)",
       .a = kRungB,
       .b = kRungC,

@@ -37,6 +37,10 @@ nlohmann::json to_json(const Measured& m) {
   j["verified"] = m.verified;
   j["tolerance"] = m.tolerance;
   j["bits_vs_a"] = m.bits_vs_a >= 0 ? nlohmann::json(m.bits_vs_a) : nlohmann::json(nullptr);
+  if (!m.prev.empty()) {
+    j["prev"] = m.prev;
+    j["bits_vs_prev"] = m.bits_vs_prev;
+  }
   j["bytes"] = m.traffic.bytes;
   j["macs"] = m.traffic.macs;
   if (m.timed) {
@@ -52,6 +56,7 @@ nlohmann::json to_json(const Measured& m) {
 std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const Variant*>& variants, const Problem& problem, const RaceOptions& ro) {
   require(!variants.empty(), "race: no variants");
   std::vector<Measured> out;
+  out.reserve(variants.size());  // `prev` points into it
   if (auto why = op.validate(problem); !why.empty()) throw Error(op.name + " " + problem.shape.str() + ": " + why);
   auto skip_all = [&](const std::string& reason) {
     for (auto* v : variants) ctx.skip(v->name + " on " + problem.str(), reason);
@@ -68,6 +73,7 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
   // 1. Verify every variant before any timing.
   std::vector<float> a_out;
   std::string a_name;
+  const Measured* prev = nullptr;  // ladders: the last of our variants that ran
   for (auto* v : variants) {
     Measured m;
     m.variant = v;
@@ -94,10 +100,18 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
     } else {
       m.bits_vs_a = bitwise_diff(y, a_out);
     }
+    if (ro.ladder && !v->peer) {
+      if (prev) {
+        m.prev = prev->variant->name;
+        m.bits_vs_prev = bitwise_diff(y, prev->output);
+      }
+    }
+    m.output = std::move(y);
     ctx.log("verify " + v->name + fmt(": max_rel %.3g (tolerance %.1g)", m.acc.max_rel, m.tolerance) +
             (m.bits_vs_a >= 0 ? ", " + std::to_string(m.bits_vs_a) + " elements differ bitwise from A" : "") +
             (m.verified ? "" : "  FAILED VERIFICATION"));
     out.push_back(std::move(m));
+    if (ro.ladder && !v->peer) prev = &out.back();
   }
   // 2. Time the verified ones.
   const Measured* a = nullptr;

@@ -21,6 +21,9 @@ struct Measured {
   bool verified = false;          // finite, fully written, max_rel within the tolerance
   double tolerance = 0;
   std::int64_t bits_vs_a = -1;    // elements differing bitwise from A (-1: A itself or not compared)
+  std::string prev;               // ladders: the previous rung (empty: not a ladder, or the first rung)
+  std::int64_t bits_vs_prev = -1; // ladders: elements differing bitwise from the previous rung
+  std::vector<float> output;      // the verified run's output, for comparisons the race does not make
   bool timed = false;
   Timing timing;
   Traffic traffic;
@@ -34,6 +37,8 @@ struct RaceOptions {
   double tolerance = 1e-5;
   std::vector<std::pair<std::string, double>> tolerance_for;  // glob -> tolerance
   bool time = true;
+  // A ladder: each of our (non-peer) variants is also compared bit for bit with the previous one.
+  bool ladder = false;
 };
 
 // Runs the race and adds one "measurement" record (or "skip") per variant to the context's report.
