@@ -84,16 +84,22 @@ std::vector<Problem> gpu_accuracy_problems() {
 }
 }  // namespace
 
-TEST_CASE("q4_gemv: 16 kernel variants named from their axes, each with a bit-model and a launcher, plus 2 peers") {
+TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 2 block-per-lane kernels, each with a bit-model and a launcher, plus 2 peers") {
   std::set<std::string> expected;
   for (const auto& axes : test::q4_all_axes()) expected.insert(variant_name("q4_gemv", axes));
   REQUIRE(expected.size() == 16);
   CHECK(expected.count("q4_gemv/scale=lane0-shfl,chains=1,f16=soft,rows=1") == 1);  // the seed's original
-  std::set<std::string> ours, peers;
+  std::set<std::string> ours, peers, beyond;
   for (const Variant* v : registry().variants_of("q4_gemv")) {
     CAPTURE(v->name);
     if (v->peer) {
       peers.insert(v->name);
+      continue;
+    }
+    if (v->axes.at(0).first == "map") {  // beyond the seed: not one of the four-axis family
+      beyond.insert(v->name);
+      CHECK(static_cast<bool>(v->cpu_model));
+      CHECK(q4_gemv::q4_kernel(v->name).rows_per_warp == std::stoi(v->axes.at(1).second));
       continue;
     }
     ours.insert(v->name);
@@ -106,8 +112,9 @@ TEST_CASE("q4_gemv: 16 kernel variants named from their axes, each with a bit-mo
   }
   CHECK(ours == expected);
   CHECK(peers == std::set<std::string>{"q4_gemv/impl=cublas-bf16-gemmex", "q4_gemv/impl=cublas-sgemv-f32"});
-  CHECK(q4_gemv::q4_kernels().size() == 16);
-  CHECK(q4_gemv::q4_models().size() == 16);
+  CHECK(beyond == std::set<std::string>{"q4_gemv/map=block-per-lane,rows=1", "q4_gemv/map=block-per-lane,rows=4"});
+  CHECK(q4_gemv::q4_kernels().size() == 18);
+  CHECK(q4_gemv::q4_models().size() == 18);
   // The bf16 peer rounds on purpose and states its own, looser tolerance; the f32 peer does not.
   CHECK(registry().variant("q4_gemv/impl=cublas-bf16-gemmex").tolerance > 1e-5);
   CHECK(registry().variant("q4_gemv/impl=cublas-sgemv-f32").tolerance == 0);

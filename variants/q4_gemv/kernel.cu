@@ -16,6 +16,7 @@
 
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
+#include "q4_gemv/lane_block.hpp"
 #include "q4_gemv/policy.hpp"
 #include "q4_gemv/q4_gemv.hpp"
 #include "klab/registry.hpp"
@@ -130,6 +131,7 @@ const std::vector<Q4Kernel>& q4_kernels() {
   static const std::vector<Q4Kernel> all = [] {
     std::vector<Q4Kernel> v;
     for_each_policy(Collect{&v});
+    for (auto& kern : lane_block_kernels()) v.push_back(std::move(kern));
     return v;
   }();
   return all;

@@ -9,6 +9,7 @@
 
 #include "klab/error.hpp"
 #include "klab/registry.hpp"
+#include "q4_gemv/lane_block.hpp"
 #include "q4_gemv/policy.hpp"
 #include "q4_gemv/q4_gemv.hpp"
 
@@ -78,6 +79,7 @@ const std::vector<Q4ModelEntry>& q4_models() {
   static const std::vector<Q4ModelEntry> all = [] {
     std::vector<Q4ModelEntry> v;
     for_each_policy(Collect{&v});
+    for (auto& e : lane_block_models()) v.push_back(std::move(e));
     return v;
   }();
   return all;

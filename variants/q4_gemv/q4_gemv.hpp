@@ -33,7 +33,7 @@ struct Q4Kernel {
   int warps_per_block;
 };
 
-// All 16 kernels, in registration order.
+// All kernels, in registration order: the seed's 16-variant family, then the block-per-lane kernels.
 const std::vector<Q4Kernel>& q4_kernels();
 // The kernel named `variant_name`; throws klab::Error naming the known ones when there is none.
 const Q4Kernel& q4_kernel(const std::string& variant_name);

@@ -27,6 +27,9 @@ class KernelInstance : public Instance {
 
 std::string describe(const std::vector<std::pair<std::string, std::string>>& axes) {
   std::map<std::string, std::string> a(axes.begin(), axes.end());
+  if (a["map"] == "block-per-lane")
+    return "each lane owns whole blocks: one 16-byte code load per block, next block prefetched, scale applied to the "
+           "block's dot; " + a["rows"] + " row(s) per warp";
   std::string d = "warp-per-";
   d += a["rows"] == "1" ? "row" : a["rows"] + "-rows (x loaded once per block for all)";
   d += a["scale"] == "per-lane" ? "; every lane loads the f16 scale (broadcast)" : "; lane 0 loads the f16 scale, __shfl_sync broadcasts";
