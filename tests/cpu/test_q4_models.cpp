@@ -112,9 +112,10 @@ TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 2 block
   }
   CHECK(ours == expected);
   CHECK(peers == std::set<std::string>{"q4_gemv/impl=cublas-bf16-gemmex", "q4_gemv/impl=cublas-sgemv-f32"});
-  CHECK(beyond == std::set<std::string>{"q4_gemv/map=block-per-lane,rows=1", "q4_gemv/map=block-per-lane,rows=4"});
-  CHECK(q4_gemv::q4_kernels().size() == 18);
-  CHECK(q4_gemv::q4_models().size() == 18);
+  CHECK(beyond == std::set<std::string>{"q4_gemv/map=block-per-lane,rows=1", "q4_gemv/map=block-per-lane,rows=4",
+                                        "q4_gemv/map=block-per-lane,rows=8", "q4_gemv/map=block-per-lane,rows=16"});
+  CHECK(q4_gemv::q4_kernels().size() == 20);
+  CHECK(q4_gemv::q4_models().size() == 20);
   // The bf16 peer rounds on purpose and states its own, looser tolerance; the f32 peer does not.
   CHECK(registry().variant("q4_gemv/impl=cublas-bf16-gemmex").tolerance > 1e-5);
   CHECK(registry().variant("q4_gemv/impl=cublas-sgemv-f32").tolerance == 0);

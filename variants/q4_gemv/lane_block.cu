@@ -171,13 +171,21 @@ std::vector<float> model(const ref::Q4Matrix& w, std::span<const float> x) {
 }
 }  // namespace
 
-std::vector<Q4Kernel> lane_block_kernels() {
-  return {Q4Kernel{variant_name(kOp, axes<1>()), axes<1>(), &launch<1>, 1, &resident_warps_per_sm<1>, kWarps},
-          Q4Kernel{variant_name(kOp, axes<4>()), axes<4>(), &launch<4>, 4, &resident_warps_per_sm<4>, kWarps}};
+namespace {
+template <int R>
+Q4Kernel kernel_of() {
+  return Q4Kernel{variant_name(kOp, axes<R>()), axes<R>(), &launch<R>, R, &resident_warps_per_sm<R>, kWarps};
 }
+}  // namespace
+
+// rows: each x block a lane loads (eight float4 from L1/L2, 128 bytes per 16 code bytes) serves R
+// rows, so L1 traffic for x falls from 8x the code bytes (rows=1) to 8/R x.
+std::vector<Q4Kernel> lane_block_kernels() { return {kernel_of<1>(), kernel_of<4>(), kernel_of<8>(), kernel_of<16>()}; }
 std::vector<Q4ModelEntry> lane_block_models() {
-  // rows does not change any row's arithmetic: one model serves both.
-  return {Q4ModelEntry{variant_name(kOp, axes<1>()), &model}, Q4ModelEntry{variant_name(kOp, axes<4>()), &model}};
+  // rows does not change any row's arithmetic: one model serves them all.
+  std::vector<Q4ModelEntry> out;
+  for (const auto& kern : lane_block_kernels()) out.push_back(Q4ModelEntry{kern.name, &model});
+  return out;
 }
 
 }  // namespace klab::q4_gemv
