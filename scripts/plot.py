@@ -78,6 +78,11 @@ def bar_layout(n_series):
 
 
 def draw_bandwidth(plt, report, e, recs):
+    # Problems run for accuracy and bits only (no timed variant) have no bar to show: leave them
+    # out, unless nothing was timed at all (then the figure says so per variant).
+    timed_keys = {kr.problem_key(r) for r in recs if kr.timed(r)}
+    if timed_keys:
+        recs = [r for r in recs if kr.problem_key(r) in timed_keys]
     labels = problem_labels(recs)
     keys = list(labels)
     variants = list(dict.fromkeys(r["variant"] for r in recs))
