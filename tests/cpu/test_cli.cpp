@@ -2,33 +2,19 @@
 // exit and no report; without a device, device experiments are reported as skipped, not passed.
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <unistd.h>
 
+#include "cli_util.hpp"
 #include "klab/device.hpp"
 #include "klab/report.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
-struct Result {
-  int code;
-  std::string out;
-};
-Result klab_cli(const std::string& args) {
-  std::string cmd = std::string(KLAB_CLI) + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  REQUIRE(p);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (auto n = fread(buf.data(), 1, buf.size(), p.get())) out.append(buf.data(), n);
-  int status = pclose(p.release());
-  return {WEXITSTATUS(status), out};
-}
+using klab::test::klab_cli;
+
 fs::path out_dir(const std::string& name) {
   auto d = fs::temp_directory_path() / ("klab-cli-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(d);

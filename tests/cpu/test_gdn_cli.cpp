@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "cli_util.hpp"
 #include "klab/device.hpp"
 #include "klab/problem.hpp"
 #include "klab/ref/gdn.hpp"
@@ -26,20 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-Result klab_cli(const std::string& args) {
-  std::string cmd = std::string(KLAB_CLI) + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  REQUIRE(p);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (auto n = fread(buf.data(), 1, buf.size(), p.get())) out.append(buf.data(), n);
-  int status = pclose(p.release());
-  return {WEXITSTATUS(status), out};
-}
+using klab::test::klab_cli;
 
 fs::path temp_file(const std::string& name) {
   return fs::temp_directory_path() / ("klab-gdncli-" + std::to_string(::getpid()) + "-" + name + ".safetensors");

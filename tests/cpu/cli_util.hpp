@@ -1,0 +1,29 @@
+#pragma once
+// Runs the klab CLI built beside the tests (KLAB_CLI) and captures its exit code and output.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace klab::test {
+
+struct CliResult {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+inline CliResult klab_cli(const std::string& args) {
+  const std::string cmd = std::string(KLAB_CLI) + " " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  REQUIRE(p);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (auto n = fread(buf.data(), 1, buf.size(), p.get())) out.append(buf.data(), n);
+  const int status = pclose(p.release());
+  return {WEXITSTATUS(status), out};
+}
+
+}  // namespace klab::test
