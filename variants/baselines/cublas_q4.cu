@@ -52,26 +52,6 @@ class CublasBf16 : public Instance {
   DeviceBuffer<float> y_;
 };
 
-class CublasSgemvDequant : public Instance {
- public:
-  explicit CublasSgemvDequant(const q4_gemv::Workload& wl)
-      : m_(int(wl.w.m)), k_(int(wl.w.k)), w_(DeviceBuffer<float>::from(ref::q4_dequantize(wl.w))), x_(DeviceBuffer<float>::from(wl.x)),
-        y_(std::size_t(m_)) {
-    KLAB_CUBLAS(cublasSetPointerMode(h_.get(), CUBLAS_POINTER_MODE_HOST));
-  }
-  void run(cudaStream_t s) override {
-    const float one = 1.f, zero = 0.f;
-    KLAB_CUBLAS(cublasSgemv(h_.on(s), CUBLAS_OP_T, k_, m_, &one, w_.get(), k_, x_.get(), 1, &zero, y_.get(), 1));
-  }
-  void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
-  std::vector<float> output() override { return y_.download(); }
-
- private:
-  int m_, k_;
-  CublasHandle h_;
-  DeviceBuffer<float> w_, x_, y_;
-};
-
 std::string q4_can_implement(const Problem& p) {
   if (auto why = q4_gemv::validate(p); !why.empty()) return why;
   return "";
@@ -96,7 +76,10 @@ std::vector<Variant> cublas_q4_variants() {
   f32.description = "peer: cuBLAS SGEMV on dequant(W) in f32 (exact), f32 x";
   f32.peer = true;
   f32.can_implement = q4_can_implement;
-  f32.make = [](const klab::Workload& wl) { return std::unique_ptr<Instance>(new CublasSgemvDequant(q4_gemv::workload_of(wl))); };
+  f32.make = [](const klab::Workload& wl) {
+    const auto& w = q4_gemv::workload_of(wl);
+    return std::unique_ptr<Instance>(new SgemvInstance(int(w.w.m), int(w.w.k), ref::q4_dequantize(w.w), w.x));
+  };
   return {std::move(bf16), std::move(f32)};
 }
 

@@ -3,8 +3,11 @@
 #include <cublas_v2.h>
 
 #include <string>
+#include <vector>
 
+#include "klab/cuda.hpp"
 #include "klab/error.hpp"
+#include "klab/registry.hpp"
 
 #define KLAB_CUBLAS(call)                                                                             \
   do {                                                                                                \
@@ -29,6 +32,27 @@ class CublasHandle {
   }
  private:
   cublasHandle_t h_ = nullptr;
+};
+
+// y = W x by cuBLAS SGEMV, W row-major (m x k) f32 given on the host. To cuBLAS, W is a
+// column-major (k x m) matrix with lda = k, so y = W x is SGEMV with CUBLAS_OP_T.
+class SgemvInstance : public Instance {
+ public:
+  SgemvInstance(int m, int k, const std::vector<float>& w, const std::vector<float>& x)
+      : m_(m), k_(k), w_(DeviceBuffer<float>::from(w)), x_(DeviceBuffer<float>::from(x)), y_(std::size_t(m)) {
+    KLAB_CUBLAS(cublasSetPointerMode(h_.get(), CUBLAS_POINTER_MODE_HOST));
+  }
+  void run(cudaStream_t s) override {
+    const float one = 1.f, zero = 0.f;
+    KLAB_CUBLAS(cublasSgemv(h_.on(s), CUBLAS_OP_T, k_, m_, &one, w_.get(), k_, x_.get(), 1, &zero, y_.get(), 1));
+  }
+  void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
+  std::vector<float> output() override { return y_.download(); }
+
+ private:
+  int m_, k_;
+  CublasHandle h_;
+  DeviceBuffer<float> w_, x_, y_;
 };
 
 }  // namespace klab::baselines
