@@ -7,6 +7,7 @@
 
 #include "gdn/gdn_kernels.hpp"
 #include "klab/error.hpp"
+#include "q4_gemv/q4_gemv.hpp"
 
 namespace klab::gdn {
 
@@ -45,8 +46,12 @@ HostState from_ref(const Geometry& g, const ref::gdn::State& s) {
   return h;
 }
 
-// Weights (f32 tier) and the intermediates of the last step of one loaded layer.
+// Weights and the intermediates of the last step of one loaded layer.
 struct GdnDevice::Layer {
+  enum class Tier { none, f32, q4 };
+  Tier tier = Tier::none;                              // which the big three are (none: not loaded)
+  Q4Bindings q4{};                                     // tier q4: what each of the big three is bound to
+  Q4Keys keys{};
   std::unique_ptr<Projection> qkv, z, out;             // the big three: (conv_dim, hidden), (nv*dv, hidden), (hidden, nv*dv)
   DeviceBuffer<float> w_ba;                            // (2 nv, hidden): w_b rows, then w_a rows (always f32)
   DeviceBuffer<float> a_log, dt_bias, conv_w, norm_w;  // (nv), (nv), (conv_dim, ck), (dv)
@@ -83,6 +88,8 @@ GdnDevice::GdnDevice(const Geometry& g, int nl, int slots) : g_(g), nl_(nl), slo
     throw Error("GdnDevice: the state of " + std::to_string(nl) + " layers x " + std::to_string(slots) + " slots (" +
                 std::to_string(double(s_elems + h_elems) * kF / 1e6) + " MB) does not fit on the device: " + e.what());
   }
+  q4_ = std::make_unique<Q4Tier>();
+  q4_->kernel = &q4_kernel_by_name(kDefaultQ4Variant);
   h_in_ = DeviceBuffer<float>(std::size_t(g.hidden));
   if (S_.size()) KLAB_CUDA(cudaMemset(S_.get(), 0, S_.bytes()));
   if (hist_.size()) KLAB_CUDA(cudaMemset(hist_.get(), 0, hist_.bytes()));
@@ -106,30 +113,74 @@ void GdnDevice::check_slot(int slot, const char* what) const {
 }
 const GdnDevice::Layer& GdnDevice::hit(int layer, const char* what) const {
   check_layer(layer, what);
-  require(layers_[std::size_t(layer)] != nullptr, std::string("GdnDevice::") + what + ": " + layer_str(layer) + " was never loaded (load_f32 it first)");
+  require(layers_[std::size_t(layer)] != nullptr, std::string("GdnDevice::") + what + ": " + layer_str(layer) + " was never loaded (load_f32 or load_q4 it first)");
   return *layers_[std::size_t(layer)];
+}
+
+const GdnDevice::Layer& GdnDevice::ready(int layer, const char* what) const {
+  const Layer& L = hit(layer, what);
+  const std::string who = std::string("GdnDevice::") + what + ": " + layer_str(layer);
+  require(L.tier != Layer::Tier::none, who + " has no big projections (load_f32 or use_q4 first)");
+  if (L.tier == Layer::Tier::q4) {
+    // No silent fallback: every binding must still name the tensor use_q4 bound, checked before
+    // anything is enqueued (Q4Projection::enqueue checks again).
+    for (BigProj p : {BigProj::qkv, BigProj::z, BigProj::out}) q4_->pool.resolve(L.q4[std::size_t(p)], who + " is on the q4 tier, but its " + to_string(p));
+    require(q4_->kernel != nullptr, who + ": no q4 kernel chosen");
+  }
+  return L;
 }
 
 bool GdnDevice::loaded(int layer) const { return layer >= 0 && layer < nl_ && layers_[std::size_t(layer)] != nullptr; }
 
 std::string GdnDevice::tier(int layer) const {
   if (!loaded(layer)) return "";
-  return "f32";
+  switch (layers_[std::size_t(layer)]->tier) {
+    case Layer::Tier::f32: return "f32";
+    case Layer::Tier::q4: return "q4";
+    case Layer::Tier::none: break;
+  }
+  return "";
 }
 
-void GdnDevice::load_f32(int layer, const LayerWeights& w) {
-  check_layer(layer, "load_f32");
-  require(w.g == g_, "GdnDevice::load_f32: " + layer_str(layer) + ": weights are for geometry " + w.g.str() + ", the device holds " + g_.str());
-  try {
-    w.check();
-  } catch (const std::invalid_argument& e) {
-    throw Error("GdnDevice::load_f32: " + layer_str(layer) + ": " + e.what());
-  }
+std::optional<Q4Keys> GdnDevice::q4_keys(int layer) const {
+  if (tier(layer) != "q4") return std::nullopt;
+  return layers_[std::size_t(layer)]->keys;
+}
+
+std::string GdnDevice::describe(int layer) const {
+  const std::string t = tier(layer);
+  if (t.empty()) return "";
+  const Layer& L = *layers_[std::size_t(layer)];
+  if (t == "f32") return L.qkv->describe();
+  return "q4/" + q4_variant() + " keys " + L.keys.str();
+}
+
+void GdnDevice::set_q4_variant(const std::string& variant) { q4_->kernel = &q4_kernel_by_name(variant); }
+std::string GdnDevice::q4_variant() const { return q4_->kernel ? q4_->kernel->name : ""; }
+
+std::string GdnDevice::small_weights_error(int layer, const LayerWeights& w, const char* who) const {
+  const std::string at = std::string("GdnDevice::") + who + ": " + layer_str(layer) + ": ";
+  if (!(w.g == g_)) return at + "weights are for geometry " + w.g.str() + ", the device holds " + g_.str();
+  const std::int64_t H = g_.hidden, C = g_.conv_dim(), nv = g_.nv;
+  struct T {
+    const char* name;
+    std::size_t have;
+    std::int64_t want;
+    const char* shape;
+  };
+  const T ts[] = {{"w_b (in_proj_b)", w.w_b.size(), nv * H, "(nv, hidden)"}, {"w_a (in_proj_a)", w.w_a.size(), nv * H, "(nv, hidden)"},
+                  {"a_log (A_log)", w.a_log.size(), nv, "(nv)"},            {"dt_bias", w.dt_bias.size(), nv, "(nv)"},
+                  {"conv_w (conv1d)", w.conv_w.size(), C * g_.ck, "(conv_dim, ck)"}, {"norm_w (norm)", w.norm_w.size(), g_.dv, "(dv)"}};
+  for (const T& t : ts)
+    if (std::int64_t(t.have) != t.want)
+      return at + t.name + " has " + std::to_string(t.have) + " elements, " + t.shape + " = " + std::to_string(t.want) + " for geometry " + g_.str();
+  return "";
+}
+
+std::unique_ptr<GdnDevice::Layer> GdnDevice::make_small(int layer, const LayerWeights& w, const char* who) {
+  if (auto why = small_weights_error(layer, w, who); !why.empty()) throw Error(why);
   const std::int64_t H = g_.hidden, C = g_.conv_dim(), V = g_.value_dim(), nv = g_.nv;
   auto L = std::make_unique<Layer>();
-  L->qkv = make_f32_projection(w.w_qkv, C, H);
-  L->z = make_f32_projection(w.w_z, V, H);
-  L->out = make_f32_projection(w.w_out, H, V);
   std::vector<float> ba;
   ba.reserve(w.w_b.size() + w.w_a.size());
   ba.insert(ba.end(), w.w_b.begin(), w.w_b.end());
@@ -154,11 +205,103 @@ void GdnDevice::load_f32(int layer, const LayerWeights& w) {
   scratch(L->on, V);
   scratch(L->onn, V);
   scratch(L->out_y, H);
+  return L;
+}
+
+void GdnDevice::load_f32(int layer, const LayerWeights& w) {
+  check_layer(layer, "load_f32");
+  // The "both" state is refused before anything is allocated.
+  if (const auto& old = layers_[std::size_t(layer)]; old && old->tier == Layer::Tier::q4)
+    throw Error("GdnDevice::load_f32: " + layer_str(layer) + " is on the q4 tier (keys " + old->keys.str() +
+                "): loading f32 big projections would hold both tiers; unload_projections(" + std::to_string(layer) + ") first");
+  require(w.g == g_, "GdnDevice::load_f32: " + layer_str(layer) + ": weights are for geometry " + w.g.str() + ", the device holds " + g_.str());
+  try {
+    w.check();
+  } catch (const std::invalid_argument& e) {
+    throw Error("GdnDevice::load_f32: " + layer_str(layer) + ": " + e.what());
+  }
+  const std::int64_t H = g_.hidden, C = g_.conv_dim(), V = g_.value_dim();
+  auto L = make_small(layer, w, "load_f32");
+  L->qkv = make_f32_projection(w.w_qkv, C, H);
+  L->z = make_f32_projection(w.w_z, V, H);
+  L->out = make_f32_projection(w.w_out, H, V);
+  L->tier = Layer::Tier::f32;
   // The uploads went through cudaMemcpy on the legacy default stream, which may return before the
   // last DMA from pageable memory lands, and a non-blocking stream() would not wait for it: finish
   // every stream here, once per load.
   KLAB_CUDA(cudaDeviceSynchronize());
   layers_[std::size_t(layer)] = std::move(L);  // only now: a failure above leaves the old layer as it was
+}
+
+void GdnDevice::load_small(int layer, const LayerWeights& w) {
+  check_layer(layer, "load_small");
+  auto L = make_small(layer, w, "load_small");
+  KLAB_CUDA(cudaDeviceSynchronize());  // as in load_f32
+  if (auto& old = layers_[std::size_t(layer)]) {
+    // The big projections stay as they were (f32, q4 or none).
+    L->tier = old->tier;
+    L->q4 = old->q4;
+    L->keys = old->keys;
+    L->qkv = std::move(old->qkv);
+    L->z = std::move(old->z);
+    L->out = std::move(old->out);
+  }
+  layers_[std::size_t(layer)] = std::move(L);
+}
+
+std::string GdnDevice::use_q4(int layer, int key_qkv, int key_z, int key_out) {
+  const Q4Keys keys{key_qkv, key_z, key_out};
+  const std::string at = "GdnDevice::use_q4: " + layer_str(layer) + ": ";
+  if (layer < 0 || layer >= nl_) return at + "out of range (layers 0.." + std::to_string(nl_ - 1) + ")";
+  Layer* L = layers_[std::size_t(layer)].get();
+  if (!L) return at + "has no weights (load_small or load_q4 it first)";
+  if (L->tier == Layer::Tier::f32)
+    return at + "holds f32 big projections: switching it to q4 would hold both tiers; unload_projections(" + std::to_string(layer) + ") first";
+  Q4Bindings b{};
+  if (auto why = bind_q4(q4_->pool.index(), g_, keys, &b); !why.empty()) return at + why;
+  // Everything checked: build the three, then install them together.
+  auto pq = make_q4_projection(*q4_, b[0], BigProj::qkv);
+  auto pz = make_q4_projection(*q4_, b[1], BigProj::z);
+  auto po = make_q4_projection(*q4_, b[2], BigProj::out);
+  L->qkv = std::move(pq);
+  L->z = std::move(pz);
+  L->out = std::move(po);
+  L->q4 = b;
+  L->keys = keys;
+  L->tier = Layer::Tier::q4;
+  return "";
+}
+
+std::string GdnDevice::load_q4(int layer, const LayerWeights& w, int key_qkv, int key_z, int key_out) {
+  const Q4Keys keys{key_qkv, key_z, key_out};
+  const std::string at = "GdnDevice::load_q4: " + layer_str(layer) + ": ";
+  if (layer < 0 || layer >= nl_) return at + "out of range (layers 0.." + std::to_string(nl_ - 1) + ")";
+  if (const auto& old = layers_[std::size_t(layer)]; old && old->tier == Layer::Tier::f32)
+    return at + "holds f32 big projections: switching it to q4 would hold both tiers; unload_projections(" + std::to_string(layer) + ") first";
+  if (auto why = small_weights_error(layer, w, "load_q4"); !why.empty()) return why;
+  if (auto why = bind_q4(q4_->pool.index(), g_, keys, nullptr); !why.empty()) return at + why;
+  auto L = make_small(layer, w, "load_q4");
+  KLAB_CUDA(cudaDeviceSynchronize());  // as in load_f32
+  auto old = std::move(layers_[std::size_t(layer)]);
+  layers_[std::size_t(layer)] = std::move(L);
+  if (auto why = use_q4(layer, key_qkv, key_z, key_out); !why.empty()) {
+    layers_[std::size_t(layer)] = std::move(old);  // cannot happen (checked above); leave the layer as it was
+    throw Error(at + "internal: use_q4 refused after its checks passed: " + why);
+  }
+  return "";
+}
+
+void GdnDevice::unload_projections(int layer) {
+  (void)hit(layer, "unload_projections");
+  Layer& L = *layers_[std::size_t(layer)];
+  // f32 weights are freed: no enqueued step may still read them.
+  KLAB_CUDA(cudaDeviceSynchronize());
+  L.qkv.reset();
+  L.z.reset();
+  L.out.reset();
+  L.q4 = Q4Bindings{};
+  L.keys = Q4Keys{};
+  L.tier = Layer::Tier::none;
 }
 
 void GdnDevice::enqueue_step(int layer, int slot, const float* d_h, float* d_y, cudaStream_t s) {
@@ -182,7 +325,7 @@ void GdnDevice::enqueue_step(int layer, int slot, const float* d_h, float* d_y, 
 }
 
 void GdnDevice::step(int layer, std::span<const float> h, std::span<float> y, int slot) {
-  const Layer& L = hit(layer, "step");
+  const Layer& L = ready(layer, "step");
   check_slot(slot, "step");
   const std::size_t H = std::size_t(g_.hidden);
   require(h.size() == H, "GdnDevice::step: " + layer_str(layer) + ": input has " + std::to_string(h.size()) + " elements, hidden is " + std::to_string(H));
@@ -200,7 +343,7 @@ std::vector<float> GdnDevice::step(int layer, std::span<const float> h, int slot
 }
 
 void GdnDevice::run(int layer, int T, std::span<const float> h_seq, std::span<float> y_seq, int slot) {
-  hit(layer, "run");
+  ready(layer, "run");
   check_slot(slot, "run");
   require(T >= 1, "GdnDevice::run: " + layer_str(layer) + ": T = " + std::to_string(T) + ", at least one token");
   const std::size_t n = std::size_t(T) * std::size_t(g_.hidden);
@@ -222,7 +365,7 @@ std::vector<float> GdnDevice::run(int layer, int T, std::span<const float> h_seq
 }
 
 void GdnDevice::enqueue_run(int layer, int T, const float* d_h_seq, float* d_y_seq, cudaStream_t stream, int slot) {
-  const Layer& L = hit(layer, "enqueue_run");
+  const Layer& L = ready(layer, "enqueue_run");
   check_slot(slot, "enqueue_run");
   require(T >= 1, "GdnDevice::enqueue_run: " + layer_str(layer) + ": T = " + std::to_string(T) + ", at least one token");
   require(d_h_seq != nullptr && d_y_seq != nullptr, "GdnDevice::enqueue_run: " + layer_str(layer) + ": null buffer");

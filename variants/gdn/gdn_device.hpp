@@ -3,9 +3,10 @@
 // seed-digest.md sections 2-4 and 6). One GdnDevice owns, for nl layers of one geometry:
 //   - the recurrent state of every layer and slot: S (slots, nl, nv, dk, dv) and the conv history
 //     hist (slots, nl, ck-1, conv_dim), f32, zero at construction; a slot is one sequence;
-//   - the weights of each loaded layer (f32 tier): the three big projections (in_proj_qkv, in_proj_z,
-//     out_proj) behind the Projection interface (projection.hpp), so a later q4 tier replaces them
-//     without touching the step body; the small ones (b|a, A_log, dt_bias, conv, norm) stay f32;
+//   - the weights of each loaded layer: the three big projections (in_proj_qkv, in_proj_z, out_proj)
+//     behind the Projection interface (projection.hpp), either f32 (load_f32: the f32 tier) or q4
+//     tensors of the resident pool (use_q4 / load_q4: the q4 tier, q4_pool.hpp), never both; the
+//     small ones (b|a, A_log, dt_bias, conv, norm) stay f32 in both tiers; layers may mix tiers;
 //   - per loaded layer, the intermediates of that layer's last step (any slot), for get();
 //   - the seven operators' kernels (gdn_kernels.hpp) and ONE step body, enqueue_step(), shared by the
 //     host-facing step() and the device-resident run()/enqueue_run().
@@ -15,6 +16,13 @@
 //   - hit-only: stepping, running or reading a layer that was never loaded throws klab::Error naming
 //     the layer (a recurrent state that lives on the device cannot silently fall back to the CPU);
 //   - get() never truncates: a buffer too small is refused; dst == nullptr asks for the count;
+//   - the q4 tier (seed-digest.md section 4): use_q4 is all or nothing (three present, pairwise
+//     distinct keys of exactly the expected shapes, or nothing changes and the reason is returned);
+//     no silent fallback (a q4 layer whose pooled tensor was erased, cleared or re-put since use_q4
+//     makes step/run throw before anything is enqueued); the "both" state is refused both ways
+//     (load_f32 on a q4 layer throws before allocating; use_q4 on a layer holding f32 big
+//     projections returns the reason and changes nothing); the q4 mat-vec is a q4_gemv variant
+//     chosen by name (set_q4_variant; default kDefaultQ4Variant);
 //   - save_state/load_state move one layer's state (of one slot) between device and host, size- and
 //     geometry-checked, so a sequence can continue on the other side (from_ref/to_ref convert to and
 //     from the CPU reference's f64 State).
@@ -28,11 +36,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "gdn/projection.hpp"
+#include "gdn/q4_pool.hpp"
 #include "klab/cuda.hpp"
 #include "klab/ref/gdn.hpp"
 
@@ -74,11 +84,44 @@ class GdnDevice {
 
   // Loads the f32 tier of `layer` (checked against the geometry and the layer range before anything
   // is allocated). Reloading replaces the weights and keeps the state. The layer's intermediates are
-  // poisoned (klab::poison_value) until its first step.
+  // poisoned (klab::poison_value) until its first step. Refused (klab::Error, before anything is
+  // allocated) when the layer is on the q4 tier: unload_projections first.
   void load_f32(int layer, const LayerWeights& w);
+  // Loads (or replaces) only the small weights of `layer`: w_b, w_a, A_log, dt_bias, conv_w, norm_w
+  // (w's big three are neither read nor checked and may be empty). The big projections the layer
+  // had (f32, q4 or none) stay. Intermediates poisoned as in load_f32. Throws klab::Error naming the
+  // tensor when one does not fit the geometry.
+  void load_small(int layer, const LayerWeights& w);
+  // Puts the big projections of `layer` on the q4 tier: the pool's tensors under the three keys.
+  // Returns "" when done; otherwise the reason and NOTHING changed (all or nothing): layer out of
+  // range, no weights loaded (load_small first), the layer holds f32 big projections ("both" state:
+  // unload_projections first), a key missing, keys not pairwise distinct, a shape not exactly
+  // qkv (conv_dim, hidden), z (nv*dv, hidden), out (hidden, nv*dv). A q4 layer may be re-bound.
+  [[nodiscard]] std::string use_q4(int layer, int key_qkv, int key_z, int key_out);
+  // load_small + use_q4 as one all-or-nothing operation: every check of both first (returning the
+  // reason, nothing changed), then the load. A CUDA failure during the load throws, layer unchanged.
+  [[nodiscard]] std::string load_q4(int layer, const LayerWeights& w, int key_qkv, int key_z, int key_out);
+  // Drops the big projections of `layer` (f32 weights freed, q4 bindings forgotten; the pool keeps its
+  // tensors); the small weights and the state stay. The layer cannot step until load_f32 or use_q4.
+  void unload_projections(int layer);
+  // True when `layer` holds weights (load_f32, load_small or load_q4 happened).
   bool loaded(int layer) const;
-  // "f32" for a loaded layer, "" otherwise (a later q4 tier answers "q4").
+  // "f32" or "q4" for a layer whose big projections are loaded, "" otherwise.
   std::string tier(int layer) const;
+  // The keys a q4 layer is bound to (nullopt for any other layer).
+  std::optional<Q4Keys> q4_keys(int layer) const;
+  // What computes the layer's big projections, e.g. "q4/q4_gemv/scale=per-lane,... keys qkv=1 z=2 out=3"
+  // or "f32/warp-row"; "" when none.
+  std::string describe(int layer) const;
+
+  // The resident q4 pool of this device (q4_pool.hpp). Clearing it, erasing or re-putting a key
+  // leaves the layers bound to those keys unable to step until use_q4 binds them again.
+  Q4Pool& q4_pool() { return q4_->pool; }
+  const Q4Pool& q4_pool() const { return q4_->pool; }
+  // The q4_gemv variant every q4 layer runs from the next step on (a name of q4_gemv::q4_kernels();
+  // klab::Error naming the known ones otherwise, nothing changed).
+  void set_q4_variant(const std::string& variant);
+  std::string q4_variant() const;
 
   // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
   void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);
@@ -117,6 +160,11 @@ class GdnDevice {
   void check_layer(int layer, const char* what) const;         // range
   void check_slot(int slot, const char* what) const;           // range
   const Layer& hit(int layer, const char* what) const;         // range + loaded (hit-only)
+  // hit + big projections present + (q4) every binding still names its tensor: throws otherwise.
+  const Layer& ready(int layer, const char* what) const;
+  // A new Layer holding w's small weights and poisoned intermediates (w's small tensors checked first).
+  std::unique_ptr<Layer> make_small(int layer, const LayerWeights& w, const char* who);
+  std::string small_weights_error(int layer, const LayerWeights& w, const char* who) const;
   float* S_of(int layer, int slot) const;
   float* hist_of(int layer, int slot) const;
   std::int64_t S_per_layer() const;
@@ -127,6 +175,7 @@ class GdnDevice {
   cudaStream_t stream_ = nullptr;
   DeviceBuffer<float> S_;     // (slots, nl, nv, dk, dv)
   DeviceBuffer<float> hist_;  // (slots, nl, ck-1, conv_dim)
+  std::unique_ptr<Q4Tier> q4_;  // before layers_: their q4 projections refer to it
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer<float> h_in_;                // step(): (hidden)
   DeviceBuffer<float> h_seq_, y_seq_;       // run(): (T, hidden), grown on demand

@@ -1,8 +1,8 @@
 #pragma once
 // The projections of a GDN layer (y = W x) behind one small interface. The step body only ever calls
-// Projection::enqueue, so a later tier can put the three big projections (in_proj_qkv, in_proj_z,
-// out_proj) on a q4 mat-vec variant over a resident pool without touching the step: it adds one
-// subclass here and one way to install it in GdnDevice. Today there is one tier: f32.
+// Projection::enqueue, so the q4 tier puts the three big projections (in_proj_qkv, in_proj_z,
+// out_proj) on a q4 mat-vec variant over a resident pool without touching the step (q4_pool.hpp:
+// make_q4_projection; GdnDevice::use_q4 installs it). Here: the f32 tier.
 #include <cuda_runtime.h>
 
 #include <cstdint>
