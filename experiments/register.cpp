@@ -22,6 +22,7 @@ Registry& registry() {
     // @q4-register-experiments@
     experiments::register_gdn(reg);
     // @gdn-register-experiments@
+    experiments::register_gdn_q4(reg);
     return reg;
   }();
   return r;
