@@ -55,8 +55,8 @@ std::int64_t Q4Pool::bytes() const {
   return n;
 }
 
-Q4Pool::Tensor Q4Pool::resolve(const Q4Binding& b, const std::string& who) const {
-  if (auto why = index_.stale(b); !why.empty()) throw Error(who + ": " + why + "; the q4 tier never falls back to f32");
+Q4Pool::Tensor Q4Pool::resolve(const Q4Binding& b, std::string_view who) const {
+  if (auto why = index_.stale(b); !why.empty()) throw Error(std::string(who) + ": " + why + "; the q4 tier never falls back to f32");
   const Buffers& buf = buffers_.at(b.key);
   return Tensor{buf.codes.get(), buf.scales.get(), b.shape, b.stamp};
 }
@@ -84,8 +84,9 @@ class Q4Projection final : public Projection {
     return "q4/" + (tier_.kernel ? tier_.kernel->name : std::string("(no kernel)")) + " key " + std::to_string(b_.key);
   }
   void enqueue(const float* x, float* y, cudaStream_t stream) const override {
-    const Q4Pool::Tensor t = tier_.pool.resolve(b_, std::string("q4 ") + to_string(which_));
-    require(tier_.kernel != nullptr, std::string("q4 ") + to_string(which_) + ": no q4 kernel chosen");
+    static constexpr std::string_view kWho[] = {"q4 in_proj_qkv", "q4 in_proj_z", "q4 out_proj"};
+    const Q4Pool::Tensor t = tier_.pool.resolve(b_, kWho[int(which_)]);
+    if (tier_.kernel == nullptr) throw Error(std::string(kWho[int(which_)]) + ": no q4 kernel chosen");
     tier_.kernel->launch(t.codes, t.scales, x, y, int(t.shape.rows), int(t.shape.cols), stream);
   }
 

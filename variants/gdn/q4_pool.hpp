@@ -26,6 +26,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gdn/projection.hpp"
@@ -141,7 +142,8 @@ class Q4Pool {
   std::int64_t bytes() const;  // device bytes held (codes + scales)
 
   // The tensor `b` is bound to; throws klab::Error "WHO: ..." naming the key and why when b is stale.
-  Tensor resolve(const Q4Binding& b, const std::string& who) const;
+  // (No allocation on success: it runs for every projection of every step.)
+  Tensor resolve(const Q4Binding& b, std::string_view who) const;
   // The tensor under `key` copied back to the host (tests); throws klab::Error when absent.
   ref::Q4Matrix download(int key) const;
 
