@@ -40,13 +40,13 @@ struct Q4Kernel;
 
 namespace klab::gdn {
 
-// The q4 mat-vec the q4 tier uses unless told otherwise (GdnDevice::set_q4_variant): the seed's
-// winner, rung B of its ladder (per-lane scale read, 4 accumulator chains, hardware f16 conversion,
-// one row per warp; 1713.5 GMAC/s on an RTX 5090), which passes the q4_gemv bitwise guards (its
-// bit-model equals the kernel; scale read, f16 conversion and rows per warp change no bit).
-// "The fastest that passes its guards" on the H200: not yet measured. To be set from the committed
-// q4-seed-ladder / q4-rows-per-warp report of the H200 (the lead fills in the figure and the file).
-inline constexpr const char* kDefaultQ4Variant = "q4_gemv/scale=per-lane,chains=4,f16=hard,rows=1";
+// The q4 mat-vec the q4 tier uses unless told otherwise (GdnDevice::set_q4_variant): the fastest
+// that passes its guards (bit-model equals the kernel; rows change no bit) over the three big
+// projections on the H200. Measured (NVIDIA H200, 2026-11-30, q4-vs-peers, L2-cold medians):
+// block-per-lane,rows=8 takes 0.0238 / 0.0195 / 0.0214 ms on 10240x5120 / 6144x5120 / 5120x6144,
+// rows=4 0.0320 / 0.0182 / 0.0204 (sum 0.0647 vs 0.0706 ms), the seed's rung B 0.0649 / 0.0361 /
+// 0.0407. The final figures are in reports/h200/ (q4-vs-peers, gdn-q4-layer).
+inline constexpr const char* kDefaultQ4Variant = "q4_gemv/map=block-per-lane,rows=8";
 
 // The q4 kernel named `variant` (a q4_gemv variant with a raw launcher); throws klab::Error naming
 // the known ones when there is none (e.g. a cuBLAS peer, which has no raw launcher).
