@@ -4,6 +4,8 @@
 // refusal (readback, hit-only, load, geometry).
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -97,11 +99,20 @@ Refusal refusal(const std::function<void()>& f) {
     CHECK(r_.msg.find(needle) != std::string::npos);                 \
   } while (0)
 
+// The committed fixtures: $KLAB_GDN_FIXTURES, else tests/fixtures/gdn under the working directory
+// (ctest runs in the source tree; so does a run from a copied checkout on a GPU machine), else under
+// the source tree the binary was built from.
 std::vector<fs::path> fixture_files() {
   std::vector<fs::path> out;
-  const fs::path dir = fs::path(KLAB_SOURCE_DIR) / "tests" / "fixtures" / "gdn";
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
+  fs::path dir;
+  for (const fs::path& d : {fs::path(std::getenv("KLAB_GDN_FIXTURES") ? std::getenv("KLAB_GDN_FIXTURES") : ""),
+                            fs::path("tests") / "fixtures" / "gdn", fs::path(KLAB_SOURCE_DIR) / "tests" / "fixtures" / "gdn"})
+    if (!d.empty() && fs::is_directory(d, ec)) {
+      dir = d;
+      break;
+    }
+  if (dir.empty()) return out;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.is_regular_file() && e.path().extension() == ".safetensors") out.push_back(e.path());
   std::sort(out.begin(), out.end());
