@@ -41,11 +41,12 @@ struct Q4Kernel;
 namespace klab::gdn {
 
 // The q4 mat-vec the q4 tier uses unless told otherwise (GdnDevice::set_q4_variant): the fastest
-// that passes its guards (bit-model equals the kernel; rows change no bit) over the three big
-// projections on the H200. Measured (NVIDIA H200, 2026-11-30, q4-vs-peers, L2-cold medians):
-// block-per-lane,rows=8 takes 0.0238 / 0.0195 / 0.0214 ms on 10240x5120 / 6144x5120 / 5120x6144,
-// rows=4 0.0320 / 0.0182 / 0.0204 (sum 0.0647 vs 0.0706 ms), the seed's rung B 0.0649 / 0.0361 /
-// 0.0407. The final figures are in reports/h200/ (q4-vs-peers, gdn-q4-layer).
+// inside the GDN step among the variants that pass their guards (bit-model equals the kernel; rows
+// change no bit). Measured on an NVIDIA H200, 2026-11-30, reports/h200/ (gdn-q4-layer, Qwen3.5-27B
+// geometry, 16 tokens, L2-cold, device-resident): block-per-lane,rows=8 0.0901 ms per layer per
+// token, the fastest of all 20 q4_gemv kernels raced inside the step (the seed's rung B was the
+// default before: 0.156 ms on its RTX 5090). Alone (q4-vs-peers, same report) rows=4 wins 3 of the
+// 4 seed shapes by 2-10%: the ranking is close and worth re-running on another GPU.
 inline constexpr const char* kDefaultQ4Variant = "q4_gemv/map=block-per-lane,rows=8";
 
 // The q4 kernel named `variant` (a q4_gemv variant with a raw launcher); throws klab::Error naming
