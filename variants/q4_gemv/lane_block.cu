@@ -39,7 +39,7 @@ constexpr unsigned kFull = 0xFFFFFFFFu;
 KLAB_HD inline int word_nibble(std::uint32_t word, int i) { return static_cast<int>(word << (28 - 4 * i)) >> 28; }
 
 // The value of nibble i as a float, exactly. On the device without I2F (int->float runs at a quarter
-// of the FMA rate on sm_90, and one per weight made these kernels conversion-bound): with
+// of the FMA rate on sm_90; the guess was that one per weight bounds these kernels): with
 // u = the nibble's 4 bits, n = (u ^ 8) - 8, and the f32 whose bits are 0x4B000000 | t is 2^23 + t,
 // so bits(0x4B000000 | (u ^ 8)) - (2^23 + 8) = n, exact. Same value as the host's int conversion,
 // so the bit-model is unchanged. Measured (H200, 2026-11-30, q4-vs-peers, 17408x5120, rows=4):
