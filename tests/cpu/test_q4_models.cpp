@@ -84,7 +84,7 @@ std::vector<Problem> gpu_accuracy_problems() {
 }
 }  // namespace
 
-TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 2 block-per-lane kernels, each with a bit-model and a launcher, plus 2 peers") {
+TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 7 kernels beyond the seed, each with a bit-model and a launcher, plus 2 peers") {
   std::set<std::string> expected;
   for (const auto& axes : test::q4_all_axes()) expected.insert(variant_name("q4_gemv", axes));
   REQUIRE(expected.size() == 16);
@@ -113,9 +113,11 @@ TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 2 block
   CHECK(ours == expected);
   CHECK(peers == std::set<std::string>{"q4_gemv/impl=cublas-bf16-gemmex", "q4_gemv/impl=cublas-sgemv-f32"});
   CHECK(beyond == std::set<std::string>{"q4_gemv/map=block-per-lane,rows=1", "q4_gemv/map=block-per-lane,rows=4",
-                                        "q4_gemv/map=block-per-lane,rows=8", "q4_gemv/map=block-per-lane,rows=16"});
-  CHECK(q4_gemv::q4_kernels().size() == 20);
-  CHECK(q4_gemv::q4_models().size() == 20);
+                                        "q4_gemv/map=block-per-lane,rows=8", "q4_gemv/map=block-per-lane,rows=16",
+                                        "q4_gemv/map=block-per-thread,rows=2", "q4_gemv/map=block-per-thread,rows=4",
+                                        "q4_gemv/map=block-per-thread,rows=8"});
+  CHECK(q4_gemv::q4_kernels().size() == 23);
+  CHECK(q4_gemv::q4_models().size() == 23);
   // The bf16 peer rounds on purpose and states its own, looser tolerance; the f32 peer does not.
   CHECK(registry().variant("q4_gemv/impl=cublas-bf16-gemmex").tolerance > 1e-5);
   CHECK(registry().variant("q4_gemv/impl=cublas-sgemv-f32").tolerance == 0);
@@ -306,4 +308,13 @@ TEST_CASE("klab ab on q4 variants refuses K not a multiple of 32 and empty shape
     CHECK_FALSE(fs::exists(dir / "report.jsonl"));
     fs::remove_all(dir);
   }
+}
+
+TEST_CASE("q4_gemv block-per-thread: refuses k beyond one thread per block of 32 (k > 32768), with the reason") {
+  const Variant& v = registry().variant("q4_gemv/map=block-per-thread,rows=4");
+  CHECK(v.can_implement(Problem{{4, 32768}, Dist::uniform, 1}).empty());
+  const auto why = v.can_implement(Problem{{4, 32800}, Dist::uniform, 1});
+  CHECK(why.find("32768") != std::string::npos);
+  auto c = test::q4_generated({2, 32800}, Dist::uniform, 1);
+  CHECK_THROWS_AS(q4_gemv::q4_model(v.name)(c.w, c.x), Error);
 }

@@ -132,6 +132,7 @@ const std::vector<Q4Kernel>& q4_kernels() {
     std::vector<Q4Kernel> v;
     for_each_policy(Collect{&v});
     for (auto& kern : lane_block_kernels()) v.push_back(std::move(kern));
+    for (auto& kern : block_thread_kernels()) v.push_back(std::move(kern));
     return v;
   }();
   return all;

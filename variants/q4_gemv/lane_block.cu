@@ -27,6 +27,7 @@
 #include "klab/error.hpp"
 #include "klab/registry.hpp"
 #include "q4_gemv/lane_block.hpp"
+#include "q4_gemv/nibbles.hpp"
 #include "q4_gemv/policy.hpp"
 
 namespace klab::q4_gemv {
@@ -34,30 +35,6 @@ namespace klab::q4_gemv {
 namespace {
 constexpr int kWarps = 8;
 constexpr unsigned kFull = 0xFFFFFFFFu;
-
-// Signed nibble i (0..7) of a little-endian word: column 8w + i of the block.
-KLAB_HD inline int word_nibble(std::uint32_t word, int i) { return static_cast<int>(word << (28 - 4 * i)) >> 28; }
-
-// The value of nibble i as a float, exactly. On the device without I2F (int->float runs at a quarter
-// of the FMA rate on sm_90; the guess was that one per weight bounds these kernels): with
-// u = the nibble's 4 bits, n = (u ^ 8) - 8, and the f32 whose bits are 0x4B000000 | t is 2^23 + t,
-// so bits(0x4B000000 | (u ^ 8)) - (2^23 + 8) = n, exact. Same value as the host's int conversion,
-// so the bit-model is unchanged. Measured (H200, 2026-11-30, q4-vs-peers, 17408x5120, rows=4):
-// 0.0392 ms with I2F (run of commit f913adf), 0.0393 ms with this (reports/h200/): no gain, so
-// the conversion was not what bounds these kernels. Kept: it is exact and no slower.
-KLAB_HD inline float nibble_value(std::uint32_t word, int i) {
-#if defined(__CUDA_ARCH__)
-  return __fsub_rn(__uint_as_float(((word >> (4 * i)) & 0xFu) ^ 0x4B000008u), 8388616.0f);
-#else
-  return float(word_nibble(word, i));
-#endif
-}
-
-// dot += n4_i * x_i over the 8 nibbles of one word.
-KLAB_HD inline float dot8(std::uint32_t word, const float (&x)[8], float dot) {
-  for (int i = 0; i < 8; ++i) dot = fma_rn(nibble_value(word, i), x[i], dot);
-  return dot;
-}
 
 template <int R>
 __global__ void __launch_bounds__(kWarps * 32)
@@ -149,12 +126,7 @@ std::vector<std::pair<std::string, std::string>> axes() {
 
 // The bit-model: 32 lanes simulated, the kernel's block order, fma chain and butterfly.
 std::vector<float> model(const ref::Q4Matrix& w, std::span<const float> x) {
-  try {
-    w.check();
-  } catch (const std::invalid_argument& e) {
-    throw Error(std::string("q4_gemv bit-model: ") + e.what());
-  }
-  require(std::int64_t(x.size()) == w.k, "q4_gemv bit-model: x has " + std::to_string(x.size()) + " elements, W has k = " + std::to_string(w.k));
+  check_model_args(w, x);
   const std::int64_t nb = w.blocks_per_row();
   std::vector<float> y(static_cast<std::size_t>(w.m));
   for (std::int64_t row = 0; row < w.m; ++row) {
@@ -162,25 +134,12 @@ std::vector<float> model(const ref::Q4Matrix& w, std::span<const float> x) {
     for (int l = 0; l < 32; ++l) {
       float acc = 0.f;
       for (std::int64_t b = l; b < nb; b += 32) {
-        const std::uint8_t* bytes = &w.codes[std::size_t(row * (w.k / 2) + b * 16)];
-        float dot = 0.f;
-        for (int wd = 0; wd < 4; ++wd) {
-          const std::uint32_t word = std::uint32_t(bytes[4 * wd]) | std::uint32_t(bytes[4 * wd + 1]) << 8 |
-                                     std::uint32_t(bytes[4 * wd + 2]) << 16 | std::uint32_t(bytes[4 * wd + 3]) << 24;
-          float xs[8];
-          for (int i = 0; i < 8; ++i) xs[i] = x[std::size_t(b * 32 + 8 * wd + i)];
-          dot = dot8(word, xs, dot);
-        }
+        const float dot = block_dot_host(&w.codes[std::size_t(row * (w.k / 2) + b * 16)], &x[std::size_t(b * 32)]);
         acc = fma_rn(dot, ref::half_to_float_soft(w.scales[std::size_t(row * nb + b)]), acc);
       }
       t[l] = acc;
     }
-    for (int o = 16; o > 0; o /= 2) {
-      std::array<float, 32> next{};
-      for (int l = 0; l < 32; ++l) next[l] = add_rn(t[l], t[l ^ o]);
-      t = next;
-    }
-    y[std::size_t(row)] = t[0];
+    y[std::size_t(row)] = butterfly_host(t);
   }
   return y;
 }

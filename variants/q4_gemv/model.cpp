@@ -21,12 +21,7 @@ constexpr int kLanes = 32;
 template <class P>
 std::vector<float> model(const ref::Q4Matrix& w, std::span<const float> x) {
   constexpr int R = P::rows, C = P::chains;
-  try {
-    w.check();
-  } catch (const std::invalid_argument& e) {
-    throw Error(std::string("q4_gemv bit-model: ") + e.what());
-  }
-  require(std::int64_t(x.size()) == w.k, "q4_gemv bit-model: x has " + std::to_string(x.size()) + " elements, W has k = " + std::to_string(w.k));
+  check_model_args(w, x);
   const std::int64_t m = w.m, k = w.k, nb = w.blocks_per_row();
   std::vector<float> y(static_cast<std::size_t>(m));
   std::array<float, kLanes> xv{};
@@ -55,12 +50,7 @@ std::vector<float> model(const ref::Q4Matrix& w, std::span<const float> x) {
     for (int r = 0; r < R && row0 + r < m; ++r) {
       std::array<float, kLanes> t{};
       for (int l = 0; l < kLanes; ++l) t[l] = combine<C>(acc[l][r]);
-      for (int o = 16; o > 0; o /= 2) {
-        std::array<float, kLanes> next{};
-        for (int l = 0; l < kLanes; ++l) next[l] = add_rn(t[l], t[l ^ o]);  // v_l + v_{l^o}, as __shfl_xor_sync
-        t = next;
-      }
-      y[std::size_t(row0 + r)] = t[0];
+      y[std::size_t(row0 + r)] = butterfly_host(t);
     }
   }
   return y;
@@ -75,11 +65,21 @@ struct Collect {
 };
 }  // namespace
 
+void check_model_args(const ref::Q4Matrix& w, std::span<const float> x) {
+  try {
+    w.check();
+  } catch (const std::invalid_argument& e) {
+    throw Error(std::string("q4_gemv bit-model: ") + e.what());
+  }
+  require(std::int64_t(x.size()) == w.k, "q4_gemv bit-model: x has " + std::to_string(x.size()) + " elements, W has k = " + std::to_string(w.k));
+}
+
 const std::vector<Q4ModelEntry>& q4_models() {
   static const std::vector<Q4ModelEntry> all = [] {
     std::vector<Q4ModelEntry> v;
     for_each_policy(Collect{&v});
     for (auto& e : lane_block_models()) v.push_back(std::move(e));
+    for (auto& e : block_thread_models()) v.push_back(std::move(e));
     return v;
   }();
   return all;

@@ -10,6 +10,7 @@
 //   rows    1 | 4                   rows per warp; x loaded once per block for all of them
 //
 // Only `chains` changes arithmetic; the other three must leave every bit of y unchanged.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -139,5 +140,14 @@ KLAB_HD inline float combine(const float (&acc)[C]) {
 // The warp's butterfly (kernel and model): at offset o = 16, 8, 4, 2, 1 lane l computes
 // v_l + v_{l^o}. f32 addition is commutative, so both lanes of a pair get the same bits and every
 // lane ends with the same total; lane 0's is stored.
+// The butterfly on the host (the models): 32 lane values in, lane 0's total out.
+inline float butterfly_host(std::array<float, 32> t) {
+  for (int o = 16; o > 0; o /= 2) {
+    std::array<float, 32> next{};
+    for (int l = 0; l < 32; ++l) next[l] = add_rn(t[l], t[l ^ o]);  // v_l + v_{l^o}, as __shfl_xor_sync
+    t = next;
+  }
+  return t[0];
+}
 
 }  // namespace klab::q4_gemv

@@ -48,6 +48,8 @@ struct Q4ModelEntry {
 const std::vector<Q4ModelEntry>& q4_models();
 // Throws klab::Error for an unknown name; the model throws klab::Error on mismatched sizes.
 Q4Model q4_model(const std::string& variant_name);
+// What every model checks first: W coherent and x of k elements (klab::Error naming the mismatch).
+void check_model_args(const ref::Q4Matrix& w, std::span<const float> x);
 
 // Why the launcher refuses (m, k) (empty: it accepts).
 std::string launch_error(std::int64_t m, std::int64_t k);

@@ -2,6 +2,7 @@
 #include <map>
 
 #include "klab/cuda.hpp"
+#include "q4_gemv/lane_block.hpp"
 #include "q4_gemv/variants.hpp"
 
 namespace klab::q4_gemv {
@@ -27,6 +28,9 @@ class KernelInstance : public Instance {
 
 std::string describe(const std::vector<std::pair<std::string, std::string>>& axes) {
   std::map<std::string, std::string> a(axes.begin(), axes.end());
+  if (a["map"] == "block-per-thread")
+    return "one thread per block of 32 weights (all loads issued at once, no loop), split-K over the warps of a thread "
+           "block reduced in shared memory; " + a["rows"] + " rows per thread block";
   if (a["map"] == "block-per-lane")
     return "each lane owns whole blocks: one 16-byte code load per block, next block prefetched, scale applied to the "
            "block's dot; " + a["rows"] + " row(s) per warp";
@@ -47,7 +51,11 @@ std::vector<Variant> kernel_variants() {
     v.axes = kern.axes;
     v.name = variant_name(v.op, v.axes);
     v.description = describe(v.axes);
-    v.can_implement = [](const Problem& p) { return launch_error(p.shape.m, p.shape.k); };
+    const bool per_thread = v.axes.at(0).second == "block-per-thread";
+    v.can_implement = [per_thread](const Problem& p) {
+      if (auto why = launch_error(p.shape.m, p.shape.k); !why.empty()) return why;
+      return per_thread ? block_thread_error(p.shape.k) : std::string();
+    };
     const Q4Kernel* kp = &kern;
     v.make = [kp](const klab::Workload& wl) { return std::unique_ptr<Instance>(new KernelInstance(*kp, workload_of(wl))); };
     Q4Model model = q4_model(v.name);
