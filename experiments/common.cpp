@@ -1,6 +1,8 @@
 #include "common.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "klab/error.hpp"
 
@@ -14,6 +16,26 @@ std::vector<const Variant*> lookup(const std::vector<std::string>& names) {
   std::vector<const Variant*> out;
   for (const auto& n : names) out.push_back(&registry().variant(n));
   return out;
+}
+
+std::vector<std::filesystem::path> gdn_fixture_files(std::string& looked) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("KLAB_GDN_FIXTURES")) dirs.emplace_back(env);
+  dirs.emplace_back(fs::path("tests") / "fixtures" / "gdn");
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back(exe.parent_path().parent_path().parent_path().parent_path() / "tests" / "fixtures" / "gdn");
+  for (const auto& d : dirs) {
+    looked += (looked.empty() ? "" : ", ") + d.string();
+    std::vector<fs::path> out;
+    if (!fs::is_directory(d, ec)) continue;
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.is_regular_file() && e.path().extension() == ".safetensors") out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    if (!out.empty()) return out;
+  }
+  return {};
 }
 
 std::string fmt(const char* f, double a, double b, double c, double d) {

@@ -1,5 +1,6 @@
 #pragma once
 // Shared pieces of the experiment catalogue.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ std::vector<Shape> shapes_for(const Context& ctx, std::vector<Shape> full, std::
 
 // Looks up variants by name in the registry (throws naming the missing one).
 std::vector<const Variant*> lookup(const std::vector<std::string>& names);
+
+// The GDN oracle fixtures (*.safetensors): $KLAB_GDN_FIXTURES, else tests/fixtures/gdn under the
+// working directory, else under the source tree the binary was built in (build/NAME/bin/klab ->
+// ../../..). `looked` collects the directories tried (for a skip's reason).
+std::vector<std::filesystem::path> gdn_fixture_files(std::string& looked);
 
 // Shorthand printf-style formatting for evidence strings.
 std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0);

@@ -13,7 +13,6 @@
 #include <stdexcept>
 
 #include "common.hpp"
-#include "gdn_q4_common.hpp"
 #include "klab/error.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"
@@ -358,7 +357,7 @@ void run_error_budget(Context& ctx) {
   // One fixture (the largest hidden: the most q4 blocks per row) keeps the chart readable; point
   // KLAB_GDN_FIXTURES at a directory to choose others.
   std::string looked;
-  const auto files = q4tier::fixture_files(looked);
+  const auto files = gdn_fixture_files(looked);
   if (files.empty()) ctx.skip("fixture activations", "no *.safetensors in " + looked);
   std::optional<fs::path> pick;
   int best_hidden = 0;

@@ -112,27 +112,6 @@ nlohmann::json compare_whats(const GdnDevice& dev, int layer, const rg::Intermed
   return per;
 }
 
-// Fixture files: $KLAB_GDN_FIXTURES, else tests/fixtures/gdn under the working directory, else under
-// the source tree the binary was built in (build/NAME/bin/klab -> ../../..).
-std::vector<fs::path> fixture_files(std::string& looked) {
-  std::vector<fs::path> dirs;
-  if (const char* env = std::getenv("KLAB_GDN_FIXTURES")) dirs.emplace_back(env);
-  dirs.emplace_back(fs::path("tests") / "fixtures" / "gdn");
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back(exe.parent_path().parent_path().parent_path().parent_path() / "tests" / "fixtures" / "gdn");
-  for (const auto& d : dirs) {
-    looked += (looked.empty() ? "" : ", ") + d.string();
-    std::vector<fs::path> out;
-    if (!fs::is_directory(d, ec)) continue;
-    for (const auto& e : fs::directory_iterator(d, ec))
-      if (e.is_regular_file() && e.path().extension() == ".safetensors") out.push_back(e.path());
-    std::sort(out.begin(), out.end());
-    if (!out.empty()) return out;
-  }
-  return {};
-}
-
 bool refused(const std::function<void()>& f, const std::string& must_name, std::string& msg) {
   try {
     f();
@@ -178,7 +157,7 @@ void run_oracle(Context& ctx) {
   }
   // Part 2: the transformers fixtures.
   std::string looked;
-  const auto files = fixture_files(looked);
+  const auto files = gdn_fixture_files(looked);
   if (files.empty()) {
     ctx.skip("fixtures", "no *.safetensors in " + looked + " (generate them with scripts/gen_gdn_fixture.py on a machine with transformers)");
     return;

@@ -24,7 +24,6 @@
 #include "error_budget.hpp"
 #include "gdn/gdn_device.hpp"
 #include "gdn/q4_pool.hpp"
-#include "gdn_q4_common.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
@@ -209,7 +208,7 @@ void per_op_case(Context& ctx, const std::string& label, const rg::LayerWeights&
 void run_per_op(Context& ctx) {
   PerOpAgg agg;
   std::string looked;
-  const auto files = q4tier::fixture_files(looked);
+  const auto files = gdn_fixture_files(looked);
   if (files.empty()) ctx.skip("fixtures", "no *.safetensors in " + looked + " (generate them with scripts/gen_gdn_fixture.py)");
   for (const auto& f : files) {
     const auto w = rg::load_weights(f);

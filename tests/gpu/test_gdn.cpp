@@ -14,11 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "common.hpp"
 #include "gdn/gdn_device.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
 #include "klab/problem.hpp"
+#include "gdn_util.hpp"
 #include "klab/ref/gdn.hpp"
 
 using namespace klab;
@@ -52,18 +54,8 @@ const std::vector<Named>& geometries() {
 }
 const Geometry& small() { return geometries()[0].g; }
 
-// T tokens (T, hidden) of N(0,1) layer input, one generator stream per token.
-std::vector<float> inputs(const Geometry& g, int T, std::uint64_t seed) {
-  std::vector<float> h;
-  for (int t = 0; t < T; ++t) {
-    auto x = generate(Dist::normal, std::size_t(g.hidden), seed, 500 + std::uint64_t(t));
-    h.insert(h.end(), x.begin(), x.end());
-  }
-  return h;
-}
-std::span<const float> tok(const std::vector<float>& seq, const Geometry& g, int t) {
-  return {seq.data() + std::size_t(t) * g.hidden, std::size_t(g.hidden)};
-}
+std::vector<float> inputs(const Geometry& g, int T, std::uint64_t seed) { return test::gdn_inputs(g, T, seed, 500); }
+using test::tok;
 
 std::vector<std::vector<float>> all_intermediates(const GdnDevice& dev, int layer, int slot = 0) {
   std::vector<std::vector<float>> v;
@@ -99,24 +91,10 @@ Refusal refusal(const std::function<void()>& f) {
     CHECK(r_.msg.find(needle) != std::string::npos);                 \
   } while (0)
 
-// The committed fixtures: $KLAB_GDN_FIXTURES, else tests/fixtures/gdn under the working directory
-// (ctest runs in the source tree; so does a run from a copied checkout on a GPU machine), else under
-// the source tree the binary was built from.
+// The committed fixtures, found as the experiments find them.
 std::vector<fs::path> fixture_files() {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  fs::path dir;
-  for (const fs::path& d : {fs::path(std::getenv("KLAB_GDN_FIXTURES") ? std::getenv("KLAB_GDN_FIXTURES") : ""),
-                            fs::path("tests") / "fixtures" / "gdn", fs::path(KLAB_SOURCE_DIR) / "tests" / "fixtures" / "gdn"})
-    if (!d.empty() && fs::is_directory(d, ec)) {
-      dir = d;
-      break;
-    }
-  if (dir.empty()) return out;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file() && e.path().extension() == ".safetensors") out.push_back(e.path());
-  std::sort(out.begin(), out.end());
-  return out;
+  std::string looked;
+  return experiments::gdn_fixture_files(looked);
 }
 
 }  // namespace

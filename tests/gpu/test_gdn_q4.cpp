@@ -21,6 +21,7 @@
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
 #include "klab/problem.hpp"
+#include "gdn_util.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"
 #include "q4_gemv/q4_gemv.hpp"
@@ -55,17 +56,8 @@ const std::vector<Named>& q4_geometries() {
 const Geometry& small() { return q4_geometries()[0].g; }
 const Geometry& qwen_state() { return q4_geometries()[3].g; }
 
-std::vector<float> inputs(const Geometry& g, int T, std::uint64_t seed) {
-  std::vector<float> h;
-  for (int t = 0; t < T; ++t) {
-    auto x = generate(Dist::normal, std::size_t(g.hidden), seed, 700 + std::uint64_t(t));
-    h.insert(h.end(), x.begin(), x.end());
-  }
-  return h;
-}
-std::span<const float> tok(const std::vector<float>& seq, const Geometry& g, int t) {
-  return {seq.data() + std::size_t(t) * g.hidden, std::size_t(g.hidden)};
-}
+std::vector<float> inputs(const Geometry& g, int T, std::uint64_t seed) { return test::gdn_inputs(g, T, seed, 700); }
+using test::tok;
 
 void put_all(gdn::Q4Pool& pool, const rg::Q4Projections& q, int kq = 1, int kz = 2, int ko = 3) {
   pool.put(kq, q.qkv);
