@@ -484,66 +484,56 @@ void run_drift(Context& ctx) {
 }  // namespace
 
 void register_gdn(Registry& r) {
-  {
-    Experiment e;
-    e.name = "gdn-f32-oracle";
-    e.description = "GDN step, GPU f32 tier: every intermediate vs the f64 reference (Qwen3.5-27B, seeded) and the output vs the transformers fixtures";
-    e.claims = {
-        "the layer output is within 1e-4 (max_rel) of the transformers fixtures at every token (and the final S and hist, where the fixture has them)",
-        "every intermediate (XC..HIST) is within 1e-4 (max_rel) of the f64 reference at every token: Qwen3.5-27B geometry, seeded weights, heavy-tailed inputs",
-        "every intermediate is within 1e-4 (max_rel) of the f64 reference at every token on the fixtures' weights and inputs",
-    };
-    e.run = run_oracle;
-    r.add(std::move(e));
-  }
-  {
-    Experiment e;
-    e.name = "gdn-reset-replay";
-    e.description = "GDN step: after T tokens, reset and replay token 0 (a necessary condition for a correct state, not a proof)";
-    e.claims = {
-        "after T tokens and reset(), token 0 replays bitwise: output, every intermediate, S and hist",
-        "the same after reset(layer, slot) of the one layer",
-    };
-    e.run = run_reset_replay;
-    r.add(std::move(e));
-  }
-  {
-    Experiment e;
-    e.name = "gdn-cross-layer";
-    e.description = "GDN step, nl 48: same weights in layer 0 and layer 47 give the same bits (per-layer state offsets); unloaded layers refused";
-    e.claims = {
-        "same weights and inputs in layer 0 and layer nl-1: outputs, every intermediate and the final S and hist are bitwise equal",
-        "stepping layer nl-1 leaves layer 0's S and hist bitwise unchanged",
-        "every operation on a never-loaded layer (step, run, get, save_state, load_state) is refused with an error naming the layer",
-    };
-    e.run = run_cross_layer;
-    r.add(std::move(e));
-  }
-  {
-    Experiment e;
-    e.name = "gdn-roundtrip";
-    e.description = "GDN step: host-facing step (copy in, step, copy out, sync per token) vs device-resident run of T tokens: bits and time";
-    e.claims = {
-        "host-facing step and device-resident run give bitwise equal outputs, final state and OUT over T tokens",
-        "the host round trip costs under 0.05 ms per layer per token (seed, RTX 5090: 0.01-0.04 ms)",
-        "the device-resident run is faster than the host-facing step",
-    };
-    e.run = run_roundtrip;
-    r.add(std::move(e));
-  }
-  {
-    Experiment e;
-    e.name = "gdn-drift";
-    e.description = "GDN step, f32 tier vs f64 reference over 1024 tokens (Qwen3.5-27B state geometry): does the error grow with t?";
-    e.claims = {
-        "the layer output stays within 1e-4 (max_rel) of the f64 reference at every token, seeded weights (1024 tokens; --quick 128)",
-        "the same with long-memory weights (exp(g) ~0.98..0.99999)",
-        "the state S stays within 1e-4 (max_rel) of the f64 reference after every 64 tokens, in every case",
-        "at the full Qwen3.5-27B geometry (hidden 5120), 256 tokens: the output stays within 1e-4 at every token",
-    };
-    e.run = run_drift;
-    r.add(std::move(e));
-  }
+  r.add(Experiment{
+      .name = "gdn-f32-oracle",
+      .description = "GDN step, GPU f32 tier: every intermediate vs the f64 reference (Qwen3.5-27B, seeded) and the output vs the transformers fixtures",
+      .claims = {
+          "the layer output is within 1e-4 (max_rel) of the transformers fixtures at every token (and the final S and hist, where the fixture has them)",
+          "every intermediate (XC..HIST) is within 1e-4 (max_rel) of the f64 reference at every token: Qwen3.5-27B geometry, seeded weights, heavy-tailed inputs",
+          "every intermediate is within 1e-4 (max_rel) of the f64 reference at every token on the fixtures' weights and inputs",
+      },
+      .run = run_oracle,
+  });
+  r.add(Experiment{
+      .name = "gdn-reset-replay",
+      .description = "GDN step: after T tokens, reset and replay token 0 (a necessary condition for a correct state, not a proof)",
+      .claims = {
+          "after T tokens and reset(), token 0 replays bitwise: output, every intermediate, S and hist",
+          "the same after reset(layer, slot) of the one layer",
+      },
+      .run = run_reset_replay,
+  });
+  r.add(Experiment{
+      .name = "gdn-cross-layer",
+      .description = "GDN step, nl 48: same weights in layer 0 and layer 47 give the same bits (per-layer state offsets); unloaded layers refused",
+      .claims = {
+          "same weights and inputs in layer 0 and layer nl-1: outputs, every intermediate and the final S and hist are bitwise equal",
+          "stepping layer nl-1 leaves layer 0's S and hist bitwise unchanged",
+          "every operation on a never-loaded layer (step, run, get, save_state, load_state) is refused with an error naming the layer",
+      },
+      .run = run_cross_layer,
+  });
+  r.add(Experiment{
+      .name = "gdn-roundtrip",
+      .description = "GDN step: host-facing step (copy in, step, copy out, sync per token) vs device-resident run of T tokens: bits and time",
+      .claims = {
+          "host-facing step and device-resident run give bitwise equal outputs, final state and OUT over T tokens",
+          "the host round trip costs under 0.05 ms per layer per token (seed, RTX 5090: 0.01-0.04 ms)",
+          "the device-resident run is faster than the host-facing step",
+      },
+      .run = run_roundtrip,
+  });
+  r.add(Experiment{
+      .name = "gdn-drift",
+      .description = "GDN step, f32 tier vs f64 reference over 1024 tokens (Qwen3.5-27B state geometry): does the error grow with t?",
+      .claims = {
+          "the layer output stays within 1e-4 (max_rel) of the f64 reference at every token, seeded weights (1024 tokens; --quick 128)",
+          "the same with long-memory weights (exp(g) ~0.98..0.99999)",
+          "the state S stays within 1e-4 (max_rel) of the f64 reference after every 64 tokens, in every case",
+          "at the full Qwen3.5-27B geometry (hidden 5120), 256 tokens: the output stays within 1e-4 at every token",
+      },
+      .run = run_drift,
+  });
 }
 
 }  // namespace klab::experiments

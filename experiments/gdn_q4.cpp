@@ -540,51 +540,45 @@ void run_layer(Context& ctx) {
 }  // namespace
 
 void register_gdn_q4(Registry& r) {
-  {
-    Experiment e;
-    e.name = "gdn-q4-per-op";
-    e.description = "GDN q4 tier vs f32 tier per operator (the seed's table A1), first and last token, on the fixtures and at Qwen3.5-27B; and vs the f64 reference on dequant(q4)";
-    e.claims = {
-        "A, B, BETA and G are bitwise equal between the q4 and f32 tiers at the first and last token (their weights stay f32: the readback's self-check)",
-        "the error is not amplified downstream: no operator's rms_rel exceeds 4x the larger of XC's and Z's, at the first and at the last token "
-        "(independent q4 projections add ~sqrt(3)x; the seed saw at most 1.3x)",
-        "the error entering at the first projections is O(1e-2): XC and Z rms_rel at the first token in [1e-3, 1e-1) (the seed: 4.53e-2)",
-        "the GPU q4 tier equals the f64 reference step on dequant(q4) weights within 1e-4 (max_rel) at every token and intermediate",
-    };
-    e.run = run_per_op;
-    r.add(std::move(e));
-  }
-  {
-    Experiment e;
-    e.name = "gdn-q4-gates";
-    e.description = "GDN q4 wiring evidence: shape gate (wrong keys refused before running), magnitude gate (q4 vs f32 max_rel < 1e-1), deliberate miswirings";
-    e.claims = {
-        "shape gate: at a geometry whose big projections have pairwise different shapes, each of the 5 wrong assignments of the three keys is refused by "
-        "use_q4 before running, the layer left unchanged",
-        "magnitude gate, correct wiring: q4 vs f32 max_rel < 1e-1 at XC and Z (the projections fed the same input in both tiers) at every token, at both "
-        "geometries",
-        "each miswiring that passes the shape gate (a same-shaped in_proj_qkv of other weights; q and k row blocks swapped; z and out swapped where "
-        "hidden = nv*dv) trips the magnitude gate (max_rel >= 1e-1 at XC or Z)",
-        "at the layer output, every miswiring's worst-token max_rel is at least 3x the correct wiring's at the same geometry",
-    };
-    e.run = run_gates;
-    r.add(std::move(e));
-  }
-  {
-    Experiment e;
-    e.name = "gdn-q4-layer";
-    e.description = "GDN step time per layer per token: f32 vs q4 tier, host-facing vs device-resident; every q4_gemv variant raced inside the step";
-    e.claims = {
-        "the q4 tier is faster than the f32 tier per layer per token, device-resident (the seed, RTX 5090: f32 0.40-0.47 ms, q4 0.156 ms)",
-        "host-facing steps and one device-resident run give bitwise equal q4 outputs",
-        "the host round trip of the q4 tier costs under 0.05 ms per layer per token (the seed: 0.01-0.04 ms)",
-        "inside the GDN step, q4_gemv variants that differ only in axes documented to change no bit (scale read, f16 conversion, rows per warp) give "
-        "bitwise equal layer outputs",
-        "the default q4 variant (kDefaultQ4Variant) is the fastest inside the GDN step, or within 2% of it",
-    };
-    e.run = run_layer;
-    r.add(std::move(e));
-  }
+  r.add(Experiment{
+      .name = "gdn-q4-per-op",
+      .description = "GDN q4 tier vs f32 tier per operator (the seed's table A1), first and last token, on the fixtures and at Qwen3.5-27B; and vs the f64 reference on dequant(q4)",
+      .claims = {
+          "A, B, BETA and G are bitwise equal between the q4 and f32 tiers at the first and last token (their weights stay f32: the readback's self-check)",
+          "the error is not amplified downstream: no operator's rms_rel exceeds 4x the larger of XC's and Z's, at the first and at the last token "
+          "(independent q4 projections add ~sqrt(3)x; the seed saw at most 1.3x)",
+          "the error entering at the first projections is O(1e-2): XC and Z rms_rel at the first token in [1e-3, 1e-1) (the seed: 4.53e-2)",
+          "the GPU q4 tier equals the f64 reference step on dequant(q4) weights within 1e-4 (max_rel) at every token and intermediate",
+      },
+      .run = run_per_op,
+  });
+  r.add(Experiment{
+      .name = "gdn-q4-gates",
+      .description = "GDN q4 wiring evidence: shape gate (wrong keys refused before running), magnitude gate (q4 vs f32 max_rel < 1e-1), deliberate miswirings",
+      .claims = {
+          "shape gate: at a geometry whose big projections have pairwise different shapes, each of the 5 wrong assignments of the three keys is refused by "
+          "use_q4 before running, the layer left unchanged",
+          "magnitude gate, correct wiring: q4 vs f32 max_rel < 1e-1 at XC and Z (the projections fed the same input in both tiers) at every token, at both "
+          "geometries",
+          "each miswiring that passes the shape gate (a same-shaped in_proj_qkv of other weights; q and k row blocks swapped; z and out swapped where "
+          "hidden = nv*dv) trips the magnitude gate (max_rel >= 1e-1 at XC or Z)",
+          "at the layer output, every miswiring's worst-token max_rel is at least 3x the correct wiring's at the same geometry",
+      },
+      .run = run_gates,
+  });
+  r.add(Experiment{
+      .name = "gdn-q4-layer",
+      .description = "GDN step time per layer per token: f32 vs q4 tier, host-facing vs device-resident; every q4_gemv variant raced inside the step",
+      .claims = {
+          "the q4 tier is faster than the f32 tier per layer per token, device-resident (the seed, RTX 5090: f32 0.40-0.47 ms, q4 0.156 ms)",
+          "host-facing steps and one device-resident run give bitwise equal q4 outputs",
+          "the host round trip of the q4 tier costs under 0.05 ms per layer per token (the seed: 0.01-0.04 ms)",
+          "inside the GDN step, q4_gemv variants that differ only in axes documented to change no bit (scale read, f16 conversion, rows per warp) give "
+          "bitwise equal layer outputs",
+          "the default q4 variant (kDefaultQ4Variant) is the fastest inside the GDN step, or within 2% of it",
+      },
+      .run = run_layer,
+  });
   r.add(make_error_budget());
 }
 
