@@ -38,6 +38,20 @@ std::vector<std::filesystem::path> gdn_fixture_files(std::string& looked) {
   return {};
 }
 
+std::vector<float> gdn_inputs(int hidden, int T, Dist dist, std::uint64_t seed, std::uint64_t stream0) {
+  std::vector<float> h;
+  h.reserve(std::size_t(T) * std::size_t(hidden));
+  for (int t = 0; t < T; ++t) {
+    const auto x = generate(dist, std::size_t(hidden), seed, stream0 + std::uint64_t(t));
+    h.insert(h.end(), x.begin(), x.end());
+  }
+  return h;
+}
+
+std::span<const float> gdn_token(const std::vector<float>& seq, int hidden, int t) {
+  return {seq.data() + std::size_t(t) * std::size_t(hidden), std::size_t(hidden)};
+}
+
 std::string fmt(const char* f, double a, double b, double c, double d) {
   char buf[512];
   std::snprintf(buf, sizeof buf, f, a, b, c, d);

@@ -1,6 +1,8 @@
 #pragma once
 // Shared pieces of the experiment catalogue.
+#include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,12 @@ std::vector<const Variant*> lookup(const std::vector<std::string>& names);
 // working directory, else under the source tree the binary was built in (build/NAME/bin/klab ->
 // ../../..). `looked` collects the directories tried (for a skip's reason).
 std::vector<std::filesystem::path> gdn_fixture_files(std::string& looked);
+
+// T tokens of GDN layer input, (T, hidden), drawn from `dist`: token t from stream stream0 + t of
+// `seed`, so a prefix of the sequence does not depend on T.
+std::vector<float> gdn_inputs(int hidden, int T, Dist dist, std::uint64_t seed, std::uint64_t stream0);
+// Token t of a (T, hidden) sequence.
+std::span<const float> gdn_token(const std::vector<float>& seq, int hidden, int t);
 
 // Shorthand printf-style formatting for evidence strings.
 std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0);

@@ -46,21 +46,9 @@ nlohmann::json to_json(const Geometry& g) {
   return {{"hidden", g.hidden}, {"nk", g.nk}, {"nv", g.nv}, {"dk", g.dk}, {"dv", g.dv}, {"ck", g.ck}, {"eps", g.eps}, {"str", g.str()}};
 }
 
-// T tokens of layer input (T, hidden): heavy-tailed (N(0,1) with outlier channels, as LLM activations),
-// one generator stream per token.
-std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) {
-  std::vector<float> h;
-  h.reserve(std::size_t(T) * g.hidden);
-  for (int t = 0; t < T; ++t) {
-    auto x = generate(Dist::outlier, std::size_t(g.hidden), seed, 1000 + std::uint64_t(t));
-    h.insert(h.end(), x.begin(), x.end());
-  }
-  return h;
-}
-
-std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) {
-  return std::span<const float>(seq.data() + std::size_t(t) * g.hidden, std::size_t(g.hidden));
-}
+// T tokens of layer input (T, hidden): heavy-tailed (N(0,1) with outlier channels, as LLM activations).
+std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) { return gdn_inputs(g.hidden, T, Dist::outlier, seed, 1000); }
+std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) { return gdn_token(seq, g.hidden, t); }
 
 // Every intermediate of `layer` (and its state in slot 0), by name.
 std::map<What, std::vector<float>> snapshot(const GdnDevice& dev, int layer) {

@@ -66,19 +66,9 @@ std::string chosen_variant() {
   return gdn::q4_kernel_by_name(v).name;
 }
 
-// Heavy-tailed layer inputs (N(0,1) with outlier channels), one stream per token, as experiments/gdn.cpp.
-std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) {
-  std::vector<float> h;
-  h.reserve(std::size_t(T) * g.hidden);
-  for (int t = 0; t < T; ++t) {
-    auto x = generate(Dist::outlier, std::size_t(g.hidden), seed, 1000 + std::uint64_t(t));
-    h.insert(h.end(), x.begin(), x.end());
-  }
-  return h;
-}
-std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) {
-  return {seq.data() + std::size_t(t) * g.hidden, std::size_t(g.hidden)};
-}
+// T tokens of layer input (T, hidden): heavy-tailed (N(0,1) with outlier channels, as LLM activations).
+std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) { return gdn_inputs(g.hidden, T, Dist::outlier, seed, 1000); }
+std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) { return gdn_token(seq, g.hidden, t); }
 
 void put_all(gdn::Q4Pool& pool, const rg::Q4Projections& q, int kq = kQkv, int kz = kZ, int ko = kOut) {
   pool.put(kq, q.qkv);
