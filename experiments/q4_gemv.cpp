@@ -196,14 +196,22 @@ Experiment seed_ladder() {
 
 // Beyond the seed: kernels that read whole blocks (16-byte code loads): block-per-lane (a lane walks
 // a row's blocks; 1, 4, 8, 16 rows per warp) and block-per-thread (one thread per block, split-K over
-// warps; 2, 4, 8 rows per thread block), against the seed's kept kernel B and the cuBLAS peers.
-std::string beyond(const char* map, int rows) { return variant_name("q4_gemv", {{"map", map}, {"rows", std::to_string(rows)}}); }
+// warps; 2, 4, 8 rows per thread block; the offset dot form at 4 and 8), against the seed's kept
+// kernel B and the cuBLAS peers.
+std::string beyond(const std::string& map, int rows) {
+  // "block-per-thread,dot=offset" carries its extra axis in the map string.
+  const auto comma = map.find(',');
+  std::vector<std::pair<std::string, std::string>> axes{{"map", map.substr(0, comma)}};
+  if (comma != std::string::npos) axes.emplace_back("dot", map.substr(map.find('=') + 1));
+  axes.emplace_back("rows", std::to_string(rows));
+  return variant_name("q4_gemv", axes);
+}
 
 Experiment vs_peers() {
   Experiment e;
   e.name = "q4-vs-peers";
-  e.description = "beyond the seed: block-per-lane (1, 4, 8, 16 rows per warp) and block-per-thread (2, 4, 8 rows per block) q4 "
-                  "mat-vecs vs the seed's kept kernel B and cuBLAS bf16 GemmEx / f32 SGEMV on dequant(W), at the seed shapes";
+  e.description = "beyond the seed: block-per-lane (1, 4, 8, 16 rows per warp) and block-per-thread (2, 4, 8 rows per block; "
+                  "direct and offset dot) q4 mat-vecs vs the seed's kept kernel B and cuBLAS bf16 GemmEx / f32 SGEMV on dequant(W), at the seed shapes";
   e.claims = {
       "every kernel beyond the seed is within 1e-5 (max_rel) of the f64 reference on every shape and input",
       "within each map, every rows value is bitwise equal to the first (each row keeps its order) on every shape and input",
@@ -214,7 +222,8 @@ Experiment vs_peers() {
   e.run = [](Context& ctx) {
     const Op& op = registry().op("q4_gemv");
     // ms[0] = B; then the maps' variants (each map's first is its bitwise anchor); then the peers.
-    const std::vector<std::pair<const char*, std::vector<int>>> maps{{"block-per-lane", {1, 4, 8, 16}}, {"block-per-thread", {2, 4, 8}}};
+    const std::vector<std::pair<std::string, std::vector<int>>> maps{
+        {"block-per-lane", {1, 4, 8, 16}}, {"block-per-thread", {2, 4, 8}}, {"block-per-thread,dot=offset", {4, 8}}};
     std::vector<std::string> names{kRungB};
     std::vector<std::size_t> anchor;  // per variant index: the index of its map's first variant
     for (const auto& [map, rows] : maps)

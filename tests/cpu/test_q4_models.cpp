@@ -84,7 +84,7 @@ std::vector<Problem> gpu_accuracy_problems() {
 }
 }  // namespace
 
-TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 7 kernels beyond the seed, each with a bit-model and a launcher, plus 2 peers") {
+TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 9 kernels beyond the seed, each with a bit-model and a launcher, plus 2 peers") {
   std::set<std::string> expected;
   for (const auto& axes : test::q4_all_axes()) expected.insert(variant_name("q4_gemv", axes));
   REQUIRE(expected.size() == 16);
@@ -99,7 +99,7 @@ TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 7 kerne
     if (v->axes.at(0).first == "map") {  // beyond the seed: not one of the four-axis family
       beyond.insert(v->name);
       CHECK(static_cast<bool>(v->cpu_model));
-      CHECK(q4_gemv::q4_kernel(v->name).rows_per_warp == std::stoi(v->axes.at(1).second));
+      CHECK(q4_gemv::q4_kernel(v->name).rows_per_warp == std::stoi(v->axes.back().second));
       continue;
     }
     ours.insert(v->name);
@@ -115,9 +115,10 @@ TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 7 kerne
   CHECK(beyond == std::set<std::string>{"q4_gemv/map=block-per-lane,rows=1", "q4_gemv/map=block-per-lane,rows=4",
                                         "q4_gemv/map=block-per-lane,rows=8", "q4_gemv/map=block-per-lane,rows=16",
                                         "q4_gemv/map=block-per-thread,rows=2", "q4_gemv/map=block-per-thread,rows=4",
-                                        "q4_gemv/map=block-per-thread,rows=8"});
-  CHECK(q4_gemv::q4_kernels().size() == 23);
-  CHECK(q4_gemv::q4_models().size() == 23);
+                                        "q4_gemv/map=block-per-thread,rows=8", "q4_gemv/map=block-per-thread,dot=offset,rows=4",
+                                        "q4_gemv/map=block-per-thread,dot=offset,rows=8"});
+  CHECK(q4_gemv::q4_kernels().size() == 25);
+  CHECK(q4_gemv::q4_models().size() == 25);
   // The bf16 peer rounds on purpose and states its own, looser tolerance; the f32 peer does not.
   CHECK(registry().variant("q4_gemv/impl=cublas-bf16-gemmex").tolerance > 1e-5);
   CHECK(registry().variant("q4_gemv/impl=cublas-sgemv-f32").tolerance == 0);

@@ -134,7 +134,7 @@ std::vector<float> model(const ref::Q4Matrix& w, std::span<const float> x) {
     for (int l = 0; l < 32; ++l) {
       float acc = 0.f;
       for (std::int64_t b = l; b < nb; b += 32) {
-        const float dot = block_dot_host(&w.codes[std::size_t(row * (w.k / 2) + b * 16)], &x[std::size_t(b * 32)]);
+        const float dot = block_dot_host_as<DotDirect>(&w.codes[std::size_t(row * (w.k / 2) + b * 16)], &x[std::size_t(b * 32)]);
         acc = fma_rn(dot, ref::half_to_float_soft(w.scales[std::size_t(row * nb + b)]), acc);
       }
       t[l] = acc;

@@ -30,7 +30,8 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
   std::map<std::string, std::string> a(axes.begin(), axes.end());
   if (a["map"] == "block-per-thread")
     return "one thread per block of 32 weights (all loads issued at once, no loop), split-K over the warps of a thread "
-           "block reduced in shared memory; " + a["rows"] + " rows per thread block";
+           "block reduced in shared memory; " + a["rows"] + " rows per thread block" +
+           (a["dot"] == "offset" ? "; offset dot 16*(sum v*x - 1.5 sum x), one instruction less per weight" : "");
   if (a["map"] == "block-per-lane")
     return "each lane owns whole blocks: one 16-byte code load per block, next block prefetched, scale applied to the "
            "block's dot; " + a["rows"] + " row(s) per warp";
