@@ -43,10 +43,11 @@ namespace klab::gdn {
 // The q4 mat-vec the q4 tier uses unless told otherwise (GdnDevice::set_q4_variant): the fastest
 // inside the GDN step among the variants that pass their guards (bit-model equals the kernel; rows
 // change no bit). Measured on an NVIDIA H200, 2026-11-30 (gdn-q4-layer, Qwen3.5-27B geometry, 16
-// tokens, L2-cold, device-resident, all 25 q4_gemv kernels raced inside the step, commit 3c5ec1e):
+// tokens, L2-cold, device-resident, all 25 q4_gemv kernels raced inside the step, commit c5d6ac0):
 // block-per-thread,dot=offset,rows=8 0.0714 ms per layer per token; block-per-thread,rows=4 (the
 // default before) 0.0804 ms; block-per-lane,rows=8 0.0904 ms (earlier run); the seed's rung B, the
-// first default, 0.156 ms on its RTX 5090. The final figures: reports/h200/ (gdn-q4-layer).
+// first default, 0.156 ms on its RTX 5090. Confirmed in the final run, reports/h200/ (gdn-q4-layer,
+// commit 9219962): 0.0722 ms, the fastest of the 25.
 inline constexpr const char* kDefaultQ4Variant = "q4_gemv/map=block-per-thread,dot=offset,rows=8";
 
 // The q4 kernel named `variant` (a q4_gemv variant with a raw launcher); throws klab::Error naming
