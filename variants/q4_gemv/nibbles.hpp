@@ -3,7 +3,6 @@
 // bit-models: a block's 32 codes are four little-endian 32-bit words, word w holding columns
 // 8w..8w+7 as nibbles 0..7 (klab/ref/q4.hpp: even column in the low nibble).
 #include <cstdint>
-#include <cstring>
 
 #include "q4_gemv/policy.hpp"
 
@@ -39,14 +38,7 @@ KLAB_HD inline float dot8(std::uint32_t word, const float (&x)[8], float dot) {
 // every row of the block. Not the same rounding as the direct form (a different bit-model).
 KLAB_HD inline float nibble_offset_value(std::uint32_t word, int i) {
   const std::uint32_t t = i <= 4 ? word << (19 - 4 * i) : word >> (4 * i - 19);  // nibble i to bits 19..22
-  const std::uint32_t bits = (t & 0x00780000u) ^ 0x3FC00000u;
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-#endif
+  return ref::bits_to_float((t & 0x00780000u) ^ 0x3FC00000u);
 }
 
 // a * b rounded once, on either side.

@@ -42,6 +42,17 @@ namespace klab::ref {
 
 constexpr int kQ4Block = 32;  // weights per f16 scale, along a row
 
+// The f32 whose bit pattern is `bits`, on host and device.
+KLAB_HD inline float bits_to_float(std::uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+
 // The int4 code of column j from the byte holding columns (j & ~1, j | 1): sign-extended.
 KLAB_HD inline int q4_nibble(std::uint8_t byte, int j) {
   const int nib = (j & 1) ? (byte >> 4) : (byte & 0xF);
@@ -78,13 +89,7 @@ KLAB_HD inline float half_to_float_soft(std::uint16_t h) {
     }
     bits = sign | (exp << 23) | ((mant & 0x3FFu) << 13);
   }
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-#endif
+  return bits_to_float(bits);
 }
 
 // The compiler's f16 -> f32 conversion on the host (_Float16; libgcc or F16C instructions): the
