@@ -13,6 +13,7 @@
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
 #include "klab/ref/gdn.hpp"
+#include "klab/ref/parse.hpp"
 #include "klab/ref/safetensors.hpp"
 
 namespace klab::experiments {
@@ -57,27 +58,15 @@ struct Options {
 };
 
 long long parse_int(const std::string& opt, const std::string& v) {
-  std::size_t used = 0;
-  long long x = 0;
-  try {
-    x = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  require(used == v.size() && !v.empty(), "klab gdn: " + opt + " needs an integer (got '" + v + "')");
-  return x;
+  const auto x = ref::parse_whole_int(v);
+  require(x.has_value(), "klab gdn: " + opt + " needs an integer (got '" + v + "')");
+  return *x;
 }
 
 double parse_double(const std::string& opt, const std::string& v) {
-  std::size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  require(used == v.size() && !v.empty(), "klab gdn: " + opt + " needs a number (got '" + v + "')");
-  return x;
+  const auto x = ref::parse_whole_number(v);
+  require(x.has_value(), "klab gdn: " + opt + " needs a number (got '" + v + "')");
+  return *x;
 }
 
 Options parse(const std::vector<std::string>& args) {

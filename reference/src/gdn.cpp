@@ -1,4 +1,5 @@
 #include "klab/ref/gdn.hpp"
+#include "klab/ref/parse.hpp"
 
 #include <Eigen/Dense>
 #include <cmath>
@@ -322,30 +323,17 @@ constexpr const char* kQkv = "in_proj_qkv.weight";
 int meta_int(const st::File& f, const std::string& key) {
   const std::string v = f.meta(key);
   if (v.empty()) return 0;
-  std::size_t used = 0;
-  long long x = 0;
-  try {
-    x = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || x <= 0 || x > std::numeric_limits<int>::max())
-    refuse(f, "metadata " + key + "='" + v + "' is not a positive integer");
-  return static_cast<int>(x);
+  const auto x = parse_whole_int(v);
+  if (!x || *x <= 0 || *x > std::numeric_limits<int>::max()) refuse(f, "metadata " + key + "='" + v + "' is not a positive integer");
+  return static_cast<int>(*x);
 }
 
 double meta_double(const st::File& f, const std::string& key) {
   const std::string v = f.meta(key);
   if (v.empty()) return 0;
-  std::size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || !(x > 0) || !std::isfinite(x)) refuse(f, "metadata " + key + "='" + v + "' is not a positive number");
-  return x;
+  const auto x = parse_whole_number(v);
+  if (!x || !(*x > 0) || !std::isfinite(*x)) refuse(f, "metadata " + key + "='" + v + "' is not a positive number");
+  return *x;
 }
 
 }  // namespace
