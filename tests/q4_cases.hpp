@@ -43,6 +43,19 @@ inline bool differ_only_in_invariant_axis(const std::vector<std::pair<std::strin
     }
   return differ == 1 && !chains;
 }
+// Calls f(a, b) for every pair of indices a < b into `axes` whose axis sets differ only in an axis
+// documented to change no bit; returns how many pairs there were.
+template <class F>
+int for_each_guarded_pair(const std::vector<std::vector<std::pair<std::string, std::string>>>& axes, F f) {
+  int pairs = 0;
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    for (std::size_t b = a + 1; b < axes.size(); ++b)
+      if (differ_only_in_invariant_axis(axes[a], axes[b])) {
+        f(a, b);
+        ++pairs;
+      }
+  return pairs;
+}
 
 // Random finite f16 bit patterns (both signs, subnormals and zeros included; no inf, no NaN).
 inline std::uint16_t random_finite_half(Rng& rng) {
