@@ -9,6 +9,12 @@
 
 namespace klab::test {
 
+// A test geometry and the assumption it breaks.
+struct Named {
+  const char* why;
+  ref::gdn::Geometry g;
+};
+
 inline std::vector<float> gdn_inputs(const ref::gdn::Geometry& g, int T, std::uint64_t seed, std::uint64_t stream0) {
   return experiments::gdn_inputs(g.hidden, T, Dist::normal, seed, stream0);
 }

@@ -36,10 +36,7 @@ namespace {
 // largest |value| at worst over 64 tokens; a wrong index, a stale buffer or a lost block gives O(1).
 constexpr double kTol = 1e-4;
 
-struct Named {
-  const char* why;
-  Geometry g;
-};
+using test::Named;
 // Geometries that each break an assumption a kernel could have made.
 const std::vector<Named>& geometries() {
   static const std::vector<Named> v{

@@ -39,10 +39,7 @@ namespace {
 // stale buffer gives the quantisation error (~1e-1) or O(1).
 constexpr double kTol = 1e-4;
 
-struct Named {
-  const char* why;
-  Geometry g;
-};
+using test::Named;
 // Geometries whose big projections are q4-able (hidden and nv*dv multiples of 32).
 const std::vector<Named>& q4_geometries() {
   static const std::vector<Named> v{
