@@ -13,6 +13,9 @@ void register_f32_gemv(Registry& r) {
       "four loads in flight (unroll=4) is faster than the plain warp-row kernel on the four seed shapes",
       "warp-row,unroll=4 is faster than cuBLAS SGEMV on the four seed shapes",
       "warp-row,unroll=4 reaches at least 85% of the measured read ceiling on the four seed shapes",
+      // It reached ~97% run hot (L2 holding part of the weights); under a clean read flush and
+      // back to back in a graph it should still show >= 90% on the largest shape.
+      "warp-row,unroll=4 reaches at least 90% of the read ceiling at 17408x5120 in stream mode",
   };
   e.run = [](Context& ctx) {
     auto vs = lookup({"f32_gemv/impl=warp-row,unroll=1", "f32_gemv/impl=warp-row,unroll=4", "f32_gemv/impl=cublas-sgemv"});
@@ -39,6 +42,11 @@ void register_f32_gemv(Registry& r) {
                     s.str() + fmt(": unroll=4 %.4f ms, cuBLAS %.4f ms (x%.3f, ", ms[1].timing.summary.median, ms[2].timing.summary.median, vs_cublas.speedup) +
                         to_string(vs_cublas.verdict) + ")");
       ctx.claim_all(3, ms[1].pct_ceiling >= 85.0, s.str() + fmt(": %.1f%% of ceiling", ms[1].pct_ceiling));
+      if (s == Shape{17408, 5120}) {
+        if (const ModeResult* st = ms[1].mode(TimingMode::stream))
+          ctx.claim(4, st->pct_ceiling >= 90.0, fmt("stream mode: %.4f ms, %.1f%% of the read ceiling, %.1f%% of the size-matched read",
+                                                    st->timing.summary.median, st->pct_ceiling, st->pct_attainable));
+      }
     }
   };
   r.add(std::move(e));

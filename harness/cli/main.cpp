@@ -23,6 +23,15 @@ using namespace klab;
 namespace {
 
 constexpr int kExitUsage = 2;
+// The big read: 1 GiB, far over any L2, so this is DRAM bandwidth.
+constexpr std::int64_t kCeilingBytes = std::int64_t(1) << 30;
+
+void print_ceiling(std::ostream& os, const Ceiling& c) {
+  os << std::fixed << std::setprecision(0) << "ceiling: read " << c.read_gbps << " GB/s (launch " << c.read_gbps_launch
+     << ", stream " << c.read_gbps_stream << "; " << c.loads << " loads in flight per thread), copy " << c.copy_gbps
+     << " GB/s; empty kernel " << std::setprecision(2) << c.empty_launch_us << " us (launch), " << c.empty_stream_us
+     << " us (stream)" << std::endl;
+}
 
 std::string timestamp() {
   auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -49,8 +58,11 @@ Parsed parse(const std::vector<std::string>& args, po::options_description& desc
   return p;
 }
 
-void add_run_options(po::options_description& d, RunOptions& o, std::string& out) {
+void add_run_options(po::options_description& d, RunOptions& o, std::string& out, std::string& timing) {
   d.add_options()
+    ("timing", po::value<std::string>(&timing)->default_value("both"),
+     "timing modes: launch (one launch between events), stream (back to back in a CUDA graph over cold copies: "
+     "the headline), or both")
     ("out", po::value<std::string>(&out), "report directory (default out/run-DATE)")
     ("reps", po::value<int>(&o.reps)->default_value(50), "timed repetitions per measurement")
     ("warmup", po::value<int>(&o.warmup)->default_value(5), "untimed repetitions first")
@@ -60,6 +72,13 @@ void add_run_options(po::options_description& d, RunOptions& o, std::string& out
     ("quick", po::bool_switch(&o.quick), "small problems: a smoke run, not a measurement")
     ("strict", "exit 3 when a claim did not hold")
     ("help,h", "this help");
+}
+
+// "launch", "stream" or "both" -> the modes, in the order they are reported.
+std::vector<TimingMode> parse_modes(const std::string& timing) {
+  if (timing == "both") return {TimingMode::launch, TimingMode::stream};
+  if (timing == "launch" || timing == "stream") return {parse_timing_mode(timing)};
+  throw Error("--timing must be launch, stream or both (got '" + timing + "')");
 }
 
 void check_run_options(const RunOptions& o) {
@@ -73,7 +92,12 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
   check_run_options(opt);
   if (out.empty()) out = "out/run-" + timestamp();
   auto env = base_environment(argc, argv);
-  env["options"] = {{"reps", opt.reps}, {"warmup", opt.warmup}, {"seed", opt.seed}, {"l2_cold", !opt.hot}, {"quick", opt.quick}};
+  nlohmann::json modes = nlohmann::json::array();
+  for (auto m : opt.modes) modes.push_back(to_string(m));
+  const bool has_stream = std::find(opt.modes.begin(), opt.modes.end(), TimingMode::stream) != opt.modes.end();
+  env["options"] = {{"reps", opt.reps}, {"warmup", opt.warmup}, {"seed", opt.seed}, {"l2_cold", !opt.hot},
+                    {"flush", opt.hot ? "none" : "read"}, {"quick", opt.quick}, {"modes", modes},
+                    {"headline", has_stream ? "stream" : "launch"}};
   std::optional<DeviceInfo> dev;
   std::optional<Ceiling> ceiling;
   std::unique_ptr<Timer> timer;
@@ -83,13 +107,12 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
     dev = select_device(opt.device);
     env["device"] = to_json(*dev);
     if (any_device) {
-      std::cerr << "measuring the read-bandwidth ceiling on " << dev->name << " ..." << std::endl;
-      // 1 GiB: far over any L2, so this is DRAM bandwidth.
-      ceiling = measure_ceiling(std::int64_t(1) << 30, 20);
-      env["ceiling"] = to_json(*ceiling);
-      std::cerr << "ceiling: read " << std::fixed << std::setprecision(0) << ceiling->read_gbps << " GB/s, copy " << ceiling->copy_gbps << " GB/s" << std::endl;
       KLAB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
       timer = std::make_unique<Timer>(*dev, stream);
+      std::cerr << "measuring the read-bandwidth ceiling on " << dev->name << " ..." << std::endl;
+      ceiling = measure_ceiling(*timer, kCeilingBytes, opt.timing());
+      env["ceiling"] = to_json(*ceiling);
+      print_ceiling(std::cerr, *ceiling);
     }
   } else {
     env["device"] = nullptr;
@@ -149,11 +172,12 @@ int cmd_list(const std::vector<std::string>& args) {
 
 int cmd_run(const std::vector<std::string>& args, int argc, char** argv) {
   RunOptions opt;
-  std::string out;
+  std::string out, timing;
   po::options_description d("klab run EXPERIMENT... [options]");
-  add_run_options(d, opt, out);
+  add_run_options(d, opt, out, timing);
   auto p = parse(args, d);
   if (p.vm.count("help")) { std::cout << d; return 0; }
+  opt.modes = parse_modes(timing);
   require(!p.positional.empty(), "klab run: name at least one experiment (`klab list experiments`)");
   std::vector<const Experiment*> exps;
   for (const auto& n : p.positional) exps.push_back(&registry().experiment(n));
@@ -162,13 +186,14 @@ int cmd_run(const std::vector<std::string>& args, int argc, char** argv) {
 
 int cmd_ab(const std::vector<std::string>& args, int argc, char** argv) {
   RunOptions opt;
-  std::string out, shape, input = "uniform";
+  std::string out, shape, input = "uniform", timing;
   po::options_description d("klab ab A B --shape MxK [--input DIST] [options]");
   d.add_options()("shape", po::value<std::string>(&shape), "problem shape MxK (required)")
     ("input", po::value<std::string>(&input), "input distribution: uniform, normal, student-t, outlier");
-  add_run_options(d, opt, out);
+  add_run_options(d, opt, out, timing);
   auto p = parse(args, d);
   if (p.vm.count("help")) { std::cout << d; return 0; }
+  opt.modes = parse_modes(timing);
   require(p.positional.size() == 2, "klab ab: name exactly two variants, A and B (`klab list variants`)");
   require(!shape.empty(), "klab ab: --shape MxK is required");
   static Experiment e;  // lives for the run
@@ -194,7 +219,15 @@ int cmd_env(const std::vector<std::string>& args) {
   }
   auto dev = select_device(device);
   j["device"] = to_json(dev);
-  if (!no_ceiling) j["ceiling"] = to_json(measure_ceiling(std::int64_t(1) << 30, 20));
+  if (!no_ceiling) {
+    cudaStream_t s = nullptr;
+    KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    {
+      Timer timer(dev, s);
+      j["ceiling"] = to_json(measure_ceiling(timer, kCeilingBytes, TimingOptions{.reps = 20}));
+    }
+    cudaStreamDestroy(s);
+  }
   std::cout << j.dump(2) << std::endl;
   return 0;
 }
@@ -202,7 +235,7 @@ int cmd_env(const std::vector<std::string>& args) {
 void usage(std::ostream& os) {
   os << "klab: an A/B lab for LLM decode kernels\n\n"
         "  klab list [variants|experiments|ops] [--filter GLOB]\n"
-        "  klab run EXPERIMENT... [--out DIR] [--reps N] [--seed S] [--hot] [--device N] [--quick] [--strict]\n"
+        "  klab run EXPERIMENT... [--out DIR] [--reps N] [--seed S] [--timing launch|stream|both] [--hot] [--device N] [--quick] [--strict]\n"
         "  klab ab A B --shape MxK [--input DIST] [run options]\n"
         "  klab env [--device N]\n";
   for (const auto& c : extra_commands()) os << "  " << c.usage << "\n";

@@ -1,5 +1,6 @@
 #include "klab/race.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -18,7 +19,110 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0) {
   std::snprintf(buf, sizeof buf, f, a, b, c);
   return buf;
 }
+// The variant's instances (one per input copy) and its timing subjects.
+struct Slot {
+  Measured* m;
+  std::vector<std::unique_ptr<Instance>> insts;
+  std::vector<std::pair<TimingMode, std::unique_ptr<Timer::Subject>>> subjects;
+};
+
+void time_race(Context& ctx, const Workload& work, std::vector<Measured>& out, const TimingOptions& opt) {
+  Timer& timer = ctx.timer();
+  const auto& modes = ctx.options().modes;
+  const bool want_stream = std::find(modes.begin(), modes.end(), TimingMode::stream) != modes.end();
+  const bool want_launch = std::find(modes.begin(), modes.end(), TimingMode::launch) != modes.end();
+  std::vector<Slot> slots;
+  for (auto& m : out) {
+    if (m.skipped) continue;
+    if (!m.verified) {
+      ctx.log("not timing " + m.variant->name + ": it failed verification");
+      continue;
+    }
+    Slot sl{&m, {}, {}};
+    const int copies = want_stream ? timer.copies_for(m.traffic.bytes) : 1;
+    for (int c = 0; c < copies; ++c) sl.insts.push_back(m.variant->make(work));
+    Instance* first = sl.insts.front().get();
+    for (TimingMode mode : modes) {
+      if (mode == TimingMode::launch) {
+        sl.subjects.emplace_back(mode, timer.launch_subject([first](cudaStream_t st) { first->run(st); },
+                                                            [first](cudaStream_t st) { first->reset(st); }));
+      } else {
+        std::vector<Body> bodies;
+        for (auto& inst : sl.insts) bodies.push_back([p = inst.get()](cudaStream_t st) { p->run(st); });
+        auto reset_all = [&insts = sl.insts](cudaStream_t st) {
+          for (auto& inst : insts) inst->reset(st);
+        };
+        std::string why;
+        auto sub = timer.stream_subject(bodies, opt, reset_all, why);
+        if (sub) sl.subjects.emplace_back(mode, std::move(sub));
+        else {
+          m.stream_unavailable = why;
+          ctx.log(m.variant->name + ": stream mode unavailable, " + why + (want_launch ? "" : "; timing it in launch mode"));
+          if (!want_launch)
+            sl.subjects.emplace_back(TimingMode::launch, timer.launch_subject([first](cudaStream_t st) { first->run(st); },
+                                                                              [first](cudaStream_t st) { first->reset(st); }));
+        }
+      }
+    }
+    slots.push_back(std::move(sl));
+  }
+  std::vector<Timer::Subject*> subs;
+  for (auto& sl : slots)
+    for (auto& [mode, sub] : sl.subjects) subs.push_back(sub.get());
+  if (subs.empty()) return;
+  const auto timings = timer.time_interleaved(subs, opt);
+  std::size_t k = 0;
+  for (auto& sl : slots) {
+    Measured& m = *sl.m;
+    m.timed = true;
+    for (auto& [mode, sub] : sl.subjects) {
+      ModeResult r;
+      r.mode = mode;
+      r.timing = timings[k++];
+      const double sec = r.timing.summary.median * 1e-3;
+      r.gbps = m.traffic.bytes / sec / 1e9;
+      r.gmacs = m.traffic.macs / sec / 1e9;
+      r.pct_ceiling = 100.0 * r.gbps / ctx.ceiling().read_gbps;
+      const auto& att = timer.attainable(m.traffic.bytes, mode, opt);
+      r.attainable_gbps = att.gbps;
+      r.attainable_pdl = att.pdl;
+      r.pct_attainable = 100.0 * r.gbps / att.gbps;
+      m.modes.push_back(std::move(r));
+    }
+    // The headline: stream where measured.
+    const ModeResult* h = m.mode(TimingMode::stream);
+    if (!h) h = &m.modes.front();
+    m.timing = h->timing;
+    m.gbps = h->gbps;
+    m.gmacs = h->gmacs;
+    m.pct_ceiling = h->pct_ceiling;
+    m.pct_attainable = h->pct_attainable;
+  }
+  // Against A (the first variant timed), mode by mode.
+  const Measured* a = slots.empty() ? nullptr : slots.front().m;
+  for (std::size_t i = 1; i < slots.size(); ++i) {
+    Measured& m = *slots[i].m;
+    for (auto& r : m.modes)
+      if (const ModeResult* ra = a->mode(r.mode)) r.vs_a = compare_times(ra->timing.kept_ms, r.timing.kept_ms, m.problem.seed);
+    if (const ModeResult* h = m.mode(m.timing.mode)) m.vs_a = h->vs_a;
+  }
+  for (auto& sl : slots) {
+    const Measured& m = *sl.m;
+    std::string line = "time  ";
+    for (const auto& r : m.modes)
+      line += " " + to_string(r.mode) + fmt(" %.4f ms (%.1f%% of ceiling, %.1f%% of attainable)", r.timing.summary.median, r.pct_ceiling, r.pct_attainable);
+    line += "  " + m.variant->name;
+    if (m.vs_a) line += fmt("  x%.3f vs A", m.vs_a->speedup) + " (" + to_string(m.vs_a->verdict) + ")";
+    ctx.log(line);
+  }
+}
 }  // namespace
+
+const ModeResult* Measured::mode(TimingMode m) const {
+  for (const auto& r : modes)
+    if (r.mode == m) return &r;
+  return nullptr;
+}
 
 nlohmann::json to_json(const Measured& m) {
   nlohmann::json j;
@@ -44,11 +148,29 @@ nlohmann::json to_json(const Measured& m) {
   j["bytes"] = m.traffic.bytes;
   j["macs"] = m.traffic.macs;
   if (m.timed) {
+    auto mode_json = [&](const ModeResult& r) {
+      nlohmann::json o;
+      o["timing"] = to_json(r.timing);
+      o["gbps"] = r.gbps;
+      o["gmacs"] = r.gmacs;
+      o["pct_ceiling"] = r.pct_ceiling;
+      o["pct_attainable"] = r.pct_attainable;
+      o["attainable_gbps"] = r.attainable_gbps;
+      o["attainable_pdl"] = r.attainable_pdl;
+      if (r.vs_a) o["vs_a"] = to_json(*r.vs_a);
+      return o;
+    };
+    nlohmann::json modes = nlohmann::json::object();
+    for (const auto& r : m.modes) modes[to_string(r.mode)] = mode_json(r);
+    j["modes"] = modes;
     j["timing"] = to_json(m.timing);
     j["gbps"] = m.gbps;
     j["gmacs"] = m.gmacs;
     j["pct_ceiling"] = m.pct_ceiling;
+    j["pct_attainable"] = m.pct_attainable;
+    j["attainable_gbps"] = m.modes.empty() ? 0.0 : m.mode(m.timing.mode)->attainable_gbps;
   }
+  if (!m.stream_unavailable.empty()) j["stream_unavailable"] = m.stream_unavailable;
   if (m.vs_a) j["vs_a"] = to_json(*m.vs_a);
   return j;
 }
@@ -113,28 +235,9 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
     out.push_back(std::move(m));
     if (ro.ladder && !v->peer) prev = &out.back();
   }
-  // 2. Time the verified ones.
-  const Measured* a = nullptr;
-  for (auto& m : out) {
-    if (m.skipped || !ro.time) continue;
-    if (!m.verified) {
-      ctx.log("not timing " + m.variant->name + ": it failed verification");
-      continue;
-    }
-    auto inst = m.variant->make(*work);
-    m.timing = ctx.timer().time([&](cudaStream_t st) { inst->run(st); }, ctx.options().timing(),
-                                [&](cudaStream_t st) { inst->reset(st); });
-    m.timed = true;
-    const double sec = m.timing.summary.median * 1e-3;
-    m.gbps = m.traffic.bytes / sec / 1e9;
-    m.gmacs = m.traffic.macs / sec / 1e9;
-    m.pct_ceiling = 100.0 * m.gbps / ctx.ceiling().read_gbps;
-    if (!a) a = &m;
-    else m.vs_a = compare_times(a->timing.kept_ms, m.timing.kept_ms, problem.seed);
-    ctx.log(fmt("time   %.4f ms  (min %.4f, max %.4f)", m.timing.summary.median, m.timing.summary.min, m.timing.summary.max) +
-            fmt("  %.0f GB/s  %.1f%% of ceiling", m.gbps, m.pct_ceiling) + "  " + m.variant->name +
-            (m.vs_a ? fmt("  x%.3f vs A", m.vs_a->speedup) + " (" + to_string(m.vs_a->verdict) + ")" : ""));
-  }
+  // 2. Time the verified ones: every mode of the run, repetitions interleaved over variants and
+  // modes, so that drift during the race hits every variant alike.
+  if (ro.time) time_race(ctx, *work, out, ctx.options().timing());
   for (auto& m : out) {
     if (m.skipped) continue;
     auto r = ctx.record("measurement");

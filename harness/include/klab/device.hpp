@@ -29,16 +29,6 @@ struct DeviceInfo {
 // Selects device `index` and reads its properties. Throws klab::Error when it does not exist.
 DeviceInfo select_device(int index);
 
-// The ceilings measured in this run: read-only and copy bandwidth over a buffer far larger than L2.
-struct Ceiling {
-  double read_gbps = 0;   // median of a read-only (reduce) kernel: the ceiling for read-bound ops
-  double copy_gbps = 0;   // median of a copy kernel, bytes read + written
-  std::int64_t bytes = 0; // buffer size used
-  int reps = 0;
-};
-Ceiling measure_ceiling(std::int64_t bytes, int reps);
-
 nlohmann::json to_json(const DeviceInfo& d);
-nlohmann::json to_json(const Ceiling& c);
 
 }  // namespace klab

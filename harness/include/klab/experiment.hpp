@@ -24,7 +24,9 @@ struct RunOptions {
   bool hot = false;       // --hot: leave L2 warm between repetitions
   int device = 0;
   bool quick = false;     // smaller problems (tests, smoke runs)
-  TimingOptions timing() const { return TimingOptions{reps, warmup, !hot}; }
+  // The timing modes every race measures (--timing); stream, where measured, is the headline.
+  std::vector<TimingMode> modes{TimingMode::launch, TimingMode::stream};
+  TimingOptions timing() const { return TimingOptions{.reps = reps, .warmup = warmup, .l2_cold = !hot}; }
 };
 
 enum class ClaimState { held, not_held, not_evaluated };

@@ -12,6 +12,18 @@
 
 namespace klab {
 
+// One timing mode's result for a measured variant.
+struct ModeResult {
+  TimingMode mode = TimingMode::launch;
+  Timing timing;
+  double gbps = 0, gmacs = 0;
+  double pct_ceiling = 0;     // vs the run's big read (env.ceiling.read_gbps)
+  double pct_attainable = 0;  // vs a read of exactly the op's bytes in the same mode
+  double attainable_gbps = 0;
+  bool attainable_pdl = false;  // the size-matched read was faster with programmatic dependent launch
+  std::optional<Comparison> vs_a;  // B against A in this mode (absent for A, or when A lacks the mode)
+};
+
 struct Measured {
   const Variant* variant = nullptr;
   Problem problem;
@@ -25,10 +37,16 @@ struct Measured {
   std::int64_t bits_vs_prev = -1; // ladders: elements differing bitwise from the previous rung
   std::vector<float> output;      // the verified run's output, for comparisons the race does not make
   bool timed = false;
-  Timing timing;
   Traffic traffic;
-  double gbps = 0, gmacs = 0, pct_ceiling = 0;
-  std::optional<Comparison> vs_a;  // B against A (absent for A)
+  // Every mode timed, in the run's order (RunOptions::modes), and why stream mode is missing when
+  // the variant could not be captured in a graph.
+  std::vector<ModeResult> modes;
+  std::string stream_unavailable;
+  // The headline: stream mode where it was measured, launch otherwise (a copy of that ModeResult).
+  Timing timing;
+  double gbps = 0, gmacs = 0, pct_ceiling = 0, pct_attainable = 0;
+  std::optional<Comparison> vs_a;
+  const ModeResult* mode(TimingMode m) const;
 };
 
 struct RaceOptions {
@@ -41,7 +59,9 @@ struct RaceOptions {
   bool ladder = false;
 };
 
-// Runs the race and adds one "measurement" record (or "skip") per variant to the context's report.
+// Runs the race: verifies every variant (poisoned outputs, the reference, bits vs A), then times the
+// verified ones in every mode of the run with their repetitions interleaved (ABAB...), each against
+// the size-matched read in the same mode; adds one "measurement" record (or "skip") per variant to the context's report.
 std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const Variant*>& variants,
                            const Problem& problem, const RaceOptions& ro);
 
