@@ -58,6 +58,17 @@ std::string fmt(const char* f, double a, double b, double c, double d) {
   return buf;
 }
 
+void add_rates(Context& ctx, nlohmann::json& rec, double bytes, double ms_per_step) {
+  const double gbps = bytes / (ms_per_step * 1e-3) / 1e9;
+  rec["gbps"] = gbps;
+  if (!ctx.has_device()) return;
+  rec["pct_ceiling"] = 100.0 * gbps / ctx.ceiling().read_gbps;
+  const auto& att = ctx.timer().attainable(bytes, TimingMode::stream, ctx.options().timing());
+  rec["attainable_gbps"] = att.gbps;
+  rec["attainable_mode"] = "stream";
+  rec["pct_attainable"] = 100.0 * gbps / att.gbps;
+}
+
 Experiment make_ab(const std::string& a_name, const std::string& b_name, Shape shape, Dist dist) {
   const Variant& a = registry().variant(a_name);
   const Variant& b = registry().variant(b_name);

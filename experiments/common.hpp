@@ -38,6 +38,11 @@ std::span<const float> gdn_token(const std::vector<float>& seq, int hidden, int 
 // Shorthand printf-style formatting for evidence strings.
 std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0);
 
+// The rates of a step that moves `bytes` in `ms_per_step` (a multi-token timing divided by its
+// tokens): gbps, pct_ceiling (vs the run's big read) and pct_attainable (vs a read of exactly those
+// bytes back to back in a graph, as the steps of a multi-token repetition run), set on `rec`.
+void add_rates(Context& ctx, nlohmann::json& rec, double bytes, double ms_per_step);
+
 // An ad-hoc A/B experiment (the `klab ab` command): A and B on one shape and input distribution.
 Experiment make_ab(const std::string& a, const std::string& b, Shape shape, Dist dist);
 

@@ -356,8 +356,7 @@ void run_roundtrip(Context& ctx) {
     const Summary& sm = t.summary;
     rec["ms_per_layer_token"] = {{"median", sm.median / T}, {"min", sm.min / T}, {"max", sm.max / T}};
     rec["bytes_per_step"] = bytes;
-    rec["gbps"] = bytes / (sm.median / T * 1e-3) / 1e9;
-    if (ctx.has_device()) rec["pct_ceiling"] = 100.0 * rec["gbps"].get<double>() / ctx.ceiling().read_gbps;
+    add_rates(ctx, rec, bytes, sm.median / T);
     ctx.add(std::move(rec));
   };
   add("host-step", t_step);

@@ -466,8 +466,7 @@ void run_layer(Context& ctx) {
     rec["projections"] = dev.describe(tier == "f32" ? 0 : 1);
     const double bytes = (tier == "f32" ? 4.0 * big : 0.5625 * big) + rest;
     rec["bytes_per_step"] = bytes;
-    rec["gbps"] = bytes / (sm.median / T * 1e-3) / 1e9;
-    rec["pct_ceiling"] = 100.0 * rec["gbps"].get<double>() / ctx.ceiling().read_gbps;
+    add_rates(ctx, rec, bytes, sm.median / T);
     rec["timing"] = klab::to_json(t);
     if (tier == "q4") rec["q4_vs_f32_out"] = klab::to_json(a);
     ctx.add(std::move(rec));
@@ -517,6 +516,7 @@ void run_layer(Context& ctx) {
     rec["bits_vs_first_of_family"] = bits;
     rec["vs_chosen_variant"] = klab::to_json(av);
     rec["timing"] = klab::to_json(t);
+    add_rates(ctx, rec, 0.5625 * big + rest, ms);
     ctx.add(std::move(rec));
   }
   dev.set_q4_variant(variant);
