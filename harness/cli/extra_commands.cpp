@@ -1,10 +1,12 @@
 #include "cli.hpp"
 #include "gdn_cli.hpp"
+#include "profile_cli.hpp"
 
 namespace klab {
 const std::vector<Command>& extra_commands() {
   static const std::vector<Command> c{
       {"gdn", experiments::kGdnUsage, experiments::gdn_command},
+      {"profile-one", experiments::kProfileOneUsage, experiments::profile_one_command},
   };
   return c;
 }
