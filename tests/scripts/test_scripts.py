@@ -11,8 +11,10 @@ out from the fixture values by hand (the derivation is in the comments), not rea
 matplotlib is required: without it this fails, saying so, rather than skipping.
 """
 import json
+import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +30,41 @@ WR1 = "f32_gemv/impl=warp-row,unroll=1"
 WR4 = "f32_gemv/impl=warp-row,unroll=4"
 WR8 = "f32_gemv/impl=warp-row,unroll=8"
 CUB = "f32_gemv/impl=cublas-sgemv"
+
+
+# The environment of the reports built below (a FIXTURE GPU, like the committed ones).
+ENV = {"device": {"name": "FIXTURE GPU (test data)"}, "ceiling": {"read_gbps": 4000.0, "copy_gbps": 3600.0},
+       "git_commit": "0123456789abcdef", "git_dirty": False, "date": "2026-01-01T00:00:00Z"}
+
+
+def timing(samples, mode=None, **extra):
+    """A timing object over these repetitions (median, min, max of them); with a mode, as the
+    harness with timing modes writes it (flush "read" unless extra says otherwise)."""
+    t = {"median_ms": statistics.median(samples), "min_ms": min(samples), "max_ms": max(samples), "samples_ms": list(samples)}
+    if mode:
+        t.update(mode=mode, flush="read")
+        if mode == "stream":
+            t.update(launches=8, copies=3)
+    t.update(extra)
+    return t
+
+
+def measurement(variant, samples=None, modes=None, headline="stream", experiment="e", shape="64x64", dist="uniform", env=None, **extra):
+    """A measurement record. samples: timed the old way (no mode); modes: {mode: samples or
+    (samples, {field: value})}, the harness with timing modes (headline one of them; its fields
+    are also the record's top-level ones)."""
+    r = {"kind": "measurement", "experiment": experiment, "variant": variant, "op": variant.split("/")[0], "shape": shape,
+         "dist": dist, "env": ENV if env is None else env, "verified": True}
+    if samples is not None:
+        r["timing"] = timing(samples)
+    if modes:
+        r["modes"] = {}
+        for m, v in modes.items():
+            s, fields = v if isinstance(v, tuple) else (v, {})
+            r["modes"][m] = dict({"timing": timing(s, m)}, **fields)
+        r.update(r["modes"][headline])
+    r.update(extra)
+    return r
 
 
 def run(script, *args):
@@ -374,6 +411,32 @@ class MalformedTest(TempDir):
         timing = {"kind": "gdn_timing", "experiment": "e", "tier": "q4", "mode": "host-facing", "layers": 48, "tokens": 4,
                   "ms_per_layer_token": {"min": 0.1}}
         self.refused(self.write_report("g", [json.dumps(timing)]), "'ms_per_layer_token.median'")
+
+    def test_timing_mode_fields(self):
+        # Fields of the timing modes are checked where present; the line and the field are named.
+        good = json.dumps(measurement("f32_gemv/impl=x", modes={"launch": [1.0, 1.1], "stream": [0.9, 1.0]}))
+        for name, rec, needles in [
+                ("mode", measurement("v/x", modes={"stream": [1.0]}, timing=timing([1.0], "burst")),
+                 ["'timing.mode'", "one of launch, stream", "burst"]),
+                ("flush", measurement("v/x", timing=timing([1.0], "launch", flush="cold")), ["'timing.flush'", "one of read, none"]),
+                ("pct", measurement("v/x", samples=[1.0], pct_attainable="high"), ["'pct_attainable'", "number"]),
+                ("key", measurement("v/x", modes={"launch": [1.0]}, headline="launch") | {"modes": {"graph": {}}},
+                 ["'modes' key 'graph'", "one of launch, stream"]),
+                ("entry", measurement("v/x", modes={"launch": [1.0], "stream": ([1.0], {"gbps": "x"})}, headline="launch"),
+                 ["'modes.stream.gbps'", "number or null"]),
+                ("untimed", measurement("v/x", modes={"launch": [1.0]}, headline="launch") | {"modes": {"stream": {"gbps": 1.0}}},
+                 ["lacks the field 'modes.stream.timing'"]),
+                ("mismatch", measurement("v/x", modes={"launch": [1.0]}, headline="launch") | {"modes": {"stream": {"timing": timing([1.0], "launch")}}},
+                 ["'modes.stream.timing.mode' is 'launch'"]),
+                ("ceiling", measurement("v/x", env=dict(ENV, ceiling={"read_gbps": 4000.0, "mode": "graph"})), ["'env.ceiling.mode'"]),
+                ("empty", measurement("v/x", env=dict(ENV, ceiling={"read_gbps": 4000.0, "empty_kernel_us": {"launch": "2us"}})),
+                 ["'env.ceiling.empty_kernel_us.launch'"]),
+                ("headline", measurement("v/x", env=dict(ENV, options={"modes": ["launch", "stream"], "headline": "both"})),
+                 ["'env.options.headline'"]),
+                ("gdn", {"kind": "gdn_timing", "experiment": "e", "tier": "q4", "mode": "host-facing", "layers": 1, "tokens": 4,
+                         "ms_per_layer_token": {"median": 0.1}, "timing": timing([0.4], "graph")}, ["'timing.mode'"])]:
+            with self.subTest(name):
+                self.refused(self.write_report(name, [good, json.dumps(rec)]), "report.jsonl:2", *needles)
 
     def test_empty_report(self):
         self.refused(self.write_report("empty", []), "empty report (no records)")
