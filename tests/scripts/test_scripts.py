@@ -289,14 +289,23 @@ class SummarizeTest(TempDir):
 class CompareTest(TempDir):
     OLD, NEW = DATA / "compare-old", DATA / "compare-new"
 
-    def rows(self, out):
-        """variant -> (new/old, 95% CI, verdict) from the Markdown table."""
-        table = {}
+    def rows(self, out, by_mode=False):
+        """variant -> (new/old, 95% CI, verdict) of its first row (the headline mode) in the Markdown
+        table; with by_mode, (variant, mode) -> the same, and the order of the rows."""
+        table, order = {}, []
         for line in out.splitlines():
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) == 9 and cells[0] != "experiment" and not cells[0].startswith("---"):
-                table[cells[1]] = (cells[5], cells[6], cells[7])
-        return table
+            if len(cells) == 10 and cells[0] != "experiment" and not cells[0].startswith("---"):
+                key = (cells[1], cells[3]) if by_mode else cells[1]
+                order.append(key)
+                table.setdefault(key, (cells[6], cells[7], cells[8]))
+        return (table, order) if by_mode else table
+
+    def compare(self, old_lines, new_lines, *args):
+        """compare.py --markdown on two reports built from records."""
+        old = self.write_report(f"old{len(list(self.tmp.iterdir()))}", [json.dumps(r) for r in old_lines])
+        new = self.write_report(f"new{len(list(self.tmp.iterdir()))}", [json.dumps(r) for r in new_lines])
+        return run("compare.py", old, new, "--markdown", *args)
 
     def test_verdicts(self):
         p = run("compare.py", self.OLD, self.NEW, "--markdown")
@@ -310,16 +319,21 @@ class CompareTest(TempDir):
         self.assertEqual(rows[WR4][0], "0.800")
         lo, hi = map(float, rows[WR4][1].split(".."))
         self.assertTrue(lo <= 0.8 <= hi < 0.99, rows[WR4])
-        # "noisy": medians differ by 5% but the repetitions spread over 2x: not a result.
+        # "noisy": medians differ by 5% but the repetitions spread over 2x: the interval reaches
+        # beyond both edges of the 3% band, so neither a change nor its absence is shown.
         self.assertEqual(rows["f32_gemv/impl=noisy"][0], "1.050")
-        self.assertEqual(rows["f32_gemv/impl=noisy"][2], "same")
+        self.assertEqual(rows["f32_gemv/impl=noisy"][2], "ambiguous")
+        lo, hi = map(float, rows["f32_gemv/impl=noisy"][1].split(".."))
+        self.assertTrue(lo < 0.97 and hi > 1.03, rows["f32_gemv/impl=noisy"])
         self.assertEqual(rows[WR8][2], "not timed")  # failed verification in NEW
         self.assertEqual(rows["gdn_timing/tier=q4,mode=device-resident"][2], "same")
         self.assertIn("only in OLD:\n  f32-gemv-vs-cublas f32_gemv/impl=retired 4096x4096 uniform", p.stdout)
         self.assertIn("only in NEW:\n  f32-gemv-vs-cublas f32_gemv/impl=added 4096x4096 uniform", p.stdout)
         self.assertIn("max_rel 1.20e-07 -> 1.90e-07; bits_vs_a 0 -> 12", p.stdout)
         self.assertIn("verified yes -> NO", p.stdout)
-        self.assertIn("summary: 1 faster, 1 slower, 3 same, 1 not timed; 1 only in OLD, 1 only in NEW", p.stdout)
+        # Two identical ceilings (4000 GB/s) and no control: the band is --band's default, 3%.
+        self.assertIn("band: 1 -/+ 0.0300", p.stdout)
+        self.assertIn("summary: 1 faster, 1 slower, 2 same, 1 ambiguous, 1 not timed; 1 only in OLD, 1 only in NEW", p.stdout)
 
     def test_pure_python_bootstrap_agrees(self):
         # The H200 machine has numpy, but compare.py must not need it.
@@ -329,7 +343,7 @@ class CompareTest(TempDir):
                            capture_output=True, text=True, timeout=600)
         self.assertOk(p)
         rows = self.rows(p.stdout)
-        self.assertEqual([rows[v][2] for v in (WR4, CUB, WR1, "f32_gemv/impl=noisy")], ["faster", "slower", "same", "same"])
+        self.assertEqual([rows[v][2] for v in (WR4, CUB, WR1, "f32_gemv/impl=noisy")], ["faster", "slower", "same", "ambiguous"])
 
     def test_fail_on_regression_exit_codes(self):
         cases = [((), 0),                                      # no guard: a report, not a gate
@@ -348,21 +362,155 @@ class CompareTest(TempDir):
                 if code == 1:
                     self.assertIn("REGRESSION", p.stdout)
         p = run("compare.py", self.OLD, self.NEW, "--fail-on-regression", "*cublas*")
-        self.assertIn(f"{CUB} 4096x4096 uniform: slower", p.stdout)
+        self.assertIn(f"{CUB} 4096x4096 uniform [launch]: slower", p.stdout)
         p = run("compare.py", self.OLD, self.NEW, "--fail-on-regression", "*unroll=8")
         self.assertIn("passed verification in OLD, fails it in NEW", p.stdout)
 
-    def test_a_report_against_itself_is_all_same(self):
-        p = run("compare.py", DATA / "run", DATA / "run" / "report.jsonl", "--fail-on-regression")
+    def test_a_report_against_itself(self):
+        p = run("compare.py", DATA / "run", DATA / "run" / "report.jsonl", "--fail-on-regression", "--markdown")
         self.assertOk(p)
-        self.assertIn("0 faster, 0 slower, 8 same, 1 not timed", p.stdout)
+        # Nothing changed, yet one of the 8 timed comparisons cannot show it: warp-row,unroll=1 on
+        # 33x160 has 8 repetitions, five of 0.003 ms and three of 0.0031-0.0032. A resample with 5+
+        # of the slow three (P(Bin(8, 3/8) >= 5) = 0.137) has median >= 0.0031; one with at most 3
+        # (P = 0.651) has 0.003. So P(ratio >= 0.0031/0.003 = 1.033) >= 0.137 * 0.651 = 0.089 >
+        # 2.5%: the interval reaches beyond 1.03 (and, symmetrically, below 0.97): ambiguous.
+        self.assertIn("0 faster, 0 slower, 7 same, 1 ambiguous, 1 not timed", p.stdout)
+        rows, order = self.rows(p.stdout, by_mode=True)
+        self.assertEqual(rows[(WR1, "launch")][2], "same")  # 4096x4096 comes first
+        self.assertEqual([k for k in order if k[0] == WR1], [(WR1, "launch"), (WR1, "launch")])
+        self.assertIn("claims: no state changed (4 compared)", p.stdout)
 
-    def test_noise_threshold(self):
-        # cuBLAS is 18% slower: with a 25% noise allowance that is "same".
-        p = run("compare.py", self.OLD, self.NEW, "--markdown", "--noise", "0.25")
+    def test_band_threshold(self):
+        # cuBLAS is 18% slower: with a 25% band that is "same". --noise is the band's former name.
+        for flag in ("--band", "--noise"):
+            p = run("compare.py", self.OLD, self.NEW, "--markdown", flag, "0.25")
+            self.assertOk(p)
+            self.assertEqual(self.rows(p.stdout)[CUB][2], "same")
+            self.assertIn("band: 1 -/+ 0.2500", p.stdout)
+            self.assertEqual(run("compare.py", self.OLD, self.NEW, flag, "2").returncode, 2)
+
+    def test_ambiguous_when_the_interval_straddles_a_band_edge(self):
+        # OLD: ten repetitions of 1.0 ms (every resample's median is 1.0). NEW: five of 1.00 and
+        # five of 1.06: a resample's median is 1.00 with 4 or fewer of the 1.06 (P = (1 - C(10,5)/
+        # 2^10) / 2 = 0.377), 1.03 with exactly 5, 1.06 with 6 or more (0.377). The 2.5% and 97.5%
+        # quantiles are therefore 1.00 and 1.06; the ratio of medians is 1.03 / 1.00.
+        old = [measurement("v/a", [1.0] * 10), measurement("v/slow", [1.0] * 10)]
+        new = [measurement("v/a", [1.0] * 5 + [1.06] * 5), measurement("v/slow", [1.10] * 10)]
+        p = self.compare(old, new, "--fail-on-regression", "v/a")
+        self.assertOk(p)  # ambiguous is not a regression
+        rows = self.rows(p.stdout)
+        # 1.00..1.06 against 0.97..1.03: inside at the bottom, beyond at the top.
+        self.assertEqual(rows["v/a"], ("1.030", "1.000..1.060", "ambiguous"))
+        self.assertEqual(rows["v/slow"], ("1.100", "1.100..1.100", "slower"))
+        self.assertIn("0 faster, 1 slower, 0 same, 1 ambiguous, 0 not timed", p.stdout)
+        # A 7% band holds the whole interval: same. A 0.5% band: ambiguous still (1.00 is inside).
+        self.assertEqual(self.rows(self.compare(old, new, "--band", "0.07").stdout)["v/a"][2], "same")
+        self.assertEqual(self.rows(self.compare(old, new, "--band", "0.005").stdout)["v/a"][2], "ambiguous")
+
+    def test_band_widened_by_drifting_controls(self):
+        # "v/k" takes 4% longer in NEW (2.00 -> 2.08 ms, every repetition): beyond the 3% band.
+        # The control "v/ctrl" (unchanged code) takes 5% longer (1.00 -> 1.05): the machine drifted
+        # by that much, so the band becomes 5% and "v/k" is the same.
+        old = [measurement("v/ctrl", [1.0] * 10), measurement("v/k", [2.0] * 10)]
+        new = [measurement("v/ctrl", [1.05] * 10), measurement("v/k", [2.08] * 10)]
+        p = self.compare(old, new)
+        self.assertEqual(self.rows(p.stdout)["v/k"], ("1.040", "1.040..1.040", "slower"))
+        p = self.compare(old, new, "--control", "*ctrl")
         self.assertOk(p)
-        self.assertEqual(self.rows(p.stdout)[CUB][2], "same")
-        self.assertEqual(run("compare.py", self.OLD, self.NEW, "--noise", "2").returncode, 2)
+        self.assertIn("band: 1 -/+ 0.0500", p.stdout)
+        self.assertIn("largest drift 5.00%, v/ctrl 64x64 uniform [launch]", p.stdout)
+        self.assertEqual(self.rows(p.stdout)["v/k"][2], "same")
+        self.assertIn("control", [l for l in p.stdout.splitlines() if "| v/ctrl |" in l][0])
+        # A control matching nothing controls nothing: refused.
+        p = self.compare(old, new, "--control", "*nothing*")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("nothing to control with", p.stderr)
+        # The read ceiling is a control too: 4000 -> 3800 GB/s is 4000/3800 - 1 = 5.26% more time.
+        slow_env = dict(ENV, ceiling={"read_gbps": 3800.0})
+        p = self.compare([old[1]], [measurement("v/k", [2.08] * 10, env=slow_env)])
+        self.assertIn("read ceiling 4000 -> 3800 GB/s: 5.26%", p.stdout)
+        self.assertIn("band: 1 -/+ 0.0526", p.stdout)
+        self.assertEqual(self.rows(p.stdout)["v/k"][2], "same")
+        # ... but not when the ceilings were measured in different modes, or on different GPUs.
+        for env, why in ((dict(ENV, ceiling={"read_gbps": 3800.0, "mode": "stream"}), "measured in launch mode in OLD, stream in NEW"),
+                         (dict(ENV, ceiling={"read_gbps": 3800.0}, device={"name": "OTHER GPU"}), "different GPUs")):
+            p = self.compare([old[1]], [measurement("v/k", [2.08] * 10, env=env)])
+            self.assertIn(why, p.stdout)
+            self.assertIn("band: 1 -/+ 0.0300", p.stdout)
+            self.assertEqual(self.rows(p.stdout)["v/k"][2], "slower")
+
+    def test_claims_whose_state_changed(self):
+        def claim(e, i, state):
+            return {"kind": "claim", "experiment": e, "index": i, "text": f"claim {i} of {e}", "state": state, "env": ENV}
+        old = [claim("e", 0, "held"), claim("e", 1, "not_held"), claim("e", 2, "not_evaluated"), claim("gone", 0, "held")]
+        new = [claim("e", 0, "held"), claim("e", 1, "held"), claim("e", 2, "not_held"), claim("e", 3, "held")]
+        p = self.compare(old, new)
+        self.assertOk(p)
+        # e's claims 1 and 2 changed, 3 is new; 0 did not; "gone" is not in NEW at all: not compared.
+        self.assertIn("claims whose state changed (3 of 4):", p.stdout)
+        self.assertIn("| e | 1 | not_held | held | claim 1 of e |", p.stdout)
+        self.assertIn("| e | 2 | not_evaluated | not_held | claim 2 of e |", p.stdout)
+        self.assertIn("| e | 3 | absent | held | claim 3 of e |", p.stdout)
+        self.assertNotIn("claim 0 of", p.stdout)
+        self.assertIn("3 claim(s) changed state", p.stdout)
+
+    def test_modes_are_matched(self):
+        # "v/a": both reports timed it in both modes; stream (the headline) got 20% faster (0.5 ->
+        # 0.4 ms), launch is unchanged. "v/old": OLD is a report from before the timing modes (its
+        # timing counts as launch); NEW has launch and stream: only launch is compared. "v/nograph":
+        # NEW could not capture it in a graph (launch only).
+        old = [measurement("v/a", modes={"launch": [1.0] * 10, "stream": [0.5] * 10}),
+               measurement("v/old", [1.0] * 10), measurement("v/nograph", modes={"launch": [1.0] * 10, "stream": [0.5] * 10})]
+        new = [measurement("v/a", modes={"launch": [1.0] * 10, "stream": [0.4] * 10}),
+               measurement("v/old", modes={"launch": [1.0] * 10, "stream": [0.3] * 10}),
+               measurement("v/nograph", modes={"launch": [1.2] * 10}, headline="launch", stream_unavailable="not capturable")]
+        p = self.compare(old, new, "--fail-on-regression")
+        self.assertEqual(p.returncode, 1)  # v/nograph: launch 1.0 -> 1.2 ms
+        rows, order = self.rows(p.stdout, by_mode=True)
+        self.assertEqual(order, [("v/a", "stream"), ("v/a", "launch"), ("v/old", "launch"), ("v/nograph", "launch")])
+        self.assertEqual(rows[("v/a", "stream")], ("0.800", "0.800..0.800", "faster"))
+        self.assertEqual(rows[("v/a", "launch")][2], "same")
+        self.assertEqual(rows[("v/old", "launch")][2], "same")
+        self.assertEqual(rows[("v/nograph", "launch")], ("1.200", "1.200..1.200", "slower"))
+        self.assertIn("v/nograph 64x64 uniform [launch]: slower", p.stdout)
+        self.assertIn("stream: 1 matched measurement(s) timed in it in NEW only", p.stdout)
+        self.assertIn("stream: 1 matched measurement(s) timed in it in OLD only", p.stdout)
+        self.assertIn("summary: 1 faster, 1 slower, 2 same, 0 ambiguous, 0 not timed", p.stdout)
+        # --mode stream: only v/a is compared.
+        p = self.compare(old, new, "--mode", "stream")
+        rows, order = self.rows(p.stdout, by_mode=True)
+        self.assertEqual(order, [("v/a", "stream")])
+        self.assertIn("summary: 1 faster, 0 slower, 0 same, 0 ambiguous, 0 not timed", p.stdout)
+
+    def test_identical_distributions_give_no_change(self):
+        # Two runs of unchanged code: ten variants, each timed 50 times in both modes, every
+        # repetition drawn from one normal distribution (sd 0.5% of the mean) in both runs. The
+        # median of 50 has sd 1.2533 * 0.5% / sqrt(50) = 0.089%, a ratio of two sqrt(2) times that,
+        # 0.125%: the 95% intervals reach about 1 -/+ 0.25% from their centre, and the centres of
+        # 20 ratios stay within about 3 sd (0.4%) of 1: every interval lies well inside 1 -/+ 3%.
+        rng = random.Random(20261201)
+
+        def run_of(drift=1.0, ceiling=4000.0):
+            env = dict(ENV, ceiling={"read_gbps": ceiling})
+            return [measurement(f"v/{i}", env=env, modes={
+                m: [drift * rng.gauss(mean, 0.005 * mean) for _ in range(50)] for m, mean in (("launch", 0.1 + i / 100), ("stream", 0.08 + i / 100))})
+                for i in range(10)]
+        base = run_of()
+        p = self.compare(base, run_of())
+        self.assertOk(p)
+        self.assertIn("summary: 0 faster, 0 slower, 20 same, 0 ambiguous, 0 not timed", p.stdout)
+        # The same with the whole machine 2% slower in NEW (its read ceiling too: 4000/1.02 GB/s):
+        # centres within 1.02 -/+ 0.4%, intervals within 1.02 -/+ 0.65%: inside 1 -/+ 3% still.
+        drifted = run_of(drift=1.02, ceiling=4000 / 1.02)
+        p = self.compare(base, drifted)
+        self.assertIn("read ceiling 4000 -> 3922 GB/s: 2.00%", p.stdout)
+        self.assertIn("summary: 0 faster, 0 slower, 20 same, 0 ambiguous, 0 not timed", p.stdout)
+        # The harness's within-run rule (1%), with a ceiling that did not move, calls every one of
+        # them slower: each interval lies above 1.02 - 0.65% > 1.01. That is what the first
+        # compare.py said of two runs of unchanged code.
+        p = self.compare(base, run_of(drift=1.02), "--band", "0.01")
+        self.assertIn("band: 1 -/+ 0.0100", p.stdout)
+        self.assertIn("summary: 0 faster, 20 slower, 0 same, 0 ambiguous", p.stdout)
 
     def test_bad_input(self):
         bad = self.write_report("bad", [json.dumps({"kind": "measurement"})])
