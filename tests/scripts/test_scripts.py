@@ -95,6 +95,30 @@ class TempDir(unittest.TestCase):
         self.assertEqual(p.returncode, 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
 
 
+def modes_report():
+    """Records of a run with timing modes (stream the headline), worked out by hand: f32_gemv on
+    1000x1000, 4e6 bytes and 1e6 MACs. A: stream median 0.002 ms -> 4e6 B / 2e-6 s = 2000 GB/s =
+    50% of the 4000 GB/s ceiling, 80% of a 2500 GB/s size-matched read, 1e6 / 2e-6 s = 500 GMAC/s;
+    launch 0.004 ms -> 1000 GB/s = 25%, 50% of 2000 GB/s. B could not be captured in a graph:
+    launch only, 0.005 ms -> 800 GB/s = 20%, 800 / 2000 = 40% of attainable (pct_attainable not
+    written: from attainable_gbps), 200 GMAC/s."""
+    env = dict(ENV, ceiling={"read_gbps": 4000.0, "copy_gbps": 3600.0, "mode": "stream", "flush": "read",
+                             "empty_kernel_us": {"stream": 0.75, "launch": 2.5}},
+               options={"reps": 3, "modes": ["launch", "stream"], "headline": "stream"})
+    common = dict(experiment="modes", shape="1000x1000", env=env, bytes=4e6, macs=1e6, ceiling_gbps=4000.0, a="f32_gemv/impl=a")
+    a = measurement("f32_gemv/impl=a", modes={
+        "stream": ([0.0019, 0.002, 0.0021], {"gbps": 2000.0, "gmacs": 500.0, "pct_ceiling": 50.0, "pct_attainable": 80.0, "attainable_gbps": 2500.0}),
+        "launch": ([0.0039, 0.004, 0.0041], {"gbps": 1000.0, "gmacs": 250.0, "pct_ceiling": 25.0, "pct_attainable": 50.0, "attainable_gbps": 2000.0})},
+        **common)
+    b = measurement("f32_gemv/impl=b", headline="launch", stream_unavailable="captures a cuBLAS handle", modes={
+        "launch": ([0.0045, 0.005, 0.0055], {"gbps": 800.0, "gmacs": 200.0, "pct_ceiling": 20.0, "attainable_gbps": 2000.0,
+                                              "vs_a": {"ratio": 1.25, "ci95_lo": 1.2, "ci95_hi": 1.3, "speedup": 0.8, "verdict": "slower"}})},
+        **common)
+    gdn = {"kind": "gdn_timing", "experiment": "modes", "tier": "q4", "mode": "device-resident", "layers": 1, "tokens": 4,
+           "ms_per_layer_token": {"median": 0.1}, "timing": timing([0.4], "launch"), "env": env}
+    return [json.dumps(r) for r in (a, b, gdn)]
+
+
 class PlotTest(TempDir):
     RUN_FIGURES = ["bandwidth-f32-gemv-vs-cublas", "accuracy-f32-gemv-vs-cublas", "bandwidth-seed-ladder",
                    "accuracy-seed-ladder", "seed-ladder-17408x5120"]
@@ -112,6 +136,25 @@ class PlotTest(TempDir):
             self.assertGreater(len(svg), 5000)
 
     @staticmethod
+    def bandwidth_bars(rep, experiment):
+        """(bar heights rounded to 0.01, the strings drawn on the axes, the title) of the bandwidth
+        figure plot.py draws for one experiment of a report."""
+        sys.path.insert(0, str(SCRIPTS))
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import klab_report as kr
+        import plot
+        report = kr.load(rep)
+        plan, _ = kr.chart_plan(report)
+        recs = next(payload for _, kind, e, payload in plan if kind == "bandwidth" and e == experiment)
+        fig = plot.draw_bandwidth(plt, report, experiment, recs)
+        ax = fig.axes[0]
+        out = ([round(b.get_height(), 2) for b in ax.patches], [t.get_text() for t in ax.texts], ax.get_title())
+        plt.close(fig)
+        return out
+
+    @staticmethod
     def texts(svg_file):
         """The strings drawn in an SVG figure (matplotlib writes each as a comment beside its path)."""
         return set(re.findall(r"<!-- (.*?) -->", svg_file.read_text()))
@@ -127,10 +170,17 @@ class PlotTest(TempDir):
         bw = self.texts(rep / "plots" / "bandwidth-f32-gemv-vs-cublas.svg")
         # The ceiling of this run is drawn: env.ceiling.read_gbps = 4000.
         self.assertIn("read ceiling measured in this run (4000 GB/s)", bw)
-        # warp-row on 4096x4096: 67141632 bytes / 0.02005 ms = 3349 GB/s = 83.7% of 4000 -> "84".
-        self.assertIn("84", bw)
-        # cuBLAS: 67141632 / 0.02105 ms = 3190 GB/s = 79.7% -> "80".
-        self.assertIn("80", bw)
+        # The bars, from the figure itself (an SVG's strings hold the axis ticks too: "80" is one).
+        heights, labels, title = self.bandwidth_bars(rep, "f32-gemv-vs-cublas")
+        # warp-row on 4096x4096: 67141632 bytes / 0.02005 ms = 3349 GB/s = 83.72% of 4000 -> "84";
+        # cuBLAS: 67141632 / 0.02105 ms = 3190 GB/s = 79.74% -> "80"; on 33x160: 21892 B / 0.003 ms
+        # = 7.297 GB/s = 0.1824% -> "0.18", and 21892 / 0.0042 ms = 5.212 GB/s = 0.1303% -> "0.13".
+        # Drawn variant by variant (in the order they first appear: warp-row,unroll=1, cuBLAS,
+        # warp-row,unroll=4), each over the shapes; unroll=4 failed verification on 33x160: no bar.
+        self.assertEqual(heights, [83.72, 0.18, 79.74, 0.13])
+        self.assertEqual(labels, ["84", "0.18", "80", "0.13", "failed\nverification"])
+        # A report from before the timing modes was timed in launch mode.
+        self.assertIn("bandwidth per variant and shape, launch timing\n", title)
         # unroll=4 failed verification on 33x160: no bar, a label saying why.
         self.assertIn("verification", bw)
         self.assertIn("impl=warp-row,unroll=4", bw)
@@ -144,6 +194,18 @@ class PlotTest(TempDir):
         acc = self.texts(rep / "plots" / "accuracy-f32-gemv-vs-cublas.svg")
         self.assertIn("tolerance (max_rel allowed)", acc)
         self.assertIn("5.00e-01", acc)  # the failed variant's max_rel
+
+    def test_bandwidth_in_the_headline_mode(self):
+        rep = self.write_report("modes", modes_report())
+        self.assertOk(run("plot.py", rep))
+        heights, labels, title = self.bandwidth_bars(rep, "modes")
+        # The headline's % of ceiling (modes_report: A stream 50%, B launch only 20%); B's bar says
+        # it is launch, and so does the title.
+        self.assertEqual(heights, [50.0, 20.0])
+        self.assertEqual(labels, ["50", "20\nlaunch"])
+        self.assertIn("modes: bandwidth per variant and shape, stream timing (launch where marked)", title)
+        bw = self.texts(rep / "plots" / "bandwidth-modes.svg")
+        self.assertIn("read ceiling measured in this run (4000 GB/s, stream mode)", bw)
 
     def test_gdn_and_error_budget_figures(self):
         rep = self.copy("gdn")
@@ -226,6 +288,25 @@ class SummarizeTest(TempDir):
         self.assertIn(f"| {CUB} | 0.02105 (0.0209..0.0213) | 3190 | 79.7 | 797 | 2.40e-07 | 37 | slower x0.953 (time ratio 1.040..1.058) |", md)
         self.assertIn(f"| {WR4} | not timed | n/a | n/a | n/a | 5.00e-01 FAILED | 33 | not timed (failed verification) |", md)
         self.assertIn(f"- {WR4} on 4096x4096 uniform seed 1: fixture reason: k must be a multiple of 512", md)
+
+    def test_timing_modes(self):
+        rep = self.write_report("modes", modes_report())
+        p = run("summarize.py", rep, "--out", "-")
+        self.assertOk(p)
+        md = p.stdout
+        self.assertIn("| read ceiling (measured in this run) | 4000 GB/s (copy 3600 GB/s), stream mode, flush read |", md)
+        self.assertIn("| empty kernel (launch overhead) | launch 2.5 us, stream 0.75 us |", md)
+        self.assertIn('| options | reps 3, modes ["launch", "stream"], headline "stream" |', md)
+        self.assertIn("| variant | mode | median ms (min..max) | GB/s | % of ceiling | % of attainable | "
+                      "launch: median ms (% of ceiling, % of attainable) | GMAC/s | max_rel | bits vs A | verdict vs A |", md)
+        # Worked out in modes_report().
+        self.assertIn("| f32_gemv/impl=a (A) | stream, K=8, 3 copies | 0.002 (0.0019..0.0021) | 2000 | 50 | 80 | 0.004 (25, 50) | 500 | n/a | A | A |", md)
+        self.assertIn("| f32_gemv/impl=b | launch | 0.005 (0.0045..0.0055) | 800 | 20 | 40 | (the headline) | 200 | n/a | n/a | "
+                      "slower x0.800 (time ratio 1.200..1.300) |", md)
+        self.assertIn("- f32_gemv/impl=b: launch timing only: captures a cuBLAS handle", md)
+        # GDN: the round trip is "mode", the timing's mode its own column.
+        self.assertIn("| tier | mode | layers | tokens | ms per layer and token (min..max) | ms per token, all layers | timing |", md)
+        self.assertIn("| q4 | device-resident | 1 | 4 | 0.1 | 0.1 | launch, flush read |", md)
 
     def test_seed_ladder_table(self):
         md_file = self.tmp / "s.md"
