@@ -21,8 +21,9 @@ run-to-run band:
 The band is not the harness's 1% A/B rule: that rule compares two variants timed side by side in one
 run, while OLD and NEW are two runs, between which the whole machine drifts (1-3% measured between
 runs of unchanged code on the H200, where a 1% band called 29 unchanged measurements "slower"). It
-is the largest of --band (default 0.03), the drift of the read ceiling (env.ceiling.read_gbps: |OLD
-/ NEW - 1|, as a time ratio; used when both runs measured it in the same mode on the same GPU), and
+is the largest of --band (default 0.03), the drift of the read ceiling (env.ceiling.read_gbps, per
+mode where env.ceiling.modes holds several: |OLD/NEW - 1|, as a time ratio, the largest over the
+modes both runs measured; used when both ran the same ceiling kernel on the same GPU), and
 the drift of the --control GLOB variants, assumed unchanged (the largest |median ratio - 1| over
 them, every compared mode). The band used and where it came from are printed.
 
@@ -166,18 +167,22 @@ def verdict(lo, hi, band):
 
 def ceiling_drift(old_r, new_r):
     """(drift, description): the read ceiling's change between the runs as a time ratio |OLD/NEW -
-    1|, or (None, why it is not used)."""
-    co, cn = kr.get(old_r.env, "ceiling.read_gbps"), kr.get(new_r.env, "ceiling.read_gbps")
-    if not (kr.is_finite(co) and kr.is_finite(cn) and co > 0 and cn > 0):
+    1|, the largest over the modes both runs measured it in; or (None, why it is not used). Only
+    the same ceiling kernel on the same GPU is a control (a new kernel moves it, not the machine)."""
+    co, cn = kr.ceiling_by_mode(old_r.env), kr.ceiling_by_mode(new_r.env)
+    if not (co and cn):
         return None, "read ceiling not measured in both runs"
     go, gn = kr.get(old_r.env, "device.name"), kr.get(new_r.env, "device.name")
     if go != gn:
         return None, f"read ceiling not used: different GPUs ({go} vs {gn})"
-    mo, mn = kr.get(old_r.env, "ceiling.mode", "launch"), kr.get(new_r.env, "ceiling.mode", "launch")
-    if mo != mn:
-        return None, f"read ceiling not used: measured in {mo} mode in OLD, {mn} in NEW"
-    d = abs(co / cn - 1)
-    return d, f"read ceiling {co:.0f} -> {cn:.0f} GB/s: {100 * d:.2f}%"
+    if kr.get(old_r.env, "ceiling.kernel") != kr.get(new_r.env, "ceiling.kernel"):
+        return None, "read ceiling not used: its kernel changed between the runs (env.ceiling.kernel)"
+    common = [m for m in kr.MODES if m in co and m in cn and co[m] > 0 and cn[m] > 0]
+    if not common:
+        return None, f"read ceiling not used: no mode measured in both runs (OLD {', '.join(co)}; NEW {', '.join(cn)})"
+    drifts = [(abs(co[m] / cn[m] - 1), m) for m in common]
+    d = max(t[0] for t in drifts)
+    return d, "read ceiling " + ", ".join(f"{m} {co[m]:.0f} -> {cn[m]:.0f} GB/s: {100 * x:.2f}%" for x, m in drifts)
 
 
 def changes(old, new):

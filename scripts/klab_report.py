@@ -97,15 +97,22 @@ _FIELDS = {
         ("layers", "integer", True), ("tokens", "integer", True), ("samples_ms", "list of numbers", False),
         ("fixture", "string", False), ("timing", "object", False),
         ("timing.mode", "mode", False), ("timing.flush", "flush", False),
+        ("gbps", "number or null", False), ("pct_ceiling", "number or null", False),
+        ("pct_attainable", "number or null", False), ("attainable_gbps", "number or null", False),
     ],
 }
 # What a record's "env" holds that the scripts read (checked when present).
 _ENV_FIELDS = [
     ("ceiling", "object", False), ("ceiling.read_gbps", "number or null", False),
-    ("ceiling.copy_gbps", "number or null", False), ("ceiling.mode", "mode", False), ("ceiling.flush", "flush", False),
+    ("ceiling.copy_gbps", "number or null", False), ("ceiling.kernel", "string", False),
+    # "launch and stream" where both were measured (then "modes" holds each); a mode where one was.
+    ("ceiling.mode", "string", False), ("ceiling.flush", "flush", False),
+    ("ceiling.modes", "object", False), ("ceiling.modes.launch.read_gbps", "number or null", False),
+    ("ceiling.modes.stream.read_gbps", "number or null", False),
     ("ceiling.empty_kernel_us", "object", False), ("ceiling.empty_kernel_us.launch", "number or null", False),
     ("ceiling.empty_kernel_us.stream", "number or null", False),
     ("options", "object", False), ("options.modes", "list of modes", False), ("options.headline", "mode", False),
+    ("options.flush", "flush", False),
 ]
 # One entry of a measurement's "modes" object (the headline is one of them).
 _MODE_FIELDS = [
@@ -172,6 +179,12 @@ def _check(record, where):
     _check_fields(record, _FIELDS.get(kind, []), where, f"{kind} record")
     if kind == "measurement" and isinstance(record.get("modes"), dict):
         _check_modes(record, where)
+    cm = get(record, "env.ceiling.modes")
+    if isinstance(cm, dict):
+        for mode, entry in cm.items():
+            if mode not in MODES or not isinstance(entry, dict):
+                raise ReportError(f"{where}: {kind} record: 'env.ceiling.modes' should map {' or '.join(MODES)} to an object "
+                                  f"holding read_gbps, not {json.dumps({mode: entry})[:60]}")
     if kind == "claim" and record["state"] not in CLAIM_STATES:
         raise ReportError(f"{where}: claim record: state '{record['state']}' is not one of {', '.join(CLAIM_STATES)}")
 
@@ -315,6 +328,18 @@ def pct_attainable(r):
     if is_finite(g) and is_finite(c) and c > 0:
         return 100.0 * g / c
     return None
+
+
+def ceiling_by_mode(env):
+    """{mode: read GB/s} of a run's ceiling: ceiling.modes where the run measured several, the
+    one mode it names otherwise; "launch" for a report from before the timing modes."""
+    c = env.get("ceiling") if isinstance(env, dict) else None
+    if not isinstance(c, dict):
+        return {}
+    if isinstance(c.get("modes"), dict):
+        return {m: e["read_gbps"] for m, e in c["modes"].items() if is_finite(get(e, "read_gbps"))}
+    mode = c.get("mode", "launch")
+    return {mode: c["read_gbps"]} if mode in MODES and is_finite(c.get("read_gbps")) else {}
 
 
 def timing_mode(r):

@@ -55,10 +55,13 @@ def environment(report):
         rows.append(("GPU", "none: " + str(env.get("no_device_reason") or "no CUDA device")))
     c = env.get("ceiling")
     if isinstance(c, dict):
-        how = ", ".join(([f"{c['mode']} mode"] if isinstance(c.get("mode"), str) else []) +
-                        ([f"flush {c['flush']}"] if isinstance(c.get("flush"), str) else []))
+        # How it was timed: per mode where both were measured (read_gbps is then the higher).
+        by_mode = kr.ceiling_by_mode(env)
+        how = ([", ".join(f"{m} {kr.fmt_num(by_mode[m], 4)} GB/s" for m in sorted(by_mode, key=mode_order))]
+               if isinstance(c.get("modes"), dict) and by_mode else [f"{c['mode']} mode"] if isinstance(c.get("mode"), str) else [])
+        how += [f"flush {c['flush']}"] if isinstance(c.get("flush"), str) else []
         rows.append(("read ceiling (measured in this run)", f"{kr.fmt_num(c.get('read_gbps'), 4)} GB/s (copy {kr.fmt_num(c.get('copy_gbps'), 4)} GB/s)"
-                     + (f", {how}" if how else "")))
+                     + "".join(f"; {h}" for h in how)))
         empty = c.get("empty_kernel_us")
         if isinstance(empty, dict) and empty:
             rows.append(("empty kernel (launch overhead)", ", ".join(f"{m} {kr.fmt_num(empty[m])} us" for m in sorted(empty, key=mode_order))))
@@ -201,15 +204,18 @@ def gdn_timing_lines(recs):
     fixtures = any(r.get("fixture") for r in recs)
     # The round trip is "mode"; how the time was taken (launch, flush) is the timing's mode.
     timings = any(kr.has_modes(r) for r in recs)
+    rates = any(kr.pct_attainable(r) is not None for r in recs)
     for r in recs:
         t = r["ms_per_layer_token"]
         rng = f" ({t['min']:.4g}..{t['max']:.4g})" if kr.is_finite(t.get("min")) and kr.is_finite(t.get("max")) else ""
         rows.append((r["tier"], r["mode"], r["layers"], r["tokens"], f"{t['median']:.4g}{rng}", f"{t['median'] * r['layers']:.4g}")
+                    + ((kr.fmt_num(r.get("gbps"), 4), kr.fmt_num(kr.pct_ceiling(r)), kr.fmt_num(kr.pct_attainable(r))) if rates else ())
                     + ((kr.mode_label(r["timing"]) + (f", flush {r['timing']['flush']}" if "flush" in r["timing"] else "")
                         if kr.timed(r) else "n/a",) if timings else ())
                     + ((r.get("fixture", ""),) if fixtures else ()))
     return ["GDN step time (ms per token, all layers = median x layers):", ""] + \
         table(("tier", "mode", "layers", "tokens", "ms per layer and token (min..max)", "ms per token, all layers")
+              + (("GB/s", "% of ceiling", "% of attainable") if rates else ())
               + (("timing",) if timings else ()) + (("fixture",) if fixtures else ()), rows)
 
 

@@ -102,9 +102,11 @@ def modes_report():
     launch 0.004 ms -> 1000 GB/s = 25%, 50% of 2000 GB/s. B could not be captured in a graph:
     launch only, 0.005 ms -> 800 GB/s = 20%, 800 / 2000 = 40% of attainable (pct_attainable not
     written: from attainable_gbps), 200 GMAC/s."""
-    env = dict(ENV, ceiling={"read_gbps": 4000.0, "copy_gbps": 3600.0, "mode": "stream", "flush": "read",
+    # The ceiling as the harness writes it: both modes, read_gbps the higher.
+    env = dict(ENV, ceiling={"read_gbps": 4000.0, "copy_gbps": 3600.0, "mode": "launch and stream", "flush": "read",
+                             "modes": {"launch": {"read_gbps": 3900.0}, "stream": {"read_gbps": 4000.0}},
                              "empty_kernel_us": {"stream": 0.75, "launch": 2.5}},
-               options={"reps": 3, "modes": ["launch", "stream"], "headline": "stream"})
+               options={"reps": 3, "flush": "read", "modes": ["launch", "stream"], "headline": "stream"})
     common = dict(experiment="modes", shape="1000x1000", env=env, bytes=4e6, macs=1e6, ceiling_gbps=4000.0, a="f32_gemv/impl=a")
     a = measurement("f32_gemv/impl=a", modes={
         "stream": ([0.0019, 0.002, 0.0021], {"gbps": 2000.0, "gmacs": 500.0, "pct_ceiling": 50.0, "pct_attainable": 80.0, "attainable_gbps": 2500.0}),
@@ -114,8 +116,10 @@ def modes_report():
         "launch": ([0.0045, 0.005, 0.0055], {"gbps": 800.0, "gmacs": 200.0, "pct_ceiling": 20.0, "attainable_gbps": 2000.0,
                                               "vs_a": {"ratio": 1.25, "ci95_lo": 1.2, "ci95_hi": 1.3, "speedup": 0.8, "verdict": "slower"}})},
         **common)
+    # GDN: 1e6 bytes per step in 0.1 ms = 10000 GB/s... a fixture: 250% of the ceiling, 200% of 5000 GB/s.
     gdn = {"kind": "gdn_timing", "experiment": "modes", "tier": "q4", "mode": "device-resident", "layers": 1, "tokens": 4,
-           "ms_per_layer_token": {"median": 0.1}, "timing": timing([0.4], "launch"), "env": env}
+           "ms_per_layer_token": {"median": 0.1}, "timing": timing([0.4], "launch"), "env": env,
+           "gbps": 10000.0, "pct_ceiling": 250.0, "attainable_gbps": 5000.0, "pct_attainable": 200.0}
     return [json.dumps(r) for r in (a, b, gdn)]
 
 
@@ -205,7 +209,7 @@ class PlotTest(TempDir):
         self.assertEqual(labels, ["50", "20\nlaunch"])
         self.assertIn("modes: bandwidth per variant and shape, stream timing (launch where marked)", title)
         bw = self.texts(rep / "plots" / "bandwidth-modes.svg")
-        self.assertIn("read ceiling measured in this run (4000 GB/s, stream mode)", bw)
+        self.assertIn("read ceiling measured in this run (4000 GB/s; launch 3900; stream 4000)", bw)
 
     def test_gdn_and_error_budget_figures(self):
         rep = self.copy("gdn")
@@ -294,9 +298,9 @@ class SummarizeTest(TempDir):
         p = run("summarize.py", rep, "--out", "-")
         self.assertOk(p)
         md = p.stdout
-        self.assertIn("| read ceiling (measured in this run) | 4000 GB/s (copy 3600 GB/s), stream mode, flush read |", md)
+        self.assertIn("| read ceiling (measured in this run) | 4000 GB/s (copy 3600 GB/s); launch 3900 GB/s, stream 4000 GB/s; flush read |", md)
         self.assertIn("| empty kernel (launch overhead) | launch 2.5 us, stream 0.75 us |", md)
-        self.assertIn('| options | reps 3, modes ["launch", "stream"], headline "stream" |', md)
+        self.assertIn('| options | reps 3, flush "read", modes ["launch", "stream"], headline "stream" |', md)
         self.assertIn("| variant | mode | median ms (min..max) | GB/s | % of ceiling | % of attainable | "
                       "launch: median ms (% of ceiling, % of attainable) | GMAC/s | max_rel | bits vs A | verdict vs A |", md)
         # Worked out in modes_report().
@@ -305,8 +309,9 @@ class SummarizeTest(TempDir):
                       "slower x0.800 (time ratio 1.200..1.300) |", md)
         self.assertIn("- f32_gemv/impl=b: launch timing only: captures a cuBLAS handle", md)
         # GDN: the round trip is "mode", the timing's mode its own column.
-        self.assertIn("| tier | mode | layers | tokens | ms per layer and token (min..max) | ms per token, all layers | timing |", md)
-        self.assertIn("| q4 | device-resident | 1 | 4 | 0.1 | 0.1 | launch, flush read |", md)
+        self.assertIn("| tier | mode | layers | tokens | ms per layer and token (min..max) | ms per token, all layers | GB/s | "
+                      "% of ceiling | % of attainable | timing |", md)
+        self.assertIn("| q4 | device-resident | 1 | 4 | 0.1 | 0.1 | 10000 | 250 | 200 | launch, flush read |", md)
 
     def test_seed_ladder_table(self):
         md_file = self.tmp / "s.md"
@@ -506,19 +511,33 @@ class CompareTest(TempDir):
         p = self.compare(old, new, "--control", "*nothing*")
         self.assertEqual(p.returncode, 2)
         self.assertIn("nothing to control with", p.stderr)
-        # The read ceiling is a control too: 4000 -> 3800 GB/s is 4000/3800 - 1 = 5.26% more time.
+        # The read ceiling is a control too (these reports have no timing modes: it counts as launch):
+        # 4000 -> 3800 GB/s is 4000/3800 - 1 = 5.26% more time.
         slow_env = dict(ENV, ceiling={"read_gbps": 3800.0})
         p = self.compare([old[1]], [measurement("v/k", [2.08] * 10, env=slow_env)])
-        self.assertIn("read ceiling 4000 -> 3800 GB/s: 5.26%", p.stdout)
+        self.assertIn("read ceiling launch 4000 -> 3800 GB/s: 5.26%", p.stdout)
         self.assertIn("band: 1 -/+ 0.0526", p.stdout)
         self.assertEqual(self.rows(p.stdout)["v/k"][2], "same")
         # ... but not when the ceilings were measured in different modes, or on different GPUs.
-        for env, why in ((dict(ENV, ceiling={"read_gbps": 3800.0, "mode": "stream"}), "measured in launch mode in OLD, stream in NEW"),
+        for env, why in ((dict(ENV, ceiling={"read_gbps": 3800.0, "mode": "stream"}), "no mode measured in both runs (OLD launch; NEW stream)"),
+                         (dict(ENV, ceiling={"read_gbps": 3800.0, "kernel": "a faster read"}), "its kernel changed"),
                          (dict(ENV, ceiling={"read_gbps": 3800.0}, device={"name": "OTHER GPU"}), "different GPUs")):
             p = self.compare([old[1]], [measurement("v/k", [2.08] * 10, env=env)])
             self.assertIn(why, p.stdout)
             self.assertIn("band: 1 -/+ 0.0300", p.stdout)
             self.assertEqual(self.rows(p.stdout)["v/k"][2], "slower")
+
+    def test_ceiling_drift_per_mode(self):
+        # Ceilings of both modes in both runs (as the harness writes them): launch 3900 -> 3900,
+        # stream 4000 -> 3800 GB/s. The drift is the larger: 4000/3800 - 1 = 5.26%; "v/k" (4% slower)
+        # is then the same.
+        def env(launch, stream):
+            return dict(ENV, ceiling={"read_gbps": max(launch, stream), "mode": "launch and stream",
+                                      "modes": {"launch": {"read_gbps": launch}, "stream": {"read_gbps": stream}}})
+        p = self.compare([measurement("v/k", [2.0] * 10, env=env(3900.0, 4000.0))], [measurement("v/k", [2.08] * 10, env=env(3900.0, 3800.0))])
+        self.assertIn("read ceiling launch 3900 -> 3900 GB/s: 0.00%, stream 4000 -> 3800 GB/s: 5.26%", p.stdout)
+        self.assertIn("band: 1 -/+ 0.0526", p.stdout)
+        self.assertEqual(self.rows(p.stdout)["v/k"][2], "same")
 
     def test_claims_whose_state_changed(self):
         def claim(e, i, state):
@@ -584,7 +603,7 @@ class CompareTest(TempDir):
         # centres within 1.02 -/+ 0.4%, intervals within 1.02 -/+ 0.65%: inside 1 -/+ 3% still.
         drifted = run_of(drift=1.02, ceiling=4000 / 1.02)
         p = self.compare(base, drifted)
-        self.assertIn("read ceiling 4000 -> 3922 GB/s: 2.00%", p.stdout)
+        self.assertIn("read ceiling launch 4000 -> 3922 GB/s: 2.00%", p.stdout)
         self.assertIn("summary: 0 faster, 0 slower, 20 same, 0 ambiguous, 0 not timed", p.stdout)
         # The harness's within-run rule (1%), with a ceiling that did not move, calls every one of
         # them slower: each interval lies above 1.02 - 0.65% > 1.01. That is what the first
@@ -657,7 +676,12 @@ class MalformedTest(TempDir):
                  ["lacks the field 'modes.stream.timing'"]),
                 ("mismatch", measurement("v/x", modes={"launch": [1.0]}, headline="launch") | {"modes": {"stream": {"timing": timing([1.0], "launch")}}},
                  ["'modes.stream.timing.mode' is 'launch'"]),
-                ("ceiling", measurement("v/x", env=dict(ENV, ceiling={"read_gbps": 4000.0, "mode": "graph"})), ["'env.ceiling.mode'"]),
+                ("ceiling", measurement("v/x", env=dict(ENV, ceiling={"read_gbps": 4000.0, "flush": "cold"})), ["'env.ceiling.flush'"]),
+                ("ceiling modes", measurement("v/x", env=dict(ENV, ceiling={"read_gbps": 4000.0, "modes": {"stream": {"read_gbps": "4 TB/s"}}})),
+                 ["'env.ceiling.modes.stream.read_gbps'", "number"]),
+                ("ceiling mode key", measurement("v/x", env=dict(ENV, ceiling={"read_gbps": 4000.0, "modes": {"graph": {"read_gbps": 1.0}}})),
+                 ["'env.ceiling.modes'", "graph"]),
+                ("options flush", measurement("v/x", env=dict(ENV, options={"flush": "cold"})), ["'env.options.flush'"]),
                 ("empty", measurement("v/x", env=dict(ENV, ceiling={"read_gbps": 4000.0, "empty_kernel_us": {"launch": "2us"}})),
                  ["'env.ceiling.empty_kernel_us.launch'"]),
                 ("headline", measurement("v/x", env=dict(ENV, options={"modes": ["launch", "stream"], "headline": "both"})),
