@@ -1,24 +1,48 @@
 #!/usr/bin/env python3
-"""Compares two klab reports, measurement by measurement, with a noise-aware verdict.
+"""Compares two klab reports, measurement by measurement, with a verdict that holds across runs.
 
-    scripts/compare.py OLD NEW [--noise 0.01] [--resamples 2000] [--seed 12345] [--markdown]
-                       [--fail-on-regression [GLOB]]...
+    scripts/compare.py OLD NEW [--band 0.03] [--control GLOB]... [--mode MODE]... [--resamples 2000]
+                       [--seed 12345] [--markdown] [--fail-on-regression [GLOB]]...
 
 OLD and NEW are report directories (holding report.jsonl) or .jsonl files. Measurements are matched
-by (experiment, variant, shape, dist), GDN timings by (experiment, tier, mode, layers, tokens,
-fixture). For each match: the ratio of median times NEW/OLD (< 1: NEW is faster) with a percentile
-bootstrap 95% interval from the repetitions (timing.samples_ms, less those the harness left out as
-throttled; resampled with a fixed seed), and a verdict: "faster" when the whole interval lies below
-1 - noise, "slower" when above 1 + noise, "same" otherwise (the harness's own A/B rule). Also listed:
-measurements found in one report only, and changes of accuracy (max_rel), of verification and of
-bit-equality (bits_vs_a, bits_vs_prev).
+by (experiment, variant, shape, dist, timing mode), GDN timings by (experiment, tier, mode, layers,
+tokens, fixture, timing mode). A measurement is compared in each timing mode present in both reports,
+NEW's headline first (reports from before the timing modes were timed in "launch"; --mode MODE
+compares only the modes named). For each match: the ratio of median times NEW/OLD (< 1: NEW is
+faster) with a percentile bootstrap 95% interval from the repetitions (timing.samples_ms, less
+those the harness left out as throttled; resampled with a fixed seed), and a verdict against a
+run-to-run band:
+
+  faster     the whole interval lies below 1 - band
+  slower     the whole interval lies above 1 + band
+  same       the whole interval lies inside [1 - band, 1 + band]
+  ambiguous  the interval straddles an edge of the band: neither a change nor its absence is shown
+
+The band is not the harness's 1% A/B rule: that rule compares two variants timed side by side in one
+run, while OLD and NEW are two runs, between which the whole machine drifts (1-3% measured between
+runs of unchanged code on the H200, where a 1% band called 29 unchanged measurements "slower"). It
+is the largest of --band (default 0.03), the drift of the read ceiling (env.ceiling.read_gbps, per
+mode where env.ceiling.modes holds several: |OLD/NEW - 1|, as a time ratio, the largest over the
+modes both runs measured; used when both ran the same ceiling kernel on the same GPU), and
+the drift of the --control GLOB variants, assumed unchanged (the largest |median ratio - 1| over
+them, every compared mode). The band used and where it came from are printed.
+
+Also listed: measurements found in one report only, timing modes found in one report only, changes
+of accuracy (max_rel), of verification and of bit-equality (bits_vs_a, bits_vs_prev), and the
+claims (of experiments in both reports) whose state changed. The last line is the summary: "N
+faster, N slower, N same, N ambiguous, N not timed; ...".
 
 --fail-on-regression [GLOB] (repeatable; GLOB defaults to '*') makes the exit status 1 when a
-matched measurement whose variant name matches GLOB is slower, or passed verification in OLD and
-fails it in NEW. GDN timings are named gdn_timing/tier=TIER,mode=MODE for this. A guard that finds no
-timed measurement matching its globs in both reports exits 2: it would guard nothing.
+matched measurement whose variant name matches GLOB is slower (in any compared mode), or passed
+verification in OLD and fails it in NEW; ambiguous is not a regression. GDN timings are named
+gdn_timing/tier=TIER,mode=MODE for this and for --control. A guard or a control that finds no timed
+measurement matching its globs in both reports exits 2: it would guard (or control) nothing.
 Exit status: 0, 1 (a chosen measurement regressed), 2 (bad arguments, malformed or empty report).
 Standard library only (numpy, when importable, makes the bootstrap faster).
+
+Changes from the first version: the verdict band was --noise 0.01 (still accepted, as a name of
+--band) with "same" for any interval not beyond it; "ambiguous", the controls, the timing modes
+(a "mode" column) and the claims section are new.
 """
 import argparse
 import fnmatch
@@ -63,11 +87,23 @@ def bootstrap_ratio(old, new, resamples, seed):
 
 
 class Item:
-    """One thing timed in one report: a measurement or a GDN timing."""
+    """One thing timed in one report: a measurement or a GDN timing, with its timing per mode."""
 
-    def __init__(self, key, experiment, name, problem, record, med, samples):
+    def __init__(self, key, experiment, name, problem, record, views):
         self.key, self.experiment, self.name, self.problem = key, experiment, name, problem
-        self.record, self.median, self.samples = record, med, samples
+        # [(mode, median ms, kept samples)], the headline first; [] when not timed.
+        self.record, self.views = record, views
+
+    def view(self, mode):
+        return next(((med, samples) for m, med, samples in self.views if m == mode), None)
+
+
+def measurement_views(r):
+    out = []
+    for mode, v in kr.mode_views(r):
+        samples = kr.kept_samples(v["timing"])
+        out.append((mode, statistics.median(samples) if samples else kr.median_ms(v), samples))
+    return out
 
 
 def items_of(report):
@@ -75,16 +111,17 @@ def items_of(report):
     for r in report.records:
         if r["kind"] == "measurement":
             key = ("measurement", r["experiment"], r["variant"], r["shape"], r["dist"])
-            samples = kr.kept_samples(r["timing"]) if kr.timed(r) else []
-            med = statistics.median(samples) if samples else kr.median_ms(r)
-            item = Item(key, r["experiment"], r["variant"], f"{r['shape']} {r['dist']}", r, med, samples)
+            item = Item(key, r["experiment"], r["variant"], f"{r['shape']} {r['dist']}", r, measurement_views(r))
         elif r["kind"] == "gdn_timing":
             fixture = r.get("fixture", "")
             key = ("gdn_timing", r["experiment"], r["tier"], r["mode"], r["layers"], r["tokens"], fixture)
             samples = [x for x in (r.get("samples_ms") or []) if kr.is_finite(x)]
             med = statistics.median(samples) if samples else r["ms_per_layer_token"]["median"]
+            # Its "mode" is the round trip (host-facing, device-resident); the timing's is launch.
+            mode = kr.get(r, "timing.mode", "launch")
             name = f"gdn_timing/tier={r['tier']},mode={r['mode']}"
-            item = Item(key, r["experiment"], name, f"{r['layers']} layers x {r['tokens']} tokens {fixture}".strip(), r, med, samples)
+            item = Item(key, r["experiment"], name, f"{r['layers']} layers x {r['tokens']} tokens {fixture}".strip(), r,
+                        [(mode, med, samples)])
         else:
             continue
         # The same variant on the same problem twice in one experiment: number the repeats.
@@ -97,22 +134,55 @@ def items_of(report):
     return out
 
 
-def compare(old, new, args):
-    """The time comparison of one matched pair, or None when either side was not timed."""
-    if not kr.is_finite(old.median) or not kr.is_finite(new.median) or old.median <= 0:
+def measure(key, old, new, args):
+    """Ratio of medians and its bootstrap interval for one mode of a matched pair (old, new are
+    (median, samples)), or None when either side has no usable median."""
+    (om, osamp), (nm, nsamp) = old, new
+    if not kr.is_finite(om) or not kr.is_finite(nm) or om <= 0:
         return None
-    ratio = new.median / old.median
+    ratio = nm / om
     note = ""
-    if len(old.samples) >= 2 and len(new.samples) >= 2:
-        seed = (args.seed ^ zlib.crc32(repr(old.key).encode())) & 0xFFFFFFFF
-        lo, hi = bootstrap_ratio(old.samples, new.samples, args.resamples, seed)
-        if min(len(old.samples), len(new.samples)) < 5:
+    if len(osamp) >= 2 and len(nsamp) >= 2:
+        seed = (args.seed ^ zlib.crc32(repr(key).encode())) & 0xFFFFFFFF
+        lo, hi = bootstrap_ratio(osamp, nsamp, args.resamples, seed)
+        if min(len(osamp), len(nsamp)) < 5:
             note = "few repetitions"
     else:
         lo = hi = ratio
         note = "no repetitions recorded: medians only"
-    verdict = "faster" if hi < 1 - args.noise else "slower" if lo > 1 + args.noise else "same"
-    return {"ratio": ratio, "lo": lo, "hi": hi, "verdict": verdict, "note": note}
+    return {"ratio": ratio, "lo": lo, "hi": hi, "note": note}
+
+
+def verdict(lo, hi, band):
+    """faster / slower: the whole interval beyond the band; same: the whole interval inside it;
+    ambiguous: the interval straddles one of its edges."""
+    if hi < 1 - band:
+        return "faster"
+    if lo > 1 + band:
+        return "slower"
+    if lo >= 1 - band and hi <= 1 + band:
+        return "same"
+    return "ambiguous"
+
+
+def ceiling_drift(old_r, new_r):
+    """(drift, description): the read ceiling's change between the runs as a time ratio |OLD/NEW -
+    1|, the largest over the modes both runs measured it in; or (None, why it is not used). Only
+    the same ceiling kernel on the same GPU is a control (a new kernel moves it, not the machine)."""
+    co, cn = kr.ceiling_by_mode(old_r.env), kr.ceiling_by_mode(new_r.env)
+    if not (co and cn):
+        return None, "read ceiling not measured in both runs"
+    go, gn = kr.get(old_r.env, "device.name"), kr.get(new_r.env, "device.name")
+    if go != gn:
+        return None, f"read ceiling not used: different GPUs ({go} vs {gn})"
+    if kr.get(old_r.env, "ceiling.kernel") != kr.get(new_r.env, "ceiling.kernel"):
+        return None, "read ceiling not used: its kernel changed between the runs (env.ceiling.kernel)"
+    common = [m for m in kr.MODES if m in co and m in cn and co[m] > 0 and cn[m] > 0]
+    if not common:
+        return None, f"read ceiling not used: no mode measured in both runs (OLD {', '.join(co)}; NEW {', '.join(cn)})"
+    drifts = [(abs(co[m] / cn[m] - 1), m) for m in common]
+    d = max(t[0] for t in drifts)
+    return d, "read ceiling " + ", ".join(f"{m} {co[m]:.0f} -> {cn[m]:.0f} GB/s: {100 * x:.2f}%" for x, m in drifts)
 
 
 def changes(old, new):
@@ -153,23 +223,48 @@ def describe(report):
     dev = env.get("device")
     gpu = dev.get("name", "?") if isinstance(dev, dict) else "no device"
     ceil = kr.get(env, "ceiling.read_gbps")
-    return gpu, ceil, f"{report.file}: {gpu}" + (f", ceiling {ceil:.0f} GB/s" if kr.is_finite(ceil) else "") + \
+    cmode = kr.get(env, "ceiling.mode")
+    head = kr.get(env, "options.headline")
+    return gpu, f"{report.file}: {gpu}" + (f", ceiling {ceil:.0f} GB/s" if kr.is_finite(ceil) else "") + \
+        (f" ({cmode})" if isinstance(cmode, str) and kr.is_finite(ceil) else "") + \
+        (f", headline timing {head}" if isinstance(head, str) else "") + \
         f", commit {str(env.get('git_commit', '?'))[:12]}{' (dirty)' if env.get('git_dirty') else ''}, {env.get('date', '?')}"
 
 
+def claim_changes(old_r, new_r):
+    """(changed, compared): claims of experiments in both reports whose state differs, as
+    (experiment, index, old state, new state, text); a claim in one report only is "absent" in
+    the other."""
+    both = set(old_r.experiments()) & set(new_r.experiments())
+    co = {(c["experiment"], c["index"]): c for c in old_r.of("claim") if c["experiment"] in both}
+    cn = {(c["experiment"], c["index"]): c for c in new_r.of("claim") if c["experiment"] in both}
+    changed = []
+    for key in list(dict.fromkeys(list(co) + list(cn))):
+        o, n = co.get(key), cn.get(key)
+        so, sn = (o["state"] if o else "absent"), (n["state"] if n else "absent")
+        if so != sn:
+            changed.append((key[0], key[1], so, sn, (n or o)["text"]))
+    return changed, len(set(co) | set(cn))
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="compare.py", description="Compares two klab reports with a noise-aware verdict per measurement.")
+    ap = argparse.ArgumentParser(prog="compare.py", description="Compares two klab reports with a verdict per measurement that holds across runs.")
     ap.add_argument("old", help="the baseline report (directory or .jsonl)")
     ap.add_argument("new", help="the report to judge (directory or .jsonl)")
-    ap.add_argument("--noise", type=float, default=0.01, help="differences within this share are 'same' (default 0.01 = 1%%)")
+    ap.add_argument("--band", "--noise", dest="band", type=float, default=0.03,
+                    help="run-to-run band: intervals inside 1 -/+ band are 'same' (default 0.03: 1-3%% drift measured between "
+                         "runs of unchanged code on the H200); widened to the drift of the read ceiling and of --control variants")
+    ap.add_argument("--control", metavar="GLOB", action="append",
+                    help="variants assumed unchanged between the runs (repeatable): their drift widens the band")
+    ap.add_argument("--mode", action="append", choices=kr.MODES, help="compare only this timing mode (repeatable; default: every mode in both)")
     ap.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     ap.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default 12345)")
     ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     ap.add_argument("--fail-on-regression", metavar="GLOB", nargs="?", const="*", action="append",
                     help="exit 1 when a matched measurement whose variant matches GLOB (default '*') is slower or lost verification")
     args = ap.parse_args(argv)
-    if not (0 <= args.noise < 1) or args.resamples < 100:
-        print("compare.py: --noise must be in [0, 1) and --resamples at least 100", file=sys.stderr)
+    if not (0 <= args.band < 1) or args.resamples < 100:
+        print("compare.py: --band (--noise) must be in [0, 1) and --resamples at least 100", file=sys.stderr)
         return 2
     try:
         old_r, new_r = kr.load(args.old), kr.load(args.new)
@@ -177,45 +272,92 @@ def main(argv=None):
         print(f"compare.py: {e}", file=sys.stderr)
         return 2
     old_i, new_i = items_of(old_r), items_of(new_r)
-    (g_old, c_old, d_old), (g_new, c_new, d_new) = describe(old_r), describe(new_r)
+    (g_old, d_old), (g_new, d_new) = describe(old_r), describe(new_r)
     print(f"OLD {d_old}")
     print(f"NEW {d_new}")
     if g_old != g_new:
         print(f"note: different GPUs ({g_old} vs {g_new}): the ratios compare the machines as well as the code")
-    elif kr.is_finite(c_old) and kr.is_finite(c_new) and abs(c_new / c_old - 1) > 0.02:
-        print(f"note: the measured ceilings differ by {100 * (c_new / c_old - 1):+.1f}%: the machine's state changed between runs")
-    print(f"verdict: the 95% bootstrap interval of median(NEW)/median(OLD) against 1 -/+ {args.noise:g} (noise)\n")
 
-    rows, regressions, guarded = [], [], 0
-    counts = {"faster": 0, "slower": 0, "same": 0, "not timed": 0}
-    acc_rows = []
-    globs = args.fail_on_regression or []
+    globs, controls = args.fail_on_regression or [], args.control or []
+    # 1. Ratios and intervals of every mode in both reports (the band needs the controls' first).
+    pairs = []  # (old item, new item, [(mode, measure or None)]); [] when either side is not timed
+    one_sided = {}  # (side, mode) -> count of matched measurements timed in that mode on one side only
     for key, o in old_i.items():
         n = new_i.get(key)
         if n is None:
             continue
-        c = compare(o, n, args)
+        compared = []
+        if o.views and n.views:
+            om, nm = [m for m, _, _ in o.views], [m for m, _, _ in n.views]
+            for side, mine, theirs in (("OLD", om, nm), ("NEW", nm, om)):
+                for m in mine:
+                    if m not in theirs and (not args.mode or m in args.mode):
+                        one_sided[(side, m)] = one_sided.get((side, m), 0) + 1
+            for m in nm + [m for m in om if m not in nm]:
+                if m in om and m in nm and (not args.mode or m in args.mode):
+                    compared.append((m, measure(key + (m,), o.view(m), n.view(m), args)))
+        pairs.append((o, n, compared))
+
+    # 2. The run-to-run band.
+    c_drift, c_text = ceiling_drift(old_r, new_r)
+    band, sources = args.band, [f"--band {100 * args.band:.2f}%", c_text]
+    if c_drift is not None:
+        band = max(band, c_drift)
+    if controls:
+        devs = [(abs(c["ratio"] - 1), o, m) for o, n, cmp in pairs for m, c in cmp
+                if c is not None and any(fnmatch.fnmatchcase(o.name, g) for g in controls)]
+        if not devs:
+            print(f"compare.py: --control {' '.join(controls)}: no timed measurement matching it is in both reports: "
+                  "nothing to control with", file=sys.stderr)
+            return 2
+        d, o, m = max(devs, key=lambda t: t[0])
+        band = max(band, d)
+        sources.append(f"controls ({len(devs)} timings): largest drift {100 * d:.2f}%, {o.name} {o.problem} [{m}]")
+    else:
+        sources.append("no --control")
+    print(f"band: 1 -/+ {band:.4f} (run-to-run; the largest of: {'; '.join(sources)})")
+    print(f"verdict: the 95% bootstrap interval of median(NEW)/median(OLD): faster below {1 - band:.4f}, "
+          f"slower above {1 + band:.4f}, same inside, ambiguous across an edge\n")
+
+    # 3. Verdicts.
+    rows, regressions, guarded = [], [], 0
+    counts = {"faster": 0, "slower": 0, "same": 0, "ambiguous": 0, "not timed": 0}
+    acc_rows = []
+    for o, n, compared in pairs:
         chosen = any(fnmatch.fnmatchcase(o.name, g) for g in globs)
-        if c is None:
+        control = any(fnmatch.fnmatchcase(o.name, g) for g in controls)
+        if not o.views or not n.views:
             counts["not timed"] += 1
-            rows.append((o.experiment, o.name, o.problem, fmt_ms(o.median), fmt_ms(n.median), "", "", "not timed", ""))
-        else:
-            counts[c["verdict"]] += 1
-            guarded += chosen
-            rows.append((o.experiment, o.name, o.problem, fmt_ms(o.median), fmt_ms(n.median), f"{c['ratio']:.3f}",
-                         f"{c['lo']:.3f}..{c['hi']:.3f}", c["verdict"], c["note"]))
-            if chosen and c["verdict"] == "slower":
-                regressions.append(f"{o.experiment} {o.name} {o.problem}: slower, x{c['ratio']:.3f} (95% {c['lo']:.3f}..{c['hi']:.3f})")
+            med_o = o.views[0][1] if o.views else None
+            med_n = n.views[0][1] if n.views else None
+            rows.append((o.experiment, o.name, o.problem, "", fmt_ms(med_o), fmt_ms(med_n), "", "", "not timed", ""))
+        timed_here = False
+        for m, c in compared:
+            (mo, _), (mn, _) = o.view(m), n.view(m)
+            if c is None:
+                counts["not timed"] += 1
+                rows.append((o.experiment, o.name, o.problem, m, fmt_ms(mo), fmt_ms(mn), "", "", "not timed", ""))
+                continue
+            timed_here = True
+            v = verdict(c["lo"], c["hi"], band)
+            counts[v] += 1
+            note = "; ".join(x for x in (c["note"], "control" if control else "") if x)
+            rows.append((o.experiment, o.name, o.problem, m, fmt_ms(mo), fmt_ms(mn), f"{c['ratio']:.3f}",
+                         f"{c['lo']:.3f}..{c['hi']:.3f}", v, note))
+            if chosen and v == "slower":
+                regressions.append(f"{o.experiment} {o.name} {o.problem} [{m}]: slower, x{c['ratio']:.3f} "
+                                   f"(95% {c['lo']:.3f}..{c['hi']:.3f}, band 1 -/+ {band:.4f})")
+        guarded += chosen and timed_here
         ch = changes(o, n)
         if ch:
             acc_rows.append((o.experiment, o.name, o.problem, "; ".join(ch)))
         if chosen and o.record.get("verified") is True and n.record.get("verified") is False:
             regressions.append(f"{o.experiment} {o.name} {o.problem}: passed verification in OLD, fails it in NEW")
-    header = ("experiment", "variant", "problem", "old ms", "new ms", "new/old", "95% CI", "verdict", "note")
+    header = ("experiment", "variant", "problem", "mode", "old ms", "new ms", "new/old", "95% CI", "verdict", "note")
     if rows:
         print_table(header, rows, args.markdown)
     else:
-        print("no measurement appears in both reports")
+        print("no measurement appears in both reports" + (f" in mode {', '.join(args.mode)}" if args.mode else ""))
     only_old = [o for k, o in old_i.items() if k not in new_i]
     only_new = [n for k, n in new_i.items() if k not in old_i]
     for title, items in (("only in OLD", only_old), ("only in NEW", only_new)):
@@ -223,11 +365,23 @@ def main(argv=None):
             print(f"\n{title}:")
             for it in items:
                 print(f"  {it.experiment} {it.name} {it.problem}")
+    if one_sided:
+        print("\ntiming modes in one report only (not compared):")
+        for (side, m), k in sorted(one_sided.items(), key=lambda t: (t[0][0] != "OLD", t[0][1])):
+            print(f"  {m}: {k} matched measurement(s) timed in it in {side} only")
     if acc_rows:
         print("\naccuracy and bit-equality changes:")
         print_table(("experiment", "variant", "problem", "change"), acc_rows, args.markdown)
-    print(f"\nsummary: {counts['faster']} faster, {counts['slower']} slower, {counts['same']} same, {counts['not timed']} not timed; "
-          f"{len(only_old)} only in OLD, {len(only_new)} only in NEW, {len(acc_rows)} with accuracy or bit changes")
+    claims, n_claims = claim_changes(old_r, new_r)
+    if claims:
+        print(f"\nclaims whose state changed ({len(claims)} of {n_claims}):")
+        print_table(("experiment", "index", "old state", "new state", "claim"), claims, args.markdown)
+    elif n_claims:
+        print(f"\nclaims: no state changed ({n_claims} compared)")
+    print(f"\nsummary: {counts['faster']} faster, {counts['slower']} slower, {counts['same']} same, "
+          f"{counts['ambiguous']} ambiguous, {counts['not timed']} not timed; "
+          f"{len(only_old)} only in OLD, {len(only_new)} only in NEW, {len(acc_rows)} with accuracy or bit changes, "
+          f"{len(claims)} claim(s) changed state; band 1 -/+ {band:.4f}")
     if globs:
         if regressions:
             print(f"\nREGRESSION ({', '.join(globs)}):")

@@ -18,6 +18,13 @@ class ReportError(Exception):
     """A report that cannot be read: the message names the file (and line) and the problem."""
 
 
+# Timing modes: "launch" (one launch between events after a flush) and "stream" (a CUDA graph of K
+# back-to-back launches over rotating copies: the headline). Reports from before the modes hold
+# neither and were timed as "launch".
+MODES = ("launch", "stream")
+FLUSHES = ("read", "none")
+
+
 # Field types: a name for messages and a test.
 def _is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -33,7 +40,13 @@ _TYPES = {
     "object": lambda v: isinstance(v, dict),
     "object or null": lambda v: v is None or isinstance(v, dict),
     "list of numbers": lambda v: isinstance(v, list) and all(x is None or _is_num(x) for x in v),
+    "mode": lambda v: v in MODES,
+    "flush": lambda v: v in FLUSHES,
+    "list of modes": lambda v: isinstance(v, list) and all(x in MODES for x in v),
 }
+# How a type is named in a message (the value sets are spelt out).
+_TYPE_NAMES = {"mode": "one of " + ", ".join(MODES), "flush": "one of " + ", ".join(FLUSHES),
+               "list of modes": "a list of " + ", ".join(MODES)}
 
 # Per kind: (dotted field, type, required). "required" is True, False, or the dotted path of a
 # parent: then the field is required when the parent is present.
@@ -53,6 +66,12 @@ _FIELDS = {
         ("vs_a", "object", False), ("vs_a.ratio", "number or null", "vs_a"),
         ("vs_a.ci95_lo", "number or null", "vs_a"), ("vs_a.ci95_hi", "number or null", "vs_a"),
         ("vs_a.speedup", "number or null", "vs_a"), ("vs_a.verdict", "string", "vs_a"),
+        # Timing modes (issue 9): the headline's mode and flush, the size-matched ceiling, the other
+        # modes (checked per mode by _check_modes), why a variant has no stream mode.
+        ("timing.mode", "mode", False), ("timing.flush", "flush", False),
+        ("timing.launches", "integer", False), ("timing.copies", "integer", False),
+        ("pct_attainable", "number or null", False), ("attainable_gbps", "number or null", False),
+        ("modes", "object", False), ("stream_unavailable", "string", False),
     ],
     "claim": [
         ("experiment", "string", True), ("index", "integer", True), ("text", "string", True),
@@ -76,9 +95,37 @@ _FIELDS = {
         ("ms_per_layer_token", "object", True), ("ms_per_layer_token.median", "number", True),
         ("ms_per_layer_token.min", "number", False), ("ms_per_layer_token.max", "number", False),
         ("layers", "integer", True), ("tokens", "integer", True), ("samples_ms", "list of numbers", False),
-        ("fixture", "string", False),
+        ("fixture", "string", False), ("timing", "object", False),
+        ("timing.mode", "mode", False), ("timing.flush", "flush", False),
+        ("gbps", "number or null", False), ("pct_ceiling", "number or null", False),
+        ("pct_attainable", "number or null", False), ("attainable_gbps", "number or null", False),
     ],
 }
+# What a record's "env" holds that the scripts read (checked when present).
+_ENV_FIELDS = [
+    ("ceiling", "object", False), ("ceiling.read_gbps", "number or null", False),
+    ("ceiling.copy_gbps", "number or null", False), ("ceiling.kernel", "string", False),
+    # "launch and stream" where both were measured (then "modes" holds each); a mode where one was.
+    ("ceiling.mode", "string", False), ("ceiling.flush", "flush", False),
+    ("ceiling.modes", "object", False), ("ceiling.modes.launch.read_gbps", "number or null", False),
+    ("ceiling.modes.stream.read_gbps", "number or null", False),
+    ("ceiling.empty_kernel_us", "object", False), ("ceiling.empty_kernel_us.launch", "number or null", False),
+    ("ceiling.empty_kernel_us.stream", "number or null", False),
+    ("options", "object", False), ("options.modes", "list of modes", False), ("options.headline", "mode", False),
+    ("options.flush", "flush", False),
+]
+# One entry of a measurement's "modes" object (the headline is one of them).
+_MODE_FIELDS = [
+    ("timing", "object", True), ("timing.median_ms", "number", True), ("timing.min_ms", "number", True),
+    ("timing.max_ms", "number", True), ("timing.samples_ms", "list of numbers", False),
+    ("timing.samples_clock_mhz", "list of numbers", False), ("timing.mode", "mode", False),
+    ("timing.flush", "flush", False), ("timing.launches", "integer", False), ("timing.copies", "integer", False),
+    ("gbps", "number or null", False), ("gmacs", "number or null", False), ("pct_ceiling", "number or null", False),
+    ("pct_attainable", "number or null", False), ("attainable_gbps", "number or null", False),
+    ("vs_a", "object", False), ("vs_a.ratio", "number or null", "vs_a"), ("vs_a.ci95_lo", "number or null", "vs_a"),
+    ("vs_a.ci95_hi", "number or null", "vs_a"), ("vs_a.speedup", "number or null", "vs_a"),
+    ("vs_a.verdict", "string", "vs_a"),
+]
 CLAIM_STATES = ("held", "not_held", "not_evaluated")
 # The GDN readback names in the order of the decode step (seed-digest section 3).
 GDN_OPS = ("XC", "XCV", "Z", "Q", "K", "A", "B", "BETA", "G", "ON", "ONN", "OUT", "S", "HIST")
@@ -97,18 +144,47 @@ def get(record, dotted, default=None):
     return cur
 
 
-def _check(record, where):
-    kind = record["kind"]
-    if "env" in record and not isinstance(record["env"], dict):
-        raise ReportError(f"{where}: {kind} record: field 'env' should be an object")
-    for field, typ, required in _FIELDS.get(kind, []):
+def _check_fields(record, fields, where, what, prefix=""):
+    """Each (dotted field, type, required) of `fields` in `record`; messages name prefix + field."""
+    for field, typ, required in fields:
         value = get(record, field, _MISSING)
+        name = _TYPE_NAMES.get(typ, typ)
         if value is _MISSING:
             if required is True or (isinstance(required, str) and get(record, required, _MISSING) is not _MISSING):
-                raise ReportError(f"{where}: {kind} record lacks the field '{field}' ({typ})")
+                raise ReportError(f"{where}: {what} lacks the field '{prefix}{field}' ({name})")
             continue
         if not _TYPES[typ](value):
-            raise ReportError(f"{where}: {kind} record: field '{field}' should be {typ}, not {json.dumps(value)[:60]}")
+            raise ReportError(f"{where}: {what}: field '{prefix}{field}' should be {name}, not {json.dumps(value)[:60]}")
+
+
+def _check_modes(record, where):
+    """A measurement's "modes": {mode: {timing, gbps, ...}}, keyed by launch or stream; an entry's
+    timing.mode, when written, is its key."""
+    for mode, entry in record["modes"].items():
+        if mode not in MODES:
+            raise ReportError(f"{where}: measurement record: 'modes' key '{mode}' should be one of {', '.join(MODES)}")
+        if not isinstance(entry, dict):
+            raise ReportError(f"{where}: measurement record: field 'modes.{mode}' should be object, not {json.dumps(entry)[:60]}")
+        _check_fields(entry, _MODE_FIELDS, where, "measurement record", f"modes.{mode}.")
+        if get(entry, "timing.mode", mode) != mode:
+            raise ReportError(f"{where}: measurement record: 'modes.{mode}.timing.mode' is '{entry['timing']['mode']}', not its key '{mode}'")
+
+
+def _check(record, where):
+    kind = record["kind"]
+    if "env" in record:
+        if not isinstance(record["env"], dict):
+            raise ReportError(f"{where}: {kind} record: field 'env' should be an object")
+        _check_fields(record["env"], _ENV_FIELDS, where, f"{kind} record", "env.")
+    _check_fields(record, _FIELDS.get(kind, []), where, f"{kind} record")
+    if kind == "measurement" and isinstance(record.get("modes"), dict):
+        _check_modes(record, where)
+    cm = get(record, "env.ceiling.modes")
+    if isinstance(cm, dict):
+        for mode, entry in cm.items():
+            if mode not in MODES or not isinstance(entry, dict):
+                raise ReportError(f"{where}: {kind} record: 'env.ceiling.modes' should map {' or '.join(MODES)} to an object "
+                                  f"holding read_gbps, not {json.dumps({mode: entry})[:60]}")
     if kind == "claim" and record["state"] not in CLAIM_STATES:
         raise ReportError(f"{where}: claim record: state '{record['state']}' is not one of {', '.join(CLAIM_STATES)}")
 
@@ -240,6 +316,81 @@ def pct_ceiling(r):
     if is_finite(g) and is_finite(c) and c > 0:
         return 100.0 * g / c
     return None
+
+
+def pct_attainable(r):
+    """% of the size-matched read (exactly the op's bytes, same mode): pct_attainable, else
+    gbps / attainable_gbps; None in reports from before the timing modes."""
+    p = r.get("pct_attainable")
+    if is_finite(p):
+        return p
+    g, c = r.get("gbps"), r.get("attainable_gbps")
+    if is_finite(g) and is_finite(c) and c > 0:
+        return 100.0 * g / c
+    return None
+
+
+def ceiling_by_mode(env):
+    """{mode: read GB/s} of a run's ceiling: ceiling.modes where the run measured several, the
+    one mode it names otherwise; "launch" for a report from before the timing modes."""
+    c = env.get("ceiling") if isinstance(env, dict) else None
+    if not isinstance(c, dict):
+        return {}
+    if isinstance(c.get("modes"), dict):
+        return {m: e["read_gbps"] for m, e in c["modes"].items() if is_finite(get(e, "read_gbps"))}
+    mode = c.get("mode", "launch")
+    return {mode: c["read_gbps"]} if mode in MODES and is_finite(c.get("read_gbps")) else {}
+
+
+def timing_mode(r):
+    """The mode of a record's (headline) timing: timing.mode, "launch" in reports from before the
+    modes; None when the record was not timed."""
+    if not timed(r):
+        return None
+    m = r["timing"].get("mode")
+    return m if isinstance(m, str) else "launch"
+
+
+def has_modes(r):
+    """Whether the record was written by a harness with timing modes (it says which it used)."""
+    return isinstance(get(r, "timing.mode"), str) or isinstance(r.get("modes"), dict)
+
+
+def mode_views(r):
+    """[(mode, view)] of a measurement, the headline first, then the other modes (launch, stream,
+    then others by name). A view holds timing, gbps, gmacs, pct_ceiling, pct_attainable,
+    attainable_gbps and vs_a for its mode: the headline's view is the record itself (its
+    top-level fields are the headline's), the others are entries of `modes`. An old record
+    (no modes) gives [("launch", record)]; an untimed one gives []."""
+    head = timing_mode(r)
+    if head is None:
+        return []
+    views = [(head, r)]
+    modes = r.get("modes")
+    if isinstance(modes, dict):
+        others = sorted((m for m in modes if m != head and isinstance(modes[m], dict)),
+                        key=lambda m: (MODES.index(m) if m in MODES else len(MODES), m))
+        views += [(m, modes[m]) for m in others if timed(modes[m])]
+    return views
+
+
+def mode_view(r, mode):
+    """The view of one mode (as in mode_views), or None when the record has no timing in it."""
+    return next((v for m, v in mode_views(r) if m == mode), None)
+
+
+def mode_label(timing, with_flush=True):
+    """A timing's mode in words: "stream, K=8, 3 copies" (K launches per graph over 3 rotating
+    input copies), "launch"; ", no flush" under --hot. "launch" for an old timing."""
+    mode = timing.get("mode") if isinstance(timing.get("mode"), str) else "launch"
+    parts = [mode]
+    if isinstance(timing.get("launches"), int):
+        parts.append(f"K={timing['launches']}")
+    if isinstance(timing.get("copies"), int):
+        parts.append(f"{timing['copies']} copies")
+    if with_flush and timing.get("flush") == "none":
+        parts.append("no flush")
+    return ", ".join(parts)
 
 
 def kept_samples(timing, throttle_share=0.90):

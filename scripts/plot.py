@@ -5,7 +5,9 @@
 
 REPORT is a report directory (holding report.jsonl) or the .jsonl file. Figures go to
 REPORT/plots/ unless --out says otherwise; reports/SCHEMA.md lists them and the records each is
-drawn from. A figure whose records are absent is skipped with a printed note. Exit status: 0 when
+drawn from. Bandwidth figures show each measurement's headline timing (stream in reports with
+timing modes, launch in older ones) and say which mode in the title; a bar timed in another mode
+(a variant that could not be captured in a graph) is marked with its mode. A figure whose records are absent is skipped with a printed note. Exit status: 0 when
 the figures were written (none, with notes, when the report holds no measurement), 2 on a
 malformed or empty report, bad arguments, or matplotlib missing.
 
@@ -77,6 +79,18 @@ def bar_layout(n_series):
     return width, [(-0.4 + width * (i + 0.5)) for i in range(n_series)]
 
 
+def headline_mode(report, recs):
+    """The timing mode of most bars (the run's headline, options.headline, when any bar has it;
+    "launch" for reports from before the modes) and the other modes some bars were timed in (a
+    variant that could not be captured in a graph has only launch)."""
+    modes = [kr.timing_mode(r) for r in recs if kr.timed(r)]
+    if not modes:
+        return None, []
+    preferred = kr.get(report.env, "options.headline")
+    main = preferred if preferred in modes else max(dict.fromkeys(modes), key=modes.count)
+    return main, [m for m in dict.fromkeys(modes) if m != main]
+
+
 def draw_bandwidth(plt, report, e, recs):
     # Problems run for accuracy and bits only (no timed variant) have no bar to show: leave them
     # out, unless nothing was timed at all (then the figure says so per variant).
@@ -88,6 +102,7 @@ def draw_bandwidth(plt, report, e, recs):
     variants = list(dict.fromkeys(r["variant"] for r in recs))
     by = {(kr.problem_key(r), r["variant"]): r for r in recs}
     ceiling = ceiling_of(report, recs)
+    mode, other_modes = headline_mode(report, recs)
     width, offs = bar_layout(len(variants))
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + len(keys) * (0.5 + 0.35 * len(variants))), 4.8))
     from matplotlib.patches import Patch
@@ -115,13 +130,18 @@ def draw_bandwidth(plt, report, e, recs):
             lo.append(max(p - plo, 0))
             hi.append(max(phi - p, 0))
             top = max(top, phi)
-            ax.text(x, phi, f"{p:.0f}" if p >= 10 else f"{p:.2g}", ha="center", va="bottom", fontsize=6)
+            # A bar timed in another mode than the figure's says which.
+            own = kr.timing_mode(r)
+            ax.text(x, phi, (f"{p:.0f}" if p >= 10 else f"{p:.2g}") + (f"\n{own}" if own != mode else ""), ha="center", va="bottom", fontsize=6)
         if xs:
             ax.bar(xs, ys, width * 0.95, color=CYCLE[vi % len(CYCLE)])
             ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
         # Every variant in the legend, also one with no timed bar (it failed verification).
         handles.append(Patch(color=CYCLE[vi % len(CYCLE)], label=wrap(kr.short_variant(by_variant(recs, v)), 40)))
-    ceil_txt = f"{ceiling:.0f} GB/s" if ceiling else "value not recorded"
+    # With timing modes: the ceiling per mode (the 100% line is the higher of them).
+    by_mode = kr.ceiling_by_mode(report.env) if isinstance(kr.get(report.env, "ceiling.mode"), str) else {}
+    ceil_txt = (f"{ceiling:.0f} GB/s" if ceiling else "value not recorded") + \
+        "".join(f"; {m} {by_mode[m]:.0f}" for m in kr.MODES if m in by_mode)
     handles.append(ax.axhline(100.0, color="black", linestyle="--", linewidth=1.0, label=f"read ceiling measured in this run ({ceil_txt})"))
     if ceiling:
         sec = ax.secondary_yaxis("right", functions=(lambda p: p * ceiling / 100.0, lambda g: g * 100.0 / ceiling))
@@ -132,7 +152,8 @@ def draw_bandwidth(plt, report, e, recs):
     ax.set_xticklabels([labels[k] for k in keys], fontsize=8)
     ax.set_ylabel("% of the measured read ceiling (median; bars: min..max)")
     cold = kr.get(report.env, "options.l2_cold")
-    ax.set_title(f"{e}: bandwidth per variant and shape\n{gpu_label(report)}" + (", L2-cold" if cold else ", L2-hot" if cold is False else ""), fontsize=10)
+    timing = f", {mode} timing" + (f" ({', '.join(other_modes)} where marked)" if other_modes else "") if mode else ""
+    ax.set_title(f"{e}: bandwidth per variant and shape{timing}\n{gpu_label(report)}" + (", L2-cold" if cold else ", L2-hot" if cold is False else ""), fontsize=10)
     ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(3, len(handles)), frameon=False)
     return fig
 

@@ -5,9 +5,11 @@
 
 REPORT is a report directory (holding report.jsonl) or the .jsonl file. The summary goes to
 REPORT/summary.md unless --out says otherwise ("-": standard output). It holds the environment
-(GPU, measured ceiling, commit, date), then per experiment its claims and their state, its
-measurements per problem (variant | median ms (min..max) | GB/s | % of ceiling | GMAC/s | max_rel |
-bits vs A | verdict vs A), the seed ladder, error-budget and GDN tables where the report has those
+(GPU, measured ceiling and how it was timed, empty-kernel times, commit, date), then per experiment
+its claims and their state, its measurements per problem (variant | median ms (min..max) | GB/s |
+% of ceiling | GMAC/s | max_rel | bits vs A | verdict vs A; reports with timing modes add the
+headline's mode, % of attainable (vs a read of exactly the op's bytes in that mode) and, when the
+headline is not launch, a launch column, and name the variants timed in launch mode only), the seed ladder, error-budget and GDN tables where the report has those
 records, figures from REPORT/plots/ that exist, and what was skipped and why.
 Exit status: 0 written, 2 on a malformed or empty report or bad arguments. Standard library only.
 """
@@ -53,7 +55,16 @@ def environment(report):
         rows.append(("GPU", "none: " + str(env.get("no_device_reason") or "no CUDA device")))
     c = env.get("ceiling")
     if isinstance(c, dict):
-        rows.append(("read ceiling (measured in this run)", f"{kr.fmt_num(c.get('read_gbps'), 4)} GB/s (copy {kr.fmt_num(c.get('copy_gbps'), 4)} GB/s)"))
+        # How it was timed: per mode where both were measured (read_gbps is then the higher).
+        by_mode = kr.ceiling_by_mode(env)
+        how = ([", ".join(f"{m} {kr.fmt_num(by_mode[m], 4)} GB/s" for m in sorted(by_mode, key=mode_order))]
+               if isinstance(c.get("modes"), dict) and by_mode else [f"{c['mode']} mode"] if isinstance(c.get("mode"), str) else [])
+        how += [f"flush {c['flush']}"] if isinstance(c.get("flush"), str) else []
+        rows.append(("read ceiling (measured in this run)", f"{kr.fmt_num(c.get('read_gbps'), 4)} GB/s (copy {kr.fmt_num(c.get('copy_gbps'), 4)} GB/s)"
+                     + "".join(f"; {h}" for h in how)))
+        empty = c.get("empty_kernel_us")
+        if isinstance(empty, dict) and empty:
+            rows.append(("empty kernel (launch overhead)", ", ".join(f"{m} {kr.fmt_num(empty[m])} us" for m in sorted(empty, key=mode_order))))
     else:
         rows.append(("read ceiling", "not measured in this run"))
     commit = str(env.get("git_commit", "n/a"))
@@ -70,6 +81,10 @@ def environment(report):
     return lines
 
 
+def mode_order(m):
+    return (kr.MODES.index(m) if m in kr.MODES else len(kr.MODES), m)
+
+
 def verdict_vs_a(r):
     if not kr.timed(r):
         return "not timed (failed verification)" if r.get("verified") is False else "not timed"
@@ -84,30 +99,68 @@ def verdict_vs_a(r):
     return f"{v['verdict']}{speed}{ci}"
 
 
-def measurement_rows(recs):
+def timing_cell(t):
+    return f"{t['median_ms']:.4g} ({t['min_ms']:.4g}..{t['max_ms']:.4g})"
+
+
+def measurement_columns(recs):
+    """Which of the timing-mode columns a problem's table needs: the headline's mode and %
+    of attainable (reports with timing modes), and a launch column (when a headline is not launch)."""
+    modal = any(kr.has_modes(r) or kr.pct_attainable(r) is not None for r in recs)
+    launch = any(kr.timing_mode(r) not in (None, "launch") and kr.mode_view(r, "launch") is not None for r in recs)
+    return modal, launch
+
+
+def measurement_header(modal, launch):
+    return (("variant",) + (("mode",) if modal else ()) + ("median ms (min..max)", "GB/s", "% of ceiling")
+            + (("% of attainable",) if modal else ())
+            + (("launch: median ms (% of ceiling, % of attainable)",) if launch else ())
+            + ("GMAC/s", "max_rel", "bits vs A", "verdict vs A"))
+
+
+def measurement_rows(recs, modal=False, launch=False):
     rows = []
     for i, r in enumerate(recs):
         # A is named by the records; older records without "a" put A first.
         is_a = r["a"] == r["variant"] if isinstance(r.get("a"), str) else i == 0
         name = r["variant"] + (" (A)" if is_a else "")
-        if kr.timed(r):
-            t = r["timing"]
-            med = f"{t['median_ms']:.4g} ({t['min_ms']:.4g}..{t['max_ms']:.4g})"
-        else:
-            med = "not timed"
+        med = timing_cell(r["timing"]) if kr.timed(r) else "not timed"
         b = r.get("bits_vs_a")
         bits = "A" if is_a else ("n/a" if b is None else str(b))
         acc = kr.fmt_err(kr.get(r, "accuracy.max_rel"))
         if r.get("verified") is False:
             acc += " FAILED"
-        rows.append((name, med, kr.fmt_num(r.get("gbps"), 4), kr.fmt_num(kr.pct_ceiling(r)), kr.fmt_num(r.get("gmacs"), 4), acc, bits,
-                     "A" if is_a and kr.timed(r) else verdict_vs_a(r)))
+        row = (name,)
+        if modal:
+            row += (kr.mode_label(r["timing"]) if kr.timed(r) else "",)
+        row += (med, kr.fmt_num(r.get("gbps"), 4), kr.fmt_num(kr.pct_ceiling(r)))
+        if modal:
+            row += (kr.fmt_num(kr.pct_attainable(r)),)
+        if launch:
+            lv = kr.mode_view(r, "launch")
+            if lv is None:
+                row += ("n/a" if kr.timed(r) else "",)
+            elif lv is r:
+                row += ("(the headline)",)
+            else:
+                row += (f"{lv['timing']['median_ms']:.4g} ({kr.fmt_num(kr.pct_ceiling(lv))}, {kr.fmt_num(kr.pct_attainable(lv))})",)
+        rows.append(row + (kr.fmt_num(r.get("gmacs"), 4), acc, bits, "A" if is_a and kr.timed(r) else verdict_vs_a(r)))
     return rows
+
+
+def stream_notes(recs):
+    """Variants timed in launch mode only, and why (they could not be captured in a graph)."""
+    notes = [f"- {r['variant']}: launch timing only: {r['stream_unavailable']}" for r in recs if isinstance(r.get("stream_unavailable"), str)]
+    return ["Not timed in stream mode:", ""] + notes + [""] if notes else []
 
 
 def ladder_lines(rungs):
     r0 = rungs[0]["record"]
-    head = f"Seed ladder, {r0['shape']} {r0['dist']}: speed-up per rung = median(previous) / median(rung); bits compared with the previous rung."
+    modal, _ = measurement_columns([rung["record"] for rung in rungs])
+    modes = list(dict.fromkeys(kr.timing_mode(rung["record"]) for rung in rungs if kr.timed(rung["record"])))
+    timing = f" ({', '.join(modes)} timing)" if modal and modes else ""
+    head = (f"Seed ladder, {r0['shape']} {r0['dist']}{timing}: speed-up per rung = median(previous) / median(rung); "
+            "bits compared with the previous rung.")
     rows = []
     for rung in rungs:
         r = rung["record"]
@@ -116,9 +169,10 @@ def ladder_lines(rungs):
         sf = f"x{rung['speedup_first']:.2f}" if rung["speedup_first"] is not None else "n/a"
         bits = kr.bits_label(rung) + (" (from bits_vs_a)" if rung["bits_from"] == "bits_vs_a" else "")
         rows.append((rung["index"], r["variant"], what, kr.fmt_num(kr.median_ms(r), 4), kr.fmt_num(r.get("gmacs"), 4),
-                     kr.fmt_num(r.get("gbps"), 4), kr.fmt_num(kr.pct_ceiling(r)), sp, sf, bits))
-    return [head, ""] + table(("rung", "variant", "what changed", "median ms", "GMAC/s", "GB/s", "% of ceiling",
-                                "speed-up vs previous", "vs rung 0", "bits vs previous"), rows)
+                     kr.fmt_num(r.get("gbps"), 4), kr.fmt_num(kr.pct_ceiling(r)))
+                    + ((kr.fmt_num(kr.pct_attainable(r)),) if modal else ()) + (sp, sf, bits))
+    return [head, ""] + table(("rung", "variant", "what changed", "median ms", "GMAC/s", "GB/s", "% of ceiling")
+                              + (("% of attainable",) if modal else ()) + ("speed-up vs previous", "vs rung 0", "bits vs previous"), rows)
 
 
 def error_budget_lines(recs):
@@ -148,14 +202,21 @@ def gdn_op_lines(recs):
 def gdn_timing_lines(recs):
     rows = []
     fixtures = any(r.get("fixture") for r in recs)
+    # The round trip is "mode"; how the time was taken (launch, flush) is the timing's mode.
+    timings = any(kr.has_modes(r) for r in recs)
+    rates = any(kr.pct_attainable(r) is not None for r in recs)
     for r in recs:
         t = r["ms_per_layer_token"]
         rng = f" ({t['min']:.4g}..{t['max']:.4g})" if kr.is_finite(t.get("min")) and kr.is_finite(t.get("max")) else ""
         rows.append((r["tier"], r["mode"], r["layers"], r["tokens"], f"{t['median']:.4g}{rng}", f"{t['median'] * r['layers']:.4g}")
+                    + ((kr.fmt_num(r.get("gbps"), 4), kr.fmt_num(kr.pct_ceiling(r)), kr.fmt_num(kr.pct_attainable(r))) if rates else ())
+                    + ((kr.mode_label(r["timing"]) + (f", flush {r['timing']['flush']}" if "flush" in r["timing"] else "")
+                        if kr.timed(r) else "n/a",) if timings else ())
                     + ((r.get("fixture", ""),) if fixtures else ()))
     return ["GDN step time (ms per token, all layers = median x layers):", ""] + \
         table(("tier", "mode", "layers", "tokens", "ms per layer and token (min..max)", "ms per token, all layers")
-              + (("fixture",) if fixtures else ()), rows)
+              + (("GB/s", "% of ceiling", "% of attainable") if rates else ())
+              + (("timing",) if timings else ()) + (("fixture",) if fixtures else ()), rows)
 
 
 def figures_for(report, plan, e, plots):
@@ -190,8 +251,9 @@ def summarize(report, plots):
         for (op, shape, dist), recs in kr.group(meas, kr.problem_key).items():
             ceil = next((r["ceiling_gbps"] for r in recs if kr.is_finite(r.get("ceiling_gbps"))), None)
             lines += [f"{op + ' ' if op else ''}{shape}, {dist} inputs" + (f" (ceiling {ceil:.0f} GB/s):" if ceil else ":"), ""]
-            lines += table(("variant", "median ms (min..max)", "GB/s", "% of ceiling", "GMAC/s", "max_rel", "bits vs A", "verdict vs A"),
-                           measurement_rows(recs))
+            modal, launch = measurement_columns(recs)
+            lines += table(measurement_header(modal, launch), measurement_rows(recs, modal, launch))
+            lines += stream_notes(recs)
         if report.of("error_budget", e):
             lines += error_budget_lines(report.of("error_budget", e))
         if report.of("gdn_op", e):

@@ -11,8 +11,10 @@ out from the fixture values by hand (the derivation is in the comments), not rea
 matplotlib is required: without it this fails, saying so, rather than skipping.
 """
 import json
+import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,6 +30,41 @@ WR1 = "f32_gemv/impl=warp-row,unroll=1"
 WR4 = "f32_gemv/impl=warp-row,unroll=4"
 WR8 = "f32_gemv/impl=warp-row,unroll=8"
 CUB = "f32_gemv/impl=cublas-sgemv"
+
+
+# The environment of the reports built below (a FIXTURE GPU, like the committed ones).
+ENV = {"device": {"name": "FIXTURE GPU (test data)"}, "ceiling": {"read_gbps": 4000.0, "copy_gbps": 3600.0},
+       "git_commit": "0123456789abcdef", "git_dirty": False, "date": "2026-01-01T00:00:00Z"}
+
+
+def timing(samples, mode=None, **extra):
+    """A timing object over these repetitions (median, min, max of them); with a mode, as the
+    harness with timing modes writes it (flush "read" unless extra says otherwise)."""
+    t = {"median_ms": statistics.median(samples), "min_ms": min(samples), "max_ms": max(samples), "samples_ms": list(samples)}
+    if mode:
+        t.update(mode=mode, flush="read")
+        if mode == "stream":
+            t.update(launches=8, copies=3)
+    t.update(extra)
+    return t
+
+
+def measurement(variant, samples=None, modes=None, headline="stream", experiment="e", shape="64x64", dist="uniform", env=None, **extra):
+    """A measurement record. samples: timed the old way (no mode); modes: {mode: samples or
+    (samples, {field: value})}, the harness with timing modes (headline one of them; its fields
+    are also the record's top-level ones)."""
+    r = {"kind": "measurement", "experiment": experiment, "variant": variant, "op": variant.split("/")[0], "shape": shape,
+         "dist": dist, "env": ENV if env is None else env, "verified": True}
+    if samples is not None:
+        r["timing"] = timing(samples)
+    if modes:
+        r["modes"] = {}
+        for m, v in modes.items():
+            s, fields = v if isinstance(v, tuple) else (v, {})
+            r["modes"][m] = dict({"timing": timing(s, m)}, **fields)
+        r.update(r["modes"][headline])
+    r.update(extra)
+    return r
 
 
 def run(script, *args):
@@ -58,6 +95,34 @@ class TempDir(unittest.TestCase):
         self.assertEqual(p.returncode, 0, f"exit {p.returncode}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
 
 
+def modes_report():
+    """Records of a run with timing modes (stream the headline), worked out by hand: f32_gemv on
+    1000x1000, 4e6 bytes and 1e6 MACs. A: stream median 0.002 ms -> 4e6 B / 2e-6 s = 2000 GB/s =
+    50% of the 4000 GB/s ceiling, 80% of a 2500 GB/s size-matched read, 1e6 / 2e-6 s = 500 GMAC/s;
+    launch 0.004 ms -> 1000 GB/s = 25%, 50% of 2000 GB/s. B could not be captured in a graph:
+    launch only, 0.005 ms -> 800 GB/s = 20%, 800 / 2000 = 40% of attainable (pct_attainable not
+    written: from attainable_gbps), 200 GMAC/s."""
+    # The ceiling as the harness writes it: both modes, read_gbps the higher.
+    env = dict(ENV, ceiling={"read_gbps": 4000.0, "copy_gbps": 3600.0, "mode": "launch and stream", "flush": "read",
+                             "modes": {"launch": {"read_gbps": 3900.0}, "stream": {"read_gbps": 4000.0}},
+                             "empty_kernel_us": {"stream": 0.75, "launch": 2.5}},
+               options={"reps": 3, "flush": "read", "modes": ["launch", "stream"], "headline": "stream"})
+    common = dict(experiment="modes", shape="1000x1000", env=env, bytes=4e6, macs=1e6, ceiling_gbps=4000.0, a="f32_gemv/impl=a")
+    a = measurement("f32_gemv/impl=a", modes={
+        "stream": ([0.0019, 0.002, 0.0021], {"gbps": 2000.0, "gmacs": 500.0, "pct_ceiling": 50.0, "pct_attainable": 80.0, "attainable_gbps": 2500.0}),
+        "launch": ([0.0039, 0.004, 0.0041], {"gbps": 1000.0, "gmacs": 250.0, "pct_ceiling": 25.0, "pct_attainable": 50.0, "attainable_gbps": 2000.0})},
+        **common)
+    b = measurement("f32_gemv/impl=b", headline="launch", stream_unavailable="captures a cuBLAS handle", modes={
+        "launch": ([0.0045, 0.005, 0.0055], {"gbps": 800.0, "gmacs": 200.0, "pct_ceiling": 20.0, "attainable_gbps": 2000.0,
+                                              "vs_a": {"ratio": 1.25, "ci95_lo": 1.2, "ci95_hi": 1.3, "speedup": 0.8, "verdict": "slower"}})},
+        **common)
+    # GDN: 1e6 bytes per step in 0.1 ms = 10000 GB/s... a fixture: 250% of the ceiling, 200% of 5000 GB/s.
+    gdn = {"kind": "gdn_timing", "experiment": "modes", "tier": "q4", "mode": "device-resident", "layers": 1, "tokens": 4,
+           "ms_per_layer_token": {"median": 0.1}, "timing": timing([0.4], "launch"), "env": env,
+           "gbps": 10000.0, "pct_ceiling": 250.0, "attainable_gbps": 5000.0, "pct_attainable": 200.0}
+    return [json.dumps(r) for r in (a, b, gdn)]
+
+
 class PlotTest(TempDir):
     RUN_FIGURES = ["bandwidth-f32-gemv-vs-cublas", "accuracy-f32-gemv-vs-cublas", "bandwidth-seed-ladder",
                    "accuracy-seed-ladder", "seed-ladder-17408x5120"]
@@ -75,6 +140,25 @@ class PlotTest(TempDir):
             self.assertGreater(len(svg), 5000)
 
     @staticmethod
+    def bandwidth_bars(rep, experiment):
+        """(bar heights rounded to 0.01, the strings drawn on the axes, the title) of the bandwidth
+        figure plot.py draws for one experiment of a report."""
+        sys.path.insert(0, str(SCRIPTS))
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import klab_report as kr
+        import plot
+        report = kr.load(rep)
+        plan, _ = kr.chart_plan(report)
+        recs = next(payload for _, kind, e, payload in plan if kind == "bandwidth" and e == experiment)
+        fig = plot.draw_bandwidth(plt, report, experiment, recs)
+        ax = fig.axes[0]
+        out = ([round(b.get_height(), 2) for b in ax.patches], [t.get_text() for t in ax.texts], ax.get_title())
+        plt.close(fig)
+        return out
+
+    @staticmethod
     def texts(svg_file):
         """The strings drawn in an SVG figure (matplotlib writes each as a comment beside its path)."""
         return set(re.findall(r"<!-- (.*?) -->", svg_file.read_text()))
@@ -90,10 +174,17 @@ class PlotTest(TempDir):
         bw = self.texts(rep / "plots" / "bandwidth-f32-gemv-vs-cublas.svg")
         # The ceiling of this run is drawn: env.ceiling.read_gbps = 4000.
         self.assertIn("read ceiling measured in this run (4000 GB/s)", bw)
-        # warp-row on 4096x4096: 67141632 bytes / 0.02005 ms = 3349 GB/s = 83.7% of 4000 -> "84".
-        self.assertIn("84", bw)
-        # cuBLAS: 67141632 / 0.02105 ms = 3190 GB/s = 79.7% -> "80".
-        self.assertIn("80", bw)
+        # The bars, from the figure itself (an SVG's strings hold the axis ticks too: "80" is one).
+        heights, labels, title = self.bandwidth_bars(rep, "f32-gemv-vs-cublas")
+        # warp-row on 4096x4096: 67141632 bytes / 0.02005 ms = 3349 GB/s = 83.72% of 4000 -> "84";
+        # cuBLAS: 67141632 / 0.02105 ms = 3190 GB/s = 79.74% -> "80"; on 33x160: 21892 B / 0.003 ms
+        # = 7.297 GB/s = 0.1824% -> "0.18", and 21892 / 0.0042 ms = 5.212 GB/s = 0.1303% -> "0.13".
+        # Drawn variant by variant (in the order they first appear: warp-row,unroll=1, cuBLAS,
+        # warp-row,unroll=4), each over the shapes; unroll=4 failed verification on 33x160: no bar.
+        self.assertEqual(heights, [83.72, 0.18, 79.74, 0.13])
+        self.assertEqual(labels, ["84", "0.18", "80", "0.13", "failed\nverification"])
+        # A report from before the timing modes was timed in launch mode.
+        self.assertIn("bandwidth per variant and shape, launch timing\n", title)
         # unroll=4 failed verification on 33x160: no bar, a label saying why.
         self.assertIn("verification", bw)
         self.assertIn("impl=warp-row,unroll=4", bw)
@@ -107,6 +198,18 @@ class PlotTest(TempDir):
         acc = self.texts(rep / "plots" / "accuracy-f32-gemv-vs-cublas.svg")
         self.assertIn("tolerance (max_rel allowed)", acc)
         self.assertIn("5.00e-01", acc)  # the failed variant's max_rel
+
+    def test_bandwidth_in_the_headline_mode(self):
+        rep = self.write_report("modes", modes_report())
+        self.assertOk(run("plot.py", rep))
+        heights, labels, title = self.bandwidth_bars(rep, "modes")
+        # The headline's % of ceiling (modes_report: A stream 50%, B launch only 20%); B's bar says
+        # it is launch, and so does the title.
+        self.assertEqual(heights, [50.0, 20.0])
+        self.assertEqual(labels, ["50", "20\nlaunch"])
+        self.assertIn("modes: bandwidth per variant and shape, stream timing (launch where marked)", title)
+        bw = self.texts(rep / "plots" / "bandwidth-modes.svg")
+        self.assertIn("read ceiling measured in this run (4000 GB/s; launch 3900; stream 4000)", bw)
 
     def test_gdn_and_error_budget_figures(self):
         rep = self.copy("gdn")
@@ -190,6 +293,26 @@ class SummarizeTest(TempDir):
         self.assertIn(f"| {WR4} | not timed | n/a | n/a | n/a | 5.00e-01 FAILED | 33 | not timed (failed verification) |", md)
         self.assertIn(f"- {WR4} on 4096x4096 uniform seed 1: fixture reason: k must be a multiple of 512", md)
 
+    def test_timing_modes(self):
+        rep = self.write_report("modes", modes_report())
+        p = run("summarize.py", rep, "--out", "-")
+        self.assertOk(p)
+        md = p.stdout
+        self.assertIn("| read ceiling (measured in this run) | 4000 GB/s (copy 3600 GB/s); launch 3900 GB/s, stream 4000 GB/s; flush read |", md)
+        self.assertIn("| empty kernel (launch overhead) | launch 2.5 us, stream 0.75 us |", md)
+        self.assertIn('| options | reps 3, flush "read", modes ["launch", "stream"], headline "stream" |', md)
+        self.assertIn("| variant | mode | median ms (min..max) | GB/s | % of ceiling | % of attainable | "
+                      "launch: median ms (% of ceiling, % of attainable) | GMAC/s | max_rel | bits vs A | verdict vs A |", md)
+        # Worked out in modes_report().
+        self.assertIn("| f32_gemv/impl=a (A) | stream, K=8, 3 copies | 0.002 (0.0019..0.0021) | 2000 | 50 | 80 | 0.004 (25, 50) | 500 | n/a | A | A |", md)
+        self.assertIn("| f32_gemv/impl=b | launch | 0.005 (0.0045..0.0055) | 800 | 20 | 40 | (the headline) | 200 | n/a | n/a | "
+                      "slower x0.800 (time ratio 1.200..1.300) |", md)
+        self.assertIn("- f32_gemv/impl=b: launch timing only: captures a cuBLAS handle", md)
+        # GDN: the round trip is "mode", the timing's mode its own column.
+        self.assertIn("| tier | mode | layers | tokens | ms per layer and token (min..max) | ms per token, all layers | GB/s | "
+                      "% of ceiling | % of attainable | timing |", md)
+        self.assertIn("| q4 | device-resident | 1 | 4 | 0.1 | 0.1 | 10000 | 250 | 200 | launch, flush read |", md)
+
     def test_seed_ladder_table(self):
         md_file = self.tmp / "s.md"
         self.assertOk(run("summarize.py", DATA / "run", "--out", md_file))
@@ -252,14 +375,23 @@ class SummarizeTest(TempDir):
 class CompareTest(TempDir):
     OLD, NEW = DATA / "compare-old", DATA / "compare-new"
 
-    def rows(self, out):
-        """variant -> (new/old, 95% CI, verdict) from the Markdown table."""
-        table = {}
+    def rows(self, out, by_mode=False):
+        """variant -> (new/old, 95% CI, verdict) of its first row (the headline mode) in the Markdown
+        table; with by_mode, (variant, mode) -> the same, and the order of the rows."""
+        table, order = {}, []
         for line in out.splitlines():
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) == 9 and cells[0] != "experiment" and not cells[0].startswith("---"):
-                table[cells[1]] = (cells[5], cells[6], cells[7])
-        return table
+            if len(cells) == 10 and cells[0] != "experiment" and not cells[0].startswith("---"):
+                key = (cells[1], cells[3]) if by_mode else cells[1]
+                order.append(key)
+                table.setdefault(key, (cells[6], cells[7], cells[8]))
+        return (table, order) if by_mode else table
+
+    def compare(self, old_lines, new_lines, *args):
+        """compare.py --markdown on two reports built from records."""
+        old = self.write_report(f"old{len(list(self.tmp.iterdir()))}", [json.dumps(r) for r in old_lines])
+        new = self.write_report(f"new{len(list(self.tmp.iterdir()))}", [json.dumps(r) for r in new_lines])
+        return run("compare.py", old, new, "--markdown", *args)
 
     def test_verdicts(self):
         p = run("compare.py", self.OLD, self.NEW, "--markdown")
@@ -273,16 +405,21 @@ class CompareTest(TempDir):
         self.assertEqual(rows[WR4][0], "0.800")
         lo, hi = map(float, rows[WR4][1].split(".."))
         self.assertTrue(lo <= 0.8 <= hi < 0.99, rows[WR4])
-        # "noisy": medians differ by 5% but the repetitions spread over 2x: not a result.
+        # "noisy": medians differ by 5% but the repetitions spread over 2x: the interval reaches
+        # beyond both edges of the 3% band, so neither a change nor its absence is shown.
         self.assertEqual(rows["f32_gemv/impl=noisy"][0], "1.050")
-        self.assertEqual(rows["f32_gemv/impl=noisy"][2], "same")
+        self.assertEqual(rows["f32_gemv/impl=noisy"][2], "ambiguous")
+        lo, hi = map(float, rows["f32_gemv/impl=noisy"][1].split(".."))
+        self.assertTrue(lo < 0.97 and hi > 1.03, rows["f32_gemv/impl=noisy"])
         self.assertEqual(rows[WR8][2], "not timed")  # failed verification in NEW
         self.assertEqual(rows["gdn_timing/tier=q4,mode=device-resident"][2], "same")
         self.assertIn("only in OLD:\n  f32-gemv-vs-cublas f32_gemv/impl=retired 4096x4096 uniform", p.stdout)
         self.assertIn("only in NEW:\n  f32-gemv-vs-cublas f32_gemv/impl=added 4096x4096 uniform", p.stdout)
         self.assertIn("max_rel 1.20e-07 -> 1.90e-07; bits_vs_a 0 -> 12", p.stdout)
         self.assertIn("verified yes -> NO", p.stdout)
-        self.assertIn("summary: 1 faster, 1 slower, 3 same, 1 not timed; 1 only in OLD, 1 only in NEW", p.stdout)
+        # Two identical ceilings (4000 GB/s) and no control: the band is --band's default, 3%.
+        self.assertIn("band: 1 -/+ 0.0300", p.stdout)
+        self.assertIn("summary: 1 faster, 1 slower, 2 same, 1 ambiguous, 1 not timed; 1 only in OLD, 1 only in NEW", p.stdout)
 
     def test_pure_python_bootstrap_agrees(self):
         # The H200 machine has numpy, but compare.py must not need it.
@@ -292,7 +429,7 @@ class CompareTest(TempDir):
                            capture_output=True, text=True, timeout=600)
         self.assertOk(p)
         rows = self.rows(p.stdout)
-        self.assertEqual([rows[v][2] for v in (WR4, CUB, WR1, "f32_gemv/impl=noisy")], ["faster", "slower", "same", "same"])
+        self.assertEqual([rows[v][2] for v in (WR4, CUB, WR1, "f32_gemv/impl=noisy")], ["faster", "slower", "same", "ambiguous"])
 
     def test_fail_on_regression_exit_codes(self):
         cases = [((), 0),                                      # no guard: a report, not a gate
@@ -311,21 +448,169 @@ class CompareTest(TempDir):
                 if code == 1:
                     self.assertIn("REGRESSION", p.stdout)
         p = run("compare.py", self.OLD, self.NEW, "--fail-on-regression", "*cublas*")
-        self.assertIn(f"{CUB} 4096x4096 uniform: slower", p.stdout)
+        self.assertIn(f"{CUB} 4096x4096 uniform [launch]: slower", p.stdout)
         p = run("compare.py", self.OLD, self.NEW, "--fail-on-regression", "*unroll=8")
         self.assertIn("passed verification in OLD, fails it in NEW", p.stdout)
 
-    def test_a_report_against_itself_is_all_same(self):
-        p = run("compare.py", DATA / "run", DATA / "run" / "report.jsonl", "--fail-on-regression")
+    def test_a_report_against_itself(self):
+        p = run("compare.py", DATA / "run", DATA / "run" / "report.jsonl", "--fail-on-regression", "--markdown")
         self.assertOk(p)
-        self.assertIn("0 faster, 0 slower, 8 same, 1 not timed", p.stdout)
+        # Nothing changed, yet one of the 8 timed comparisons cannot show it: warp-row,unroll=1 on
+        # 33x160 has 8 repetitions, five of 0.003 ms and three of 0.0031-0.0032. A resample with 5+
+        # of the slow three (P(Bin(8, 3/8) >= 5) = 0.137) has median >= 0.0031; one with at most 3
+        # (P = 0.651) has 0.003. So P(ratio >= 0.0031/0.003 = 1.033) >= 0.137 * 0.651 = 0.089 >
+        # 2.5%: the interval reaches beyond 1.03 (and, symmetrically, below 0.97): ambiguous.
+        self.assertIn("0 faster, 0 slower, 7 same, 1 ambiguous, 1 not timed", p.stdout)
+        rows, order = self.rows(p.stdout, by_mode=True)
+        self.assertEqual(rows[(WR1, "launch")][2], "same")  # 4096x4096 comes first
+        self.assertEqual([k for k in order if k[0] == WR1], [(WR1, "launch"), (WR1, "launch")])
+        self.assertIn("claims: no state changed (4 compared)", p.stdout)
 
-    def test_noise_threshold(self):
-        # cuBLAS is 18% slower: with a 25% noise allowance that is "same".
-        p = run("compare.py", self.OLD, self.NEW, "--markdown", "--noise", "0.25")
+    def test_band_threshold(self):
+        # cuBLAS is 18% slower: with a 25% band that is "same". --noise is the band's former name.
+        for flag in ("--band", "--noise"):
+            p = run("compare.py", self.OLD, self.NEW, "--markdown", flag, "0.25")
+            self.assertOk(p)
+            self.assertEqual(self.rows(p.stdout)[CUB][2], "same")
+            self.assertIn("band: 1 -/+ 0.2500", p.stdout)
+            self.assertEqual(run("compare.py", self.OLD, self.NEW, flag, "2").returncode, 2)
+
+    def test_ambiguous_when_the_interval_straddles_a_band_edge(self):
+        # OLD: ten repetitions of 1.0 ms (every resample's median is 1.0). NEW: five of 1.00 and
+        # five of 1.06: a resample's median is 1.00 with 4 or fewer of the 1.06 (P = (1 - C(10,5)/
+        # 2^10) / 2 = 0.377), 1.03 with exactly 5, 1.06 with 6 or more (0.377). The 2.5% and 97.5%
+        # quantiles are therefore 1.00 and 1.06; the ratio of medians is 1.03 / 1.00.
+        old = [measurement("v/a", [1.0] * 10), measurement("v/slow", [1.0] * 10)]
+        new = [measurement("v/a", [1.0] * 5 + [1.06] * 5), measurement("v/slow", [1.10] * 10)]
+        p = self.compare(old, new, "--fail-on-regression", "v/a")
+        self.assertOk(p)  # ambiguous is not a regression
+        rows = self.rows(p.stdout)
+        # 1.00..1.06 against 0.97..1.03: inside at the bottom, beyond at the top.
+        self.assertEqual(rows["v/a"], ("1.030", "1.000..1.060", "ambiguous"))
+        self.assertEqual(rows["v/slow"], ("1.100", "1.100..1.100", "slower"))
+        self.assertIn("0 faster, 1 slower, 0 same, 1 ambiguous, 0 not timed", p.stdout)
+        # A 7% band holds the whole interval: same. A 0.5% band: ambiguous still (1.00 is inside).
+        self.assertEqual(self.rows(self.compare(old, new, "--band", "0.07").stdout)["v/a"][2], "same")
+        self.assertEqual(self.rows(self.compare(old, new, "--band", "0.005").stdout)["v/a"][2], "ambiguous")
+
+    def test_band_widened_by_drifting_controls(self):
+        # "v/k" takes 4% longer in NEW (2.00 -> 2.08 ms, every repetition): beyond the 3% band.
+        # The control "v/ctrl" (unchanged code) takes 5% longer (1.00 -> 1.05): the machine drifted
+        # by that much, so the band becomes 5% and "v/k" is the same.
+        old = [measurement("v/ctrl", [1.0] * 10), measurement("v/k", [2.0] * 10)]
+        new = [measurement("v/ctrl", [1.05] * 10), measurement("v/k", [2.08] * 10)]
+        p = self.compare(old, new)
+        self.assertEqual(self.rows(p.stdout)["v/k"], ("1.040", "1.040..1.040", "slower"))
+        p = self.compare(old, new, "--control", "*ctrl")
         self.assertOk(p)
-        self.assertEqual(self.rows(p.stdout)[CUB][2], "same")
-        self.assertEqual(run("compare.py", self.OLD, self.NEW, "--noise", "2").returncode, 2)
+        self.assertIn("band: 1 -/+ 0.0500", p.stdout)
+        self.assertIn("largest drift 5.00%, v/ctrl 64x64 uniform [launch]", p.stdout)
+        self.assertEqual(self.rows(p.stdout)["v/k"][2], "same")
+        self.assertIn("control", [l for l in p.stdout.splitlines() if "| v/ctrl |" in l][0])
+        # A control matching nothing controls nothing: refused.
+        p = self.compare(old, new, "--control", "*nothing*")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("nothing to control with", p.stderr)
+        # The read ceiling is a control too (these reports have no timing modes: it counts as launch):
+        # 4000 -> 3800 GB/s is 4000/3800 - 1 = 5.26% more time.
+        slow_env = dict(ENV, ceiling={"read_gbps": 3800.0})
+        p = self.compare([old[1]], [measurement("v/k", [2.08] * 10, env=slow_env)])
+        self.assertIn("read ceiling launch 4000 -> 3800 GB/s: 5.26%", p.stdout)
+        self.assertIn("band: 1 -/+ 0.0526", p.stdout)
+        self.assertEqual(self.rows(p.stdout)["v/k"][2], "same")
+        # ... but not when the ceilings were measured in different modes, or on different GPUs.
+        for env, why in ((dict(ENV, ceiling={"read_gbps": 3800.0, "mode": "stream"}), "no mode measured in both runs (OLD launch; NEW stream)"),
+                         (dict(ENV, ceiling={"read_gbps": 3800.0, "kernel": "a faster read"}), "its kernel changed"),
+                         (dict(ENV, ceiling={"read_gbps": 3800.0}, device={"name": "OTHER GPU"}), "different GPUs")):
+            p = self.compare([old[1]], [measurement("v/k", [2.08] * 10, env=env)])
+            self.assertIn(why, p.stdout)
+            self.assertIn("band: 1 -/+ 0.0300", p.stdout)
+            self.assertEqual(self.rows(p.stdout)["v/k"][2], "slower")
+
+    def test_ceiling_drift_per_mode(self):
+        # Ceilings of both modes in both runs (as the harness writes them): launch 3900 -> 3900,
+        # stream 4000 -> 3800 GB/s. The drift is the larger: 4000/3800 - 1 = 5.26%; "v/k" (4% slower)
+        # is then the same.
+        def env(launch, stream):
+            return dict(ENV, ceiling={"read_gbps": max(launch, stream), "mode": "launch and stream",
+                                      "modes": {"launch": {"read_gbps": launch}, "stream": {"read_gbps": stream}}})
+        p = self.compare([measurement("v/k", [2.0] * 10, env=env(3900.0, 4000.0))], [measurement("v/k", [2.08] * 10, env=env(3900.0, 3800.0))])
+        self.assertIn("read ceiling launch 3900 -> 3900 GB/s: 0.00%, stream 4000 -> 3800 GB/s: 5.26%", p.stdout)
+        self.assertIn("band: 1 -/+ 0.0526", p.stdout)
+        self.assertEqual(self.rows(p.stdout)["v/k"][2], "same")
+
+    def test_claims_whose_state_changed(self):
+        def claim(e, i, state):
+            return {"kind": "claim", "experiment": e, "index": i, "text": f"claim {i} of {e}", "state": state, "env": ENV}
+        old = [claim("e", 0, "held"), claim("e", 1, "not_held"), claim("e", 2, "not_evaluated"), claim("gone", 0, "held")]
+        new = [claim("e", 0, "held"), claim("e", 1, "held"), claim("e", 2, "not_held"), claim("e", 3, "held")]
+        p = self.compare(old, new)
+        self.assertOk(p)
+        # e's claims 1 and 2 changed, 3 is new; 0 did not; "gone" is not in NEW at all: not compared.
+        self.assertIn("claims whose state changed (3 of 4):", p.stdout)
+        self.assertIn("| e | 1 | not_held | held | claim 1 of e |", p.stdout)
+        self.assertIn("| e | 2 | not_evaluated | not_held | claim 2 of e |", p.stdout)
+        self.assertIn("| e | 3 | absent | held | claim 3 of e |", p.stdout)
+        self.assertNotIn("claim 0 of", p.stdout)
+        self.assertIn("3 claim(s) changed state", p.stdout)
+
+    def test_modes_are_matched(self):
+        # "v/a": both reports timed it in both modes; stream (the headline) got 20% faster (0.5 ->
+        # 0.4 ms), launch is unchanged. "v/old": OLD is a report from before the timing modes (its
+        # timing counts as launch); NEW has launch and stream: only launch is compared. "v/nograph":
+        # NEW could not capture it in a graph (launch only).
+        old = [measurement("v/a", modes={"launch": [1.0] * 10, "stream": [0.5] * 10}),
+               measurement("v/old", [1.0] * 10), measurement("v/nograph", modes={"launch": [1.0] * 10, "stream": [0.5] * 10})]
+        new = [measurement("v/a", modes={"launch": [1.0] * 10, "stream": [0.4] * 10}),
+               measurement("v/old", modes={"launch": [1.0] * 10, "stream": [0.3] * 10}),
+               measurement("v/nograph", modes={"launch": [1.2] * 10}, headline="launch", stream_unavailable="not capturable")]
+        p = self.compare(old, new, "--fail-on-regression")
+        self.assertEqual(p.returncode, 1)  # v/nograph: launch 1.0 -> 1.2 ms
+        rows, order = self.rows(p.stdout, by_mode=True)
+        self.assertEqual(order, [("v/a", "stream"), ("v/a", "launch"), ("v/old", "launch"), ("v/nograph", "launch")])
+        self.assertEqual(rows[("v/a", "stream")], ("0.800", "0.800..0.800", "faster"))
+        self.assertEqual(rows[("v/a", "launch")][2], "same")
+        self.assertEqual(rows[("v/old", "launch")][2], "same")
+        self.assertEqual(rows[("v/nograph", "launch")], ("1.200", "1.200..1.200", "slower"))
+        self.assertIn("v/nograph 64x64 uniform [launch]: slower", p.stdout)
+        self.assertIn("stream: 1 matched measurement(s) timed in it in NEW only", p.stdout)
+        self.assertIn("stream: 1 matched measurement(s) timed in it in OLD only", p.stdout)
+        self.assertIn("summary: 1 faster, 1 slower, 2 same, 0 ambiguous, 0 not timed", p.stdout)
+        # --mode stream: only v/a is compared.
+        p = self.compare(old, new, "--mode", "stream")
+        rows, order = self.rows(p.stdout, by_mode=True)
+        self.assertEqual(order, [("v/a", "stream")])
+        self.assertIn("summary: 1 faster, 0 slower, 0 same, 0 ambiguous, 0 not timed", p.stdout)
+
+    def test_identical_distributions_give_no_change(self):
+        # Two runs of unchanged code: ten variants, each timed 50 times in both modes, every
+        # repetition drawn from one normal distribution (sd 0.5% of the mean) in both runs. The
+        # median of 50 has sd 1.2533 * 0.5% / sqrt(50) = 0.089%, a ratio of two sqrt(2) times that,
+        # 0.125%: the 95% intervals reach about 1 -/+ 0.25% from their centre, and the centres of
+        # 20 ratios stay within about 3 sd (0.4%) of 1: every interval lies well inside 1 -/+ 3%.
+        rng = random.Random(20261201)
+
+        def run_of(drift=1.0, ceiling=4000.0):
+            env = dict(ENV, ceiling={"read_gbps": ceiling})
+            return [measurement(f"v/{i}", env=env, modes={
+                m: [drift * rng.gauss(mean, 0.005 * mean) for _ in range(50)] for m, mean in (("launch", 0.1 + i / 100), ("stream", 0.08 + i / 100))})
+                for i in range(10)]
+        base = run_of()
+        p = self.compare(base, run_of())
+        self.assertOk(p)
+        self.assertIn("summary: 0 faster, 0 slower, 20 same, 0 ambiguous, 0 not timed", p.stdout)
+        # The same with the whole machine 2% slower in NEW (its read ceiling too: 4000/1.02 GB/s):
+        # centres within 1.02 -/+ 0.4%, intervals within 1.02 -/+ 0.65%: inside 1 -/+ 3% still.
+        drifted = run_of(drift=1.02, ceiling=4000 / 1.02)
+        p = self.compare(base, drifted)
+        self.assertIn("read ceiling launch 4000 -> 3922 GB/s: 2.00%", p.stdout)
+        self.assertIn("summary: 0 faster, 0 slower, 20 same, 0 ambiguous, 0 not timed", p.stdout)
+        # The harness's within-run rule (1%), with a ceiling that did not move, calls every one of
+        # them slower: each interval lies above 1.02 - 0.65% > 1.01. That is what the first
+        # compare.py said of two runs of unchanged code.
+        p = self.compare(base, run_of(drift=1.02), "--band", "0.01")
+        self.assertIn("band: 1 -/+ 0.0100", p.stdout)
+        self.assertIn("summary: 0 faster, 20 slower, 0 same, 0 ambiguous", p.stdout)
 
     def test_bad_input(self):
         bad = self.write_report("bad", [json.dumps({"kind": "measurement"})])
@@ -374,6 +659,37 @@ class MalformedTest(TempDir):
         timing = {"kind": "gdn_timing", "experiment": "e", "tier": "q4", "mode": "host-facing", "layers": 48, "tokens": 4,
                   "ms_per_layer_token": {"min": 0.1}}
         self.refused(self.write_report("g", [json.dumps(timing)]), "'ms_per_layer_token.median'")
+
+    def test_timing_mode_fields(self):
+        # Fields of the timing modes are checked where present; the line and the field are named.
+        good = json.dumps(measurement("f32_gemv/impl=x", modes={"launch": [1.0, 1.1], "stream": [0.9, 1.0]}))
+        for name, rec, needles in [
+                ("mode", measurement("v/x", modes={"stream": [1.0]}, timing=timing([1.0], "burst")),
+                 ["'timing.mode'", "one of launch, stream", "burst"]),
+                ("flush", measurement("v/x", timing=timing([1.0], "launch", flush="cold")), ["'timing.flush'", "one of read, none"]),
+                ("pct", measurement("v/x", samples=[1.0], pct_attainable="high"), ["'pct_attainable'", "number"]),
+                ("key", measurement("v/x", modes={"launch": [1.0]}, headline="launch") | {"modes": {"graph": {}}},
+                 ["'modes' key 'graph'", "one of launch, stream"]),
+                ("entry", measurement("v/x", modes={"launch": [1.0], "stream": ([1.0], {"gbps": "x"})}, headline="launch"),
+                 ["'modes.stream.gbps'", "number or null"]),
+                ("untimed", measurement("v/x", modes={"launch": [1.0]}, headline="launch") | {"modes": {"stream": {"gbps": 1.0}}},
+                 ["lacks the field 'modes.stream.timing'"]),
+                ("mismatch", measurement("v/x", modes={"launch": [1.0]}, headline="launch") | {"modes": {"stream": {"timing": timing([1.0], "launch")}}},
+                 ["'modes.stream.timing.mode' is 'launch'"]),
+                ("ceiling", measurement("v/x", env=dict(ENV, ceiling={"read_gbps": 4000.0, "flush": "cold"})), ["'env.ceiling.flush'"]),
+                ("ceiling modes", measurement("v/x", env=dict(ENV, ceiling={"read_gbps": 4000.0, "modes": {"stream": {"read_gbps": "4 TB/s"}}})),
+                 ["'env.ceiling.modes.stream.read_gbps'", "number"]),
+                ("ceiling mode key", measurement("v/x", env=dict(ENV, ceiling={"read_gbps": 4000.0, "modes": {"graph": {"read_gbps": 1.0}}})),
+                 ["'env.ceiling.modes'", "graph"]),
+                ("options flush", measurement("v/x", env=dict(ENV, options={"flush": "cold"})), ["'env.options.flush'"]),
+                ("empty", measurement("v/x", env=dict(ENV, ceiling={"read_gbps": 4000.0, "empty_kernel_us": {"launch": "2us"}})),
+                 ["'env.ceiling.empty_kernel_us.launch'"]),
+                ("headline", measurement("v/x", env=dict(ENV, options={"modes": ["launch", "stream"], "headline": "both"})),
+                 ["'env.options.headline'"]),
+                ("gdn", {"kind": "gdn_timing", "experiment": "e", "tier": "q4", "mode": "host-facing", "layers": 1, "tokens": 4,
+                         "ms_per_layer_token": {"median": 0.1}, "timing": timing([0.4], "graph")}, ["'timing.mode'"])]:
+            with self.subTest(name):
+                self.refused(self.write_report(name, [good, json.dumps(rec)]), "report.jsonl:2", *needles)
 
     def test_empty_report(self):
         self.refused(self.write_report("empty", []), "empty report (no records)")
