@@ -1,8 +1,10 @@
 // Metrics on hand-checked vectors, and the A/B statistics.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
@@ -79,4 +81,104 @@ TEST_CASE("A/B verdict: clearly faster, clearly slower, and noise") {
   CHECK(f.ratio <= f.hi);
   CHECK(compare_times(a, b_slow).verdict == Verdict::slower);
   CHECK(compare_times(a, b_same).verdict == Verdict::same);
+}
+
+// The verdict near the floor. The rule (klab/stats.hpp): faster iff the whole 95% bootstrap interval
+// of median(B)/median(A) lies below 1 - noise (1%), slower iff above 1 + noise, same otherwise. Each
+// case below is one that a plain "compare the medians" rule (faster iff median(B) < median(A)) gets
+// wrong, or one that pins the interval itself.
+namespace {
+// 51 repetitions center * (1 + width * t), t = -1, -0.96, ..., 1 in a scrambled order (7 is prime to
+// 51, so i -> 7i mod 51 visits every t once): the median is exactly `center` (t = 0), every sample
+// lies within center * (1 +- width).
+std::vector<double> reps(double center, double width) {
+  std::vector<double> v;
+  for (int i = 0; i < 51; ++i) v.push_back(center * (1 + width * double((i * 7) % 51 - 25) / 25));
+  return v;
+}
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+double mean_of(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()); }
+}  // namespace
+
+TEST_CASE("A/B verdict: a 0.5% shift with tight samples is inside the 1% noise band: same") {
+  // B's median is 0.5% lower and the samples (+-0.1%) do not overlap: the interval excludes 1, so
+  // "median(B) < median(A)" and "the interval excludes 1" would both say faster. Inside the band it
+  // is not a result.
+  const auto a = reps(1.0, 0.001), b = reps(0.995, 0.001);
+  REQUIRE(median_of(b) < median_of(a));  // the naive rule's answer would be "faster"
+  const auto c = compare_times(a, b);
+  CHECK(c.ratio == doctest::Approx(0.995).epsilon(1e-12));
+  CHECK(c.hi < 1.0);   // the whole interval below 1 ...
+  CHECK(c.lo > 0.99);  // ... and above 1 - noise
+  CHECK(c.verdict == Verdict::same);
+  // Mirrored: 0.5% slower is same too.
+  CHECK(compare_times(a, reps(1.005, 0.001)).verdict == Verdict::same);
+}
+
+TEST_CASE("A/B verdict: a clear 3% shift with tight samples is faster / slower, the interval pinned by the samples") {
+  // Every resampled median lies within its sample's range, so the interval of the ratio must lie in
+  // [min(B)/max(A), max(B)/min(A)] and hold the ratio of the medians (symmetric samples).
+  const auto a = reps(1.0, 0.001);
+  for (double shift : {0.97, 1.03}) {
+    CAPTURE(shift);
+    const auto b = reps(shift, 0.001);
+    const auto c = compare_times(a, b);
+    const double lo_bound = shift * 0.999 / 1.001, hi_bound = shift * 1.001 / 0.999;
+    CHECK(c.ratio == doctest::Approx(shift).epsilon(1e-12));
+    CHECK(c.speedup == doctest::Approx(1 / shift).epsilon(1e-12));
+    CHECK(c.lo >= lo_bound);
+    CHECK(c.hi <= hi_bound);
+    CHECK(c.lo <= c.ratio);
+    CHECK(c.ratio <= c.hi);
+    CHECK(c.lo < c.hi);  // an interval, not the point estimate twice
+    CHECK(c.verdict == (shift < 1 ? Verdict::faster : Verdict::slower));
+  }
+}
+
+TEST_CASE("A/B verdict: a 1.5% shift with wide, overlapping samples is same: the interval crosses the band") {
+  // +-20% spread, 51 repetitions: the median is known to ~+-3%, so a 1.5% lower median is no result.
+  // "median(B) < median(A)" says faster, and so does "median ratio below 1 - noise" (0.985 < 0.99):
+  // only the interval says same.
+  const auto a = reps(1.0, 0.2), b = reps(0.985, 0.2);
+  const auto c = compare_times(a, b);
+  CHECK(c.ratio == doctest::Approx(0.985).epsilon(1e-12));
+  CHECK(c.ratio < 1 - 0.01);
+  CHECK(c.lo < 0.99);  // the interval reaches below the band ...
+  CHECK(c.hi > 1.0);   // ... and past 1
+  CHECK(c.verdict == Verdict::same);
+  // The same 1.5% shift with tight samples (+-0.1%) is a result: faster.
+  CHECK(compare_times(reps(1.0, 0.001), reps(0.985, 0.001)).verdict == Verdict::faster);
+}
+
+TEST_CASE("A/B verdict: same median, very different spread: same, and the interval holds 1") {
+  SUBCASE("B spread both ways") {
+    // A tight (+-0.1%), B +-20% around the same median: the ratio is exactly 1 but B's median is
+    // uncertain by a few percent, and the interval must say so.
+    const auto c = compare_times(reps(1.0, 0.001), reps(1.0, 0.2));
+    CHECK(c.ratio == 1.0);
+    CHECK(c.lo <= 1.0);
+    CHECK(c.hi >= 1.0);
+    CHECK(c.lo < 0.99);
+    CHECK(c.hi > 1.01);
+    CHECK(c.verdict == Verdict::same);
+  }
+  SUBCASE("B with a long slow tail") {
+    // Half of B's repetitions sit just under A's median, the other half trail up to +50%: the mean
+    // of B is ~12% above A's, so "compare the means" says slower; the medians agree exactly.
+    auto a = reps(1.0, 0.001), b = reps(1.0, 0.001);
+    for (auto& t : b)
+      if (t > 1.0) t = 1.0 + 500 * (t - 1.0);  // (1, 1.001] -> (1, 1.5]
+    REQUIRE(median_of(b) == 1.0);
+    REQUIRE(mean_of(b) > 1.1 * mean_of(a));
+    const auto c = compare_times(a, b);
+    CHECK(c.ratio == 1.0);
+    CHECK(c.lo <= 1.0);
+    CHECK(c.hi >= 1.0);
+    CHECK(c.hi > 1.01);  // the tail widens the interval upwards only
+    CHECK(c.lo > 0.99);
+    CHECK(c.verdict == Verdict::same);
+  }
 }
