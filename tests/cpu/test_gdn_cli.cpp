@@ -1,7 +1,8 @@
 // `klab gdn`: steps a layer from files, prints the per-operator table, compares with an oracle and
 // exits non-zero past the tolerance; bad files and options give a clear message and a non-zero exit.
-// The oracle here is written by the reference itself (the transformers fixtures are tested in
-// test_gdn_reference.cpp): what is tested is the command, not the math.
+// The oracle is a committed transformers fixture (tests/fixtures/gdn/gdn-tiny-t64-s1.safetensors,
+// written by scripts/gen_gdn_fixture.py from transformers' own Qwen3_5GatedDeltaNet), used as it
+// is for the passing cases and re-written with one expectation spoilt for the failing ones.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,7 +18,6 @@
 
 #include "cli_util.hpp"
 #include "klab/device.hpp"
-#include "klab/problem.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/safetensors.hpp"
 
@@ -33,22 +33,33 @@ fs::path temp_file(const std::string& name) {
   return fs::temp_directory_path() / ("klab-gdncli-" + std::to_string(::getpid()) + "-" + name + ".safetensors");
 }
 
-// A fixture in the generator's layout: weights under a model prefix, inputs.h, expect.y/S/hist.
-// `edit` may change the expectations before they are written.
+// The committed transformers oracle: 64 tokens through the tiny geometry (hidden 64, 2x16 key
+// heads, 4x16 value heads), token 0 by the module's prefill path and 1..63 by its decode path.
+const fs::path kOracle = fs::path(KLAB_SOURCE_DIR) / "tests" / "fixtures" / "gdn" / "gdn-tiny-t64-s1.safetensors";
+constexpr const char* kOracleClass = "transformers.models.qwen3_5.modeling_qwen3_5.Qwen3_5GatedDeltaNet";
+
+// The oracle's contents, to write back (in the generator's layout: weights under a model prefix,
+// inputs.h, expect.y/S/hist) after a test has spoilt an expectation.
 struct Fixture {
-  gdn::Geometry g{24, 2, 4, 8, 6, 4, 1e-6};
-  int T = 6;
-  gdn::LayerWeights w = gdn::random_weights(g, 17);
-  std::vector<float> h = klab::generate(klab::Dist::normal, std::size_t(T) * g.hidden, 3, 0);
-  std::vector<float> y, S, hist;
+  gdn::LayerWeights w = gdn::load_weights(kOracle);
+  gdn::Geometry g = w.g;
+  int T = 0;
+  std::vector<float> h, y, S, hist;
+  std::string cls;
   Fixture() {
-    auto state = gdn::State::zeros(g);
-    for (int t = 0; t < T; ++t) {
-      const auto out = gdn::step(w, state, std::span<const float>(h.data() + std::size_t(t) * g.hidden, g.hidden));
-      y.insert(y.end(), out.begin(), out.end());
-    }
-    S.assign(state.S.begin(), state.S.end());
-    hist.assign(state.hist.begin(), state.hist.end());
+    const auto f = st::File::open(kOracle);
+    cls = f.meta("class", "");
+    REQUIRE(cls == kOracleClass);  // transformers' layer wrote it, not our reference
+    const auto in = gdn::load_inputs(kOracle, g);
+    const auto ex = gdn::load_expected(kOracle, g);
+    REQUIRE(in.tokens == ex.tokens);
+    REQUIRE(!ex.S.empty());
+    REQUIRE(!ex.hist.empty());
+    T = in.tokens;
+    h = in.h;
+    y = ex.y;
+    S = ex.S;
+    hist = ex.hist;
   }
   fs::path write(const std::string& name) const {
     st::Writer out;
@@ -57,7 +68,7 @@ struct Fixture {
     out.add_f32(gdn::kExpectY, {T, g.hidden}, y);
     out.add_f32(gdn::kExpectS, {g.nv, g.dk, g.dv}, S);
     out.add_f32(gdn::kExpectHist, {g.ck - 1, g.conv_dim()}, hist);
-    out.metadata("class", "test.Reference");
+    out.metadata("class", cls);
     const auto p = temp_file(name);
     out.write(p);
     return p;
@@ -68,36 +79,40 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 
 }  // namespace
 
-TEST_CASE("klab gdn steps a layer, prints every operator and matches an oracle") {
-  Fixture fx;
-  const auto p = fx.write("match");
-  auto r = klab_cli("gdn --weights " + p.string() + " --expect " + p.string());
+TEST_CASE("klab gdn steps a layer, prints every operator and matches the transformers oracle") {
+  const std::string p = kOracle.string();
+  auto r = klab_cli("gdn --weights " + p + " --expect " + p);
   CAPTURE(r.out);
   CHECK(r.code == 0);
   for (const char* op : {"XC ", "XCV ", "Z ", "Q ", "K ", "A ", "B ", "BETA ", "G ", "ON ", "ONN ", "OUT ", "S ", "HIST "})
     CHECK(has(r.out, std::string("\n") + op));
   CHECK(has(r.out, "layer 'model.layers.0.linear_attn.'"));
-  CHECK(has(r.out, "6 of 6 tokens"));
+  CHECK(has(r.out, "64 of 64 tokens"));
   CHECK(has(r.out, "every comparison within"));
-  CHECK(has(r.out, "test.Reference"));
+  CHECK(has(r.out, kOracleClass));
 
   // Without an oracle: the table, and a plain statement that nothing was compared.
-  r = klab_cli("gdn --weights " + p.string() + " --inputs " + p.string());
+  r = klab_cli("gdn --weights " + p + " --inputs " + p);
   CHECK(r.code == 0);
   CHECK(has(r.out, "nothing compared"));
 
   // Fewer tokens: outputs compared, final states not (they belong to the whole sequence).
-  r = klab_cli("gdn --weights " + p.string() + " --expect " + p.string() + " --tokens 4");
+  r = klab_cli("gdn --weights " + p + " --expect " + p + " --tokens 4");
   CHECK(r.code == 0);
-  CHECK(has(r.out, "4 of 6 tokens"));
-  CHECK(has(r.out, "not compared: --tokens 4 of 6"));
-  fs::remove(p);
+  CHECK(has(r.out, "4 of 64 tokens"));
+  CHECK(has(r.out, "not compared: --tokens 4 of 64"));
+
+  // Written back unchanged, the oracle still matches: the failing cases below differ from it only
+  // in the expectation they spoil.
+  Fixture fx;
+  const auto q = fx.write("unchanged");
+  CHECK(klab_cli("gdn --weights " + q.string() + " --expect " + q.string()).code == 0);
+  fs::remove(q);
 }
 
-TEST_CASE("klab gdn --backend gpu: the device tier against the oracle, or a refusal naming the missing device") {
-  Fixture fx;
-  const auto p = fx.write("gpu");
-  auto r = klab_cli("gdn --weights " + p.string() + " --expect " + p.string() + " --backend gpu");
+TEST_CASE("klab gdn --backend gpu: the device tier against the transformers oracle, or a refusal naming the missing device") {
+  const std::string p = kOracle.string();
+  auto r = klab_cli("gdn --weights " + p + " --expect " + p + " --backend gpu");
   CAPTURE(r.out);
   if (klab::has_device()) {
     CHECK(r.code == 0);
@@ -107,7 +122,6 @@ TEST_CASE("klab gdn --backend gpu: the device tier against the oracle, or a refu
     CHECK(r.code == 2);
     CHECK(has(r.out, "no CUDA device"));
   }
-  fs::remove(p);
 }
 
 TEST_CASE("klab gdn exits 3 past the tolerance and names the token or state") {
@@ -175,7 +189,7 @@ TEST_CASE("klab gdn refuses bad options and bad files with a clear message") {
            {"gdn --weights " + p.string() + " --backend cuda", "unknown backend 'cuda'"},
            {"gdn --weights " + p.string() + " --tolerance 0", "--tolerance must be positive"},
            {"gdn --weights " + p.string() + " --tolerance abc", "needs a number"},
-           {"gdn --weights " + p.string() + " --tokens 7", "has 6 tokens"},
+           {"gdn --weights " + p.string() + " --tokens 65", "has 64 tokens"},
            {"gdn --weights " + p.string() + " --tokens 0", "--tokens must be at least 1"},
            {"gdn --weights " + p.string() + " --layer-prefix model.layers.5.", "model.layers.5.in_proj_qkv.weight"},
            {"gdn --weights " + p.string() + " --dk 5", "not a multiple of dk 5"},
