@@ -12,6 +12,19 @@ std::vector<Shape> shapes_for(const Context& ctx, std::vector<Shape> full, std::
   return ctx.options().quick ? quick : full;
 }
 
+std::vector<std::string> shape_keys(const std::vector<Shape>& shapes) {
+  std::vector<std::string> out;
+  for (const auto& s : shapes) out.push_back(s.str());
+  return out;
+}
+std::string problem_key(const Shape& s, Dist d) { return s.str() + "/" + to_string(d); }
+std::vector<std::string> problem_keys(const std::vector<Shape>& shapes, const std::vector<Dist>& dists) {
+  std::vector<std::string> out;
+  for (const auto& s : shapes)
+    for (Dist d : dists) out.push_back(problem_key(s, d));
+  return out;
+}
+
 std::vector<const Variant*> lookup(const std::vector<std::string>& names) {
   std::vector<const Variant*> out;
   for (const auto& n : names) out.push_back(&registry().variant(n));

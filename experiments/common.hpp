@@ -21,6 +21,12 @@ inline const std::vector<Shape>& seed_shapes() {
 // Seed shapes, or (with --quick) small shapes that still exercise every code path.
 std::vector<Shape> shapes_for(const Context& ctx, std::vector<Shape> full, std::vector<Shape> quick);
 
+// Names of evaluations for Context::claim_needs / claim_all: a shape ("17408x5120"), or a shape and
+// an input distribution ("17408x5120/uniform", one per distribution and shape).
+std::vector<std::string> shape_keys(const std::vector<Shape>& shapes);
+std::string problem_key(const Shape& s, Dist d);
+std::vector<std::string> problem_keys(const std::vector<Shape>& shapes, const std::vector<Dist>& dists);
+
 // Looks up variants by name in the registry (throws naming the missing one).
 std::vector<const Variant*> lookup(const std::vector<std::string>& names);
 

@@ -21,6 +21,9 @@ void register_f32_gemv(Registry& r) {
     auto vs = lookup({"f32_gemv/impl=warp-row,unroll=1", "f32_gemv/impl=warp-row,unroll=4", "f32_gemv/impl=cublas-sgemv"});
     auto shapes = shapes_for(ctx, {{17408, 5120}, {10240, 5120}, {6144, 5120}, {5120, 6144}, {33, 160}}, {{1024, 512}, {33, 160}});
     const Op& op = registry().op("f32_gemv");
+    // A shape skipped (or a seed shape not timed) leaves its claims not evaluated.
+    ctx.claim_needs(0, shape_keys(shapes));
+    for (std::size_t claim : {1, 2, 3}) ctx.claim_needs(claim, shape_keys(seed_shapes()));
     for (const auto& s : shapes) {
       // f32 sums of up to 6144 products: rounding grows ~sqrt(k) * 2^-24 relative to max|y|,
       // i.e. ~5e-6 at worst here; a wrong index or a lost block gives O(1).
@@ -32,16 +35,16 @@ void register_f32_gemv(Registry& r) {
         all = all && m.verified;
         ev += fmt(" %.2g", m.acc.max_rel);
       }
-      ctx.claim_all(0, all, ev);
+      ctx.claim_all(0, s.str(), all, ev);
       const bool seed_shape = s.m * s.k >= 5120LL * 5120;
       if (!seed_shape || !ms[0].timed || !ms[1].timed || !ms[2].timed) continue;
-      ctx.claim_all(1, ms[1].vs_a->verdict == Verdict::faster,
+      ctx.claim_all(1, s.str(), ms[1].vs_a->verdict == Verdict::faster,
                     s.str() + fmt(": x%.3f (95%% CI of time ratio %.3f..%.3f)", ms[1].vs_a->speedup, ms[1].vs_a->lo, ms[1].vs_a->hi));
       auto vs_cublas = compare_times(ms[2].timing.kept_ms, ms[1].timing.kept_ms, s.m);
-      ctx.claim_all(2, vs_cublas.verdict == Verdict::faster,
+      ctx.claim_all(2, s.str(), vs_cublas.verdict == Verdict::faster,
                     s.str() + fmt(": unroll=4 %.4f ms, cuBLAS %.4f ms (x%.3f, ", ms[1].timing.summary.median, ms[2].timing.summary.median, vs_cublas.speedup) +
                         to_string(vs_cublas.verdict) + ")");
-      ctx.claim_all(3, ms[1].pct_ceiling >= 85.0, s.str() + fmt(": %.1f%% of ceiling", ms[1].pct_ceiling));
+      ctx.claim_all(3, s.str(), ms[1].pct_ceiling >= 85.0, s.str() + fmt(": %.1f%% of ceiling", ms[1].pct_ceiling));
       if (s == Shape{17408, 5120}) {
         if (const ModeResult* st = ms[1].mode(TimingMode::stream))
           ctx.claim(4, st->pct_ceiling >= 90.0, fmt("stream mode: %.4f ms, %.1f%% of the read ceiling, %.1f%% of the size-matched read",

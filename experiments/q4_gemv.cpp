@@ -93,20 +93,24 @@ Experiment axis_experiment(const AxisStudy& st) {
     Shape worst_shape;
     std::string speedups;
     int timed_shapes = 0;
+    // A shape or input skipped (or a seed shape not timed) leaves its claims not evaluated.
+    ctx.claim_needs(0, problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
+    ctx.claim_needs(1, problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
+    ctx.claim_needs(2, shape_keys(seed_shapes()));
     for (const Shape& s : q4_shapes(ctx)) {
       for (Dist d : {Dist::uniform, Dist::student_t}) {
         const Problem p{s, d, ctx.options().seed};
         RaceOptions ro{.tolerance = kTolerance, .tolerance_for = {}, .time = d == Dist::uniform};
         auto ms = race(ctx, op, vs, p, ro);
         if (ms.size() < 2 || ms[0].skipped || ms[1].skipped) continue;
-        const std::string where = s.str() + "/" + to_string(d);
-        ctx.claim_all(0, ms[0].verified && ms[1].verified, where + fmt(": max_rel A %.3g, B %.3g", ms[0].acc.max_rel, ms[1].acc.max_rel));
+        const std::string where = problem_key(s, d);
+        ctx.claim_all(0, where, ms[0].verified && ms[1].verified, where + fmt(": max_rel A %.3g, B %.3g", ms[0].acc.max_rel, ms[1].acc.max_rel));
         const std::string bits = std::to_string(ms[1].bits_vs_a) + " of " + std::to_string(ms[1].acc.n) + " elements differ";
-        if (st.bitwise) ctx.claim_all(1, ms[1].bits_vs_a == 0, where + ": " + bits);
-        else ctx.claim_all(1, ms[1].verified, where + ": " + bits + fmt(", B max_rel %.3g", ms[1].acc.max_rel));
+        if (st.bitwise) ctx.claim_all(1, where, ms[1].bits_vs_a == 0, where + ": " + bits);
+        else ctx.claim_all(1, where, ms[1].verified, where + ": " + bits + fmt(", B max_rel %.3g", ms[1].acc.max_rel));
         if (d != Dist::uniform || !is_seed_shape(s) || !ms[0].timed || !ms[1].timed || !ms[1].vs_a) continue;
         const Comparison& c = *ms[1].vs_a;
-        ctx.claim_all(2, c.verdict == (st.b_faster ? Verdict::faster : Verdict::slower),
+        ctx.claim_all(2, s.str(), c.verdict == (st.b_faster ? Verdict::faster : Verdict::slower),
                       s.str() + ": A " + speed(ms[0]) + "; B " + speed(ms[1]) + "; B " + versus(c));
         ++timed_shapes;
         speedups += (speedups.empty() ? "" : ", ") + s.str() + fmt(" x%.3f", c.speedup);
@@ -146,23 +150,25 @@ Experiment seed_ladder() {
     Shape worst_shape;
     std::string c_speedups;
     int timed_shapes = 0;
+    for (std::size_t claim : {0, 1}) ctx.claim_needs(claim, problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
+    for (std::size_t claim : {2, 3, 4, 6}) ctx.claim_needs(claim, shape_keys(seed_shapes()));
     for (const Shape& s : q4_shapes(ctx)) {
       for (Dist d : {Dist::uniform, Dist::student_t}) {
         const Problem p{s, d, ctx.options().seed};
         RaceOptions ro{.tolerance = kTolerance, .tolerance_for = {}, .time = d == Dist::uniform, .ladder = true};
         auto ms = race(ctx, op, all, p, ro);
         if (ms.size() < all.size() || std::any_of(ms.begin(), ms.end(), [](const Measured& m) { return m.skipped; })) continue;
-        const std::string where = s.str() + "/" + to_string(d);
+        const std::string where = problem_key(s, d);
         bool ok = true;
         std::string ev = where + ": max_rel";
         for (const auto& m : ms) {
           ok = ok && m.verified;
           ev += fmt(" %.3g", m.acc.max_rel);
         }
-        ctx.claim_all(0, ok, ev + " (original, A, B, C, bf16, f32)");
+        ctx.claim_all(0, where, ok, ev + " (original, A, B, C, bf16, f32)");
         // Bits between consecutive rungs (the race compares each rung with the one before).
         const auto oa = ms[1].bits_vs_prev, ab = ms[2].bits_vs_prev, bc = ms[3].bits_vs_prev;
-        ctx.claim_all(1, ab == 0 && bc == 0,
+        ctx.claim_all(1, where, ab == 0 && bc == 0,
                       where + ": elements differing original->A " + std::to_string(oa) + ", A->B " + std::to_string(ab) + ", B->C " +
                           std::to_string(bc) + " of " + std::to_string(ms[0].output.size()));
         const bool timed = std::all_of(ms.begin(), ms.end(), [](const Measured& m) { return m.timed; });
@@ -171,9 +177,9 @@ Experiment seed_ladder() {
         const auto ao = compare_times(mo.timing.kept_ms, ma.timing.kept_ms, s.m);
         const auto ba = compare_times(ma.timing.kept_ms, mb.timing.kept_ms, s.m);
         const auto cb = compare_times(mb.timing.kept_ms, mc.timing.kept_ms, s.m);
-        ctx.claim_all(2, ao.verdict == Verdict::faster, s.str() + ": original " + speed(mo) + "; A " + speed(ma) + "; A " + versus(ao));
-        ctx.claim_all(3, ba.verdict == Verdict::faster, s.str() + ": B " + speed(mb) + "; B " + versus(ba));
-        ctx.claim_all(4, cb.verdict == Verdict::slower,
+        ctx.claim_all(2, s.str(), ao.verdict == Verdict::faster, s.str() + ": original " + speed(mo) + "; A " + speed(ma) + "; A " + versus(ao));
+        ctx.claim_all(3, s.str(), ba.verdict == Verdict::faster, s.str() + ": B " + speed(mb) + "; B " + versus(ba));
+        ctx.claim_all(4, s.str(), cb.verdict == Verdict::slower,
                       s.str() + ": C " + speed(mc) + "; C " + versus(cb) + "; B: " + warps_note(kRungB, s.m, ctx) + "; C: " + warps_note(kRungC, s.m, ctx));
         ++timed_shapes;
         c_speedups += (c_speedups.empty() ? "" : ", ") + s.str() + fmt(" x%.3f", cb.speedup);
@@ -183,7 +189,7 @@ Experiment seed_ladder() {
         }
         const auto vs_bf16 = compare_times(ms[4].timing.kept_ms, mb.timing.kept_ms, s.m);
         const auto vs_f32 = compare_times(ms[5].timing.kept_ms, mb.timing.kept_ms, s.m);
-        ctx.claim_all(6, vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
+        ctx.claim_all(6, s.str(), vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
                       s.str() + ": B " + fmt("%.4f ms", mb.timing.summary.median) + fmt(", bf16 %.4f ms", ms[4].timing.summary.median) +
                           fmt(", f32 %.4f ms", ms[5].timing.summary.median) + "; B vs bf16 " + versus(vs_bf16) + ", vs f32 " + versus(vs_f32));
       }
@@ -235,13 +241,15 @@ Experiment vs_peers() {
     names.push_back(kPeerBf16);
     names.push_back(kPeerF32);
     const auto vs = lookup(names);
+    for (std::size_t claim : {0, 1}) ctx.claim_needs(claim, problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
+    for (std::size_t claim : {2, 3, 4}) ctx.claim_needs(claim, shape_keys(seed_shapes()));
     for (const Shape& s : q4_shapes(ctx)) {
       for (Dist d : {Dist::uniform, Dist::student_t}) {
         const Problem p{s, d, ctx.options().seed};
         RaceOptions ro{.tolerance = kTolerance, .tolerance_for = {}, .time = d == Dist::uniform};
         auto ms = race(ctx, op, vs, p, ro);
         if (ms.size() < vs.size() || std::any_of(ms.begin(), ms.end(), [](const Measured& m) { return m.skipped; })) continue;
-        const std::string where = s.str() + "/" + to_string(d);
+        const std::string where = problem_key(s, d);
         bool ok = true;
         std::int64_t bits = 0;
         std::string acc = where + ": max_rel", diff = where + ": elements differing from the map's first:";
@@ -254,22 +262,22 @@ Experiment vs_peers() {
           bits += b;
           diff += " " + ms[i].variant->name.substr(std::string("q4_gemv/map=").size()) + " " + std::to_string(b);
         }
-        ctx.claim_all(0, ok, acc);
-        ctx.claim_all(1, bits == 0, diff);
+        ctx.claim_all(0, where, ok, acc);
+        ctx.claim_all(1, where, bits == 0, diff);
         const bool timed = std::all_of(ms.begin(), ms.end(), [](const Measured& m) { return m.timed; });
         if (d != Dist::uniform || !is_seed_shape(s) || !timed) continue;
-        ctx.claim_all(2, ms[first].vs_a->verdict == Verdict::faster,
+        ctx.claim_all(2, s.str(), ms[first].vs_a->verdict == Verdict::faster,
                       s.str() + ": B " + speed(ms[0]) + "; block-per-lane,rows=1 " + speed(ms[first]) + " " + versus(*ms[first].vs_a));
         const Measured* best = &ms[first];
         for (std::size_t i = first; i < last; ++i)
           if (ms[i].timing.summary.median < best->timing.summary.median) best = &ms[i];
         const auto vs_bf16 = compare_times(ms[last].timing.kept_ms, best->timing.kept_ms, s.m);
         const auto vs_f32 = compare_times(ms[last + 1].timing.kept_ms, best->timing.kept_ms, s.m);
-        ctx.claim_all(3, vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
+        ctx.claim_all(3, s.str(), vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
                       s.str() + ": " + best->variant->name + fmt(" %.4f ms, bf16 %.4f ms, f32 %.4f ms", best->timing.summary.median,
                                                                  ms[last].timing.summary.median, ms[last + 1].timing.summary.median) +
                           "; vs bf16 " + versus(vs_bf16) + ", vs f32 " + versus(vs_f32));
-        ctx.claim_all(4, best->pct_ceiling >= 70.0, s.str() + ": " + best->variant->name + " " + speed(*best));
+        ctx.claim_all(4, s.str(), best->pct_ceiling >= 70.0, s.str() + ": " + best->variant->name + " " + speed(*best));
       }
     }
   };

@@ -1,5 +1,6 @@
 #include "klab/experiment.hpp"
 
+#include <algorithm>
 #include <iostream>
 
 #include "klab/error.hpp"
@@ -18,6 +19,7 @@ std::string to_string(ClaimState s) {
 Context::Context(const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev, const Ceiling* ceiling, Timer* timer)
     : exp_(e), opt_(o), report_(r), dev_(dev), ceiling_(ceiling), timer_(timer) {
   for (const auto& c : e.claims) claims_.push_back({c, ClaimState::not_evaluated, ""});
+  books_.resize(claims_.size());
 }
 
 const DeviceInfo& Context::device() const {
@@ -43,25 +45,58 @@ void Context::skip(const std::string& what, const std::string& reason) {
   add(std::move(r));
 }
 
-void Context::claim(std::size_t index, bool held, const std::string& evidence) {
+Context::ClaimBook& Context::book(std::size_t index) {
   require(index < claims_.size(), "experiment '" + exp_.name + "' settles claim " + std::to_string(index) + " but states only " + std::to_string(claims_.size()));
-  claims_[index].state = held ? ClaimState::held : ClaimState::not_held;
-  claims_[index].evidence = evidence;
+  return books_[index];
+}
+
+void Context::publish_claim(std::size_t index) {
+  const ClaimBook& b = books_[index];
+  ClaimResult& c = claims_[index];
+  c.state = b.state;
+  c.evidence = b.evidence;
+  if (b.state == ClaimState::not_held) return;
+  std::string missing;
+  int n_missing = 0;
+  for (const auto& k : b.needs)
+    if (std::find(b.got.begin(), b.got.end(), k) == b.got.end()) {
+      missing += (missing.empty() ? "" : ", ") + k;
+      ++n_missing;
+    }
+  if (n_missing == 0) return;
+  c.state = ClaimState::not_evaluated;
+  c.evidence = "not evaluated on " + missing + " (" + std::to_string(n_missing) + " of the " + std::to_string(b.needs.size()) + " needed)" +
+               (b.evidence.empty() ? "" : "; held on the others: " + b.evidence);
+}
+
+void Context::claim(std::size_t index, bool held, const std::string& evidence) {
+  ClaimBook& b = book(index);
+  b.state = held ? ClaimState::held : ClaimState::not_held;
+  b.evidence = evidence;
+  publish_claim(index);
 }
 
 void Context::claim_all(std::size_t index, bool held, const std::string& evidence) {
-  require(index < claims_.size(), "experiment '" + exp_.name + "' settles claim " + std::to_string(index) + " but states only " + std::to_string(claims_.size()));
-  auto& c = claims_[index];
-  if (c.state == ClaimState::not_held) {
-    if (!held) c.evidence += "; " + evidence;
-    return;
-  }
-  if (!held || c.state == ClaimState::not_evaluated) {
-    c.state = held ? ClaimState::held : ClaimState::not_held;
-    c.evidence = evidence;
+  ClaimBook& b = book(index);
+  if (b.state == ClaimState::not_held) {
+    if (!held) b.evidence += "; " + evidence;
+  } else if (!held || b.state == ClaimState::not_evaluated) {
+    b.state = held ? ClaimState::held : ClaimState::not_held;
+    b.evidence = evidence;
   } else {
-    c.evidence += "; " + evidence;
+    b.evidence += "; " + evidence;
   }
+  publish_claim(index);
+}
+
+void Context::claim_all(std::size_t index, const std::string& key, bool held, const std::string& evidence) {
+  book(index).got.push_back(key);
+  claim_all(index, held, evidence);
+}
+
+void Context::claim_needs(std::size_t index, std::vector<std::string> keys) {
+  book(index).needs = std::move(keys);
+  publish_claim(index);
 }
 
 void Context::log(const std::string& line) const { std::cerr << "[" << exp_.name << "] " << line << std::endl; }

@@ -60,6 +60,13 @@ class Context {
   void claim(std::size_t index, bool held, const std::string& evidence);
   // Settles a claim once per problem: held only if it held every time.
   void claim_all(std::size_t index, bool held, const std::string& evidence);
+  // The same, naming the evaluation (e.g. the shape, Shape::str()) for claim_needs.
+  void claim_all(std::size_t index, const std::string& key, bool held, const std::string& evidence);
+  // Declares the evaluations a claim needs, by name (e.g. the four seed shapes of a claim stated
+  // "on the four seed shapes"). A claim that held on every evaluation it got but lacks one of these
+  // (a variant skipped, a shape not timed, --quick) stays not_evaluated, its evidence naming the
+  // missing ones; one evaluation not held makes it not_held whatever is missing.
+  void claim_needs(std::size_t index, std::vector<std::string> keys);
   // Progress line on stderr.
   void log(const std::string& line) const;
 
@@ -75,6 +82,16 @@ class Context {
   const Ceiling* ceiling_;
   Timer* timer_;
   std::vector<ClaimResult> claims_;
+  // Per claim: the verdict over the evaluations it got, and the evaluations it needs / got by name;
+  // claims_ is published from these (publish_claim).
+  struct ClaimBook {
+    ClaimState state = ClaimState::not_evaluated;
+    std::string evidence;
+    std::vector<std::string> needs, got;
+  };
+  std::vector<ClaimBook> books_;
+  ClaimBook& book(std::size_t index);
+  void publish_claim(std::size_t index);
 };
 
 }  // namespace klab
