@@ -67,7 +67,7 @@ std::string warps_note(const std::string& variant, std::int64_t m, const Context
 struct AxisStudy {
   std::string name, description;
   std::string a, b;
-  bool bitwise;        // the seed (or the design) says B changes no bit
+  bool bitwise;        // true: B changes no bit (the seed, or the design); false: B changes bits (the sums reordered)
   bool b_faster;       // the seed's speed direction
   std::string seed;    // the seed's figure for the speed claim
   bool worst_on_fewest_rows = false;  // rows-per-warp: the slow-down is largest where rows are fewest
@@ -80,7 +80,7 @@ Experiment axis_experiment(const AxisStudy& st) {
   e.claims = {
       "A and B are within 1e-5 (max_rel) of the f64 reference on every shape, uniform and heavy-tailed inputs",
       st.bitwise ? "B is bitwise equal to A on every shape and input (seed: no bit changed)"
-                 : "B may differ from A in bits (4 chains reorder the sums) yet stays within 1e-5 of the reference on every shape and input",
+                 : "B differs from A in bits on every shape and input: 4 chains reorder the sums (seed: its A rung, 4 chains with the per-lane scale, changed bits)",
       std::string(st.b_faster ? "B is faster than A" : "B is slower than A") + " on the four seed shapes, uniform input (seed: " + st.seed + ")",
   };
   if (st.worst_on_fewest_rows)
@@ -106,8 +106,7 @@ Experiment axis_experiment(const AxisStudy& st) {
         const std::string where = problem_key(s, d);
         ctx.claim_all(0, where, ms[0].verified && ms[1].verified, where + fmt(": max_rel A %.3g, B %.3g", ms[0].acc.max_rel, ms[1].acc.max_rel));
         const std::string bits = std::to_string(ms[1].bits_vs_a) + " of " + std::to_string(ms[1].acc.n) + " elements differ";
-        if (st.bitwise) ctx.claim_all(1, where, ms[1].bits_vs_a == 0, where + ": " + bits);
-        else ctx.claim_all(1, where, ms[1].verified, where + ": " + bits + fmt(", B max_rel %.3g", ms[1].acc.max_rel));
+        ctx.claim_all(1, where, st.bitwise ? ms[1].bits_vs_a == 0 : ms[1].bits_vs_a > 0, where + ": " + bits);
         if (d != Dist::uniform || !is_seed_shape(s) || !ms[0].timed || !ms[1].timed || !ms[1].vs_a) continue;
         const Comparison& c = *ms[1].vs_a;
         ctx.claim_all(2, s.str(), c.verdict == (st.b_faster ? Verdict::faster : Verdict::slower),

@@ -252,6 +252,24 @@ TEST_CASE("the spec's f16 values are the format's, and its arithmetic order is n
   CHECK(accuracy(y4, ref).max_rel < 1e-5);
 }
 
+TEST_CASE("accum-chains' bits claim: its A and B bit-models differ on every --quick problem it evaluates") {
+  // The experiment claims (claim 1) that B (4 chains) differs from A (1 chain) in bits on every
+  // shape and input. Kernels equal their models bit for bit (gpu suite), so the models say what the
+  // claim will find on the problems --quick runs (experiments/q4_gemv.cpp: 1024x512 and 37x160,
+  // uniform and Student-t, seed 1).
+  const Experiment& e = registry().experiment("accum-chains");
+  REQUIRE(e.claims.size() == 3);
+  CHECK(e.claims[1].find("differs from A in bits") != std::string::npos);
+  for (Shape s : std::vector<Shape>{{1024, 512}, {37, 160}})
+    for (Dist d : {Dist::uniform, Dist::student_t}) {
+      auto c = test::q4_generated(s, d, 1);
+      CAPTURE(c.what);
+      const auto a = q4_gemv::q4_model(test::q4_name("lane0-shfl", "1", "soft", "1"))(c.w, c.x);
+      const auto b = q4_gemv::q4_model(test::q4_name("lane0-shfl", "4", "soft", "1"))(c.w, c.x);
+      CHECK(bitwise_diff(a, b) > 0);
+    }
+}
+
 TEST_CASE("q4 kernel accuracy through the bit-models: within 1e-5 of the f64 reference") {
   // Every kernel equals its model bit for bit (gpu suite) and the models of one chain count equal
   // one spec bit for bit (above), so the two models below stand for all 16 kernels. These are the shapes,
