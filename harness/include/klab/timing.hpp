@@ -132,7 +132,8 @@ nlohmann::json to_json(const Timing& t, bool with_samples = true);
 struct Ceiling {
   double read_gbps = 0;         // the better of the two modes' reads
   double read_gbps_launch = 0;  // the best read form, one launch between events
-  double read_gbps_stream = 0;  // that form back to back in a graph
+  double read_gbps_stream = 0;  // that form back to back in a graph: the better of
+  double read_gbps_stream_plain = 0, read_gbps_stream_pdl = 0;  // plain launches and PDL launches
   std::map<int, double> read_gbps_by_loads;  // launch mode, per loads in flight per thread
   int loads = 4;                // loads in flight of the best form
   double copy_gbps = 0;         // copy kernel, bytes read + written (launch mode)
