@@ -219,12 +219,61 @@ double softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
 
 double silu(double x) { return x * sigmoid(x); }
 
+// ---- The recurrence (operators 4-5) ---------------------------------------------------------------
+
+void recurrence(const Geometry& G, std::span<const double> q_raw, std::span<const double> k_raw, std::span<const double> v,
+                std::span<const double> gate, std::span<const double> beta, std::span<double> S_all, std::span<double> o,
+                std::span<double> qn, std::span<double> kn) {
+  const int nk = G.nk, nv = G.nv, dk = G.dk, dv = G.dv;
+  if (nk <= 0 || nv <= 0 || dk <= 0 || dv <= 0 || nv % nk != 0)
+    throw std::invalid_argument("GDN recurrence: nk, nv, dk, dv must be positive and nv a multiple of nk (" + G.str() + ")");
+  const std::size_t KD = std::size_t(nk) * dk, V = std::size_t(nv) * dv, SN = std::size_t(nv) * dk * dv;
+  auto size = [](const char* name, std::size_t got, std::size_t want) {
+    if (got != want)
+      throw std::invalid_argument(std::string("GDN recurrence: ") + name + " has " + std::to_string(got) + " elements, expected " + std::to_string(want));
+  };
+  size("q", q_raw.size(), KD);
+  size("k", k_raw.size(), KD);
+  size("v", v.size(), V);
+  size("g", gate.size(), std::size_t(nv));
+  size("beta", beta.size(), std::size_t(nv));
+  size("S", S_all.size(), SN);
+  size("o", o.size(), V);
+  size("qn", qn.size(), KD);
+  size("kn", kn.size(), KD);
+
+  // 4. Per key head: q = q * rsqrt(|q|^2 + 1e-6) / sqrt(dk),  k = k * rsqrt(|k|^2 + 1e-6)
+  std::copy(q_raw.begin(), q_raw.end(), qn.begin());
+  std::copy(k_raw.begin(), k_raw.end(), kn.begin());
+  const double qscale = 1.0 / std::sqrt(double(dk));
+  for (int kh = 0; kh < nk; ++kh) {
+    Eigen::Map<Eigen::VectorXd> q(qn.data() + std::size_t(kh) * dk, dk), k(kn.data() + std::size_t(kh) * dk, dk);
+    q *= qscale / std::sqrt(q.squaredNorm() + kL2NormEps);
+    k *= 1.0 / std::sqrt(k.squaredNorm() + kL2NormEps);
+  }
+
+  // 5. Delta rule per value head h on S_h (dk x dv, row-major), key head h / (nv/nk):
+  //    S *= exp(g);  kv = S^T k;  t = (v - kv) * beta;  S += k t^T;  o = S^T q  (the updated S)
+  const int group = nv / nk;
+  for (int vh = 0; vh < nv; ++vh) {
+    const int kh = vh / group;
+    Eigen::Map<RowMajorD> S(S_all.data() + std::size_t(vh) * dk * dv, dk, dv);
+    Eigen::Map<const Eigen::VectorXd> k(kn.data() + std::size_t(kh) * dk, dk), q(qn.data() + std::size_t(kh) * dk, dk);
+    Eigen::Map<const Eigen::VectorXd> vv(v.data() + std::size_t(vh) * dv, dv);
+    S *= std::exp(gate[vh]);
+    const Eigen::VectorXd kv = S.transpose() * k;
+    const Eigen::VectorXd t = (vv - kv) * beta[vh];
+    S.noalias() += k * t.transpose();
+    Eigen::Map<Eigen::VectorXd>(o.data() + std::size_t(vh) * dv, dv).noalias() = S.transpose() * q;
+  }
+}
+
 // ---- The step ------------------------------------------------------------------------------------
 
 std::vector<double> step(const LayerWeights& w, State& st, std::span<const float> h, Intermediates* im) {
   w.check();
   const Geometry& G = w.g;
-  const int H = G.hidden, C = G.conv_dim(), V = G.value_dim(), KD = G.key_dim(), nv = G.nv, dk = G.dk, dv = G.dv, ck = G.ck;
+  const int H = G.hidden, C = G.conv_dim(), V = G.value_dim(), KD = G.key_dim(), nv = G.nv, dv = G.dv, ck = G.ck;
   if (static_cast<std::int64_t>(h.size()) != H)
     throw std::invalid_argument("GDN step: input has " + std::to_string(h.size()) + " elements, hidden is " + std::to_string(H));
   if (static_cast<std::int64_t>(st.S.size()) != count(G, What::S) || static_cast<std::int64_t>(st.hist.size()) != count(G, What::HIST))
@@ -263,33 +312,13 @@ std::vector<double> step(const LayerWeights& w, State& st, std::span<const float
     std::copy(I.xc.begin(), I.xc.end(), st.hist.end() - C);
   }
 
-  // 3-4. q, k, v are views of xcv (rows q | k | v). Per key head:
-  //    q = q * rsqrt(|q|^2 + 1e-6) / sqrt(dk),  k = k * rsqrt(|k|^2 + 1e-6)
-  I.q.assign(I.xcv.begin(), I.xcv.begin() + KD);
-  I.k.assign(I.xcv.begin() + KD, I.xcv.begin() + 2 * KD);
-  const double qscale = 1.0 / std::sqrt(double(dk));
-  for (int kh = 0; kh < G.nk; ++kh) {
-    Eigen::Map<Eigen::VectorXd> q(I.q.data() + std::size_t(kh) * dk, dk), k(I.k.data() + std::size_t(kh) * dk, dk);
-    q *= qscale / std::sqrt(q.squaredNorm() + kL2NormEps);
-    k *= 1.0 / std::sqrt(k.squaredNorm() + kL2NormEps);
-  }
-  const double* v_all = I.xcv.data() + 2 * KD;
-
-  // 5. Delta rule per value head h on S_h (dk x dv, row-major), key head h / (nv/nk):
-  //    S *= exp(g);  kv = S^T k;  t = (v - kv) * beta;  S += k t^T;  o = S^T q  (the updated S)
+  // 3-5. q, k, v are views of xcv (rows q | k | v); the recurrence normalises q and k per key head
+  // and runs the delta rule per value head (see recurrence()).
+  I.q.resize(KD);
+  I.k.resize(KD);
   I.on.resize(V);
-  const int group = nv / G.nk;
-  for (int vh = 0; vh < nv; ++vh) {
-    const int kh = vh / group;
-    Eigen::Map<RowMajorD> S(st.S.data() + std::size_t(vh) * dk * dv, dk, dv);
-    Eigen::Map<const Eigen::VectorXd> k(I.k.data() + std::size_t(kh) * dk, dk), q(I.q.data() + std::size_t(kh) * dk, dk);
-    Eigen::Map<const Eigen::VectorXd> v(v_all + std::size_t(vh) * dv, dv);
-    S *= std::exp(I.g[vh]);
-    const Eigen::VectorXd kv = S.transpose() * k;
-    const Eigen::VectorXd t = (v - kv) * I.beta[vh];
-    S.noalias() += k * t.transpose();
-    Eigen::Map<Eigen::VectorXd>(I.on.data() + std::size_t(vh) * dv, dv).noalias() = S.transpose() * q;
-  }
+  recurrence(G, std::span<const double>(I.xcv.data(), KD), std::span<const double>(I.xcv.data() + KD, KD),
+             std::span<const double>(I.xcv.data() + 2 * KD, V), I.g, I.beta, st.S, I.on, I.q, I.k);
 
   // 6. Gated RMSNorm per value head: onn = o * rsqrt(mean(o^2) + eps) * norm_w * silu(z)
   I.onn.resize(V);

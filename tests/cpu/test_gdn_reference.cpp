@@ -188,6 +188,49 @@ TEST_CASE("GDN reference equals a plain-loop implementation of the transformers 
   }
 }
 
+TEST_CASE("GDN recurrence alone (operators 4-5) reproduces the step's q, k, o and S bit for bit, from the raw conv output") {
+  // The standalone recurrence is what `klab export --op gdn_recurrence` and the peers' checks use;
+  // the step must be exactly it applied to the conv output's views, the gates and the state.
+  for (const gdn::Geometry& g : {gdn::Geometry{24, 2, 6, 8, 4, 4, 1e-6}, gdn::Geometry{17, 1, 3, 5, 7, 3, 1e-5}}) {
+    CAPTURE(g.str());
+    const auto w = gdn::random_weights(g, 21);
+    const auto h = inputs(g, 5, 9);
+    auto st = gdn::State::zeros(g);
+    const std::size_t KD = std::size_t(g.key_dim()), V = std::size_t(g.value_dim());
+    for (int t = 0; t < 5; ++t) {
+      const std::vector<double> S_before = st.S;
+      gdn::Intermediates im;
+      gdn::step(w, st, std::span<const float>(token(h, g, t), g.hidden), &im);
+      std::vector<double> S = S_before, o(V), qn(KD), kn(KD);
+      gdn::recurrence(g, std::span<const double>(im.xcv.data(), KD), std::span<const double>(im.xcv.data() + KD, KD),
+                      std::span<const double>(im.xcv.data() + 2 * KD, V), im.g, im.beta, S, o, qn, kn);
+      CHECK(qn == im.q);
+      CHECK(kn == im.k);
+      CHECK(o == im.on);
+      CHECK(S == st.S);
+    }
+  }
+}
+
+TEST_CASE("GDN recurrence: hand-computed one head, and sizes that do not fit the geometry are refused") {
+  // nk = nv = 1, dk = 2, dv = 1: q = (3, 4) -> qn = (0.6, 0.8)/sqrt(2) (up to the 1e-6 inside the root),
+  // k = (0, 2) -> kn = (0, 1); S = [[1], [2]] decays by exp(g) = 0.5 to [[0.5], [1]]; kv = 1;
+  // t = (v - kv) beta = (3 - 1) 0.5 = 1; S += kn t^T -> [[0.5], [2]]; o = S^T qn = (0.3 + 1.6)/sqrt(2).
+  const gdn::Geometry g{1, 1, 1, 2, 1, 1, 1e-6};
+  std::vector<double> q{3, 4}, k{0, 2}, v{3}, gate{std::log(0.5)}, beta{0.5}, S{1, 2}, o(1), qn(2), kn(2);
+  gdn::recurrence(g, q, k, v, gate, beta, S, o, qn, kn);
+  CHECK(kn[1] == doctest::Approx(1.0).epsilon(1e-6));
+  CHECK(S[0] == doctest::Approx(0.5).epsilon(1e-12));
+  CHECK(S[1] == doctest::Approx(2.0).epsilon(1e-6));
+  CHECK(o[0] == doctest::Approx(1.9 / std::sqrt(2.0)).epsilon(1e-6));
+  std::vector<double> short_v(0);
+  CHECK_THROWS_WITH_AS(gdn::recurrence(g, q, k, short_v, gate, beta, S, o, qn, kn), doctest::Contains("v has 0 elements, expected 1"),
+                       std::invalid_argument);
+  std::vector<double> big_S(3);
+  CHECK_THROWS_WITH_AS(gdn::recurrence(g, q, k, v, gate, beta, big_S, o, qn, kn), doctest::Contains("S has 3 elements, expected 2"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("GDN conv: hand-computed window, oldest frame first, newest weight on the current input") {
   // conv_dim 3 (q, k, v of one head each of size 1), every channel's weights [1, 10, 100, 1000]; the
   // projection makes xc = (t, 2t, -t) for input t. After inputs 1..4, channel 0 sees

@@ -105,6 +105,21 @@ struct Intermediates {
 //  7. out = W_out onn.
 std::vector<double> step(const LayerWeights& w, State& st, std::span<const float> h, Intermediates* im = nullptr);
 
+// Operators 4-5 alone (the recurrence), for one sequence and one token, in f64: what `step` runs
+// after the conv, and what a recurrence kernel (ours or a peer's, e.g. fla's
+// fused_recurrent_gated_delta_rule) computes. Only g.nk, g.nv, g.dk and g.dv are read.
+//   q_raw, k_raw (nk*dk)  per key head, NOT normalised (the conv output's q and k views)
+//   v (nv*dv), gate (nv) = g in the log domain (the decay is exp(g)), beta (nv) post-sigmoid
+//   S (nv*dk*dv)          the state, (nv, dk, dv) row-major, updated in place
+//   o (nv*dv)             receives S^T q per value head (the updated S)
+//   qn, kn (nk*dk)        receive the normalised q (scaled by 1/sqrt(dk)) and k
+// Per key head: qn = q * rsqrt(|q|^2 + 1e-6) / sqrt(dk), kn = k * rsqrt(|k|^2 + 1e-6); per value
+// head h (key head h / (nv/nk)): S *= exp(g); kv = S^T kn; t = (v - kv) beta; S += kn t^T; o = S^T qn.
+// Throws std::invalid_argument when a span's size does not fit the geometry.
+void recurrence(const Geometry& g, std::span<const double> q_raw, std::span<const double> k_raw, std::span<const double> v,
+                std::span<const double> gate, std::span<const double> beta, std::span<double> S, std::span<double> o,
+                std::span<double> qn, std::span<double> kn);
+
 // The scalar functions of the step, in f64, as torch defines them (exposed for tests and CPU models).
 double sigmoid(double x);   // 1 / (1 + exp(-x)); 0 or 1 at the extremes, never NaN
 double softplus(double x);  // x > 20 ? x : log1p(exp(x))   (torch.nn.functional.softplus, beta 1, threshold 20)
