@@ -55,6 +55,8 @@ Experiment make_ab(const std::string& a, const std::string& b, Shape shape, Dist
 void register_f32_gemv(Registry& r);
 // The q4 mat-vec A/B history: scale-read, accum-chains, f16-convert, rows-per-warp, seed-ladder.
 void register_q4_gemv(Registry& r);
+// Issue 13: q4-to-ceiling, the ladder from block-per-thread,dot=offset,rows=8 through map=packed.
+void register_q4_ceiling(Registry& r);
 void register_gdn(Registry& r);
 // The GDN q4 tier: gdn-q4-per-op, gdn-q4-gates, gdn-q4-layer, and error-budget (no device needed).
 void register_gdn_q4(Registry& r);

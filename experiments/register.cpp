@@ -19,6 +19,7 @@ Registry& registry() {
     baselines::register_all(reg);
     experiments::register_f32_gemv(reg);
     experiments::register_q4_gemv(reg);
+    experiments::register_q4_ceiling(reg);
     // @q4-register-experiments@
     experiments::register_gdn(reg);
     // @gdn-register-experiments@

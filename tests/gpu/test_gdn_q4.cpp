@@ -451,7 +451,10 @@ TEST_CASE("the q4 mat-vec by name: every q4_gemv variant runs in the step; one f
       const auto im = all_intermediates(dev, 0);
       const Accuracy a = accuracy(y, y_default);
       CHECK(a.finite());
-      CHECK(a.max_rel <= kTol);
+      // Kernels that round x on purpose (map=packed f16x2 and q8) are held to twice their declared
+      // mat-vec tolerance through the step (the step's norms keep the error's relative size; the
+      // factor 2 is a margin, not a measurement).
+      CHECK(a.max_rel <= (kern.tolerance > 0 ? 2 * kern.tolerance : kTol));
       auto [it, fresh] = first.emplace(family(kern), std::make_pair(y, im));
       if (!fresh) {
         CHECK(bitwise_diff(y, it->second.first) == 0);

@@ -123,7 +123,19 @@ TEST_CASE("raw launchers on caller-owned buffers: the model's bits, nothing writ
     DeviceBuffer<float> y(std::size_t(s.m) + kGuard);
     for (const auto& kern : q4_gemv::q4_kernels()) {
       poison_device(y.get(), y.size(), stream);
-      kern.launch(codes.get(), scales.get(), x.get(), y.get(), int(s.m), int(s.k), stream);
+      DeviceBuffer<std::uint8_t> packed;
+      if (kern.layout) {
+        // map=packed: the device repack of the caller's raw buffers, byte for byte the host's, then
+        // the packed launcher on it.
+        packed = DeviceBuffer<std::uint8_t>(kern.layout->bytes(s.m, s.k));
+        kern.layout->pack_device(codes.get(), scales.get(), int(s.m), int(s.k), packed.get(), stream);
+        KLAB_CUDA(cudaStreamSynchronize(stream));
+        CHECK(packed.download() == kern.layout->pack_host(c.w));
+        CHECK_THROWS_AS(kern.launch(codes.get(), scales.get(), x.get(), y.get(), int(s.m), int(s.k), stream), Error);
+        kern.launch_packed(packed.get(), x.get(), y.get(), int(s.m), int(s.k), stream);
+      } else {
+        kern.launch(codes.get(), scales.get(), x.get(), y.get(), int(s.m), int(s.k), stream);
+      }
       KLAB_CUDA(cudaStreamSynchronize(stream));
       auto out = y.download();
       CAPTURE(kern.name);

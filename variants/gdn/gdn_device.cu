@@ -155,7 +155,11 @@ std::string GdnDevice::describe(int layer) const {
   return "q4/" + q4_variant() + " keys " + L.keys.str();
 }
 
-void GdnDevice::set_q4_variant(const std::string& variant) { q4_->kernel = &q4_kernel_by_name(variant); }
+void GdnDevice::set_q4_variant(const std::string& variant) {
+  const q4_gemv::Q4Kernel& k = q4_kernel_by_name(variant);  // an unknown name throws here, nothing changed
+  q4_->pool.use_layout(k.layout);  // a kernel with a layout of its own (map=packed) reads packed copies
+  q4_->kernel = &k;
+}
 std::string GdnDevice::q4_variant() const { return q4_->kernel ? q4_->kernel->name : ""; }
 
 std::string GdnDevice::small_weights_error(int layer, const LayerWeights& w, const char* who) const {

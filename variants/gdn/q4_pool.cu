@@ -30,9 +30,26 @@ std::uint64_t Q4Pool::put(int key, const ref::Q4Matrix& q) {
   // cudaMemcpy from pageable memory may return before the DMA lands, and a kernel on a non-blocking
   // stream would not wait for it: finish here, once per put.
   KLAB_CUDA(cudaDeviceSynchronize());
+  if (layout_) pack(b, s);
   const std::uint64_t st = index_.add(key, s);  // cannot fail now: can_add said yes
   buffers_[key] = std::move(b);
   return st;
+}
+
+void Q4Pool::pack(Buffers& b, const Q4Shape& s) const {
+  b.packed = DeviceBuffer<std::uint8_t>(layout_->bytes(s.rows, s.cols));
+  layout_->pack_device(b.codes.get(), b.scales.get(), int(s.rows), int(s.cols), b.packed.get(), nullptr);
+  KLAB_CUDA(cudaDeviceSynchronize());
+}
+
+void Q4Pool::use_layout(const q4_gemv::Q4Layout* layout) {
+  if (layout == layout_) return;
+  KLAB_CUDA(cudaDeviceSynchronize());  // nothing enqueued still reads a copy freed here
+  layout_ = layout;
+  for (auto& [key, b] : buffers_) {
+    b.packed = DeviceBuffer<std::uint8_t>();
+    if (layout_) pack(b, *index_.shape(key));
+  }
 }
 
 bool Q4Pool::erase(int key) {
@@ -51,14 +68,14 @@ void Q4Pool::clear() {
 
 std::int64_t Q4Pool::bytes() const {
   std::int64_t n = 0;
-  for (const auto& [k, b] : buffers_) n += std::int64_t(b.codes.bytes() + b.scales.bytes());
+  for (const auto& [k, b] : buffers_) n += std::int64_t(b.codes.bytes() + b.scales.bytes() + b.packed.bytes());
   return n;
 }
 
 Q4Pool::Tensor Q4Pool::resolve(const Q4Binding& b, std::string_view who) const {
   if (auto why = index_.stale(b); !why.empty()) throw Error(std::string(who) + ": " + why + "; the q4 tier never falls back to f32");
   const Buffers& buf = buffers_.at(b.key);
-  return Tensor{buf.codes.get(), buf.scales.get(), b.shape, b.stamp};
+  return Tensor{buf.codes.get(), buf.scales.get(), b.shape, b.stamp, buf.packed.get()};
 }
 
 ref::Q4Matrix Q4Pool::download(int key) const {
@@ -87,7 +104,15 @@ class Q4Projection final : public Projection {
     static constexpr std::string_view kWho[] = {"q4 in_proj_qkv", "q4 in_proj_z", "q4 out_proj"};
     const Q4Pool::Tensor t = tier_.pool.resolve(b_, kWho[int(which_)]);
     if (tier_.kernel == nullptr) throw Error(std::string(kWho[int(which_)]) + ": no q4 kernel chosen");
-    tier_.kernel->launch(t.codes, t.scales, x, y, int(t.shape.rows), int(t.shape.cols), stream);
+    if (tier_.kernel->layout) {
+      // A kernel with a layout of its own reads the pool's copy in that layout (set_q4_variant made it).
+      if (tier_.pool.layout() != tier_.kernel->layout || t.packed == nullptr)
+        throw Error(std::string(kWho[int(which_)]) + ": " + tier_.kernel->name + " needs the pool's tensors in its layout " + tier_.kernel->layout->name +
+                    " (GdnDevice::set_q4_variant packs them)");
+      tier_.kernel->launch_packed(t.packed, x, y, int(t.shape.rows), int(t.shape.cols), stream);
+    } else {
+      tier_.kernel->launch(t.codes, t.scales, x, y, int(t.shape.rows), int(t.shape.cols), stream);
+    }
   }
 
  private:

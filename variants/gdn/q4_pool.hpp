@@ -36,6 +36,7 @@
 
 namespace klab::q4_gemv {
 struct Q4Kernel;
+struct Q4Layout;
 }
 
 namespace klab::gdn {
@@ -125,6 +126,7 @@ class Q4Pool {
     const std::uint16_t* scales = nullptr;  // (rows, cols/32) f16 bits
     Q4Shape shape;
     std::uint64_t stamp = 0;
+    const std::uint8_t* packed = nullptr;   // the same matrix in layout() (use_layout), or nullptr
   };
 
   Q4Pool() = default;
@@ -136,12 +138,18 @@ class Q4Pool {
   std::uint64_t put(int key, const ref::Q4Matrix& q);
   bool has(int key) const { return index_.has(key); }
   std::optional<Q4Shape> shape(int key) const { return index_.shape(key); }
+  // Keeps every tensor also in `layout`, the weight layout of a q4_gemv kernel of its own (map=packed;
+  // nullptr: the raw buffers only): packs those that lack it now, on the device, and waits; frees
+  // copies in any other layout; put() packs later tensors too. For GdnDevice::set_q4_variant, outside
+  // any step (it allocates and synchronises).
+  void use_layout(const q4_gemv::Q4Layout* layout);
+  const q4_gemv::Q4Layout* layout() const { return layout_; }
   // Frees `key` (false when absent) / every key. Both wait for the device first (cudaDeviceSynchronize),
   // so no enqueued kernel still reads a freed tensor.
   bool erase(int key);
   void clear();
   const Q4Index& index() const { return index_; }
-  std::int64_t bytes() const;  // device bytes held (codes + scales)
+  std::int64_t bytes() const;  // device bytes held (codes + scales, and the packed copies)
 
   // The tensor `b` is bound to; throws klab::Error "WHO: ..." naming the key and why when b is stale.
   // (No allocation on success: it runs for every projection of every step.)
@@ -153,9 +161,12 @@ class Q4Pool {
   struct Buffers {
     DeviceBuffer<std::uint8_t> codes;
     DeviceBuffer<std::uint16_t> scales;
+    DeviceBuffer<std::uint8_t> packed;  // in layout_, when set
   };
+  void pack(Buffers& b, const Q4Shape& s) const;
   Q4Index index_;
   std::map<int, Buffers> buffers_;
+  const q4_gemv::Q4Layout* layout_ = nullptr;
 };
 
 // The q4 tier's shared settings, owned by GdnDevice at a stable address: the pool and the kernel.

@@ -17,6 +17,7 @@
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
 #include "q4_gemv/lane_block.hpp"
+#include "q4_gemv/packed_kernels.hpp"
 #include "q4_gemv/policy.hpp"
 #include "q4_gemv/q4_gemv.hpp"
 #include "klab/registry.hpp"
@@ -133,6 +134,7 @@ const std::vector<Q4Kernel>& q4_kernels() {
     for_each_policy(Collect{&v});
     for (auto& kern : lane_block_kernels()) v.push_back(std::move(kern));
     for (auto& kern : block_thread_kernels()) v.push_back(std::move(kern));
+    for (auto& kern : packed::packed_kernels()) v.push_back(std::move(kern));
     return v;
   }();
   return all;

@@ -10,6 +10,7 @@
 #include "klab/error.hpp"
 #include "klab/registry.hpp"
 #include "q4_gemv/lane_block.hpp"
+#include "q4_gemv/packed_kernels.hpp"
 #include "q4_gemv/policy.hpp"
 #include "q4_gemv/q4_gemv.hpp"
 
@@ -80,6 +81,7 @@ const std::vector<Q4ModelEntry>& q4_models() {
     for_each_policy(Collect{&v});
     for (auto& e : lane_block_models()) v.push_back(std::move(e));
     for (auto& e : block_thread_models()) v.push_back(std::move(e));
+    for (auto& e : packed::packed_models()) v.push_back(std::move(e));
     return v;
   }();
   return all;

@@ -19,6 +19,20 @@ namespace klab::q4_gemv {
 
 constexpr const char* kOp = "q4_gemv";
 
+// A kernel-native weight layout (the kernels of map=packed, packed.hpp): the raw matrix repacked
+// once, when the weights are loaded, into one device buffer the kernel reads instead of codes and
+// scales. Kernels of the raw layout above have none (Q4Kernel::layout == nullptr).
+struct Q4Layout {
+  std::string name;  // e.g. "tiles-r4"
+  // Bytes of the packed form of an (m, k) matrix.
+  std::size_t (*bytes)(std::int64_t m, std::int64_t k);
+  // Enqueues the repack of raw device codes and scales into `packed` (bytes(m, k), 16-byte aligned)
+  // on `stream`; throws klab::Error before enqueuing anything on a bad shape or a null buffer.
+  void (*pack_device)(const std::uint8_t* codes, const std::uint16_t* scales, int m, int k, std::uint8_t* packed, cudaStream_t stream);
+  // The same on the host (tests, and instances that upload the packed form).
+  std::vector<std::uint8_t> (*pack_host)(const ref::Q4Matrix& w);
+};
+
 struct Q4Kernel {
   std::string name;  // the variant name, e.g. "q4_gemv/scale=per-lane,chains=4,f16=hard,rows=1"
   std::vector<std::pair<std::string, std::string>> axes;
@@ -31,9 +45,18 @@ struct Q4Kernel {
   // size permitting; cudaOccupancyMaxActiveBlocksPerMultiprocessor). Needs a device.
   int (*resident_warps_per_sm)();
   int warps_per_block;
+  // Kernels with a layout of their own: `launch` refuses (klab::Error, before any CUDA call) and
+  // launch_packed takes the buffer that layout->pack_device / pack_host made from the same matrix.
+  const Q4Layout* layout = nullptr;
+  void (*launch_packed)(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) = nullptr;
+  // max_rel against the f64 reference this kernel is held to (0: the default 1e-5 of exact f32
+  // sums). Set only where the kernel rounds on purpose (x in f16 or int8); the reason is beside the
+  // value (packed.hpp: form_tolerance).
+  double tolerance = 0;
 };
 
-// All kernels, in registration order: the seed's 16-variant family, then the block-per-lane kernels.
+// All kernels, in registration order: the seed's 16-variant family, then block-per-lane,
+// block-per-thread and map=packed.
 const std::vector<Q4Kernel>& q4_kernels();
 // The kernel named `variant_name`; throws klab::Error naming the known ones when there is none.
 const Q4Kernel& q4_kernel(const std::string& variant_name);

@@ -3,6 +3,7 @@
 
 #include "klab/cuda.hpp"
 #include "q4_gemv/lane_block.hpp"
+#include "q4_gemv/packed_kernels.hpp"
 #include "q4_gemv/variants.hpp"
 
 namespace klab::q4_gemv {
@@ -26,8 +27,37 @@ class KernelInstance : public Instance {
   DeviceBuffer<float> x_, y_;
 };
 
+// A kernel with a layout of its own (map=packed): the weights repacked once, here, on the host and
+// uploaded in that layout; run() only launches (one kernel; x is prepared inside it).
+class PackedInstance : public Instance {
+ public:
+  PackedInstance(const Q4Kernel& kern, const Workload& wl)
+      : kern_(kern), m_(int(wl.w.m)), k_(int(wl.w.k)), packed_(DeviceBuffer<std::uint8_t>::from(kern.layout->pack_host(wl.w))),
+        x_(DeviceBuffer<float>::from(wl.x)), y_(std::size_t(m_)) {}
+  void run(cudaStream_t s) override { kern_.launch_packed(packed_.get(), x_.get(), y_.get(), m_, k_, s); }
+  void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
+  std::vector<float> output() override { return y_.download(); }
+
+ private:
+  const Q4Kernel& kern_;
+  int m_, k_;
+  DeviceBuffer<std::uint8_t> packed_;
+  DeviceBuffer<float> x_, y_;
+};
+
 std::string describe(const std::vector<std::pair<std::string, std::string>>& axes) {
   std::map<std::string, std::string> a(axes.begin(), axes.end());
+  if (a["map"] == "packed") {
+    std::string d = "tiles of " + a["rows"] + " rows x 32 blocks repacked once (a group's codes and scales contiguous), one thread per "
+                    "block of 32 weights, split-K over warps; ";
+    d += a["grid"] == "fill" ? "persistent blocks (as many as the SMs hold), next group's loads in flight during this one's math; "
+                             : "one thread block per group of rows; ";
+    d += a["dot"] == "f32" ? "exact f32 offset dot (the bits of block-per-thread,dot=offset)"
+         : a["dot"] == "f16x2" ? "code pairs to f16x2 by the 1024 magic (a LOP3 and an HFMA2), HFMA2 with x scaled per block to f16, f32 across blocks"
+                               : "x quantised per block to int8 in the kernel, DP4A on masked codes (q8_1-like)";
+    d += a["pdl"] == "on" ? "; programmatic dependent launch" : "; plain launch";
+    return d;
+  }
   if (a["map"] == "block-per-thread")
     return "one thread per block of 32 weights (all loads issued at once, no loop), split-K over the warps of a thread "
            "block reduced in shared memory; " + a["rows"] + " rows per thread block" +
@@ -52,13 +82,19 @@ std::vector<Variant> kernel_variants() {
     v.axes = kern.axes;
     v.name = variant_name(v.op, v.axes);
     v.description = describe(v.axes);
-    const bool per_thread = v.axes.at(0).second == "block-per-thread";
-    v.can_implement = [per_thread](const Problem& p) {
+    const std::string map = v.axes.at(0).second;
+    v.can_implement = [map](const Problem& p) {
       if (auto why = launch_error(p.shape.m, p.shape.k); !why.empty()) return why;
-      return per_thread ? block_thread_error(p.shape.k) : std::string();
+      if (map == "block-per-thread") return block_thread_error(p.shape.k);
+      if (map == "packed") return packed::packed_error(p.shape.k);
+      return std::string();
     };
+    v.tolerance = kern.tolerance;
     const Q4Kernel* kp = &kern;
-    v.make = [kp](const klab::Workload& wl) { return std::unique_ptr<Instance>(new KernelInstance(*kp, workload_of(wl))); };
+    if (kern.layout)
+      v.make = [kp](const klab::Workload& wl) { return std::unique_ptr<Instance>(new PackedInstance(*kp, workload_of(wl))); };
+    else
+      v.make = [kp](const klab::Workload& wl) { return std::unique_ptr<Instance>(new KernelInstance(*kp, workload_of(wl))); };
     Q4Model model = q4_model(v.name);
     v.cpu_model = [model](const klab::Workload& wl) {
       const auto& w = workload_of(wl);

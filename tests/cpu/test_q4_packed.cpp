@@ -1,0 +1,346 @@
+// q4_gemv/map=packed on the CPU: the repack is a bijection (awkward shapes, every tile size), the
+// code conversions each form uses are exact for all 16 codes at every position of a word, the exact
+// f16 fma of the f16x2 model, the q8 rounding, and the bit-models: the f32 form equal to
+// block-per-thread,dot=offset bit for bit, the f16x2 and q8 forms within their declared tolerances.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "../q4_cases.hpp"
+#include "klab/error.hpp"
+#include "klab/metrics.hpp"
+#include "klab/ref/q4.hpp"
+#include "klab/registry.hpp"
+#include "q4_gemv/packed.hpp"
+#include "q4_gemv/packed_kernels.hpp"
+#include "q4_gemv/q4_gemv.hpp"
+
+using namespace klab;
+namespace pk = klab::q4_gemv::packed;
+
+namespace {
+ref::Q4Matrix random_matrix(std::int64_t m, std::int64_t k, std::uint64_t seed) {
+  Rng rng(seed, 9);
+  ref::Q4Matrix q;
+  q.m = m;
+  q.k = k;
+  q.codes.resize(std::size_t(m * k / 2));
+  q.scales.resize(std::size_t(m * k / 32));
+  for (auto& c : q.codes) c = std::uint8_t(rng.uniform() * 256.0);
+  for (auto& s : q.scales) s = test::random_finite_half(rng);
+  return q;
+}
+std::uint32_t bits(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  return u;
+}
+const std::vector<std::string>& packed_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& k : pk::packed_kernels()) v.push_back(k.name);
+    return v;
+  }();
+  return names;
+}
+}  // namespace
+
+TEST_CASE("map=packed repack: a bijection on awkward shapes for every tile size; padding zero; offsets in bounds and distinct") {
+  for (int R : {1, 2, 4, 8})
+    for (std::int64_t m : {1, 3, 5, 8, 33})
+      for (std::int64_t k : {32, 96, 1024, 1056, 2080}) {
+        CAPTURE(R);
+        CAPTURE(m);
+        CAPTURE(k);
+        const auto w = random_matrix(m, k, std::uint64_t(R * 1000 + m * 10 + k));
+        const auto p = pk::pack(w, R);
+        const pk::Geometry geo{m, k, R};
+        REQUIRE(std::int64_t(p.size()) == geo.bytes());
+        // Every (row, block) maps to its own 16 code bytes and 2 scale bytes; nothing else is written.
+        std::vector<int> owner(p.size(), 0);
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t b = 0; b < k / 32; ++b) {
+            const auto c = geo.code_offset(i, b), s = geo.scale_offset(i, b);
+            REQUIRE(c >= 0);
+            REQUIRE(c + 16 <= geo.bytes());
+            REQUIRE(s + 2 <= geo.bytes());
+            for (int t = 0; t < 16; ++t) ++owner[std::size_t(c + t)];
+            ++owner[std::size_t(s)];
+            ++owner[std::size_t(s + 1)];
+          }
+        int twice = 0, padding_nonzero = 0;
+        for (std::size_t i = 0; i < p.size(); ++i) {
+          twice += owner[i] > 1;
+          padding_nonzero += owner[i] == 0 && p[i] != 0;
+        }
+        CHECK(twice == 0);
+        CHECK(padding_nonzero == 0);
+        const auto back = pk::unpack(p, m, k, R);
+        CHECK(back.codes == w.codes);
+        CHECK(back.scales == w.scales);
+        CHECK(pk::pack(back, R) == p);
+      }
+  // A tile is R rows x 32 blocks; a group of R rows is contiguous; a lane's R scales are adjacent.
+  const pk::Geometry g{17408, 5120, 4};
+  CHECK(g.bytes() == 17408LL * 5120 / 2 + 17408LL * 160 * 2);  // no padding at the seed shapes
+  CHECK(g.code_offset(1, 0) - g.code_offset(0, 0) == 512);
+  CHECK(g.code_offset(0, 1) - g.code_offset(0, 0) == 16);
+  CHECK(g.scale_offset(1, 0) - g.scale_offset(0, 0) == 2);
+  CHECK(g.code_offset(4, 0) == 4 * (5120 / 2 + 160 * 2));
+  CHECK_THROWS_AS(pk::unpack(std::vector<std::uint8_t>(5), 4, 64, 4), Error);
+  CHECK_THROWS_AS(pk::pack(random_matrix(4, 64, 1), 3), Error);
+}
+
+TEST_CASE("map=packed code conversions, exhaustive: all 16 codes at all 8 positions of a word") {
+  Rng rng(5, 5);
+  int checked = 0;
+  for (int pos = 0; pos < 8; ++pos)
+    for (int u4 = 0; u4 < 16; ++u4)
+      for (int trial = 0; trial < 8; ++trial) {
+        // The other nibbles random; nibble `pos` holds the raw two's complement code u4.
+        std::uint32_t w = std::uint32_t(rng.uniform() * 4294967296.0);
+        w = (w & ~(0xFu << (4 * pos))) | std::uint32_t(u4) << (4 * pos);
+        const int n = u4 >= 8 ? u4 - 16 : u4;  // the code's value
+        const int u = n + 8;                    // the biased code every form works with
+        CAPTURE(pos);
+        CAPTURE(u4);
+        CAPTURE(w);
+        // f32: v = 1 + u/16 in one shift + LOP3; 16 v - 24 = n exactly; the same bits as nibbles.hpp.
+        const float v = pk::offset_value(w, pos);
+        CHECK(bits(v) == bits(q4_gemv::nibble_offset_value(w, pos)));
+        CHECK(16.0 * double(v) - 24.0 == double(n));
+        CHECK(q4_gemv::word_nibble(w, pos) == n);
+        // q8: the even positions land in the low nibble of byte pos/2 as u, the odd ones in its high
+        // nibble as 16 u.
+        const std::uint32_t lo = pk::xor_and<0x88888888u, 0x0F0F0F0Fu>(w), hi = pk::xor_and<0x88888888u, 0xF0F0F0F0u>(w);
+        const std::uint32_t byte = ((pos % 2 == 0 ? lo : hi) >> (8 * (pos / 2))) & 0xFFu;
+        CHECK(byte == std::uint32_t(pos % 2 == 0 ? u : 16 * u));
+        // f16x2: positions 0/4 (pairs t0), 1/5 (t1), 2/6 (t2), 3/7 (t3): each pair's halves are the codes'
+        // values n as f16, exactly (one LOP3 with the 1024 magic, one HFMA2).
+        std::uint32_t nv[4];
+        pk::h2_codes(w, nv);
+        const std::uint32_t pair = nv[pos % 4];
+        CHECK(double(ref::half_to_float_soft(std::uint16_t(pos < 4 ? pair : pair >> 16))) == double(n));
+        ++checked;
+      }
+  CHECK(checked == 8 * 16 * 8);
+  // The 2^23 magic the q8 rounding uses: every q in [-127, 127] comes back from its low byte.
+  for (int q = -127; q <= 127; ++q) CHECK(pk::q8_round(float(q), 1.0f) == q);
+}
+
+TEST_CASE("map=packed f16 fma on the host is exact: a*b + c rounded once to nearest even, subnormals kept") {
+  auto as_half = [](double v) { return ref::float_to_half(float(v)); };
+  // The reference: a*b + c in double when that sum is exact there (a*b always is: 22 bits; TwoSum
+  // says whether adding c rounded), rounded once by the compiler's double -> _Float16 conversion.
+  auto exact = [](std::uint16_t a, std::uint16_t b, std::uint16_t c) {
+    const double p = double(ref::half_to_float_soft(a)) * double(ref::half_to_float_soft(b)), q = double(ref::half_to_float_soft(c));
+    const double s = p + q, bp = s - q, e = (p - bp) + (q - (s - bp));
+    return e == 0.0;
+  };
+  auto want = [](std::uint16_t a, std::uint16_t b, std::uint16_t c) {
+    const double e = double(ref::half_to_float_soft(a)) * double(ref::half_to_float_soft(b)) + double(ref::half_to_float_soft(c));
+    const _Float16 h = static_cast<_Float16>(e);
+    std::uint16_t out;
+    std::memcpy(&out, &h, sizeof out);
+    return out;
+  };
+  Rng rng(3, 3);
+  int mismatches = 0, n = 0;
+  // The products the f16x2 form makes: a code subnormal (u 2^-24 or 16 u 2^-24) times any x~ below
+  // 2^15, added to an accumulator below 1 (both signs, subnormals included).
+  for (int u = 0; u < 16; ++u)
+    for (int hi = 0; hi < 2; ++hi)
+      for (int t = 0; t < 400; ++t) {
+        const std::uint16_t a = std::uint16_t(hi ? 16 * u : u);
+        const std::uint16_t b = as_half((rng.uniform() * 2 - 1) * std::ldexp(1.0, int(rng.uniform() * 30) - 14));
+        const std::uint16_t c = as_half((rng.uniform() * 2 - 1) * std::ldexp(1.0, -int(rng.uniform() * 26)));
+        if (!exact(a, b, c)) continue;
+        mismatches += pk::half_fma_host(a, b, c) != want(a, b, c);
+        ++n;
+      }
+  // Ties and zeros: +-0 sums, exact cancellation (+0), overflow to inf.
+  CHECK(pk::half_fma_host(0x0000, 0x3C00, 0x8000) == 0x0000);  // (+0)(1) + (-0) = +0
+  CHECK(pk::half_fma_host(0x8000, 0x3C00, 0x8000) == 0x8000);  // (-0)(1) + (-0) = -0
+  CHECK(pk::half_fma_host(0x3C00, 0x3C00, 0xBC00) == 0x0000);  // 1 - 1 = +0
+  CHECK(pk::half_fma_host(0x7BFF, 0x4000, 0x0000) == 0x7C00);  // 65504 * 2 = inf
+  CHECK(pk::half_fma_host(0x0001, 0x3800, 0x0000) == 0x0000);  // 2^-25: a tie, to even (0)
+  CHECK(pk::half_fma_host(0x0003, 0x3800, 0x0000) == 0x0002);  // 1.5 * 2^-24: a tie, to even (2)
+  CHECK(pk::half_fma_host(0x3C01, 0x3C01, 0x0000) == 0x3C02);  // (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20: up
+  CHECK(mismatches == 0);
+  CHECK(n > 10000);
+  MESSAGE(n << " random f16 fmas of the f16x2 form's kind compared with the double reference");
+  // All pairs of a small set of awkward operands against the reference.
+  const std::uint16_t ops[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x3555, 0x7BFF, 0xFBFF, 0x0010, 0x00F0, 0x5800, 0x1400};
+  int pairs = 0;
+  for (auto a : ops)
+    for (auto b : ops)
+      for (auto c : ops) {
+        if (!exact(a, b, c)) continue;
+        CAPTURE(a);
+        CAPTURE(b);
+        CAPTURE(c);
+        CHECK(pk::half_fma_host(a, b, c) == want(a, b, c));
+        ++pairs;
+      }
+  CHECK(pairs > 1000);
+}
+
+TEST_CASE("map=packed q8 rounding: q = rn(x * inv) with ties to even, from one fma") {
+  Rng rng(11, 2);
+  for (int t = 0; t < 200000; ++t) {
+    const float inv = float(rng.uniform(0.01, 1e4));
+    const float x = float(rng.uniform(-127.0, 127.0) / double(inv));
+    const double exact = double(x) * double(inv);  // 24 x 24 bits: exact in double
+    if (std::abs(exact) > 127.0) continue;
+    CAPTURE(x);
+    CAPTURE(inv);
+    REQUIRE(pk::q8_round(x, inv) == int(std::nearbyint(exact)));
+  }
+  CHECK(pk::q8_round(2.5f, 1.0f) == 2);
+  CHECK(pk::q8_round(3.5f, 1.0f) == 4);
+  CHECK(pk::q8_round(-2.5f, 1.0f) == -2);
+  // A block quantises to [-127, 127], its step d = amax / 127, q * d within d/2 of x.
+  std::vector<float> x(32);
+  for (auto& v : x) v = float(rng.uniform(-3, 3));
+  x[7] = -5.f;
+  const pk::Q8X X = pk::q8_prep(x.data());
+  CHECK(X.d == 5.f / 127.f);
+  int sum = 0;
+  for (int i = 0; i < 32; ++i) {
+    const std::uint32_t word = (i % 2 == 0 ? X.xe : X.xo)[i / 8];
+    const int q = int(std::int8_t((word >> (8 * ((i % 8) / 2))) & 0xFFu));
+    CHECK(std::abs(q) <= 127);
+    CHECK(std::abs(double(q) * X.d - x[std::size_t(i)]) <= 0.5001 * X.d);
+    sum += q;
+  }
+  CHECK(X.c == -8 * sum);
+  CHECK(int(std::int8_t((X.xo[0] >> 24) & 0xFFu)) == -127);  // column 7 = the block's max
+  // A block of zeros (and one below 2^-96) quantises to zero, no NaN.
+  std::vector<float> z(32, 0.f);
+  z[3] = 1e-30f;
+  const pk::Q8X Z = pk::q8_prep(z.data());
+  CHECK(Z.d == 0.f);
+  CHECK(Z.c == 0);
+}
+
+TEST_CASE("map=packed f16x2 x preparation: x~ = f16(x 2^e) with max |x~| in [2^7, 2^8], pairs (8w+t, 8w+t+4)") {
+  Rng rng(12, 2);
+  for (double scale : {1e-30, 1e-6, 1.0, 3.0, 1e5, 1e30}) {
+    std::vector<float> x(32);
+    for (auto& v : x) v = float(rng.uniform(-1, 1) * scale);
+    const pk::H2X X = pk::h2_prep(x.data());
+    double amax = 0, hmax = 0, worst = 0;
+    for (float v : x) amax = std::max(amax, double(std::abs(v)));
+    for (int i = 0; i < 32; ++i) {
+      const int w = i / 8, c = i % 8;
+      const std::uint32_t pair = X.h[w][c % 4];
+      const double h = ref::half_to_float_soft(std::uint16_t(c < 4 ? pair : pair >> 16));
+      hmax = std::max(hmax, std::abs(h));
+      worst = std::max(worst, std::abs(h * X.f - x[std::size_t(i)]) / amax);
+    }
+    CAPTURE(scale);
+    CHECK(hmax >= 128.0);
+    CHECK(hmax <= 256.0);
+    CHECK(worst <= std::ldexp(1.0, -11));  // f16 rounding relative to the block's max
+  }
+}
+
+TEST_CASE("map=packed bit-models: f32 is block-per-thread,dot=offset bit for bit; every model independent of rows, grid and pdl") {
+  std::vector<test::Q4Case> cases;
+  for (const Shape& s : test::q4_guard_shapes())
+    for (Dist d : {Dist::uniform, Dist::student_t}) cases.push_back(test::q4_generated(s, d, 2));
+  for (auto& c : test::q4_awkward_cases()) cases.push_back(std::move(c));
+  cases.push_back(test::q4_generated({37, 1056}, Dist::outlier, 4));  // a chunk of one block past 1024 columns
+  const auto offset = q4_gemv::q4_model("q4_gemv/map=block-per-thread,dot=offset,rows=8");
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    CHECK(bitwise_diff(pk::model_as(pk::Form::f32, c.w, c.x), offset(c.w, c.x)) == 0);
+    for (const auto& name : packed_names()) {
+      CAPTURE(name);
+      const std::string dot = q4_gemv::q4_kernel(name).axes.at(1).second;
+      const pk::Form f = dot == "f32" ? pk::Form::f32 : dot == "f16x2" ? pk::Form::f16x2 : pk::Form::q8;
+      CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), pk::model_as(f, c.w, c.x)) == 0);
+    }
+  }
+}
+
+TEST_CASE("map=packed models within their declared tolerances of the f64 reference (the gpu suite's problems)") {
+  std::vector<Problem> problems = test::q4_accuracy_problems();
+  for (Shape s : std::vector<Shape>{{1, 32}, {1, 160}, {33, 160}, {5, 96}, {129, 1024}, {1024, 5120}, {3, 6144}})
+    for (std::uint64_t seed : {1u, 2u, 3u})
+      for (Dist d : {Dist::uniform, Dist::student_t}) problems.push_back(Problem{s, d, seed});
+  double worst[3] = {0, 0, 0};
+  std::string where[3];
+  for (const Problem& p : problems) {
+    auto c = test::q4_generated(p.shape, p.dist, p.seed);
+    const auto ref = ref::q4_gemv_f64(c.w, c.x);
+    for (pk::Form f : {pk::Form::f32, pk::Form::f16x2, pk::Form::q8}) {
+      const auto a = accuracy(pk::model_as(f, c.w, c.x), ref);
+      const double tol = pk::form_tolerance(f) > 0 ? pk::form_tolerance(f) : 1e-5;
+      CAPTURE(p.str());
+      const std::string form = pk::form_name(f);
+      CAPTURE(form);
+      CHECK(a.finite());
+      CHECK(a.max_rel < tol);
+      const int i = int(f);
+      if (a.max_rel > worst[i]) {
+        worst[i] = a.max_rel;
+        where[i] = p.str();
+      }
+    }
+  }
+  for (pk::Form f : {pk::Form::f32, pk::Form::f16x2, pk::Form::q8})
+    MESSAGE("worst max_rel of the " << std::string(pk::form_name(f)) << " model: " << worst[int(f)] << " (" << where[int(f)] << "), tolerance "
+                                    << pk::form_tolerance(f));
+}
+
+TEST_CASE("map=packed in the registry: names, layouts, tolerances, models; launchers refuse before touching the device") {
+  std::set<std::string> names;
+  for (const Variant* v : registry().variants_of("q4_gemv"))
+    if (v->axes.at(0).second == "packed") {
+      names.insert(v->name);
+      CAPTURE(v->name);
+      const auto& kern = q4_gemv::q4_kernel(v->name);
+      REQUIRE(kern.layout != nullptr);
+      CHECK(bool(kern.launch_packed));
+      CHECK(kern.layout->bytes(17408, 5120) == std::size_t(17408) * 5120 / 2 + std::size_t(17408) * 160 * 2);
+      CHECK(static_cast<bool>(v->cpu_model));
+      CHECK(v->tolerance == kern.tolerance);
+      const std::string dot = v->axes.at(1).second;
+      CHECK(v->tolerance == pk::form_tolerance(dot == "f32" ? pk::Form::f32 : dot == "f16x2" ? pk::Form::f16x2 : pk::Form::q8));
+      CHECK(v->can_implement(Problem{{5, 32768}, Dist::uniform, 1}).empty());
+      CHECK(v->can_implement(Problem{{5, 32800}, Dist::uniform, 1}).find("32768") != std::string::npos);
+      // Fake non-null pointers: every refusal must come before any use of them.
+      auto* p = reinterpret_cast<const std::uint8_t*>(16);
+      auto* x = reinterpret_cast<const float*>(16);
+      auto* y = reinterpret_cast<float*>(16);
+      CHECK_THROWS_WITH_AS(kern.launch(p, nullptr, x, y, 4, 64, nullptr), doctest::Contains("launch_packed"), Error);
+      CHECK_THROWS_WITH_AS(kern.launch_packed(p, x, y, 4, 33, nullptr), doctest::Contains("multiple of 32"), Error);
+      CHECK_THROWS_WITH_AS(kern.launch_packed(nullptr, x, y, 4, 64, nullptr), doctest::Contains("null buffer"), Error);
+      CHECK_THROWS_WITH_AS(kern.launch_packed(p, x, y, 4, 32800, nullptr), doctest::Contains("32768"), Error);
+      CHECK_THROWS_WITH_AS(kern.launch_packed(p + 4, x, y, 4, 64, nullptr), doctest::Contains("aligned"), Error);
+    }
+  CHECK(names == std::set<std::string>(packed_names().begin(), packed_names().end()));
+  CHECK(names.count("q4_gemv/map=packed,dot=f32,grid=fill,pdl=on,rows=4") == 1);
+  CHECK(names.count("q4_gemv/map=packed,dot=f16x2,grid=fill,pdl=on,rows=4") == 1);
+  CHECK(names.count("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,pdl=off,rows=4") == 1);
+  CHECK(names.count("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,pdl=on,rows=4") == 1);
+}
+
+TEST_CASE("map=packed models at decode-like shapes: the rounding forms' error on every input distribution (reported)") {
+  for (Shape s : std::vector<Shape>{{2048, 5120}, {1024, 6144}})
+    for (Dist d : {Dist::uniform, Dist::normal, Dist::student_t, Dist::outlier}) {
+      auto c = test::q4_generated(s, d, 1);
+      const auto ref = ref::q4_gemv_f64(c.w, c.x);
+      for (pk::Form f : {pk::Form::f32, pk::Form::f16x2, pk::Form::q8}) {
+        const auto a = accuracy(pk::model_as(f, c.w, c.x), ref);
+        const double tol = pk::form_tolerance(f) > 0 ? pk::form_tolerance(f) : 1e-5;
+        const std::string where = Problem{s, d, 1}.str();
+        CAPTURE(where);
+        CHECK(a.max_rel < tol);
+        MESSAGE(where << " " << std::string(pk::form_name(f)) << ": max_rel " << a.max_rel << ", rms_rel " << a.rms_rel);
+      }
+    }
+}

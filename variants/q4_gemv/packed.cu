@@ -1,0 +1,408 @@
+// q4_gemv/map=packed,dot=D,grid=G,pdl=P,rows=R: the q4 mat-vec at the read ceiling (issue 13).
+//
+// What is new against block-per-thread (block_thread.cu, the fastest before: 35-48% of the read
+// ceiling on the H200, Nsight: 66 registers, occupancy 39%, issue- and latency-bound):
+//   - the tiled layout of packed.hpp, made once when the weights are loaded (Instance constructor;
+//     the GDN pool packs on the device when a packed kernel is chosen): a group of R rows is one
+//     contiguous run, each warp load 512 contiguous bytes, a lane's R scales one load;
+//   - grid=fill: persistent thread blocks (as many as the SMs hold at once), each walking groups
+//     g = blockIdx.x, + gridDim.x, ... with the NEXT group's R code loads and scale load issued before
+//     the current group's math (two register buffers): every thread keeps R 16-byte loads in flight
+//     while it computes, and its x preparation (below) is paid once per thread, not once per group.
+//     grid=groups: one group per thread block (the block scheduler balances; x prepared per group);
+//   - PDL (pdl=on, launched with cudaLaunchAttributeProgrammaticStreamSerialization): the kernel
+//     triggers its dependents first, issues its first group's weight loads, and only then waits
+//     (griddepcontrol.wait) for its predecessor, before it reads x and long before it writes y; the
+//     same kernel without the attribute (pdl=off) waits for nothing, the twin that measures PDL;
+//   - fewer instructions per weight: the dot forms of packed.hpp. Thread t of warp c owns block
+//     b = 32 c + t of every row it visits (one thread per block of 32 weights, k <= 32768).
+//
+// Per group, per thread: p_r = the form's block value for row r (+0 past nb); the warp sums each
+// row over its 32 lanes by a transposed xor-butterfly (offsets 16 .. 32/R halve the rows a lane
+// carries, the rest sum one row; every addition is the plain butterfly's, so each row's bits are the
+// plain butterfly's); lane r*32/R writes row r's warp total to shared memory; thread r of warp 0 sums
+// the warps in order and stores y. Bits therefore depend on neither R, grid nor pdl, and the f32 form
+// gives exactly the bits of block-per-thread,dot=offset (same block values, same sum order).
+//
+// Instruction budget (predicted from the source and the SASS of this file, sm_90, nvcc 13.0; not
+// measured: the lead measures on the H200), lane instructions per weight in the group loop:
+//   form     math per 8 weights (one 32-bit code word, one row)           per block and row    total*
+//   f32      8 SHF/LOP3 pairs + 8 FFMA = 24 (3.0)                         FFMA, 2 FMUL, cvt    ~3.2
+//   f16x2    4 LOP3 + 1 SHF + 4 HFMA2 (codes) + 4 HFMA2 (dot) = 13       2 cvt, FADD, 2 FMUL  ~1.9
+//            (1.625)
+//   q8-dp4a  2 LOP3 + 2 IDP4A = 4 (0.5)                                   SHF+IADD, I2F, 2 FMUL ~0.75
+//   * with loads (R+1 per 32 R weights), the row reduction (~3 R per 32 R) and loop overhead;
+//     the counts measured on this file's SASS are in variants/q4_gemv/README.md (section "map=packed").
+// Registers and spills (ptxas, sm_90) are in the README too.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <array>
+#include <atomic>
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <type_traits>
+
+#include "klab/cuda.hpp"
+#include "klab/error.hpp"
+#include "klab/registry.hpp"
+#include "q4_gemv/lane_block.hpp"
+#include "q4_gemv/packed.hpp"
+#include "q4_gemv/packed_kernels.hpp"
+
+namespace klab::q4_gemv::packed {
+
+namespace {
+constexpr unsigned kFull = 0xFFFFFFFFu;
+constexpr int kMaxWarps = 32;  // one thread per block of 32 weights, at most 1024 threads: k <= 32768
+
+// A lane's R scales in one load: R * 2 bytes.
+template <int R>
+struct Scales {
+  using V = std::conditional_t<R == 1, unsigned short, std::conditional_t<R == 2, unsigned, std::conditional_t<R == 4, uint2, uint4>>>;
+  V v;
+  __device__ void load(const std::uint8_t* p) { v = __ldcs(reinterpret_cast<const V*>(p)); }
+  __device__ std::uint16_t get(int r) const { return reinterpret_cast<const std::uint16_t*>(&v)[r]; }
+};
+
+// One group's weights for one thread: R blocks of codes and their scales.
+template <int R>
+struct Buf {
+  uint4 q[R];
+  Scales<R> s;
+};
+
+// The x side a thread keeps for its block across groups: scalars in registers, the prepared words
+// in shared memory (thread-private, word-major so that a warp's access is conflict-free):
+//   q8     8 u32 per thread: xe[j] at [2j][tid], xo[j] at [2j+1][tid]      (u32 granules)
+//   f16x2  4 uint4 per thread: the pairs of word j at [j][tid]                (uint4 granules)
+//   f32    nothing: x itself is re-read per group (L1; the codes stream past it with ld.cs)
+template <Form F>
+constexpr int kXBytes = F == Form::f32 ? 0 : F == Form::q8 ? 32 : 64;
+template <Form F>
+struct XState;
+template <>
+struct XState<Form::f32> {
+  float sx;  // the block's sum of x (the offset form's correction)
+};
+template <>
+struct XState<Form::q8> {
+  int c;    // -8 sum q
+  float d;  // amax / 127
+};
+template <>
+struct XState<Form::f16x2> {
+  float f;  // 2^-e
+};
+
+template <Form F>
+__device__ __forceinline__ void prep(const float* __restrict__ x, int b, XState<F>& st, void* xs) {
+  const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(b) * 8;
+  if constexpr (F == Form::f32) {
+    // sx as block_thread.cu forms it: an add chain over the block's columns in order, from +0.
+    float sx = 0.f;
+    for (int w = 0; w < 8; ++w) {
+      const float4 v = __ldg(xb + w);
+      sx = add_rn(add_rn(add_rn(add_rn(sx, v.x), v.y), v.z), v.w);
+    }
+    st.sx = sx;
+  } else {
+    float xv[32];
+    for (int w = 0; w < 8; ++w) {
+      const float4 v = __ldg(xb + w);
+      xv[4 * w] = v.x, xv[4 * w + 1] = v.y, xv[4 * w + 2] = v.z, xv[4 * w + 3] = v.w;
+    }
+    const int bd = blockDim.x;
+    if constexpr (F == Form::q8) {
+      const Q8X X = q8_prep(xv);
+      auto* s32 = static_cast<std::uint32_t*>(xs);
+      for (int j = 0; j < 4; ++j) {
+        s32[(2 * j) * bd + b] = X.xe[j];
+        s32[(2 * j + 1) * bd + b] = X.xo[j];
+      }
+      st.c = X.c;
+      st.d = X.d;
+    } else {
+      const H2X X = h2_prep(xv);
+      auto* s4 = static_cast<uint4*>(xs);
+      for (int j = 0; j < 4; ++j) s4[j * bd + b] = make_uint4(X.h[j][0], X.h[j][1], X.h[j][2], X.h[j][3]);
+      st.f = X.f;
+    }
+  }
+}
+
+__device__ __forceinline__ std::uint32_t word_of(const uint4& q, int w) { return w == 0 ? q.x : w == 1 ? q.y : w == 2 ? q.z : q.w; }
+
+// p[r] = the form's value of this thread's block in row r of the group held by `buf`. Word by word,
+// the R rows' chains side by side (each row's own order is the form's, packed.hpp).
+template <Form F, int R>
+__device__ __forceinline__ void block_values(const Buf<R>& buf, const XState<F>& st, const float* __restrict__ x, const void* xs, int b,
+                                             float (&p)[R]) {
+  if constexpr (F == Form::f32) {
+    const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(b) * 8;
+    float acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = 0.f;
+    for (int w = 0; w < 4; ++w) {
+      const float4 xa = __ldg(xb + 2 * w), xc = __ldg(xb + 2 * w + 1);
+      const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xc.x, xc.y, xc.z, xc.w};
+      for (int i = 0; i < 8; ++i)
+        for (int r = 0; r < R; ++r) acc[r] = fma_rn(offset_value(word_of(buf.q[r], w), i), xv[i], acc[r]);  // = DotOffset::step
+    }
+    for (int r = 0; r < R; ++r) p[r] = mul_rn(DotOffset::finish(acc[r], st.sx), half_value(buf.s.get(r)));
+  } else if constexpr (F == Form::q8) {
+    const auto* s32 = static_cast<const std::uint32_t*>(xs);
+    const int bd = blockDim.x;
+    int se[R], so[R];
+    for (int r = 0; r < R; ++r) se[r] = st.c, so[r] = 0;
+    for (int j = 0; j < 4; ++j) {
+      const std::uint32_t xe = s32[(2 * j) * bd + b], xo = s32[(2 * j + 1) * bd + b];
+      for (int r = 0; r < R; ++r) q8_word(word_of(buf.q[r], j), xe, xo, se[r], so[r]);
+    }
+    for (int r = 0; r < R; ++r) p[r] = q8_finish(se[r], so[r], half_value(buf.s.get(r)), st.d);
+  } else {
+    const auto* s4 = static_cast<const uint4*>(xs);
+    const int bd = blockDim.x;
+    std::uint32_t h[R];
+    for (int r = 0; r < R; ++r) h[r] = 0;
+    for (int j = 0; j < 4; ++j) {
+      const uint4 xp = s4[j * bd + b];
+      for (int r = 0; r < R; ++r) h[r] = h2_word(word_of(buf.q[r], j), xp.x, xp.y, xp.z, xp.w, h[r]);
+    }
+    for (int r = 0; r < R; ++r) p[r] = h2_finish(h[r], half_value(buf.s.get(r)), st.f);
+  }
+}
+
+// The transposed xor-butterfly: at offsets 16, 8, .. (while a lane carries more than one row) a lane
+// keeps half its rows (the upper half where its offset bit is set) and adds its partner's values of
+// them; then the plain butterfly over the remaining offsets. Row r ends, summed over the warp, in
+// lane r * 32 / R (returned in every lane; meaningful there).
+template <int R>
+__device__ __forceinline__ float warp_rows(float (&v)[R], int lane) {
+  int o = 16;
+  for (int n = R; n > 1; n /= 2, o /= 2) {
+    const bool hi = (lane & o) != 0;
+    for (int i = 0; i < n / 2; ++i) {
+      const float send = hi ? v[i] : v[i + n / 2];
+      const float keep = hi ? v[i + n / 2] : v[i];
+      v[i] = add_rn(keep, __shfl_xor_sync(kFull, send, o));
+    }
+  }
+  float t = v[0];
+  for (; o > 0; o /= 2) t = add_rn(t, __shfl_xor_sync(kFull, t, o));
+  return t;
+}
+
+template <Form F, int R>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+packed_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  // Dependents may launch now: they too start with their weights, and wait for us before their x.
+  asm volatile("griddepcontrol.launch_dependents;");
+  __shared__ float part[2][kMaxWarps][R];  // (parity, warp, row): the warps' row totals
+  extern __shared__ uint4 xs[];             // the prepared x words (kXBytes<F> per thread)
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, W = blockDim.x >> 5;
+  const int nb = k / ref::kQ4Block;
+  const bool active = tid < nb;  // this thread's block b = tid exists
+  const int groups = (m + R - 1) / R;
+  constexpr int kTile = R * (kChunk * 16 + kChunk * 2);
+  const std::size_t gstride = std::size_t(W) * kTile;  // bytes of one group (W = chunks)
+  const std::uint8_t* qbase = packed + std::size_t(warp) * kTile + lane * 16;                       // + g gstride + r 512
+  const std::uint8_t* sbase = packed + std::size_t(warp) * kTile + R * kChunk * 16 + lane * (2 * R);  // + g gstride
+
+  // The group's codes at q (row r at + 512 r), its scales at q + 512 R - 8 R lane... kept as one
+  // pointer walking the groups: + gridDim.x * gstride per group.
+  const std::uint8_t* q = qbase + std::size_t(blockIdx.x) * gstride;
+  const std::size_t qstep = std::size_t(gridDim.x) * gstride;
+  const std::ptrdiff_t s_off = sbase - qbase;
+  auto load = [&](Buf<R>& buf, const std::uint8_t* at) {
+    for (int r = 0; r < R; ++r) buf.q[r] = __ldcs(reinterpret_cast<const uint4*>(at + r * kChunk * 16));
+    buf.s.load(at + s_off);
+  };
+
+  int g = blockIdx.x;
+  Buf<R> A, B;
+  if (g < groups && active) load(A, q);
+  // x may be the predecessor's output: wait for it (and for it to finish with y) from here on.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  XState<F> st;
+  if (active) prep<F>(x, tid, st, xs);
+
+  auto step = [&](const Buf<R>& buf, int gg, int par) {
+    float p[R];
+    if (active) block_values<F, R>(buf, st, x, xs, tid, p);
+    else
+      for (int r = 0; r < R; ++r) p[r] = 0.f;
+    const float t = warp_rows<R>(p, lane);
+    if ((lane & (32 / R - 1)) == 0) part[par][warp][lane / (32 / R)] = t;
+    __syncthreads();
+    if (tid < R) {
+      const int row = gg * R + tid;
+      if (row < m) {
+        float s = part[par][0][tid];
+        for (int w = 1; w < W; ++w) s = add_rn(s, part[par][w][tid]);
+        y[row] = s;
+      }
+    }
+  };
+  // Two buffers, the loop unrolled by two so that they swap roles without copies. part[] alternates
+  // too: thread r reads part[par] before it reaches the next step's barrier, and part[par] is written
+  // again only after that barrier.
+  while (g < groups) {
+    const int g1 = g + gridDim.x;
+    q += qstep;
+    if (g1 < groups && active) load(B, q);
+    step(A, g, 0);
+    if (g1 >= groups) break;
+    const int g2 = g1 + gridDim.x;
+    q += qstep;
+    if (g2 < groups && active) load(A, q);
+    step(B, g1, 1);
+    g = g2;
+  }
+}
+
+// ---- launching ----
+int warps_for(int k) { return (k / ref::kQ4Block + 31) / 32; }
+
+std::string k_error(std::int64_t k) {
+  if (k > std::int64_t(kMaxWarps) * 32 * ref::kQ4Block)
+    return "k = " + std::to_string(k) + " exceeds map=packed's 32768 (one thread per block of 32, at most 1024 threads)";
+  return "";
+}
+
+int sm_count() {
+  static std::array<std::atomic<int>, 64> cache{};
+  int dev = 0;
+  KLAB_CUDA(cudaGetDevice(&dev));
+  auto& c = cache[std::size_t(dev) % cache.size()];
+  int n = c.load(std::memory_order_relaxed);
+  if (n == 0) {
+    KLAB_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    c.store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+// Thread blocks of `warps` warps one SM holds at once (registers and threads permitting).
+template <Form F, int R>
+int blocks_per_sm(int warps) {
+  static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
+  auto& c = cache[std::size_t(warps)];
+  int n = c.load(std::memory_order_relaxed);
+  if (n == 0) {
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_kernel<F, R>, warps * 32, std::size_t(warps) * 32 * kXBytes<F>));
+    if (n < 1) n = 1;
+    c.store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+template <Form F, int R, bool Fill, bool Pdl>
+void launch_packed(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
+  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
+          "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+  const int W = warps_for(k);
+  const long long groups = (static_cast<long long>(m) + R - 1) / R;
+  long long grid = groups;
+  if constexpr (Fill) grid = std::min<long long>(groups, static_cast<long long>(blocks_per_sm<F, R>(W)) * sm_count());
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned(grid));
+  cfg.blockDim = dim3(unsigned(W * 32));
+  cfg.dynamicSmemBytes = std::size_t(W) * 32 * kXBytes<F>;
+  if (cfg.dynamicSmemBytes > 48 * 1024) {  // f16x2 beyond k = 24576: opt in once
+    static std::once_flag once;
+    std::call_once(once, [] { KLAB_CUDA(cudaFuncSetAttribute(packed_kernel<F, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024)); });
+  }
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = Pdl ? attr : nullptr;
+  cfg.numAttrs = Pdl ? 1 : 0;
+  KLAB_CUDA(cudaLaunchKernelEx(&cfg, packed_kernel<F, R>, packed, x, y, m, k));
+  KLAB_CUDA_LAUNCH("packed_kernel");
+}
+
+// The raw launcher of a packed kernel: refuses (its weights come packed, through launch_packed).
+void refuse_raw(const std::uint8_t*, const std::uint16_t*, const float*, float*, int, int, cudaStream_t) {
+  throw Error("q4_gemv launch: a map=packed kernel takes its weights in its own layout: pack them with Q4Kernel::layout "
+              "(pack_device or pack_host) and call Q4Kernel::launch_packed");
+}
+
+template <Form F, int R>
+int resident_warps_per_sm() {
+  return blocks_per_sm<F, R>(warps_for(5120)) * warps_for(5120);
+}
+
+// ---- the device repack ----
+__global__ void pack_kernel(const std::uint8_t* __restrict__ codes, const std::uint16_t* __restrict__ scales, std::uint8_t* __restrict__ out,
+                            Geometry geo) {
+  const std::int64_t nb = geo.nb();
+  const std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;  // one (row, block)
+  if (t >= geo.m * nb) return;
+  const std::int64_t i = t / nb, b = t % nb;
+  *reinterpret_cast<uint4*>(out + geo.code_offset(i, b)) = *reinterpret_cast<const uint4*>(codes + i * (geo.k / 2) + b * 16);
+  *reinterpret_cast<std::uint16_t*>(out + geo.scale_offset(i, b)) = scales[i * nb + b];
+}
+
+template <int R>
+void pack_device(const std::uint8_t* codes, const std::uint16_t* scales, int m, int k, std::uint8_t* out, cudaStream_t stream) {
+  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv pack: " + why);
+  require(codes && scales && out, "q4_gemv pack: a null buffer");
+  require(reinterpret_cast<std::uintptr_t>(codes) % 16 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0,
+          "q4_gemv pack: codes and the packed buffer must be 16-byte aligned");
+  const Geometry geo{m, k, R};
+  KLAB_CUDA(cudaMemsetAsync(out, 0, std::size_t(geo.bytes()), stream));  // the padding
+  const std::int64_t n = geo.m * geo.nb();
+  pack_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(codes, scales, out, geo);
+  KLAB_CUDA_LAUNCH("pack_kernel");
+}
+
+template <int R>
+std::size_t packed_bytes(std::int64_t m, std::int64_t k) {
+  return std::size_t(Geometry{m, k, R}.bytes());
+}
+template <int R>
+std::vector<std::uint8_t> pack_host(const ref::Q4Matrix& w) {
+  return pack(w, R);
+}
+
+template <int R>
+const Q4Layout& layout() {
+  static const Q4Layout l{"tiles-r" + std::to_string(R), &packed_bytes<R>, &pack_device<R>, &pack_host<R>};
+  return l;
+}
+
+template <Form F, int R, bool Fill, bool Pdl>
+Q4Kernel kernel_of() {
+  const std::vector<std::pair<std::string, std::string>> axes{
+      {"map", "packed"}, {"dot", form_name(F)}, {"grid", Fill ? "fill" : "groups"}, {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}};
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_per_sm<F, R>, warps_for(5120)};
+  kern.layout = &layout<R>();
+  kern.launch_packed = &launch_packed<F, R, Fill, Pdl>;
+  kern.tolerance = form_tolerance(F);
+  return kern;
+}
+
+template <Form F, int R>
+void add_form(std::vector<Q4Kernel>& v) {
+  v.push_back(kernel_of<F, R, true, true>());
+  v.push_back(kernel_of<F, R, true, false>());
+  v.push_back(kernel_of<F, R, false, true>());
+}
+}  // namespace
+
+std::string packed_error(std::int64_t k) { return k_error(k); }
+
+std::vector<Q4Kernel> packed_kernels() {
+  std::vector<Q4Kernel> v;
+  add_form<Form::f32, 4>(v);
+  add_form<Form::f16x2, 4>(v);
+  add_form<Form::q8, 4>(v);
+  return v;
+}
+
+}  // namespace klab::q4_gemv::packed

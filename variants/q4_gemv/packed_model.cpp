@@ -1,0 +1,172 @@
+// map=packed on the host: the repack and its inverse, the exact f16 fma the f16x2 model needs, and
+// the bit-models (packed.hpp's KLAB_HD arithmetic run on the CPU, summed in the kernel's order).
+#include <array>
+#include <cstring>
+#include <stdexcept>
+
+#include "klab/error.hpp"
+#include "q4_gemv/lane_block.hpp"
+#include "q4_gemv/packed.hpp"
+#include "q4_gemv/packed_kernels.hpp"
+
+namespace klab::q4_gemv::packed {
+
+std::vector<std::uint8_t> pack(const ref::Q4Matrix& w, int R) {
+  try {
+    w.check();
+  } catch (const std::invalid_argument& e) {
+    throw Error(std::string("q4_gemv pack: ") + e.what());
+  }
+  require(R == 1 || R == 2 || R == 4 || R == 8, "q4_gemv pack: rows per tile must be 1, 2, 4 or 8, not " + std::to_string(R));
+  const Geometry geo{w.m, w.k, R};
+  std::vector<std::uint8_t> out(std::size_t(geo.bytes()), 0);
+  const std::int64_t nb = geo.nb();
+  for (std::int64_t i = 0; i < w.m; ++i)
+    for (std::int64_t b = 0; b < nb; ++b) {
+      std::memcpy(&out[std::size_t(geo.code_offset(i, b))], &w.codes[std::size_t(i * (w.k / 2) + b * 16)], 16);
+      const std::uint16_t s = w.scales[std::size_t(i * nb + b)];
+      out[std::size_t(geo.scale_offset(i, b))] = std::uint8_t(s & 0xFFu);
+      out[std::size_t(geo.scale_offset(i, b)) + 1] = std::uint8_t(s >> 8);
+    }
+  return out;
+}
+
+ref::Q4Matrix unpack(std::span<const std::uint8_t> packed, std::int64_t m, std::int64_t k, int R) {
+  if (auto why = ref::q4_shape_error(m, k); !why.empty()) throw Error("q4_gemv unpack: " + why);
+  const Geometry geo{m, k, R};
+  require(std::int64_t(packed.size()) == geo.bytes(), "q4_gemv unpack: " + std::to_string(packed.size()) + " bytes, the layout of " +
+                                                          std::to_string(m) + "x" + std::to_string(k) + " with R = " + std::to_string(R) +
+                                                          " has " + std::to_string(geo.bytes()));
+  ref::Q4Matrix w;
+  w.m = m;
+  w.k = k;
+  const std::int64_t nb = geo.nb();
+  w.codes.resize(std::size_t(m * k / 2));
+  w.scales.resize(std::size_t(m * nb));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t b = 0; b < nb; ++b) {
+      std::memcpy(&w.codes[std::size_t(i * (k / 2) + b * 16)], &packed[std::size_t(geo.code_offset(i, b))], 16);
+      const std::size_t o = std::size_t(geo.scale_offset(i, b));
+      w.scales[std::size_t(i * nb + b)] = std::uint16_t(packed[o] | packed[o + 1] << 8);
+    }
+  return w;
+}
+
+// ---- the exact f16 fma ----
+namespace {
+using i128 = __int128;
+using u128 = unsigned __int128;
+
+bool half_finite(std::uint16_t h) { return (h & 0x7C00u) != 0x7C00u; }
+// |h| as an integer multiple of 2^-24.
+std::int64_t half_units(std::uint16_t h) {
+  const int e = (h >> 10) & 0x1F, mant = h & 0x3FF;
+  return e == 0 ? mant : std::int64_t(1024 + mant) << (e - 1);
+}
+int bit_length(u128 v) {
+  int n = 0;
+  while (v != 0) {
+    v >>= 1;
+    ++n;
+  }
+  return n;
+}
+}  // namespace
+
+std::uint16_t half_fma_host(std::uint16_t a, std::uint16_t b, std::uint16_t c) {
+  if (!half_finite(a) || !half_finite(b) || !half_finite(c))  // never produced by the forms; kept IEEE-ish
+    return ref::float_to_half(float(double(ref::half_to_float_soft(a)) * double(ref::half_to_float_soft(b)) + double(ref::half_to_float_soft(c))));
+  const bool sp = ((a ^ b) & 0x8000u) != 0, sc = (c & 0x8000u) != 0;
+  // a*b + c in units of 2^-48, exactly (|.| < 2^81).
+  const i128 prod = i128(half_units(a)) * i128(half_units(b));
+  const i128 n = (sp ? -prod : prod) + (sc ? -(i128(half_units(c)) << 24) : (i128(half_units(c)) << 24));
+  if (n == 0) return (prod == 0 && half_units(c) == 0 && sp && sc) ? 0x8000u : 0x0000u;  // -0 only from (-0) + (-0)
+  const bool neg = n < 0;
+  const u128 mag = u128(neg ? -n : n);
+  // f16 quantum: 2^-24 below 2^-13 (subnormals and the first binade), else 2^(e-10): in units of
+  // 2^-48 a shift of max(bit_length - 11, 24).
+  const int len = bit_length(mag);
+  int shift = len - 11 > 24 ? len - 11 : 24;
+  u128 q = mag >> shift;
+  const u128 rem = mag & ((u128(1) << shift) - 1), half = u128(1) << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) ++q;
+  if (q == 2048) {  // rounded up into the next binade
+    q = 1024;
+    ++shift;
+  }
+  std::uint16_t bits;
+  if (shift == 24) {
+    bits = std::uint16_t(q);  // q < 2048: subnormal (q < 1024) or the first normal binade, same encoding
+  } else {
+    const int biased = shift - 23;  // value = (q / 1024) 2^(shift - 38)
+    bits = biased >= 31 ? std::uint16_t(0x7C00u) : std::uint16_t((biased << 10) | int(q - 1024));
+  }
+  return std::uint16_t(bits | (neg ? 0x8000u : 0u));
+}
+
+// ---- bit-models ----
+float block_value_host(Form f, const std::uint8_t* bytes, std::uint16_t s, const float* x) {
+  std::uint32_t w[4];
+  block_words(bytes, w);
+  switch (f) {
+    case Form::f32: return mul_rn(block_dot_host_as<DotOffset>(bytes, x), ref::half_to_float_soft(s));
+    case Form::q8: return q8_block(w, half_value(s), q8_prep(x));
+    case Form::f16x2: return h2_block(w, half_value(s), h2_prep(x));
+  }
+  return 0.f;
+}
+
+std::vector<float> model_as(Form f, const ref::Q4Matrix& w, std::span<const float> x) {
+  check_model_args(w, x);
+  if (auto why = packed_error(w.k); !why.empty()) throw Error("q4_gemv bit-model: " + why);
+  const std::int64_t nb = w.blocks_per_row(), chunks = (nb + kChunk - 1) / kChunk;
+  // The x side is per block and shared by every row (as each thread prepares it once).
+  std::vector<Q8X> q8(f == Form::q8 ? std::size_t(nb) : 0);
+  std::vector<H2X> h2(f == Form::f16x2 ? std::size_t(nb) : 0);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    if (f == Form::q8) q8[std::size_t(b)] = q8_prep(&x[std::size_t(b * 32)]);
+    if (f == Form::f16x2) h2[std::size_t(b)] = h2_prep(&x[std::size_t(b * 32)]);
+  }
+  std::vector<float> y(static_cast<std::size_t>(w.m));
+  for (std::int64_t row = 0; row < w.m; ++row) {
+    float t = 0.f;
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      std::array<float, 32> p{};
+      for (int l = 0; l < 32; ++l) {
+        const std::int64_t b = c * 32 + l;
+        if (b >= nb) continue;  // +0
+        const std::uint8_t* bytes = &w.codes[std::size_t(row * (w.k / 2) + b * 16)];
+        const std::uint16_t s = w.scales[std::size_t(row * nb + b)];
+        std::uint32_t words[4];
+        block_words(bytes, words);
+        switch (f) {
+          case Form::f32: p[std::size_t(l)] = block_value_host(f, bytes, s, &x[std::size_t(b * 32)]); break;
+          case Form::q8: p[std::size_t(l)] = q8_block(words, half_value(s), q8[std::size_t(b)]); break;
+          case Form::f16x2: p[std::size_t(l)] = h2_block(words, half_value(s), h2[std::size_t(b)]); break;
+        }
+      }
+      const float total = butterfly_host(p);
+      t = c == 0 ? total : add_rn(t, total);
+    }
+    y[std::size_t(row)] = t;
+  }
+  return y;
+}
+
+namespace {
+template <Form F>
+std::vector<float> model(const ref::Q4Matrix& w, std::span<const float> x) {
+  return model_as(F, w, x);
+}
+}  // namespace
+
+std::vector<Q4ModelEntry> packed_models() {
+  std::vector<Q4ModelEntry> out;
+  for (const auto& kern : packed_kernels()) {
+    const std::string& dot = kern.axes.at(1).second;
+    out.push_back(Q4ModelEntry{kern.name, dot == form_name(Form::f32) ? &model<Form::f32> : dot == form_name(Form::f16x2) ? &model<Form::f16x2> : &model<Form::q8>});
+  }
+  return out;
+}
+
+}  // namespace klab::q4_gemv::packed
