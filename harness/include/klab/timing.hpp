@@ -134,6 +134,8 @@ struct Ceiling {
   double read_gbps_launch = 0;  // the best read form, one launch between events
   double read_gbps_stream = 0;  // that form back to back in a graph: the better of
   double read_gbps_stream_plain = 0, read_gbps_stream_pdl = 0;  // plain launches and PDL launches
+  int stream_loads = 4;         // the best stream form's loads in flight
+  bool stream_pdl = false;      // and whether it was the PDL one
   std::map<int, double> read_gbps_by_loads;  // launch mode, per loads in flight per thread
   int loads = 4;                // loads in flight of the best form
   double copy_gbps = 0;         // copy kernel, bytes read + written (launch mode)
