@@ -129,7 +129,8 @@ File File::open(const std::filesystem::path& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(header);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number past a double ("1e999"): both refuse the file.
     fail(path, std::string("header is not valid JSON (") + e.what() + ")");
   }
   if (!j.is_object()) fail(path, "header is not a JSON object");
