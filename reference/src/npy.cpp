@@ -236,7 +236,8 @@ Array read(const std::filesystem::path& path) {
   a.descr = h.descr;
   a.data.resize(std::size_t(h.numel()));
   if (item == 4) {
-    std::memcpy(a.data.data(), raw.data(), raw.size());
+    // An empty array has null data pointers: memcpy(nullptr, nullptr, 0) is undefined, so skip it.
+    if (!raw.empty()) std::memcpy(a.data.data(), raw.data(), raw.size());
   } else {
     for (std::size_t i = 0; i < a.data.size(); ++i) {
       const std::uint16_t bits = std::uint16_t(std::uint16_t(raw[2 * i]) | (std::uint16_t(raw[2 * i + 1]) << 8));

@@ -129,7 +129,8 @@ File File::open(const std::filesystem::path& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(header);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number past a double ("1e999"): both refuse the file.
     fail(path, std::string("header is not valid JSON (") + e.what() + ")");
   }
   if (!j.is_object()) fail(path, "header is not a JSON object");
@@ -159,11 +160,14 @@ File File::open(const std::filesystem::path& path) {
       bad(e.what());
     }
     // prod(shape) * size, with overflow refused: a lying shape must not wrap around to a small size.
+    // Every partial product stays within int64 (not only uint64), so numel(), which multiplies the
+    // dims in the same order, cannot overflow either: U8 [3, 2^62, 0] holds 0 bytes but is refused.
+    constexpr std::uint64_t kMax = std::numeric_limits<std::int64_t>::max();
     std::uint64_t bytes = dtype_size(t.dtype);
     for (const auto& d : v["shape"]) {
       if (!d.is_number_unsigned()) bad("shape " + v["shape"].dump() + " has a dimension that is not a non-negative integer");
       const std::uint64_t dim = d.get<std::uint64_t>();
-      if (dim > std::uint64_t(std::numeric_limits<std::int64_t>::max()) || (dim != 0 && bytes > std::numeric_limits<std::uint64_t>::max() / dim))
+      if (dim > kMax || (dim != 0 && bytes > kMax / dim))
         bad("shape " + v["shape"].dump() + " is too large");
       bytes *= dim;
       t.shape.push_back(static_cast<std::int64_t>(dim));

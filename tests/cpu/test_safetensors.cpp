@@ -163,6 +163,16 @@ TEST_CASE("safetensors refuses truncated and lying files, naming the file and th
     const std::string h = R"({"t":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,0]}})";
     CHECK(open_error(raw_file(h, 0), "overflow").find("too large") != std::string::npos);
   }
+  SUBCASE("a zero-size shape whose element count overflows int64 (found by reading, confirmed by fuzz/fuzz_safetensors)") {
+    // 0 bytes, but numel() multiplies 3 * 2^62 first: signed overflow. Refused before numel() can run.
+    const std::string h = R"({"t":{"dtype":"U8","shape":[3,4611686018427387904,0],"data_offsets":[0,0]}})";
+    CHECK(open_error(raw_file(h, 0), "numel").find("too large") != std::string::npos);
+  }
+  SUBCASE("a JSON number past a double is a refusal, not a json exception (found by fuzz/fuzz_safetensors)") {
+    // nlohmann throws out_of_range, not parse_error, for 1e999: it escaped File::open as a non-FormatError.
+    const std::string h = R"({"t":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}})";
+    CHECK(open_error(raw_file(h, 4), "bignum").find("not valid JSON") != std::string::npos);
+  }
   SUBCASE("malformed headers") {
     CHECK(open_error(raw_file("{not json", 0), "json").find("not valid JSON") != std::string::npos);
     CHECK(open_error(raw_file("[1,2]", 0), "array").find("not a JSON object") != std::string::npos);

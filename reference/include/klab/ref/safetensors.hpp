@@ -5,7 +5,8 @@
 // header, then the data buffer. The header maps tensor names to {"dtype", "shape", "data_offsets":
 // [begin, end]} (offsets relative to the data buffer) plus an optional "__metadata__" object of
 // string values. The reader checks what the format promises before any data is read: N inside the
-// file, valid JSON, known dtypes, end - begin == prod(shape) * dtype size, every range inside the
+// file, valid JSON, known dtypes, end - begin == prod(shape) * dtype size (every partial product of
+// the shape within int64, so numel() cannot overflow even for a shape with a 0), every range inside the
 // buffer, no two ranges overlapping and no hole (the buffer is exactly covered, as the format
 // requires). A file that breaks any of these is refused with a FormatError naming the file and,
 // where there is one, the tensor. Data is read on demand, so a file of many GB costs only its header.
