@@ -71,26 +71,26 @@ Options parse(const std::vector<std::string>& args) {
       continue;
     }
     if (a != "--op" && a != "--shape" && a != "--batch" && a != "--input" && a != "--seed" && a != "--out")
-      throw Error(a.rfind("-", 0) == 0 ? "klab export: unknown option '" + a + "' (see `klab export --help`)"
-                                       : "klab export: unexpected argument '" + a + "' (options only; see `klab export --help`)");
+      throw Error(a.rfind("-", 0) == 0 ? "unknown option '" + a + "' (see `klab export --help`)"
+                                       : "unexpected argument '" + a + "' (options only; see `klab export --help`)");
     if (!has_value) {
-      require(i + 1 < args.size(), "klab export: " + a + " needs a value");
+      require(i + 1 < args.size(), "" + a + " needs a value");
       value = args[++i];
     }
-    require(!value.empty(), "klab export: " + a + " needs a non-empty value");
+    require(!value.empty(), "" + a + " needs a non-empty value");
     if (a == "--op") o.op = value;
     else if (a == "--shape") o.shape = value, o.has_shape = true;
     else if (a == "--input") o.input = value;
     else if (a == "--out") o.out = value;
     else if (a == "--batch") {
       const auto x = ref::parse_whole_int(value);
-      require(x.has_value(), "klab export: --batch needs an integer (got '" + value + "')");
-      require(*x >= 1 && *x <= kMaxBatch, "klab export: --batch must be between 1 and " + std::to_string(kMaxBatch) + " (got " + value + ")");
+      require(x.has_value(), "--batch needs an integer (got '" + value + "')");
+      require(*x >= 1 && *x <= kMaxBatch, "--batch must be between 1 and " + std::to_string(kMaxBatch) + " (got " + value + ")");
       o.batch = *x;
       o.has_batch = true;
     } else {
       const auto x = ref::parse_whole_int(value);
-      require(x.has_value() && *x >= 0, "klab export: --seed needs a non-negative integer (got '" + value + "')");
+      require(x.has_value() && *x >= 0, "--seed needs a non-negative integer (got '" + value + "')");
       o.seed = static_cast<std::uint64_t>(*x);
     }
   }
@@ -100,13 +100,13 @@ Options parse(const std::vector<std::string>& args) {
 // The target must be a file in an existing directory; checked before any work so that a bad
 // path costs nothing and writes nothing.
 void check_out(const std::string& out) {
-  require(!out.empty(), "klab export: --out FILE is required (see `klab export --help`)");
+  require(!out.empty(), "--out FILE is required (see `klab export --help`)");
   const fs::path p(out);
   fs::path dir = p.parent_path();
   if (dir.empty()) dir = ".";
   std::error_code ec;
-  require(fs::is_directory(dir, ec), "klab export: the directory of --out, '" + dir.string() + "', does not exist");
-  require(!fs::is_directory(p, ec), "klab export: --out '" + out + "' is a directory; name a file");
+  require(fs::is_directory(dir, ec), "the directory of --out, '" + dir.string() + "', does not exist");
+  require(!fs::is_directory(p, ec), "--out '" + out + "' is a directory; name a file");
 }
 
 std::string num(double x) {
@@ -136,7 +136,7 @@ void export_q4(const Options& o, Dist dist, st::Writer& w) {
   const Shape shape = parse_shape(o.shape);
   const Problem p{shape, dist, o.seed};
   const Op& op = registry().op("q4_gemv");
-  if (auto why = op.validate(p); !why.empty()) throw Error("klab export: q4_gemv " + shape.str() + ": " + why);
+  if (auto why = op.validate(p); !why.empty()) throw Error("q4_gemv " + shape.str() + ": " + why);
   const auto work = op.generate(p);
   const auto& wl = q4_gemv::workload_of(*work);
   const std::vector<double> y = op.reference(*work);
@@ -236,8 +236,8 @@ int export_command(const std::vector<std::string>& args, int, char**) {
     std::cout << kHelp;
     return 0;
   }
-  require(!o.op.empty(), "klab export: --op is required: q4_gemv or gdn_recurrence (see `klab export --help`)");
-  require(o.op == "q4_gemv" || o.op == "gdn_recurrence", "klab export: unknown op '" + o.op + "' (q4_gemv or gdn_recurrence)");
+  require(!o.op.empty(), "--op is required: q4_gemv or gdn_recurrence (see `klab export --help`)");
+  require(o.op == "q4_gemv" || o.op == "gdn_recurrence", "unknown op '" + o.op + "' (q4_gemv or gdn_recurrence)");
   const Dist dist = parse_dist(o.input);
   if (o.op == "q4_gemv") {
     require(o.has_shape, "klab export --op q4_gemv: --shape MxK is required");
@@ -255,7 +255,7 @@ int export_command(const std::vector<std::string>& args, int, char**) {
     else export_gdn(o, dist, w);
     w.write(o.out);
   } catch (const std::invalid_argument& e) {  // the writer's and the reference's refusals
-    throw Error(std::string("klab export: ") + e.what());
+    throw Error(std::string("") + e.what());
   }
   std::uintmax_t size = 0;
   std::error_code ec;

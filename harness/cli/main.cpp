@@ -22,7 +22,14 @@ using namespace klab;
 
 namespace {
 
+// Exit statuses (documented in `klab --help` and README.md): 0 done; 1 a failure (CUDA error, a
+// device required by --require-device and missing); 2 bad input; 3 a claim did not hold (--strict);
+// 4 done, but device work was skipped for want of a device (the report says what and why).
 constexpr int kExitUsage = 2;
+constexpr int kExitSkipped = 4;
+const char* const kExitHelp =
+    "\nExit status: 0 done; 1 a failure (CUDA error; --require-device without a device); 2 bad input;\n"
+    "3 a claim did not hold (--strict); 4 done, but device work was skipped for want of a device.\n";
 // The big read: 1 GiB, far over any L2, so this is DRAM bandwidth.
 constexpr std::int64_t kCeilingBytes = std::int64_t(1) << 30;
 
@@ -52,13 +59,19 @@ Parsed parse(const std::vector<std::string>& args, po::options_description& desc
   po::positional_options_description pos;
   pos.add("args", max_positional);
   Parsed p;
-  po::store(po::command_line_parser(args).options(all).positional(pos).run(), p.vm);
+  const auto parsed = po::command_line_parser(args).options(all).positional(pos).run();
+  // "args" holds the positional words; named (--args, or a prefix Boost completes to it) it would
+  // slip past the limit on positional words.
+  for (const auto& o : parsed.options)
+    if (o.string_key == "args" && o.position_key < 0)
+      throw Error("unknown option '" + (o.original_tokens.empty() ? o.string_key : o.original_tokens.front()) + "'");
+  po::store(parsed, p.vm);
   po::notify(p.vm);
   if (p.vm.count("args")) p.positional = p.vm["args"].as<std::vector<std::string>>();
   return p;
 }
 
-void add_run_options(po::options_description& d, RunOptions& o, std::string& out, std::string& timing) {
+void add_run_options(po::options_description& d, RunOptions& o, std::string& out, std::string& timing, std::string& seed) {
   d.add_options()
     ("timing", po::value<std::string>(&timing)->default_value("both"),
      "timing modes: launch (one launch between events), stream (back to back in a CUDA graph over cold copies: "
@@ -66,12 +79,24 @@ void add_run_options(po::options_description& d, RunOptions& o, std::string& out
     ("out", po::value<std::string>(&out), "report directory (default out/run-DATE)")
     ("reps", po::value<int>(&o.reps)->default_value(50), "timed repetitions per measurement")
     ("warmup", po::value<int>(&o.warmup)->default_value(5), "untimed repetitions first")
-    ("seed", po::value<std::uint64_t>(&o.seed)->default_value(1), "problem seed")
+    ("seed", po::value<std::string>(&seed)->default_value("1"), "problem seed (a non-negative integer)")
     ("hot", po::bool_switch(&o.hot), "leave L2 warm between repetitions (default: L2-cold)")
     ("device", po::value<int>(&o.device)->default_value(0), "CUDA device index")
     ("quick", po::bool_switch(&o.quick), "small problems: a smoke run, not a measurement")
     ("strict", "exit 3 when a claim did not hold")
+    ("require-device", "fail (exit 1, no report) when there is no CUDA device, instead of skipping device work (exit 4)")
     ("help,h", "this help");
+}
+
+// --seed: digits only (Boost would wrap "-1" to 2^64 - 1 for an unsigned option).
+std::uint64_t parse_seed(const std::string& s) {
+  const bool digits = !s.empty() && s.size() <= 20 && s.find_first_not_of("0123456789") == std::string::npos;
+  require(digits, "--seed must be a non-negative integer (got '" + s + "')");
+  try {
+    return std::stoull(s);
+  } catch (const std::out_of_range&) {
+    throw Error("--seed must be below 2^64 (got '" + s + "')");
+  }
 }
 
 // "launch", "stream" or "both" -> the modes, in the order they are reported.
@@ -88,8 +113,13 @@ void check_run_options(const RunOptions& o) {
 }
 
 // Runs experiments and writes one report; the shared back end of `run` and `ab`.
-int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions& opt, std::string out, bool strict, int argc, char** argv) {
+int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions& opt, std::string out, bool strict,
+                    bool require_device, int argc, char** argv) {
   check_run_options(opt);
+  if (require_device && !has_device()) {
+    std::cerr << "klab: " << no_device_reason() << " and --require-device was given; no report written" << std::endl;
+    return 1;
+  }
   if (out.empty()) out = "out/run-" + timestamp();
   auto env = base_environment(argc, argv);
   nlohmann::json modes = nlohmann::json::array();
@@ -144,7 +174,8 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
   std::cout << "claims: " << held << " held, " << not_held << " not held, " << unevaluated << " not evaluated";
   if (skipped_exps) std::cout << "; " << skipped_exps << " experiment(s) skipped (no device)";
   std::cout << "\nreport: " << (std::filesystem::path(out) / "report.jsonl").string() << " (+ report.csv)" << std::endl;
-  return strict && not_held > 0 ? 3 : 0;
+  if (strict && not_held > 0) return 3;
+  return skipped_exps > 0 ? kExitSkipped : 0;
 }
 
 int cmd_list(const std::vector<std::string>& args) {
@@ -155,7 +186,7 @@ int cmd_list(const std::vector<std::string>& args) {
   if (p.vm.count("help")) { std::cout << d; return 0; }
   std::string what = p.positional.empty() ? "all" : p.positional[0];
   require(what == "all" || what == "variants" || what == "experiments" || what == "ops",
-          "klab list: unknown category '" + what + "' (variants, experiments or ops)");
+          "unknown category '" + what + "' (variants, experiments or ops)");
   auto& r = registry();
   auto show = [&](const char* title, const auto& map, auto line) {
     std::cout << title << ":\n";
@@ -172,33 +203,35 @@ int cmd_list(const std::vector<std::string>& args) {
 
 int cmd_run(const std::vector<std::string>& args, int argc, char** argv) {
   RunOptions opt;
-  std::string out, timing;
+  std::string out, timing, seed;
   po::options_description d("klab run EXPERIMENT... [options]");
-  add_run_options(d, opt, out, timing);
+  add_run_options(d, opt, out, timing, seed);
   auto p = parse(args, d);
-  if (p.vm.count("help")) { std::cout << d; return 0; }
+  if (p.vm.count("help")) { std::cout << d << kExitHelp; return 0; }
   opt.modes = parse_modes(timing);
-  require(!p.positional.empty(), "klab run: name at least one experiment (`klab list experiments`)");
+  opt.seed = parse_seed(seed);
+  require(!p.positional.empty(), "name at least one experiment (`klab list experiments`)");
   std::vector<const Experiment*> exps;
   for (const auto& n : p.positional) exps.push_back(&registry().experiment(n));
-  return run_experiments(exps, opt, out, p.vm.count("strict") > 0, argc, argv);
+  return run_experiments(exps, opt, out, p.vm.count("strict") > 0, p.vm.count("require-device") > 0, argc, argv);
 }
 
 int cmd_ab(const std::vector<std::string>& args, int argc, char** argv) {
   RunOptions opt;
-  std::string out, shape, input = "uniform", timing;
+  std::string out, shape, input = "uniform", timing, seed;
   po::options_description d("klab ab A B --shape MxK [--input DIST] [options]");
   d.add_options()("shape", po::value<std::string>(&shape), "problem shape MxK (required)")
     ("input", po::value<std::string>(&input), "input distribution: uniform, normal, student-t, outlier");
-  add_run_options(d, opt, out, timing);
+  add_run_options(d, opt, out, timing, seed);
   auto p = parse(args, d);
-  if (p.vm.count("help")) { std::cout << d; return 0; }
+  if (p.vm.count("help")) { std::cout << d << kExitHelp; return 0; }
   opt.modes = parse_modes(timing);
-  require(p.positional.size() == 2, "klab ab: name exactly two variants, A and B (`klab list variants`)");
-  require(!shape.empty(), "klab ab: --shape MxK is required");
+  opt.seed = parse_seed(seed);
+  require(p.positional.size() == 2, "name exactly two variants, A and B (`klab list variants`)");
+  require(!shape.empty(), "--shape MxK is required");
   static Experiment e;  // lives for the run
   e = experiments::make_ab(p.positional[0], p.positional[1], parse_shape(shape), parse_dist(input));
-  return run_experiments({&e}, opt, out, p.vm.count("strict") > 0, argc, argv);
+  return run_experiments({&e}, opt, out, p.vm.count("strict") > 0, p.vm.count("require-device") > 0, argc, argv);
 }
 
 int cmd_env(const std::vector<std::string>& args) {
@@ -214,8 +247,9 @@ int cmd_env(const std::vector<std::string>& args) {
   if (!has_device()) {
     j["device"] = nullptr;
     j["no_device_reason"] = no_device_reason();
-    std::cout << j.dump(2) << "\nSKIP: " << no_device_reason() << "; no ceiling measured" << std::endl;
-    return 0;
+    std::cout << j.dump(2) << std::endl;
+    std::cerr << "klab env: SKIP: " << no_device_reason() << "; no ceiling measured" << std::endl;
+    return kExitSkipped;
   }
   auto dev = select_device(device);
   j["device"] = to_json(dev);
@@ -239,8 +273,11 @@ void usage(std::ostream& os) {
         "  klab ab A B --shape MxK [--input DIST] [run options]\n"
         "  klab env [--device N]\n";
   for (const auto& c : extra_commands()) os << "  " << c.usage << "\n";
-  os << "\n`klab COMMAND --help` for a command's options.\n";
+  os << "\n`klab COMMAND --help` for a command's options.\n" << kExitHelp;
 }
+
+// Only the commands that write a report say that none was written.
+std::string no_report(const std::string& cmd) { return cmd == "run" || cmd == "ab" ? "; no report written" : ""; }
 
 }  // namespace
 
@@ -263,16 +300,16 @@ int main(int argc, char** argv) {
     usage(std::cerr);
     return kExitUsage;
   } catch (const po::error& e) {
-    std::cerr << "klab " << cmd << ": " << e.what() << " (see `klab " << cmd << " --help`)" << std::endl;
+    std::cerr << "klab " << cmd << ": " << e.what() << " (see `klab " << cmd << " --help`)" << no_report(cmd) << std::endl;
     return kExitUsage;
   } catch (const CudaError& e) {
-    std::cerr << "klab " << cmd << ": CUDA error: " << e.what() << "; no report written" << std::endl;
+    std::cerr << "klab " << cmd << ": CUDA error: " << e.what() << no_report(cmd) << std::endl;
     return 1;
   } catch (const Error& e) {
-    std::cerr << "klab " << cmd << ": " << e.what() << "; no report written" << std::endl;
+    std::cerr << "klab " << cmd << ": " << e.what() << no_report(cmd) << std::endl;
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "klab " << cmd << ": error: " << e.what() << "; no report written" << std::endl;
+    std::cerr << "klab " << cmd << ": error: " << e.what() << no_report(cmd) << std::endl;
     return 1;
   }
 }

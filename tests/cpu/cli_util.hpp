@@ -12,11 +12,11 @@ namespace klab::test {
 
 struct CliResult {
   int code;
-  std::string out;  // stdout and stderr together
+  std::string out;  // stdout and stderr together (stdout alone with stdout_only)
 };
 
-inline CliResult klab_cli(const std::string& args) {
-  const std::string cmd = std::string(KLAB_CLI) + " " + args + " 2>&1";
+inline CliResult klab_cli(const std::string& args, bool stdout_only = false) {
+  const std::string cmd = std::string(KLAB_CLI) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
   std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
   REQUIRE(p);
   std::string out;

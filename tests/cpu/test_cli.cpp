@@ -10,6 +10,8 @@
 #include "klab/device.hpp"
 #include "klab/report.hpp"
 
+#include <nlohmann/json.hpp>
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -40,6 +42,12 @@ TEST_CASE("refusals exit non-zero, name the problem and write no report") {
            {"ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=nope --shape 4x4", "unknown variant"},
            {"list gadgets", "unknown category"},
            {"frobnicate", "unknown command"},
+           // "args" is the positional words' option: named, it would slip past the limit on them.
+           {"env --args x", "unknown option '--args'"},
+           {"run --a f32-gemv-vs-cublas", "unknown option"},
+           // Boost would wrap -1 to 2^64 - 1 for an unsigned option and run with that seed.
+           {"run f32-gemv-vs-cublas --seed -1", "--seed must be a non-negative integer (got '-1')"},
+           {"run f32-gemv-vs-cublas --seed 18446744073709551616", "--seed must be below 2^64"},
        }) {
     CAPTURE(c.args);
     auto dir = out_dir("refuse");
@@ -47,6 +55,11 @@ TEST_CASE("refusals exit non-zero, name the problem and write no report") {
     auto r = klab_cli(c.args + (writes ? " --out " + dir.string() : ""));
     CHECK(r.code != 0);
     CHECK(r.out.find(c.says) != std::string::npos);
+    // One prefix per message ("klab list: unknown category", not "klab list: klab list: ..."), and
+    // "no report written" only from the commands that write one.
+    const std::string cmd = c.args.substr(0, c.args.find(' '));
+    CHECK(r.out.find("klab " + cmd + ": klab " + cmd + ":") == std::string::npos);
+    CHECK((r.out.find("no report written") != std::string::npos) == writes);
     CHECK_FALSE(fs::exists(dir / "report.jsonl"));
     fs::remove_all(dir);
   }
@@ -74,7 +87,7 @@ TEST_CASE("without a device, a device experiment is a skip with its reason, neve
   if (klab::has_device()) return;  // this case is about the no-device path; the gpu suite covers the rest
   auto dir = out_dir("skip");
   auto r = klab_cli("run f32-gemv-vs-cublas --out " + dir.string());
-  CHECK(r.code == 0);
+  CHECK(r.code == 4);  // done, device work skipped: distinct from 0 so that scripts can tell
   CHECK(r.out.find("not_evaluated") != std::string::npos);
   CHECK(r.out.find("0 held") != std::string::npos);
   auto recs = klab::read_jsonl(dir / "report.jsonl");
@@ -86,4 +99,22 @@ TEST_CASE("without a device, a device experiment is a skip with its reason, neve
   }
   CHECK(skip);
   fs::remove_all(dir);
+}
+
+TEST_CASE("without a device: --require-device fails with no report; env keeps stdout pure JSON") {
+  if (klab::has_device()) return;  // the no-device path only
+  auto dir = out_dir("require");
+  auto r = klab_cli("run f32-gemv-vs-cublas --require-device --out " + dir.string());
+  CHECK(r.code == 1);
+  CHECK(r.out.find("--require-device") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "report.jsonl"));
+  // stdout alone (stderr to /dev/null) must parse as JSON; the SKIP goes to stderr.
+  auto e = klab_cli("env", /*stdout_only=*/true);
+  CHECK(e.code == 4);
+  CHECK(e.out.find("SKIP") == std::string::npos);
+  nlohmann::json j;
+  CHECK_NOTHROW(j = nlohmann::json::parse(e.out));
+  CHECK(j.is_object());
+  auto both = klab_cli("env");
+  CHECK(both.out.find("SKIP") != std::string::npos);
 }
