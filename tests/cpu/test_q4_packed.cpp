@@ -327,6 +327,8 @@ TEST_CASE("map=packed in the registry: names, layouts, tolerances, models; launc
   CHECK(names.count("q4_gemv/map=packed,dot=f16x2,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,pdl=off,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,pdl=on,rows=4") == 1);
+  CHECK(names.count("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8") == 1);
+  CHECK(names.count("q4_gemv/map=packed,dot=f32,grid=groups,xprep=launch,pdl=on,rows=8") == 1);
 }
 
 TEST_CASE("map=packed models at decode-like shapes: the rounding forms' error on every input distribution (reported)") {

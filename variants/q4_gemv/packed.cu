@@ -261,6 +261,122 @@ packed_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__
   }
 }
 
+// ---- xprep=launch: x prepared once per launch (a first, tiny kernel), then one block per group ----
+// Why: grid=groups was 2x slower than grid=fill (q8-dp4a 32.2 vs 15.5 us on 17408x5120, H200): each
+// thread block re-prepared x for its R rows (q8: ~200 lane instructions per thread, against ~80 for
+// the 4 rows' dots). Prepared once, the R-row block keeps only its loads and its dots, and grid=groups
+// keeps what grid=fill lacks: balanced waves (fill's 792 persistent blocks take 5.5 / 3.2 / 1.9
+// groups each at the seed shapes: a 9-19% tail) and every load of a block issued at once.
+// The prepared x lives in g_xq (a static device array, kXqWords uint4 per block of 32, word-major:
+// word i of block b at g_xq[i * 1024 + b], so a warp's load is 512 contiguous bytes, read via L2):
+//   q8     [0] xe[0..3]  [1] xo[0..3]  [2] (c, d bits, 0, 0)
+//   f16x2  [j] h[j][0..3] (j = 0..3)  [4] (f bits, 0, 0, 0)
+//   f32    [0] (sx bits, 0, 0, 0)  (the offset form's sum of x, the add chain of prep<f32>)
+// Ordering (pdl=on, both launches with the PDL attribute): prep N+1 triggers, WAITS for main N (x may
+// be its predecessor's output; main N must be done reading g_xq), then writes g_xq; main N+1 triggers,
+// issues its weight loads, waits for prep N+1, then reads g_xq (and, f32, x) with ld.cg (never a
+// possibly stale L1 line). One g_xq per device: launches on concurrent streams would race (the lab
+// and the GDN tier launch on one stream).
+template <Form F>
+constexpr int kXqWords = F == Form::f32 ? 1 : F == Form::q8 ? 3 : 5;
+constexpr int kXqStride = kMaxWarps * 32;  // blocks of 32 (k <= 32768)
+__device__ uint4 g_xq[5 * kXqStride];
+
+template <Form F>
+__global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, int nb) {
+  asm volatile("griddepcontrol.launch_dependents;");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const int b = blockIdx.x * 32 + threadIdx.x;
+  if (b >= nb) return;
+  const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(b) * 8;
+  float xv[32];
+  for (int w = 0; w < 8; ++w) {
+    const float4 v = __ldcg(xb + w);
+    xv[4 * w] = v.x, xv[4 * w + 1] = v.y, xv[4 * w + 2] = v.z, xv[4 * w + 3] = v.w;
+  }
+  if constexpr (F == Form::f32) {
+    float sx = 0.f;
+    for (int i = 0; i < 32; ++i) sx = add_rn(sx, xv[i]);  // = prep<f32>: columns in order from +0
+    g_xq[b] = make_uint4(float_bits(sx), 0, 0, 0);
+  } else if constexpr (F == Form::q8) {
+    const Q8X X = q8_prep(xv);
+    g_xq[b] = make_uint4(X.xe[0], X.xe[1], X.xe[2], X.xe[3]);
+    g_xq[kXqStride + b] = make_uint4(X.xo[0], X.xo[1], X.xo[2], X.xo[3]);
+    g_xq[2 * kXqStride + b] = make_uint4(std::uint32_t(X.c), float_bits(X.d), 0, 0);
+  } else {
+    const H2X X = h2_prep(xv);
+    for (int j = 0; j < 4; ++j) g_xq[j * kXqStride + b] = make_uint4(X.h[j][0], X.h[j][1], X.h[j][2], X.h[j][3]);
+    g_xq[4 * kXqStride + b] = make_uint4(float_bits(X.f), 0, 0, 0);
+  }
+}
+
+// One thread block per group of R rows (grid = groups), one thread per block of 32 weights; the
+// block values, the transposed butterfly and the warps' sum exactly as packed_kernel: the same bits.
+template <Form F, int R>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  asm volatile("griddepcontrol.launch_dependents;");
+  __shared__ float part[kMaxWarps][R];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, W = blockDim.x >> 5;
+  const int nb = k / ref::kQ4Block;
+  const bool active = tid < nb;
+  constexpr int kTile = R * (kChunk * 16 + kChunk * 2);
+  const std::uint8_t* q = packed + (std::size_t(blockIdx.x) * W + warp) * kTile + lane * 16;
+  Buf<R> buf;
+  if (active) {
+    for (int r = 0; r < R; ++r) buf.q[r] = __ldcs(reinterpret_cast<const uint4*>(q + r * kChunk * 16));
+    buf.s.load(q + R * kChunk * 16 + lane * (2 * R - 16));
+  }
+  // g_xq (and x) come from the launches before us: wait for them.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  float p[R];
+  if (active) {
+    if constexpr (F == Form::f32) {
+      const float sx = __uint_as_float(__ldcg(&g_xq[tid].x));
+      const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(tid) * 8;
+      float acc[R];
+      for (int r = 0; r < R; ++r) acc[r] = 0.f;
+      for (int w = 0; w < 4; ++w) {
+        const float4 xa = __ldcg(xb + 2 * w), xc = __ldcg(xb + 2 * w + 1);
+        const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xc.x, xc.y, xc.z, xc.w};
+        for (int i = 0; i < 8; ++i)
+          for (int r = 0; r < R; ++r) acc[r] = fma_rn(offset_value(word_of(buf.q[r], w), i), xv[i], acc[r]);
+      }
+      for (int r = 0; r < R; ++r) p[r] = mul_rn(DotOffset::finish(acc[r], sx), half_value(buf.s.get(r)));
+    } else if constexpr (F == Form::q8) {
+      const uint4 xe = __ldcg(&g_xq[tid]), xo = __ldcg(&g_xq[kXqStride + tid]), cd = __ldcg(&g_xq[2 * kXqStride + tid]);
+      const float d = __uint_as_float(cd.y);
+      for (int r = 0; r < R; ++r) {  // row by row: a row's code registers die with its chain
+        int se = int(cd.x), so = 0;
+        for (int j = 0; j < 4; ++j) q8_word(word_of(buf.q[r], j), word_of(xe, j), word_of(xo, j), se, so);
+        p[r] = q8_finish(se, so, half_value(buf.s.get(r)), d);
+      }
+    } else {
+      uint4 xp[4];
+      for (int j = 0; j < 4; ++j) xp[j] = __ldcg(&g_xq[j * kXqStride + tid]);
+      const float f = __uint_as_float(__ldcg(&g_xq[4 * kXqStride + tid].x));
+      for (int r = 0; r < R; ++r) {
+        std::uint32_t h = 0;
+        for (int j = 0; j < 4; ++j) h = h2_word(word_of(buf.q[r], j), xp[j].x, xp[j].y, xp[j].z, xp[j].w, h);
+        p[r] = h2_finish(h, half_value(buf.s.get(r)), f);
+      }
+    }
+  } else {
+    for (int r = 0; r < R; ++r) p[r] = 0.f;
+  }
+  const float t = warp_rows<R>(p, lane);
+  if ((lane & (32 / R - 1)) == 0) part[warp][lane / (32 / R)] = t;
+  __syncthreads();
+  if (tid < R) {
+    const int row = blockIdx.x * R + tid;
+    if (row < m) {
+      float s = part[0][tid];
+      for (int w = 1; w < W; ++w) s = add_rn(s, part[w][tid]);
+      y[row] = s;
+    }
+  }
+}
+
 // ---- launching ----
 int warps_for(int k) { return (k / ref::kQ4Block + 31) / 32; }
 
@@ -326,6 +442,43 @@ void launch_packed(const std::uint8_t* packed, const float* x, float* y, int m, 
   KLAB_CUDA_LAUNCH("packed_kernel");
 }
 
+template <Form F, int R, bool Pdl>
+void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
+  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
+          "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+  const int W = warps_for(k), nb = k / ref::kQ4Block;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t pre{};
+  pre.gridDim = dim3(unsigned((nb + 31) / 32));
+  pre.blockDim = dim3(32);
+  pre.stream = stream;
+  pre.attrs = Pdl ? attr : nullptr;
+  pre.numAttrs = Pdl ? 1 : 0;
+  KLAB_CUDA(cudaLaunchKernelEx(&pre, xprep_kernel<F>, x, nb));
+  KLAB_CUDA_LAUNCH("xprep_kernel");
+  cudaLaunchConfig_t cfg = pre;
+  cfg.gridDim = dim3(unsigned((static_cast<long long>(m) + R - 1) / R));
+  cfg.blockDim = dim3(unsigned(W * 32));
+  KLAB_CUDA(cudaLaunchKernelEx(&cfg, packed_xl_kernel<F, R>, packed, x, y, m, k));
+  KLAB_CUDA_LAUNCH("packed_xl_kernel");
+}
+
+template <Form F, int R>
+int resident_warps_xl() {
+  static std::atomic<int> cache{0};
+  int n = cache.load(std::memory_order_relaxed);
+  if (n == 0) {
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_xl_kernel<F, R>, warps_for(5120) * 32, 0));
+    cache.store(n, std::memory_order_relaxed);
+  }
+  return n * warps_for(5120);
+}
+
 // The raw launcher of a packed kernel: refuses (its weights come packed, through launch_packed).
 void refuse_raw(const std::uint8_t*, const std::uint16_t*, const float*, float*, int, int, cudaStream_t) {
   throw Error("q4_gemv launch: a map=packed kernel takes its weights in its own layout: pack them with Q4Kernel::layout "
@@ -387,6 +540,18 @@ Q4Kernel kernel_of() {
   return kern;
 }
 
+// grid=groups,xprep=launch: x prepared by a first kernel, one thread block per group of R rows.
+template <Form F, int R, bool Pdl>
+Q4Kernel kernel_xl() {
+  const std::vector<std::pair<std::string, std::string>> axes{{"map", "packed"},    {"dot", form_name(F)},       {"grid", "groups"},
+                                                              {"xprep", "launch"}, {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}};
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xl<F, R>, warps_for(5120)};
+  kern.layout = &layout<R>();
+  kern.launch_packed = &launch_xl<F, R, Pdl>;
+  kern.tolerance = form_tolerance(F);
+  return kern;
+}
+
 template <Form F, int R>
 void add_form(std::vector<Q4Kernel>& v) {
   v.push_back(kernel_of<F, R, true, true>());
@@ -402,6 +567,12 @@ std::vector<Q4Kernel> packed_kernels() {
   add_form<Form::f32, 4>(v);
   add_form<Form::f16x2, 4>(v);
   add_form<Form::q8, 4>(v);
+  // xprep=launch (see packed_xl_kernel), in the ladder's best-guess order.
+  v.push_back(kernel_xl<Form::q8, 8, true>());
+  v.push_back(kernel_xl<Form::q8, 4, true>());
+  v.push_back(kernel_xl<Form::q8, 4, false>());
+  v.push_back(kernel_xl<Form::f16x2, 4, true>());
+  v.push_back(kernel_xl<Form::f32, 8, true>());
   return v;
 }
 
