@@ -2,10 +2,10 @@
 """Nsight Compute's reading of every timed variant of a report, attached to the report.
 
     scripts/profile_ncu.py REPORT_DIR [--klab BIN] [--ncu PATH] [--variants GLOB] [--experiments GLOB]
-                       [--timeout S] [--dry-run]
+                       [--shapes GLOB] [--timeout S] [--dry-run]
 
 For each distinct (variant, shape, dist, seed) timed in REPORT_DIR/report.jsonl (optionally only
-variants / experiments matching the globs), runs
+variants / experiments / shapes matching the globs), runs
 
     ncu --csv --print-units base --clock-control none --profile-from-start off --metrics ...
         BIN profile-one VARIANT --shape MxK --input DIST --seed S
@@ -98,13 +98,15 @@ def summarize_kernels(kernels, macs):
     return out
 
 
-def timed_problems(records, variants, experiments):
+def timed_problems(records, variants, experiments, shapes="*"):
     """(experiment, variant, shape, dist, seed, macs) of every timed measurement, first occurrence."""
     seen, out = set(), []
     for r in records:
         if r.get("kind") != "measurement" or "timing" not in r:
             continue
         if not fnmatch.fnmatchcase(r["variant"], variants) or not fnmatch.fnmatchcase(r.get("experiment", ""), experiments):
+            continue
+        if not fnmatch.fnmatchcase(r["shape"], shapes):
             continue
         key = (r["variant"], r["shape"], r["dist"], r["seed"])
         if key in seen:
@@ -128,6 +130,7 @@ def main(argv=None):
     ap.add_argument("--ncu")
     ap.add_argument("--variants", default="*")
     ap.add_argument("--experiments", default="*")
+    ap.add_argument("--shapes", default="*")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--dry-run", action="store_true", help="list what would be profiled, change nothing")
     a = ap.parse_args(argv)
@@ -141,7 +144,7 @@ def main(argv=None):
     except json.JSONDecodeError as e:
         print("profile_ncu.py: %s: malformed JSON Lines (%s)" % (path, e), file=sys.stderr)
         return 2
-    todo = timed_problems(records, a.variants, a.experiments)
+    todo = timed_problems(records, a.variants, a.experiments, a.shapes)
     if not todo:
         print("profile_ncu.py: no timed measurement matches --variants %s --experiments %s" % (a.variants, a.experiments), file=sys.stderr)
         return 2

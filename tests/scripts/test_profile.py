@@ -98,6 +98,7 @@ class Choice(unittest.TestCase):
         got = prof.timed_problems(recs, "q4_gemv/*", "*")
         self.assertEqual([(t[1], t[2]) for t in got], [("q4_gemv/a", "64x32"), ("q4_gemv/a", "128x32")])
         self.assertEqual(prof.timed_problems(recs, "*", "e2"), [("e2", "q4_gemv/a", "64x32", "uniform", 1, 2048)])
+        self.assertEqual([t[2] for t in prof.timed_problems(recs, "q4_gemv/a", "*", "128x*")], ["128x32"])
 
     def test_without_ncu_the_report_is_left_unchanged(self):
         with tempfile.TemporaryDirectory() as d:
