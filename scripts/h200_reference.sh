@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The reference run on a lent GPU machine (no network, no Debian packages), from prebuilt binaries:
+# the whole standard run, the Python peers merged into it, Nsight Compute over the q4 kernels at
+# 17408x5120, the gpu suite, and a second run of the mat-vec races of the same binary (for
+# scripts/compare.py: two runs of one commit). Each step has its own time limit so that one slow
+# step cannot eat the others; every log and report lands under OUT.
+#   scripts/h200_reference.sh BIN OUT
+set -uo pipefail
+B="$1"; OUT="$2"
+mkdir -p "$OUT/run" "$OUT/run2"
+EXPS=$("$B/klab" list experiments | sed -n 's/^  \([^ ]*\).*/\1/p' | tr '\n' ' ')
+echo "experiments: $EXPS" > "$OUT/run.log"
+(time timeout 340 "$B/klab" run $EXPS --out "$OUT/run") >> "$OUT/run.log" 2>&1; echo "run rc=$?" >> "$OUT/run.log"
+(time timeout 30 "$B/klab_gpu_tests") > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu-tests.log"
+{
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ps .carry/peers/wheels/*.whl
+  mkdir -p /tmp/p
+  for s in 17408x5120 10240x5120 6144x5120 5120x6144; do "$B/klab" export --op q4_gemv --shape $s --out /tmp/p/q4-$s.safetensors; done
+  for b in 1 8 32; do "$B/klab" export --op gdn_recurrence --batch $b --out /tmp/p/gdn-b$b.safetensors; done
+  PYTHONPATH=/tmp/ps timeout 70 python3 peers/run.py --problems /tmp/p --report "$OUT/run" --out "$OUT/run/peers.jsonl" \
+    --merge --q4-experiment q4-to-ceiling
+  echo "peers rc=$?"
+  timeout 60 python3 scripts/profile_ncu.py "$OUT/run" --klab "$B/klab" --experiments q4-to-ceiling --shapes 17408x5120 \
+    --variants 'q4_gemv/map=*'
+  echo "profile rc=$?"
+} > "$OUT/peers.log" 2>&1
+(time timeout 90 "$B/klab" run f32-gemv-vs-cublas q4-vs-peers --out "$OUT/run2") > "$OUT/run2.log" 2>&1; echo "run2 rc=$?" >> "$OUT/run2.log"
+rm -f "$OUT/run2/report.csv"
+grep -E "^claims|ceiling:|rc=" "$OUT/run.log" "$OUT/run2.log"; tail -3 "$OUT/gpu-tests.log"; grep -E "rc=|added|measurement" "$OUT/peers.log"
