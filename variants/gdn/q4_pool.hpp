@@ -42,13 +42,15 @@ struct Q4Layout;
 namespace klab::gdn {
 
 // The q4 mat-vec the q4 tier uses unless told otherwise (GdnDevice::set_q4_variant): the fastest
-// inside the GDN step among the variants that pass their guards (bit-model equals the kernel; rows
-// change no bit). Measured on an NVIDIA H200, 2026-11-30 (gdn-q4-layer, Qwen3.5-27B geometry, 16
-// tokens, L2-cold, device-resident, all 25 q4_gemv kernels raced inside the step, commit c5d6ac0):
-// block-per-thread,dot=offset,rows=8 0.0714 ms per layer per token; block-per-thread,rows=4 (the
-// default before) 0.0804 ms; block-per-lane,rows=8 0.0904 ms (earlier run); the seed's rung B, the
-// first default, 0.156 ms on its RTX 5090. Confirmed in the final run, reports/h200/ (gdn-q4-layer,
-// commit 9219962): 0.0722 ms, the fastest of the 25.
+// EXACT kernel inside the GDN step (f32 arithmetic, held to 1e-5, bit-model equals the kernel) among
+// those that pass their guards. Re-raced on an NVIDIA H200, 2026-12-01 (gdn-q4-layer, Qwen3.5-27B
+// geometry, 16 tokens per repetition, device-resident, read flush, all 39 q4_gemv kernels inside the
+// step; reports/h200/, commit ade16ef): this one 0.0721 ms per layer per token, the fastest exact;
+// block-per-thread,rows=8 0.0755 ms. The rounding forms of map=packed are faster inside the step
+// (q8-dp4a,grid=groups,xprep=launch,rows=8 0.0559 ms, f16x2 ~0.061 ms) but would change the tier's
+// accuracy (q8 activations: max_rel ~4e-3 per mat-vec against ~1e-6), so they are no default; choose
+// one by name where that accuracy is acceptable. Earlier: 0.0714 ms (2026-11-30, commit c5d6ac0,
+// memset flush); the seed's rung B, the first default, 0.156 ms on its RTX 5090.
 inline constexpr const char* kDefaultQ4Variant = "q4_gemv/map=block-per-thread,dot=offset,rows=8";
 
 // The q4 kernel named `variant` (a q4_gemv variant with a raw launcher); throws klab::Error naming
