@@ -47,7 +47,7 @@ namespace klab::gdn {
 // geometry, 16 tokens per repetition, device-resident, read flush, all 39 q4_gemv kernels inside the
 // step; reports/h200/, commit ade16ef): this one 0.0721 ms per layer per token, the fastest exact;
 // block-per-thread,rows=8 0.0755 ms. The rounding forms of map=packed are faster inside the step
-// (q8-dp4a,grid=groups,xprep=launch,rows=8 0.0559 ms, f16x2 ~0.061 ms) but would change the tier's
+// (q8-dp4a,grid=groups,xprep=launch,rows=8 0.0559 ms; f16x2,grid=groups,xprep=launch 0.0619 ms) but would change the tier's
 // accuracy (q8 activations: max_rel ~4e-3 per mat-vec against ~1e-6), so they are no default; choose
 // one by name where that accuracy is acceptable. Earlier: 0.0714 ms (2026-11-30, commit c5d6ac0,
 // memset flush); the seed's rung B, the first default, 0.156 ms on its RTX 5090.
