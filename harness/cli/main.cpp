@@ -181,9 +181,12 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
 int cmd_list(const std::vector<std::string>& args) {
   std::string filter = "*";
   po::options_description d("klab list [variants|experiments|ops] [--filter GLOB]");
-  d.add_options()("filter", po::value<std::string>(&filter), "shell glob on names")("help,h", "this help");
+  d.add_options()("filter", po::value<std::string>(&filter),
+                  "shell glob on names (* and ?); without either, the names that contain it")("help,h", "this help");
   auto p = parse(args, d, 1);
   if (p.vm.count("help")) { std::cout << d; return 0; }
+  // A filter with no wildcard is a fragment: "block-per-thread" finds every name that contains it.
+  if (filter.find_first_of("*?") == std::string::npos) filter = "*" + filter + "*";
   std::string what = p.positional.empty() ? "all" : p.positional[0];
   require(what == "all" || what == "variants" || what == "experiments" || what == "ops",
           "unknown category '" + what + "' (variants, experiments or ops)");

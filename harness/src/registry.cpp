@@ -2,6 +2,10 @@
 
 #include "klab/error.hpp"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 namespace klab {
 
 std::string variant_name(const std::string& op, const std::vector<std::pair<std::string, std::string>>& axes) {
@@ -11,18 +15,58 @@ std::string variant_name(const std::string& op, const std::vector<std::pair<std:
 }
 
 namespace {
+// Levenshtein distance (insertions, deletions, substitutions; one row of the table at a time).
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The known names nearest to `name`, at most 5: those that contain it (a fragment such as
+// "block-per-thread"), else those within a third of its length in edits (a typo), nearest first.
+template <class Map>
+std::vector<std::string> nearest(const Map& m, const std::string& name) {
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  for (const auto& [k, v] : m)
+    if (name.size() >= 3 && k.find(name) != std::string::npos) scored.emplace_back(k.size() - name.size(), k);
+  if (scored.empty()) {
+    const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
+    for (const auto& [k, v] : m)
+      if (auto d = edit_distance(name, k); d <= limit) scored.emplace_back(d, k);
+  }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < scored.size() && i < 5; ++i) out.push_back(scored[i].second);
+  return out;
+}
+
 template <class Map>
 const typename Map::mapped_type& find_or_explain(const Map& m, const std::string& name, const char* what) {
   auto it = m.find(name);
   if (it != m.end()) return it->second;
+  std::string msg = std::string("unknown ") + what + " '" + name + "'";
+  if (const auto near = nearest(m, name); !near.empty()) {
+    msg += "; did you mean ";
+    for (std::size_t i = 0; i < near.size(); ++i) msg += (i ? (i + 1 == near.size() ? " or '" : ", '") : "'") + near[i] + "'";
+    msg += "? (" + std::to_string(m.size()) + " known; `klab list` shows them all)";
+    throw Error(msg);
+  }
   std::string known;
   int shown = 0;
   for (const auto& [k, v] : m) {
     if (shown++ == 12) { known += ", ..."; break; }
     known += (known.empty() ? "" : ", ") + k;
   }
-  throw Error(std::string("unknown ") + what + " '" + name + "' (known: " + (known.empty() ? "none" : known) +
-              "; `klab list` shows them all)");
+  throw Error(msg + " (known: " + (known.empty() ? "none" : known) + "; `klab list` shows them all)");
 }
 template <class Map, class T>
 void insert_unique(Map& m, T t, const char* what) {

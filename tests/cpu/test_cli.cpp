@@ -72,6 +72,11 @@ TEST_CASE("list shows the registry and filters by glob") {
   CHECK(r.out.find("experiments:") == std::string::npos);
   auto e = klab_cli("list experiments");
   CHECK(e.out.find("f32-gemv-vs-cublas") != std::string::npos);
+  // No wildcard: a fragment of the name, not the whole name.
+  auto f = klab_cli("list variants --filter block-per-thread");
+  CHECK(f.code == 0);
+  CHECK(f.out.find("q4_gemv/map=block-per-thread,rows=8") != std::string::npos);
+  CHECK(f.out.find("f32_gemv/") == std::string::npos);
 }
 
 TEST_CASE("--help works for every command") {

@@ -45,6 +45,29 @@ TEST_CASE("unknown names are refused with the known ones listed") {
   CHECK_THROWS_AS(registry().op("no_such_op"), Error);
 }
 
+TEST_CASE("unknown names get a 'did you mean' with the nearest known names") {
+  auto message = [](auto&& lookup) {
+    try {
+      lookup();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // A typo (one letter dropped): the one name a single edit away.
+  auto typo = message([] { registry().variant("f32_gemv/impl=warp-row,unrol=4"); });
+  CHECK(typo.find("did you mean 'f32_gemv/impl=warp-row,unroll=4'") != std::string::npos);
+  // A fragment: names that contain it, shortest first, at most five.
+  auto frag = message([] { registry().variant("dot=offset,rows=8"); });
+  CHECK(frag.find("did you mean 'q4_gemv/map=block-per-thread,dot=offset,rows=8'") != std::string::npos);
+  auto exp = message([] { registry().experiment("q4-vs-peer"); });
+  CHECK(exp.find("did you mean 'q4-vs-peers'") != std::string::npos);
+  // Nothing near: the known names are listed instead, and no guess is made.
+  auto far = message([] { registry().op("zzzzzzzzzzzz"); });
+  CHECK(far.find("did you mean") == std::string::npos);
+  CHECK(far.find("known: ") != std::string::npos);
+}
+
 TEST_CASE("a registry refuses duplicates and variants of unknown ops") {
   Registry r;
   Op op;
