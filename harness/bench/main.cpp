@@ -4,12 +4,14 @@
 // (--benchmark_filter=REGEX, --benchmark_format=json). Without a device every case is skipped.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "common.hpp"
 #include "klab/cuda.hpp"
 #include "klab/device.hpp"
+#include "klab/metrics.hpp"
 
 using namespace klab;
 
@@ -32,7 +34,21 @@ Shared* shared() {
   return s;
 }
 
+// Cases that failed (a CUDA error, a failed verification): the exit status says so.
+int g_errors = 0;
+
+void bench_case(benchmark::State& state, const Op* op, const Variant* v, Shape shape);
+
 void bench(benchmark::State& state, const Op* op, const Variant* v, Shape shape) {
+  try {
+    bench_case(state, op, v, shape);
+  } catch (const std::exception& e) {
+    ++g_errors;
+    state.SkipWithError((std::string("error: ") + e.what()).c_str());
+  }
+}
+
+void bench_case(benchmark::State& state, const Op* op, const Variant* v, Shape shape) {
   Shared* sh = shared();
   if (!sh) {
     state.SkipWithError(("skipped: " + no_device_reason()).c_str());
@@ -47,9 +63,23 @@ void bench(benchmark::State& state, const Op* op, const Variant* v, Shape shape)
   }
   auto work = op->generate(p);
   auto inst = v->make(*work);
-  // One untimed run first: library handles and lazy module loading (cuBLAS) stay out of the timing.
+  // Verified before it is timed, as in every race: poisoned output, one run (which also keeps library
+  // handles and lazy module loading out of the timing), the f64 reference, the variant's tolerance.
+  inst->poison(sh->stream);
   inst->run(sh->stream);
   KLAB_CUDA(cudaStreamSynchronize(sh->stream));
+  const Accuracy acc = accuracy(inst->output(), op->reference(*work));
+  const double tol = v->tolerance > 0 ? v->tolerance : 1e-5;
+  if (!acc.finite() || acc.max_rel > tol) {
+    ++g_errors;
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "verification failed: max_rel %.3g (tolerance %.1g), %lld unwritten", acc.max_rel, tol,
+                  static_cast<long long>(acc.unwritten));
+    state.SkipWithError(msg);
+    for (auto _ : state) {}
+    return;
+  }
+  state.counters["max_rel"] = acc.max_rel;
   cudaEvent_t e0, e1;
   KLAB_CUDA(cudaEventCreate(&e0));
   KLAB_CUDA(cudaEventCreate(&e1));
@@ -83,7 +113,17 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   if (!has_device()) std::cerr << "klab_bench: " << no_device_reason() << ": every benchmark is skipped" << std::endl;
-  benchmark::RunSpecifiedBenchmarks();
+  const std::size_t ran = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  return 0;
+  // Exit statuses as klab's: 1 a case failed, 2 nothing matched the filter (or it did not compile),
+  // 4 device work skipped for want of a device.
+  if (ran == 0) {
+    std::cerr << "klab_bench: no benchmark matched --benchmark_filter (or the filter is not a valid regex)" << std::endl;
+    return 2;
+  }
+  if (g_errors > 0) {
+    std::cerr << "klab_bench: " << g_errors << " case(s) failed (see the errors above)" << std::endl;
+    return 1;
+  }
+  return has_device() ? 0 : 4;
 }

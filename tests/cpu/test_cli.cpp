@@ -2,8 +2,10 @@
 // exit and no report; without a device, device experiments are reported as skipped, not passed.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli_util.hpp"
@@ -122,4 +124,15 @@ TEST_CASE("without a device: --require-device fails with no report; env keeps st
   CHECK(j.is_object());
   auto both = klab_cli("env");
   CHECK(both.out.find("SKIP") != std::string::npos);
+}
+
+TEST_CASE("klab_bench: a filter that matches nothing (or is no regex) exits 2; without a device every case is a skip, exit 4") {
+  auto bench = [](const std::string& args) {
+    const std::string cmd = std::string(KLAB_BENCH) + " " + args + " >/dev/null 2>&1";
+    const int status = std::system(cmd.c_str());
+    return WEXITSTATUS(status);
+  };
+  CHECK(bench("--benchmark_filter=no-such-benchmark") == 2);
+  CHECK(bench("'--benchmark_filter=('") == 2);
+  if (!klab::has_device()) CHECK(bench("--benchmark_filter=unroll=1/5120x6144") == 4);
 }
