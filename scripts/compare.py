@@ -28,7 +28,9 @@ the drift of the --control GLOB variants, assumed unchanged (the largest |median
 them, every compared mode). The band used and where it came from are printed.
 
 Also listed: measurements found in one report only, timing modes found in one report only, changes
-of accuracy (max_rel), of verification and of bit-equality (bits_vs_a, bits_vs_prev), and the
+of accuracy (max_rel), of verification and of bit-equality (bits_vs_a, bits_vs_prev; and, where both
+reports carry them, input_hash and output_hash: the same seed must give the same input bytes and the
+same output bits run after run), and the
 claims (of experiments in both reports) whose state changed. The last line is the summary: "N
 faster, N slower, N same, N ambiguous, N not timed; ...".
 
@@ -199,6 +201,12 @@ def changes(old, new):
     for f in ("bits_vs_a", "bits_vs_prev"):
         if (f in o or f in n) and o.get(f) != n.get(f):
             out.append(f"{f} {o.get(f, 'absent')} -> {n.get(f, 'absent')}".replace("None", "null"))
+    # Determinism (where both reports carry the hashes): the same problem must be the same bytes, and
+    # the same bytes through the same variant the same output bits.
+    if o.get("input_hash") and n.get("input_hash") and o["input_hash"] != n["input_hash"]:
+        out.append(f"inputs differ (input_hash {o['input_hash']} -> {n['input_hash']}): the same seed gave other bytes")
+    elif o.get("output_hash") and n.get("output_hash") and o["output_hash"] != n["output_hash"]:
+        out.append(f"output bits differ on the same inputs (output_hash {o['output_hash']} -> {n['output_hash']})")
     return out
 
 

@@ -1,5 +1,7 @@
 #include "klab/metrics.hpp"
 
+#include <cstdio>
+
 #include <bit>
 #include <cmath>
 
@@ -48,6 +50,21 @@ std::int64_t bitwise_diff(std::span<const float> a, std::span<const float> b) {
   std::int64_t d = 0;
   for (std::size_t i = 0; i < a.size(); ++i) d += std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i]);
   return d;
+}
+
+std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string hash_hex(std::uint64_t h) {
+  char buf[19];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 nlohmann::json to_json(const Accuracy& a) {

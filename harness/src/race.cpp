@@ -145,6 +145,9 @@ nlohmann::json to_json(const Measured& m) {
     j["prev"] = m.prev;
     j["bits_vs_prev"] = m.bits_vs_prev;
   }
+  // Determinism: the same seed must give these same hashes on every run (scripts/compare.py checks).
+  if (m.input_hash) j["input_hash"] = hash_hex(m.input_hash);
+  if (!m.output.empty()) j["output_hash"] = hash_hex(m.output_hash);
   j["bytes"] = m.traffic.bytes;
   j["macs"] = m.traffic.macs;
   if (m.timed) {
@@ -228,6 +231,8 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
         m.bits_vs_prev = bitwise_diff(y, prev->output);
       }
     }
+    m.input_hash = work->digest();
+    m.output_hash = fnv1a64(std::span<const float>(y));
     m.output = std::move(y);
     ctx.log("verify " + v->name + fmt(": max_rel %.3g (tolerance %.1g)", m.acc.max_rel, m.tolerance) +
             (m.bits_vs_a >= 0 ? ", " + std::to_string(m.bits_vs_a) + " elements differ bitwise from A" : "") +

@@ -8,6 +8,7 @@
 
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
+#include "klab/registry.hpp"
 #include "klab/stats.hpp"
 
 using namespace klab;
@@ -180,5 +181,30 @@ TEST_CASE("A/B verdict: same median, very different spread: same, and the interv
     CHECK(c.hi > 1.01);  // the tail widens the interval upwards only
     CHECK(c.lo > 0.99);
     CHECK(c.verdict == Verdict::same);
+  }
+}
+
+TEST_CASE("fnv1a64: the published test vectors, and its text form") {
+  // FNV-1a 64 of "" is the offset basis; of "a" and "foobar" the values published with the algorithm.
+  CHECK(fnv1a64("", 0) == 0xcbf29ce484222325ull);
+  CHECK(fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull);
+  CHECK(fnv1a64("foobar", 6) == 0x85944171f73967e8ull);
+  // Chaining: hashing "foo" then "bar" is hashing "foobar".
+  CHECK(fnv1a64("bar", 3, fnv1a64("foo", 3)) == fnv1a64("foobar", 6));
+  CHECK(hash_hex(0xaf63dc4c8601ec8cull) == "0xaf63dc4c8601ec8c");
+  CHECK(hash_hex(1) == "0x0000000000000001");
+}
+
+TEST_CASE("a problem's input digest: the same for the same seed, different for another seed or shape") {
+  for (const char* opname : {"f32_gemv", "q4_gemv"}) {
+    CAPTURE(opname);
+    const Op& op = registry().op(opname);
+    const Problem p{{64, 96}, Dist::student_t, 7};
+    const auto a = op.generate(p), b = op.generate(p);
+    CHECK(a->digest() != 0);
+    CHECK(a->digest() == b->digest());
+    CHECK(op.generate(Problem{{64, 96}, Dist::student_t, 8})->digest() != a->digest());
+    CHECK(op.generate(Problem{{96, 64}, Dist::student_t, 7})->digest() != a->digest());
+    CHECK(op.generate(Problem{{64, 96}, Dist::uniform, 7})->digest() != a->digest());
   }
 }

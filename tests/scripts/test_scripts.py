@@ -554,6 +554,24 @@ class CompareTest(TempDir):
         self.assertNotIn("claim 0 of", p.stdout)
         self.assertIn("3 claim(s) changed state", p.stdout)
 
+    def test_determinism_hashes(self):
+        # The same seed must give the same input bytes, and the same bytes the same output bits.
+        same = "0x00000000000000aa"
+        old = [measurement("v/same", input_hash=same, output_hash="0x1"),
+               measurement("v/outputs", input_hash=same, output_hash="0x1"),
+               measurement("v/inputs", input_hash=same, output_hash="0x1"),
+               measurement("v/nohash")]
+        new = [measurement("v/same", input_hash=same, output_hash="0x1"),
+               measurement("v/outputs", input_hash=same, output_hash="0x2"),
+               measurement("v/inputs", input_hash="0x00000000000000bb", output_hash="0x2"),
+               measurement("v/nohash", output_hash="0x9")]
+        p = self.compare(old, new)
+        self.assertOk(p)
+        self.assertIn("output bits differ on the same inputs (output_hash 0x1 -> 0x2)", p.stdout)
+        self.assertIn("inputs differ (input_hash 0x00000000000000aa -> 0x00000000000000bb)", p.stdout)
+        # Only the two that changed; a record without hashes on one side is no evidence either way.
+        self.assertIn("2 with accuracy or bit changes", p.stdout)
+
     def test_modes_are_matched(self):
         # "v/a": both reports timed it in both modes; stream (the headline) got 20% faster (0.5 ->
         # 0.4 ms), launch is unchanged. "v/old": OLD is a report from before the timing modes (its

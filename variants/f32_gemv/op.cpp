@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "klab/error.hpp"
+#include "klab/metrics.hpp"
 #include "klab/ref/gemv.hpp"
 
 namespace klab::f32_gemv {
@@ -34,6 +35,13 @@ Op make_op() {
     return Traffic{4.0 * (m * k + k + m), m * k};
   };
   return op;
+}
+
+std::uint64_t Workload::digest() const {
+  const std::int64_t dims[2] = {problem.shape.m, problem.shape.k};
+  std::uint64_t h = fnv1a64(dims, sizeof dims);
+  h = fnv1a64(std::span<const float>(w), h);
+  return fnv1a64(std::span<const float>(x), h);
 }
 
 const Workload& workload_of(const klab::Workload& w) {

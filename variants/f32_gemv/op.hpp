@@ -10,6 +10,7 @@ namespace klab::f32_gemv {
 struct Workload : klab::Workload {
   std::vector<float> w;  // (m, k) row-major
   std::vector<float> x;  // (k)
+  std::uint64_t digest() const override;
 };
 
 // The registered op (generate, reference, traffic).

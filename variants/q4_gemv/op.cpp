@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "klab/error.hpp"
+#include "klab/metrics.hpp"
 #include "q4_gemv/q4_gemv.hpp"
 
 namespace klab::q4_gemv {
@@ -104,6 +105,14 @@ Op make_op() {
     return Traffic{m * k / 2 + m * (k / 32) * 2 + 4.0 * k + 4.0 * m, m * k};
   };
   return op;
+}
+
+std::uint64_t Workload::digest() const {
+  const std::int64_t dims[2] = {w.m, w.k};
+  std::uint64_t h = fnv1a64(dims, sizeof dims);
+  h = fnv1a64(std::span<const std::uint8_t>(w.codes), h);
+  h = fnv1a64(std::span<const std::uint16_t>(w.scales), h);
+  return fnv1a64(std::span<const float>(x), h);
 }
 
 const Workload& workload_of(const klab::Workload& w) {

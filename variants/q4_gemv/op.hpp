@@ -12,6 +12,7 @@ namespace klab::q4_gemv {
 struct Workload : klab::Workload {
   ref::Q4Matrix w;       // quantised from a generated f32 W
   std::vector<float> x;  // (k)
+  std::uint64_t digest() const override;
 };
 
 // The registered op (validate, generate, reference, traffic).

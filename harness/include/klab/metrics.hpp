@@ -2,6 +2,7 @@
 // Accuracy of an output against a reference, and bitwise comparison between two outputs.
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,17 @@ Accuracy accuracy(std::span<const float> out, std::span<const float> ref);
 
 // Number of elements whose bit patterns differ (sizes must match, else klab::Error).
 std::int64_t bitwise_diff(std::span<const float> a, std::span<const float> b);
+
+// A 64-bit FNV-1a hash of bytes, chained through `h` (determinism: the same seed must give the same
+// inputs and the same verified outputs, bit for bit, run after run), and its text form "0x%016x"
+// (JSON numbers cannot carry 64 bits to the scripts).
+constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t h = kFnvOffset);
+template <class T>
+std::uint64_t fnv1a64(std::span<const T> v, std::uint64_t h = kFnvOffset) {
+  return fnv1a64(v.data(), v.size_bytes(), h);
+}
+std::string hash_hex(std::uint64_t h);
 
 // The poison pattern written into outputs before each run: a quiet NaN with payload 0x0BAD.
 constexpr std::uint32_t kPoisonBits = 0x7FC00BADu;

@@ -36,6 +36,8 @@ struct Measured {
   std::string prev;               // ladders: the previous rung (empty: not a ladder, or the first rung)
   std::int64_t bits_vs_prev = -1; // ladders: elements differing bitwise from the previous rung
   std::vector<float> output;      // the verified run's output, for comparisons the race does not make
+  std::uint64_t input_hash = 0;   // Workload::digest() of the problem (0: the op gives none)
+  std::uint64_t output_hash = 0;  // fnv1a64 of the output's bits
   bool timed = false;
   Traffic traffic;
   // Every mode timed, in the run's order (RunOptions::modes), and why stream mode is missing when

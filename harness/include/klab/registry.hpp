@@ -20,6 +20,9 @@ namespace klab {
 struct Workload {
   Problem problem;
   virtual ~Workload() = default;
+  // A hash of every input byte (klab::fnv1a64), for the report: the same problem must give the same
+  // bytes on every run and machine. 0: the op does not provide one.
+  virtual std::uint64_t digest() const { return 0; }
 };
 
 // Bytes a perfect kernel must move and multiply-accumulates it must do.
