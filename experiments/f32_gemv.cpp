@@ -18,9 +18,9 @@ void register_f32_gemv(Registry& r) {
       "warp-row,unroll=4 reaches at least 90% of the read ceiling at 17408x5120 in stream mode",
   };
   e.run = [](Context& ctx) {
-    auto vs = lookup({"f32_gemv/impl=warp-row,unroll=1", "f32_gemv/impl=warp-row,unroll=4", "f32_gemv/impl=cublas-sgemv"});
+    auto vs = lookup(ctx, {"f32_gemv/impl=warp-row,unroll=1", "f32_gemv/impl=warp-row,unroll=4", "f32_gemv/impl=cublas-sgemv"});
     auto shapes = shapes_for(ctx, {{17408, 5120}, {10240, 5120}, {6144, 5120}, {5120, 6144}, {33, 160}}, {{1024, 512}, {33, 160}});
-    const Op& op = registry().op("f32_gemv");
+    const Op& op = ctx.registry().op("f32_gemv");
     // A shape skipped (or a seed shape not timed) leaves its claims not evaluated.
     ctx.claim_needs(0, shape_keys(shapes));
     for (std::size_t claim : {1, 2, 3}) ctx.claim_needs(claim, shape_keys(seed_shapes()));

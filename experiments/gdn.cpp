@@ -19,6 +19,7 @@
 
 #include "common.hpp"
 #include "gdn/gdn_device.hpp"
+#include "gdn/inputs.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
@@ -47,8 +48,8 @@ nlohmann::json to_json(const Geometry& g) {
 }
 
 // T tokens of layer input (T, hidden): heavy-tailed (N(0,1) with outlier channels, as LLM activations).
-std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) { return gdn_inputs(g.hidden, T, Dist::outlier, seed, 1000); }
-std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) { return gdn_token(seq, g.hidden, t); }
+std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) { return gdn::inputs(g.hidden, T, Dist::outlier, seed, 1000); }
+std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) { return gdn::token(seq, g.hidden, t); }
 
 // Every intermediate of `layer` (and its state in slot 0), by name.
 std::map<What, std::vector<float>> snapshot(const GdnDevice& dev, int layer) {

@@ -23,6 +23,7 @@
 #include "common.hpp"
 #include "error_budget.hpp"
 #include "gdn/gdn_device.hpp"
+#include "gdn/inputs.hpp"
 #include "gdn/q4_pool.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
@@ -67,8 +68,8 @@ std::string chosen_variant() {
 }
 
 // T tokens of layer input (T, hidden): heavy-tailed (N(0,1) with outlier channels, as LLM activations).
-std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) { return gdn_inputs(g.hidden, T, Dist::outlier, seed, 1000); }
-std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) { return gdn_token(seq, g.hidden, t); }
+std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) { return gdn::inputs(g.hidden, T, Dist::outlier, seed, 1000); }
+std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) { return gdn::token(seq, g.hidden, t); }
 
 void put_all(gdn::Q4Pool& pool, const rg::Q4Projections& q, int kq = kQkv, int kz = kZ, int ko = kOut) {
   pool.put(kq, q.qkv);
@@ -509,7 +510,7 @@ void run_layer(Context& ctx) {
     // Exact kernels: f32 arithmetic, held to the default 1e-5 (no declared tolerance). The rounding
     // forms (f16x2, q8 activations) change the tier's accuracy, so they are raced and reported but
     // are no candidates for the default.
-    const bool exact = registry().variant(kern.name).tolerance == 0;
+    const bool exact = ctx.registry().variant(kern.name).tolerance == 0;
     if (exact && (best_exact == 0 || ms < best_exact)) {
       best_exact = ms;
       fastest_exact = kern.name;

@@ -97,12 +97,12 @@ Experiment q4_to_ceiling() {
       "the fastest exact rung (f32, any grid) is faster than today's fastest (block-per-thread,dot=offset,rows=8) on the four seed shapes",
   };
   e.run = [](Context& ctx) {
-    const Op& op = registry().op("q4_gemv");
+    const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
     std::vector<std::string> names = ours;
     names.push_back(kPeerBf16);
     names.push_back(kPeerF32);
-    const auto vs = lookup(names);
+    const auto vs = lookup(ctx, names);
     const std::size_t n_ours = ours.size();
     for (const Shape& s : shapes_for(ctx, seed_shapes(), {{1024, 512}, {37, 160}})) {
       for (Dist d : {Dist::uniform, Dist::student_t}) {

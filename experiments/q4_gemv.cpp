@@ -86,8 +86,8 @@ Experiment axis_experiment(const AxisStudy& st) {
   if (st.worst_on_fewest_rows)
     e.claims.push_back("the slow-down is largest on the seed shape with the fewest rows (5120x6144, out_proj; seed: 0.89x on gate_proj, 0.47x on out_proj)");
   e.run = [st](Context& ctx) {
-    const Op& op = registry().op("q4_gemv");
-    auto vs = lookup({st.a, st.b});
+    const Op& op = ctx.registry().op("q4_gemv");
+    auto vs = lookup(ctx, {st.a, st.b});
     ctx.log("A = " + st.a + ", B = " + st.b);
     double worst_speedup = std::numeric_limits<double>::infinity();
     Shape worst_shape;
@@ -141,10 +141,10 @@ Experiment seed_ladder() {
       "B, the seed's kept kernel, is faster than both cuBLAS peers on the four seed shapes (it reads 3.6x fewer bytes than bf16)",
   };
   e.run = [](Context& ctx) {
-    const Op& op = registry().op("q4_gemv");
-    const auto rungs = lookup({kOriginal, kRungA, kRungB, kRungC});
+    const Op& op = ctx.registry().op("q4_gemv");
+    const auto rungs = lookup(ctx, {kOriginal, kRungA, kRungB, kRungC});
     auto all = rungs;
-    for (const Variant* v : lookup({kPeerBf16, kPeerF32})) all.push_back(v);
+    for (const Variant* v : lookup(ctx, {kPeerBf16, kPeerF32})) all.push_back(v);
     double worst_c = std::numeric_limits<double>::infinity();
     Shape worst_shape;
     std::string c_speedups;
@@ -225,7 +225,7 @@ Experiment vs_peers() {
       "the fastest kernel beyond the seed reaches at least 70% of the measured read ceiling on the four seed shapes",
   };
   e.run = [](Context& ctx) {
-    const Op& op = registry().op("q4_gemv");
+    const Op& op = ctx.registry().op("q4_gemv");
     // ms[0] = B; then the maps' variants (each map's first is its bitwise anchor); then the peers.
     const std::vector<std::pair<std::string, std::vector<int>>> maps{
         {"block-per-lane", {1, 4, 8, 16}}, {"block-per-thread", {2, 4, 8}}, {"block-per-thread,dot=offset", {4, 8}}};
@@ -239,7 +239,7 @@ Experiment vs_peers() {
     const std::size_t first = 1, last = names.size();  // the kernels beyond the seed: ms[first, last)
     names.push_back(kPeerBf16);
     names.push_back(kPeerF32);
-    const auto vs = lookup(names);
+    const auto vs = lookup(ctx, names);
     for (std::size_t claim : {0, 1}) ctx.claim_needs(claim, problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
     for (std::size_t claim : {2, 3, 4}) ctx.claim_needs(claim, shape_keys(seed_shapes()));
     for (const Shape& s : q4_shapes(ctx)) {

@@ -16,8 +16,9 @@ std::string to_string(ClaimState s) {
   return "?";
 }
 
-Context::Context(const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev, const Ceiling* ceiling, Timer* timer)
-    : exp_(e), opt_(o), report_(r), dev_(dev), ceiling_(ceiling), timer_(timer) {
+Context::Context(const Registry& reg, const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev, const Ceiling* ceiling,
+                 Timer* timer)
+    : reg_(reg), exp_(e), opt_(o), report_(r), dev_(dev), ceiling_(ceiling), timer_(timer) {
   for (const auto& c : e.claims) claims_.push_back({c, ClaimState::not_evaluated, ""});
   books_.resize(claims_.size());
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "klab/catalog.hpp"
 #include "klab/error.hpp"
 #include "klab/experiment.hpp"
 #include "klab/registry.hpp"
@@ -32,7 +33,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 struct Fresh {
   Experiment e = two_claims();
   Report rep{nlohmann::json::object()};
-  Context ctx{e, RunOptions{}, rep, nullptr, nullptr, nullptr};
+  Context ctx{registry(), e, RunOptions{}, rep, nullptr, nullptr, nullptr};
 };
 }  // namespace
 

@@ -40,9 +40,12 @@ struct ClaimResult {
 
 class Context {
  public:
-  Context(const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev,
+  // `reg` is the run's registry (the CLI passes the catalogue's, klab/catalog.hpp); experiments
+  // find their ops and variants in it, never in a registry of their own.
+  Context(const Registry& reg, const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev,
           const Ceiling* ceiling, Timer* timer);
 
+  const Registry& registry() const { return reg_; }
   const Experiment& experiment() const { return exp_; }
   const RunOptions& options() const { return opt_; }
   Report& report() { return report_; }
@@ -75,6 +78,7 @@ class Context {
   int finish();
 
  private:
+  const Registry& reg_;
   const Experiment& exp_;
   RunOptions opt_;
   Report& report_;

@@ -108,7 +108,4 @@ class Registry {
   std::map<std::string, Experiment> experiments_;
 };
 
-// The registry with every op, variant and experiment of klab (built once).
-Registry& registry();
-
 }  // namespace klab
