@@ -78,15 +78,18 @@ Experiment make_ab(const Registry& reg, const std::string& a_name, const std::st
   Experiment e;
   e.name = "ab";
   e.description = "ad hoc: " + a.name + " (A) against " + b.name + " (B) on " + shape.str() + ", " + to_string(dist) + " inputs";
-  e.claims = {"A and B are within tolerance of the reference", "B is bitwise equal to A", "B is faster than A"};
-  e.run = [&a, &b, &op, shape, dist](Context& ctx) {
+  const Claim accurate{"accurate", "A and B are within tolerance of the reference"};
+  const Claim bitwise{"bitwise", "B is bitwise equal to A"};
+  const Claim faster{"faster", "B is faster than A"};
+  e.claims = {accurate, bitwise, faster};
+  e.run = [&a, &b, &op, shape, dist, accurate, bitwise, faster](Context& ctx) {
     Problem p{shape, dist, ctx.options().seed};
     auto ms = race(ctx, op, {&a, &b}, p, RaceOptions{});
     if (ms.size() < 2 || ms[0].skipped || ms[1].skipped) return;
-    ctx.claim(0, ms[0].verified && ms[1].verified, fmt("max_rel A %.3g, B %.3g", ms[0].acc.max_rel, ms[1].acc.max_rel));
-    ctx.claim(1, ms[1].bits_vs_a == 0, std::to_string(ms[1].bits_vs_a) + " of " + std::to_string(ms[1].acc.n) + " elements differ");
+    ctx.claim(accurate).set(ms[0].verified && ms[1].verified, fmt("max_rel A %.3g, B %.3g", ms[0].acc.max_rel, ms[1].acc.max_rel));
+    ctx.claim(bitwise).set(ms[1].bits_vs_a == 0, std::to_string(ms[1].bits_vs_a) + " of " + std::to_string(ms[1].acc.n) + " elements differ");
     if (ms[1].vs_a)
-      ctx.claim(2, ms[1].vs_a->verdict == Verdict::faster,
+      ctx.claim(faster).set(ms[1].vs_a->verdict == Verdict::faster,
                 fmt("speed-up %.3f (95%% CI of time ratio %.3f..%.3f): ", ms[1].vs_a->speedup, ms[1].vs_a->lo, ms[1].vs_a->hi) + to_string(ms[1].vs_a->verdict));
   };
   return e;

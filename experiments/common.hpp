@@ -14,7 +14,7 @@ namespace klab::experiments {
 // Seed shapes, or (with --quick) small shapes that still exercise every code path.
 std::vector<Shape> shapes_for(const Context& ctx, std::vector<Shape> full, std::vector<Shape> quick);
 
-// Names of evaluations for Context::claim_needs / claim_all: a shape ("17408x5120"), or a shape and
+// Names of evaluations for ClaimRef::needs / settle: a shape ("17408x5120"), or a shape and
 // an input distribution ("17408x5120/uniform", one per distribution and shape).
 std::vector<std::string> shape_keys(const std::vector<Shape>& shapes);
 std::string problem_key(const Shape& s, Dist d);
