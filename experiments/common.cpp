@@ -25,9 +25,9 @@ std::vector<std::string> problem_keys(const std::vector<Shape>& shapes, const st
   return out;
 }
 
-std::vector<const Variant*> lookup(const std::vector<std::string>& names) {
+std::vector<const Variant*> lookup(const Context& ctx, const std::vector<std::string>& names) {
   std::vector<const Variant*> out;
-  for (const auto& n : names) out.push_back(&registry().variant(n));
+  for (const auto& n : names) out.push_back(&ctx.registry().variant(n));
   return out;
 }
 
@@ -51,20 +51,6 @@ std::vector<std::filesystem::path> gdn_fixture_files(std::string& looked) {
   return {};
 }
 
-std::vector<float> gdn_inputs(int hidden, int T, Dist dist, std::uint64_t seed, std::uint64_t stream0) {
-  std::vector<float> h;
-  h.reserve(std::size_t(T) * std::size_t(hidden));
-  for (int t = 0; t < T; ++t) {
-    const auto x = generate(dist, std::size_t(hidden), seed, stream0 + std::uint64_t(t));
-    h.insert(h.end(), x.begin(), x.end());
-  }
-  return h;
-}
-
-std::span<const float> gdn_token(const std::vector<float>& seq, int hidden, int t) {
-  return {seq.data() + std::size_t(t) * std::size_t(hidden), std::size_t(hidden)};
-}
-
 std::string fmt(const char* f, double a, double b, double c, double d) {
   char buf[512];
   std::snprintf(buf, sizeof buf, f, a, b, c, d);
@@ -82,25 +68,28 @@ void add_rates(Context& ctx, nlohmann::json& rec, double bytes, double ms_per_st
   rec["pct_attainable"] = 100.0 * gbps / att.gbps;
 }
 
-Experiment make_ab(const std::string& a_name, const std::string& b_name, Shape shape, Dist dist) {
-  const Variant& a = registry().variant(a_name);
-  const Variant& b = registry().variant(b_name);
+Experiment make_ab(const Registry& reg, const std::string& a_name, const std::string& b_name, Shape shape, Dist dist) {
+  const Variant& a = reg.variant(a_name);
+  const Variant& b = reg.variant(b_name);
   require(a.op == b.op, "cannot race " + a.name + " (op " + a.op + ") against " + b.name + " (op " + b.op + "): different ops");
-  const Op& op = registry().op(a.op);
+  const Op& op = reg.op(a.op);
   Problem probe{shape, dist, 1};
   if (auto why = op.validate(probe); !why.empty()) throw Error(op.name + " " + shape.str() + ": " + why);
   Experiment e;
   e.name = "ab";
   e.description = "ad hoc: " + a.name + " (A) against " + b.name + " (B) on " + shape.str() + ", " + to_string(dist) + " inputs";
-  e.claims = {"A and B are within tolerance of the reference", "B is bitwise equal to A", "B is faster than A"};
-  e.run = [&a, &b, &op, shape, dist](Context& ctx) {
+  const Claim accurate{"accurate", "A and B are within tolerance of the reference"};
+  const Claim bitwise{"bitwise", "B is bitwise equal to A"};
+  const Claim faster{"faster", "B is faster than A"};
+  e.claims = {accurate, bitwise, faster};
+  e.run = [&a, &b, &op, shape, dist, accurate, bitwise, faster](Context& ctx) {
     Problem p{shape, dist, ctx.options().seed};
     auto ms = race(ctx, op, {&a, &b}, p, RaceOptions{});
     if (ms.size() < 2 || ms[0].skipped || ms[1].skipped) return;
-    ctx.claim(0, ms[0].verified && ms[1].verified, fmt("max_rel A %.3g, B %.3g", ms[0].acc.max_rel, ms[1].acc.max_rel));
-    ctx.claim(1, ms[1].bits_vs_a == 0, std::to_string(ms[1].bits_vs_a) + " of " + std::to_string(ms[1].acc.n) + " elements differ");
+    ctx.claim(accurate).set(ms[0].verified && ms[1].verified, fmt("max_rel A %.3g, B %.3g", ms[0].acc.max_rel, ms[1].acc.max_rel));
+    ctx.claim(bitwise).set(ms[1].bits_vs_a == 0, std::to_string(ms[1].bits_vs_a) + " of " + std::to_string(ms[1].acc.n) + " elements differ");
     if (ms[1].vs_a)
-      ctx.claim(2, ms[1].vs_a->verdict == Verdict::faster,
+      ctx.claim(faster).set(ms[1].vs_a->verdict == Verdict::faster,
                 fmt("speed-up %.3f (95%% CI of time ratio %.3f..%.3f): ", ms[1].vs_a->speedup, ms[1].vs_a->lo, ms[1].vs_a->hi) + to_string(ms[1].vs_a->verdict));
   };
   return e;

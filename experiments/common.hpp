@@ -2,7 +2,6 @@
 // Shared pieces of the experiment catalogue.
 #include <cstdint>
 #include <filesystem>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -12,34 +11,22 @@
 
 namespace klab::experiments {
 
-// The seed's mat-vec shapes (Qwen3.5-27B): gate_proj, in_proj_qkv, in_proj_z, out_proj.
-inline const std::vector<Shape>& seed_shapes() {
-  static const std::vector<Shape> s{{17408, 5120}, {10240, 5120}, {6144, 5120}, {5120, 6144}};
-  return s;
-}
-
 // Seed shapes, or (with --quick) small shapes that still exercise every code path.
 std::vector<Shape> shapes_for(const Context& ctx, std::vector<Shape> full, std::vector<Shape> quick);
 
-// Names of evaluations for Context::claim_needs / claim_all: a shape ("17408x5120"), or a shape and
+// Names of evaluations for ClaimRef::needs / settle: a shape ("17408x5120"), or a shape and
 // an input distribution ("17408x5120/uniform", one per distribution and shape).
 std::vector<std::string> shape_keys(const std::vector<Shape>& shapes);
 std::string problem_key(const Shape& s, Dist d);
 std::vector<std::string> problem_keys(const std::vector<Shape>& shapes, const std::vector<Dist>& dists);
 
-// Looks up variants by name in the registry (throws naming the missing one).
-std::vector<const Variant*> lookup(const std::vector<std::string>& names);
+// Looks up variants by name in the run's registry (throws naming the missing one).
+std::vector<const Variant*> lookup(const Context& ctx, const std::vector<std::string>& names);
 
 // The GDN oracle fixtures (*.safetensors): $KLAB_GDN_FIXTURES, else tests/fixtures/gdn under the
 // working directory, else under the source tree the binary was built in (build/NAME/bin/klab ->
 // ../../..). `looked` collects the directories tried (for a skip's reason).
 std::vector<std::filesystem::path> gdn_fixture_files(std::string& looked);
-
-// T tokens of GDN layer input, (T, hidden), drawn from `dist`: token t from stream stream0 + t of
-// `seed`, so a prefix of the sequence does not depend on T.
-std::vector<float> gdn_inputs(int hidden, int T, Dist dist, std::uint64_t seed, std::uint64_t stream0);
-// Token t of a (T, hidden) sequence.
-std::span<const float> gdn_token(const std::vector<float>& seq, int hidden, int t);
 
 // Shorthand printf-style formatting for evidence strings.
 std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0);
@@ -49,8 +36,9 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 
 // bytes back to back in a graph, as the steps of a multi-token repetition run), set on `rec`.
 void add_rates(Context& ctx, nlohmann::json& rec, double bytes, double ms_per_step);
 
-// An ad-hoc A/B experiment (the `klab ab` command): A and B on one shape and input distribution.
-Experiment make_ab(const std::string& a, const std::string& b, Shape shape, Dist dist);
+// An ad-hoc A/B experiment (the `klab ab` command): A and B of `reg` on one shape and input
+// distribution (`reg` must outlive the experiment).
+Experiment make_ab(const Registry& reg, const std::string& a, const std::string& b, Shape shape, Dist dist);
 
 void register_f32_gemv(Registry& r);
 // The q4 mat-vec A/B history: scale-read, accum-chains, f16-convert, rows-per-warp, seed-ladder.

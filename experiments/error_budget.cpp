@@ -282,6 +282,23 @@ Outcome one(Context& ctx, const budget::RowSource& rows, const Proj& p, const st
   return o;
 }
 
+// The claims of error-budget, settled below (make_error_budget states them).
+const Claim kHeavyTailed{"heavy-tailed",
+                         "f32 activations (the GPU q4 tier): heavy-tailed inputs (Student-t and outlier channels) give at least 2x the rms_rel of uniform U[-3,3) inputs on "
+                         "every seeded projection shape (the seed's direction: 3.26e-3 on uniform x vs 4.53e-2 on real activations, 12.5x)"};
+const Claim kFileInputs{"file-inputs",
+                        "f32 activations: inputs read from a file give at least 2x the rms_rel of uniform inputs on the same weights, for every projection they feed "
+                        "(the committed GDN fixtures hold synthetic N(0,1) inputs, not a trained model's activations)"};
+const Claim kIndependent{"independent-inputs",
+                         "f32 activations, weights drawn independently of the inputs: rms_rel is the same within 1.25x for uniform, normal, Student-t and outlier inputs on "
+                         "every seeded shape (E|E x|^2 / E|W x|^2 = E[e^2] / E[w^2] for any x independent of W)"};
+const Claim kActQuant{"activation-quantisation",
+                      "activation quantisation (q8_0 vs f32 activations on the same q4 weights: the seed's CPU path vs its GPU path): heavy-tailed inputs give at least 2x "
+                      "the rms_rel of uniform inputs on every seeded shape"};
+const Claim kSeedFigure{"seed-figure",
+                        "q8_0 vs f32 activations on uniform U[-3,3) at the Qwen3.5-27B shapes gives rms_rel or max_rel within 3x of the seed's 3.26e-3 (the hypothesis: "
+                        "the seed's uniform figure measured activation quantisation, its CPU path against its GPU path, not the q4 weights)"};
+
 void run_error_budget(Context& ctx) {
   const bool quick = ctx.options().quick;
   const std::uint64_t seed = ctx.options().seed;
@@ -344,11 +361,11 @@ void run_error_budget(Context& ctx) {
       with_file.emplace_back("1024x" + std::to_string(user->k) + " " + user->source, o);
     }
   }
-  ctx.claim(0, dir_f32, ev_f32 + fmt("(rms_rel; the seed: uniform %.3g, real activations %.3g)", kSeedUniform, kSeedReal));
-  ctx.claim(2, same_f32, ev_same + "(rms_rel over uniform, normal, Student-t, outlier)");
-  ctx.claim(3, dir_act, ev_act);
+  ctx.claim(kHeavyTailed).set(dir_f32, ev_f32 + fmt("(rms_rel; the seed: uniform %.3g, real activations %.3g)", kSeedUniform, kSeedReal));
+  ctx.claim(kIndependent).set(same_f32, ev_same + "(rms_rel over uniform, normal, Student-t, outlier)");
+  ctx.claim(kActQuant).set(dir_act, ev_act);
   if (quick) ctx.skip("claim 4", "--quick: the seed's figure is for the Qwen3.5-27B shapes");
-  else ctx.claim(4, seed_act, ev_seed + fmt("the seed: %.3g", kSeedUniform));
+  else ctx.claim(kSeedFigure).set(seed_act, ev_seed + fmt("the seed: %.3g", kSeedUniform));
 
   // Activations from files: the GDN fixtures' layers, their own weights and inputs. in_proj_qkv and
   // in_proj_z read the layer input h; out_proj reads ONN, here from the f64 reference step over the
@@ -403,7 +420,7 @@ void run_error_budget(Context& ctx) {
       file_dir = file_dir && o.ratio("file", Cmp::f32_act) >= kDirectionFactor;
       ev += name + ": " + o.ratio_str("file", Cmp::f32_act) + "; ";
     }
-    ctx.claim(1, file_dir, ev + "(f32 activations; the committed fixtures' inputs are synthetic, not a trained model's)");
+    ctx.claim(kFileInputs).set(file_dir, ev + "(f32 activations; the committed fixtures' inputs are synthetic, not a trained model's)");
   }
 }
 
@@ -415,18 +432,7 @@ Experiment make_error_budget() {
   e.description =
       "q4 weights: relative error vs the f32 weights (f64) for inputs uniform U[-3,3), normal, Student-t, outlier channels and read from files "
       "(GDN fixtures; KLAB_ACTIVATIONS=PATH.npy|PATH.safetensors:TENSOR); f32 and q8_0 activations";
-  e.claims = {
-      "f32 activations (the GPU q4 tier): heavy-tailed inputs (Student-t and outlier channels) give at least 2x the rms_rel of uniform U[-3,3) inputs on "
-      "every seeded projection shape (the seed's direction: 3.26e-3 on uniform x vs 4.53e-2 on real activations, 12.5x)",
-      "f32 activations: inputs read from a file give at least 2x the rms_rel of uniform inputs on the same weights, for every projection they feed "
-      "(the committed GDN fixtures hold synthetic N(0,1) inputs, not a trained model's activations)",
-      "f32 activations, weights drawn independently of the inputs: rms_rel is the same within 1.25x for uniform, normal, Student-t and outlier inputs on "
-      "every seeded shape (E|E x|^2 / E|W x|^2 = E[e^2] / E[w^2] for any x independent of W)",
-      "activation quantisation (q8_0 vs f32 activations on the same q4 weights: the seed's CPU path vs its GPU path): heavy-tailed inputs give at least 2x "
-      "the rms_rel of uniform inputs on every seeded shape",
-      "q8_0 vs f32 activations on uniform U[-3,3) at the Qwen3.5-27B shapes gives rms_rel or max_rel within 3x of the seed's 3.26e-3 (the hypothesis: "
-      "the seed's uniform figure measured activation quantisation, its CPU path against its GPU path, not the q4 weights)",
-  };
+  e.claims = {kHeavyTailed, kFileInputs, kIndependent, kActQuant, kSeedFigure};
   e.needs_device = false;
   e.run = run_error_budget;
   return e;

@@ -132,10 +132,10 @@ void common_metadata(st::Writer& w, const std::string& op, Dist dist, std::uint6
 }
 
 // q4_gemv: exactly what race() generates for Problem{shape, dist, seed}, and its reference.
-void export_q4(const Options& o, Dist dist, st::Writer& w) {
+void export_q4(const Registry& reg, const Options& o, Dist dist, st::Writer& w) {
   const Shape shape = parse_shape(o.shape);
   const Problem p{shape, dist, o.seed};
-  const Op& op = registry().op("q4_gemv");
+  const Op& op = reg.op("q4_gemv");
   if (auto why = op.validate(p); !why.empty()) throw Error("q4_gemv " + shape.str() + ": " + why);
   const auto work = op.generate(p);
   const auto& wl = q4_gemv::workload_of(*work);
@@ -230,7 +230,7 @@ void export_gdn(const Options& o, Dist dist, st::Writer& w) {
 
 }  // namespace
 
-int export_command(const std::vector<std::string>& args, int, char**) {
+int export_command(const Registry& reg, const std::vector<std::string>& args, int, char**) {
   const Options o = parse(args);
   if (o.help) {
     std::cout << kHelp;
@@ -251,7 +251,7 @@ int export_command(const std::vector<std::string>& args, int, char**) {
 
   st::Writer w;
   try {
-    if (o.op == "q4_gemv") export_q4(o, dist, w);
+    if (o.op == "q4_gemv") export_q4(reg, o, dist, w);
     else export_gdn(o, dist, w);
     w.write(o.out);
   } catch (const std::invalid_argument& e) {  // the writer's and the reference's refusals

@@ -25,11 +25,14 @@
 #include <string>
 #include <vector>
 
+#include "klab/registry.hpp"
+
 namespace klab::experiments {
 
-// Registered in harness/cli/extra_commands.cpp. Returns 0 when the file was written; throws
+// Registered in apps/klab/extra_commands.cpp, which passes the catalogue's registry (the op is
+// looked up in `reg`). Returns 0 when the file was written; throws
 // klab::Error on bad options (the CLI prints it and exits 2), before anything is written.
-int export_command(const std::vector<std::string>& args, int argc, char** argv);
+int export_command(const Registry& reg, const std::vector<std::string>& args, int argc, char** argv);
 
 // The one-line usage shown by `klab --help`.
 extern const char* const kExportUsage;

@@ -19,6 +19,7 @@
 
 #include "common.hpp"
 #include "gdn/gdn_device.hpp"
+#include "gdn/inputs.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
@@ -47,8 +48,8 @@ nlohmann::json to_json(const Geometry& g) {
 }
 
 // T tokens of layer input (T, hidden): heavy-tailed (N(0,1) with outlier channels, as LLM activations).
-std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) { return gdn_inputs(g.hidden, T, Dist::outlier, seed, 1000); }
-std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) { return gdn_token(seq, g.hidden, t); }
+std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) { return gdn::inputs(g.hidden, T, Dist::outlier, seed, 1000); }
+std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) { return gdn::token(seq, g.hidden, t); }
 
 // Every intermediate of `layer` (and its state in slot 0), by name.
 std::map<What, std::vector<float>> snapshot(const GdnDevice& dev, int layer) {
@@ -116,6 +117,13 @@ bool refused(const std::function<void()>& f, const std::string& must_name, std::
 
 // ---- gdn-f32-oracle --------------------------------------------------------------------------------
 
+const Claim kOracleFixtures{"vs-fixtures",
+                            "the layer output is within 1e-4 (max_rel) of the transformers fixtures at every token (and the final S and hist, where the fixture has them)"};
+const Claim kOracleSeeded{"seeded-intermediates",
+                          "every intermediate (XC..HIST) is within 1e-4 (max_rel) of the f64 reference at every token: Qwen3.5-27B geometry, seeded weights, heavy-tailed inputs"};
+const Claim kOracleFixtureIntermediates{"fixture-intermediates",
+                                        "every intermediate is within 1e-4 (max_rel) of the f64 reference at every token on the fixtures' weights and inputs"};
+
 void run_oracle(Context& ctx) {
   const std::uint64_t seed = ctx.options().seed;
   // Part 1: seeded weights at the Qwen3.5-27B geometry, every intermediate at every token.
@@ -141,7 +149,7 @@ void run_oracle(Context& ctx) {
       rec["per_what"] = compare_whats(dev, 0, im, st, worst, "token " + std::to_string(t));
       ctx.add(std::move(rec));
     }
-    ctx.claim(1, worst.within(kTol), fmt("worst max_rel %.3g", worst.max_rel) + " at " + worst.where + ", " + std::to_string(T) + " tokens, " + g.str());
+    ctx.claim(kOracleSeeded).set(worst.within(kTol), fmt("worst max_rel %.3g", worst.max_rel) + " at " + worst.where + ", " + std::to_string(T) + " tokens, " + g.str());
   }
   // Part 2: the transformers fixtures.
   std::string looked;
@@ -200,12 +208,15 @@ void run_oracle(Context& ctx) {
       vs_fixture.see(a.max_rel, a.finite(), name + " final hist");
     }
     ctx.add(std::move(fin));
-    ctx.claim_all(0, vs_fixture.within(kTol), name + fmt(": worst max_rel %.3g", vs_fixture.max_rel) + " at " + vs_fixture.where);
-    ctx.claim_all(2, vs_ref.within(kTol), name + fmt(": worst max_rel %.3g", vs_ref.max_rel) + " at " + vs_ref.where);
+    ctx.claim(kOracleFixtures).settle(vs_fixture.within(kTol), name + fmt(": worst max_rel %.3g", vs_fixture.max_rel) + " at " + vs_fixture.where);
+    ctx.claim(kOracleFixtureIntermediates).settle(vs_ref.within(kTol), name + fmt(": worst max_rel %.3g", vs_ref.max_rel) + " at " + vs_ref.where);
   }
 }
 
 // ---- gdn-reset-replay ------------------------------------------------------------------------------
+
+const Claim kReplayReset{"reset", "after T tokens and reset(), token 0 replays bitwise: output, every intermediate, S and hist"};
+const Claim kReplayResetLayer{"reset-layer", "the same after reset(layer, slot) of the one layer"};
 
 void run_reset_replay(Context& ctx) {
   const Geometry g = geometry_for(ctx);
@@ -215,7 +226,7 @@ void run_reset_replay(Context& ctx) {
   dev.set_stream(ctx.timer().stream());
   dev.load_f32(0, w);
   const auto h = make_inputs(g, T, ctx.options().seed);
-  auto replay = [&](const std::string& how, std::size_t claim, const std::function<void()>& do_reset) {
+  auto replay = [&](const std::string& how, const Claim& claim, const std::function<void()>& do_reset) {
     const auto y0 = dev.step(0, token(h, g, 0));
     const auto first = snapshot(dev, 0);
     for (int t = 1; t < T; ++t) dev.step(0, token(h, g, t));
@@ -232,16 +243,21 @@ void run_reset_replay(Context& ctx) {
     rec["output_differ"] = d_y;
     rec["per_what"] = per;
     ctx.add(std::move(rec));
-    ctx.claim(claim, d_y == 0 && d_all == 0,
+    ctx.claim(claim).set(d_y == 0 && d_all == 0,
               std::to_string(d_y) + "/" + std::to_string(y0.size()) + " output elements and " + std::to_string(d_all) +
                   " intermediate/state elements differ after " + std::to_string(T) + " tokens and " + how);
     dev.reset();
   };
-  replay("reset()", 0, [&] { dev.reset(); });
-  replay("reset(layer 0, slot 0)", 1, [&] { dev.reset(0, 0); });
+  replay("reset()", kReplayReset, [&] { dev.reset(); });
+  replay("reset(layer 0, slot 0)", kReplayResetLayer, [&] { dev.reset(0, 0); });
 }
 
 // ---- gdn-cross-layer -------------------------------------------------------------------------------
+
+const Claim kCrossBitwise{"bitwise", "same weights and inputs in layer 0 and layer nl-1: outputs, every intermediate and the final S and hist are bitwise equal"};
+const Claim kCrossIsolated{"isolated", "stepping layer nl-1 leaves layer 0's S and hist bitwise unchanged"};
+const Claim kCrossRefused{"unloaded-refused",
+                          "every operation on a never-loaded layer (step, run, get, save_state, load_state) is refused with an error naming the layer"};
 
 void run_cross_layer(Context& ctx) {
   const Geometry g = geometry_for(ctx);
@@ -273,10 +289,10 @@ void run_cross_layer(Context& ctx) {
   rec["output_elements"] = y_first.size();
   rec["per_what"] = per;
   rec["layer0_state_changed_by_last_layer"] = d_state;
-  ctx.claim(0, d_y == 0 && d_all == 0,
+  ctx.claim(kCrossBitwise).set(d_y == 0 && d_all == 0,
             std::to_string(d_y) + "/" + std::to_string(y_first.size()) + " output elements, " + std::to_string(d_all) +
                 " intermediate/state elements differ (layers 0 and " + std::to_string(last) + ", " + std::to_string(T) + " tokens)");
-  ctx.claim(1, d_state == 0, std::to_string(d_state) + " elements of layer 0's S and hist changed while layer " + std::to_string(last) + " ran");
+  ctx.claim(kCrossIsolated).set(d_state == 0, std::to_string(d_state) + " elements of layer 0's S and hist changed while layer " + std::to_string(last) + " ran");
   // Hit-only: layer 1 was never loaded.
   std::vector<float> buf(std::size_t(std::max<std::int64_t>(dev.get(1, What::S, nullptr, 0), g.hidden)));
   std::vector<float> y1(std::size_t(g.hidden));
@@ -299,11 +315,15 @@ void run_cross_layer(Context& ctx) {
   }
   rec["unloaded_layer_refusals"] = refusals;
   ctx.add(std::move(rec));
-  ctx.claim(2, ok == int(ops.size()) && !dev.loaded(1),
+  ctx.claim(kCrossRefused).set(ok == int(ops.size()) && !dev.loaded(1),
             std::to_string(ok) + "/" + std::to_string(ops.size()) + " operations on never-loaded layer 1 refused, naming it" + (evidence.empty() ? "" : ": " + evidence));
 }
 
 // ---- gdn-roundtrip ---------------------------------------------------------------------------------
+
+const Claim kTripBitwise{"bitwise", "host-facing step and device-resident run give bitwise equal outputs, final state and OUT over T tokens"};
+const Claim kTripCost{"round-trip-cost", "the host round trip costs under 0.05 ms per layer per token (seed, RTX 5090: 0.01-0.04 ms)"};
+const Claim kTripRunFaster{"run-faster", "the device-resident run is faster than the host-facing step"};
 
 void run_roundtrip(Context& ctx) {
   const Geometry g = geometry_for(ctx);
@@ -328,7 +348,7 @@ void run_roundtrip(Context& ctx) {
   const auto out_run = dev.get(0, What::OUT);
   const std::int64_t d_y = bitwise_diff(y_step, y_run);
   const std::int64_t d_st = bitwise_diff(st_step.S, st_run.S) + bitwise_diff(st_step.hist, st_run.hist) + bitwise_diff(out_step, out_run);
-  ctx.claim(0, d_y == 0 && d_st == 0,
+  ctx.claim(kTripBitwise).set(d_y == 0 && d_st == 0,
             std::to_string(d_y) + "/" + std::to_string(y_step.size()) + " outputs and " + std::to_string(d_st) + " state/OUT elements differ over " +
                 std::to_string(T) + " tokens");
 
@@ -366,13 +386,18 @@ void run_roundtrip(Context& ctx) {
   const double trip = per_step - per_run;
   ctx.log(fmt("per layer per token: host step %.4f ms, device run %.4f ms, device only %.4f ms; round trip %.4f ms", per_step, per_run, per_dev, trip));
   // The seed measured 0.01-0.04 ms per layer per token on an RTX 5090 (not the ~13 ms/token once guessed).
-  ctx.claim(1, trip < 0.05, fmt("host-facing %.4f ms - device-resident %.4f ms = %.4f ms per layer per token", per_step, per_run, trip));
+  ctx.claim(kTripCost).set(trip < 0.05, fmt("host-facing %.4f ms - device-resident %.4f ms = %.4f ms per layer per token", per_step, per_run, trip));
   const Comparison c = compare_times(t_step.kept_ms, t_run.kept_ms, ctx.options().seed);
-  ctx.claim(2, c.verdict == Verdict::faster,
+  ctx.claim(kTripRunFaster).set(c.verdict == Verdict::faster,
             fmt("time ratio run/step %.3f (95%% CI %.3f..%.3f): ", c.ratio, c.lo, c.hi) + to_string(c.verdict));
 }
 
 // ---- gdn-drift -------------------------------------------------------------------------------------
+
+const Claim kDriftSeeded{"seeded", "the layer output stays within 1e-4 (max_rel) of the f64 reference at every token, seeded weights (1024 tokens; --quick 128)"};
+const Claim kDriftLongMemory{"long-memory", "the same with long-memory weights (exp(g) ~0.98..0.99999)"};
+const Claim kDriftState{"state", "the state S stays within 1e-4 (max_rel) of the f64 reference after every 64 tokens, in every case"};
+const Claim kDriftQwen{"qwen35-27b", "at the full Qwen3.5-27B geometry (hidden 5120), 256 tokens: the output stays within 1e-4 at every token"};
 
 // Seeded weights with A_log lowered to log(U(0.01, 0.1)): exp(g) = exp(-exp(A_log) softplus(a + dt_bias))
 // then lies around 0.98..0.99999, so the state remembers hundreds of tokens and rounding has the
@@ -389,14 +414,14 @@ struct DriftCase {
   Geometry g;
   bool long_mem = false;
   int T = 1024;
-  std::size_t out_claim;  // the claim its outputs settle
+  const Claim* out_claim;  // the claim its outputs settle
 };
 
 void run_drift(Context& ctx) {
   constexpr int kWindow = 64;
   std::vector<DriftCase> cases;
   if (ctx.options().quick) {
-    cases = {{"small/seeded", small_geometry(), false, 128, 0}, {"small/long-memory", small_geometry(), true, 128, 1}};
+    cases = {{"small/seeded", small_geometry(), false, 128, &kDriftSeeded}, {"small/long-memory", small_geometry(), true, 128, &kDriftLongMemory}};
   } else {
     // The state of Qwen3.5-27B (nk 16, nv 48, dk = dv = 128, ck 4) with hidden 1024 instead of 5120: the
     // f64 reference then takes ~15 ms a token instead of ~115 ms (measured on a 2-core dev box), so 1024
@@ -404,9 +429,9 @@ void run_drift(Context& ctx) {
     // does not accumulate; what can drift is the state, and its geometry is Qwen's.
     Geometry qh = rg::qwen35_27b();
     qh.hidden = 1024;
-    cases = {{"qwen-state,hidden=1024/seeded", qh, false, 1024, 0},
-             {"qwen-state,hidden=1024/long-memory", qh, true, 1024, 1},
-             {"qwen35-27b/seeded", rg::qwen35_27b(), false, 256, 3}};
+    cases = {{"qwen-state,hidden=1024/seeded", qh, false, 1024, &kDriftSeeded},
+             {"qwen-state,hidden=1024/long-memory", qh, true, 1024, &kDriftLongMemory},
+             {"qwen35-27b/seeded", rg::qwen35_27b(), false, 256, &kDriftQwen}};
   }
   for (const auto& dc : cases) {
     const Geometry& g = dc.g;
@@ -461,10 +486,10 @@ void run_drift(Context& ctx) {
     sum["last_window_max_rel"] = last_window;
     sum["growth_last_over_first"] = first_window > 0 ? last_window / first_window : 0.0;
     ctx.add(std::move(sum));
-    ctx.claim_all(dc.out_claim, out_worst.within(kTol),
+    ctx.claim(*dc.out_claim).settle(out_worst.within(kTol),
                   dc.name + fmt(": worst max_rel %.3g", out_worst.max_rel) + " at " + out_worst.where +
                       fmt("; window max first %.3g, last %.3g", first_window, last_window));
-    ctx.claim_all(2, s_worst.within(kTol), dc.name + fmt(": worst S max_rel %.3g", s_worst.max_rel) + " at " + s_worst.where);
+    ctx.claim(kDriftState).settle(s_worst.within(kTol), dc.name + fmt(": worst S max_rel %.3g", s_worst.max_rel) + " at " + s_worst.where);
   }
 }
 
@@ -474,51 +499,31 @@ void register_gdn(Registry& r) {
   r.add(Experiment{
       .name = "gdn-f32-oracle",
       .description = "GDN step, GPU f32 tier: every intermediate vs the f64 reference (Qwen3.5-27B, seeded) and the output vs the transformers fixtures",
-      .claims = {
-          "the layer output is within 1e-4 (max_rel) of the transformers fixtures at every token (and the final S and hist, where the fixture has them)",
-          "every intermediate (XC..HIST) is within 1e-4 (max_rel) of the f64 reference at every token: Qwen3.5-27B geometry, seeded weights, heavy-tailed inputs",
-          "every intermediate is within 1e-4 (max_rel) of the f64 reference at every token on the fixtures' weights and inputs",
-      },
+      .claims = {kOracleFixtures, kOracleSeeded, kOracleFixtureIntermediates},
       .run = run_oracle,
   });
   r.add(Experiment{
       .name = "gdn-reset-replay",
       .description = "GDN step: after T tokens, reset and replay token 0 (a necessary condition for a correct state, not a proof)",
-      .claims = {
-          "after T tokens and reset(), token 0 replays bitwise: output, every intermediate, S and hist",
-          "the same after reset(layer, slot) of the one layer",
-      },
+      .claims = {kReplayReset, kReplayResetLayer},
       .run = run_reset_replay,
   });
   r.add(Experiment{
       .name = "gdn-cross-layer",
       .description = "GDN step, nl 48: same weights in layer 0 and layer 47 give the same bits (per-layer state offsets); unloaded layers refused",
-      .claims = {
-          "same weights and inputs in layer 0 and layer nl-1: outputs, every intermediate and the final S and hist are bitwise equal",
-          "stepping layer nl-1 leaves layer 0's S and hist bitwise unchanged",
-          "every operation on a never-loaded layer (step, run, get, save_state, load_state) is refused with an error naming the layer",
-      },
+      .claims = {kCrossBitwise, kCrossIsolated, kCrossRefused},
       .run = run_cross_layer,
   });
   r.add(Experiment{
       .name = "gdn-roundtrip",
       .description = "GDN step: host-facing step (copy in, step, copy out, sync per token) vs device-resident run of T tokens: bits and time",
-      .claims = {
-          "host-facing step and device-resident run give bitwise equal outputs, final state and OUT over T tokens",
-          "the host round trip costs under 0.05 ms per layer per token (seed, RTX 5090: 0.01-0.04 ms)",
-          "the device-resident run is faster than the host-facing step",
-      },
+      .claims = {kTripBitwise, kTripCost, kTripRunFaster},
       .run = run_roundtrip,
   });
   r.add(Experiment{
       .name = "gdn-drift",
       .description = "GDN step, f32 tier vs f64 reference over 1024 tokens (Qwen3.5-27B state geometry): does the error grow with t?",
-      .claims = {
-          "the layer output stays within 1e-4 (max_rel) of the f64 reference at every token, seeded weights (1024 tokens; --quick 128)",
-          "the same with long-memory weights (exp(g) ~0.98..0.99999)",
-          "the state S stays within 1e-4 (max_rel) of the f64 reference after every 64 tokens, in every case",
-          "at the full Qwen3.5-27B geometry (hidden 5120), 256 tokens: the output stays within 1e-4 at every token",
-      },
+      .claims = {kDriftSeeded, kDriftLongMemory, kDriftState, kDriftQwen},
       .run = run_drift,
   });
 }

@@ -6,7 +6,7 @@
 
 namespace klab::experiments {
 
-// Registered in harness/cli/extra_commands.cpp. Returns 0 (ran; within tolerance when compared),
+// Registered in apps/klab/extra_commands.cpp. Returns 0 (ran; within tolerance when compared),
 // 3 (an output or state outside the tolerance, or non-finite); throws klab::Error on bad options
 // or files (the CLI prints it and exits 2).
 int gdn_command(const std::vector<std::string>& args, int argc, char** argv);

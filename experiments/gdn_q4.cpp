@@ -23,6 +23,7 @@
 #include "common.hpp"
 #include "error_budget.hpp"
 #include "gdn/gdn_device.hpp"
+#include "gdn/inputs.hpp"
 #include "gdn/q4_pool.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
@@ -67,8 +68,8 @@ std::string chosen_variant() {
 }
 
 // T tokens of layer input (T, hidden): heavy-tailed (N(0,1) with outlier channels, as LLM activations).
-std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) { return gdn_inputs(g.hidden, T, Dist::outlier, seed, 1000); }
-std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) { return gdn_token(seq, g.hidden, t); }
+std::vector<float> make_inputs(const Geometry& g, int T, std::uint64_t seed) { return gdn::inputs(g.hidden, T, Dist::outlier, seed, 1000); }
+std::span<const float> token(const std::vector<float>& seq, const Geometry& g, int t) { return gdn::token(seq, g.hidden, t); }
 
 void put_all(gdn::Q4Pool& pool, const rg::Q4Projections& q, int kq = kQkv, int kz = kZ, int ko = kOut) {
   pool.put(kq, q.qkv);
@@ -195,6 +196,15 @@ void per_op_case(Context& ctx, const std::string& label, const rg::LayerWeights&
   agg.ev_ref += label + fmt(": worst max_rel %.3g", ref_worst) + " at " + ref_where + "; ";
 }
 
+// ---- gdn-q4-per-op: its claims, settled below.
+const Claim kPerOpExact{"exact-f32-weights",
+                        "A, B, BETA and G are bitwise equal between the q4 and f32 tiers at the first and last token (their weights stay f32: the readback's self-check)"};
+const Claim kPerOpNotAmplified{"not-amplified",
+                               "the error is not amplified downstream: no operator's rms_rel exceeds 4x the larger of XC's and Z's, at the first and at the last token "
+                               "(independent q4 projections add ~sqrt(3)x; the seed saw at most 1.3x)"};
+const Claim kPerOpFirst{"first-o1e2", "the error entering at the first projections is O(1e-2): XC and Z rms_rel at the first token in [1e-3, 1e-1) (the seed: 4.53e-2)"};
+const Claim kPerOpRef{"vs-reference", "the GPU q4 tier equals the f64 reference step on dequant(q4) weights within 1e-4 (max_rel) at every token and intermediate"};
+
 void run_per_op(Context& ctx) {
   PerOpAgg agg;
   std::string looked;
@@ -211,10 +221,10 @@ void run_per_op(Context& ctx) {
     const std::string label = std::string(ctx.options().quick ? "small" : "qwen35-27b") + " seeded, T=" + std::to_string(T);
     per_op_case(ctx, label, rg::random_weights(g, ctx.options().seed), make_inputs(g, T, ctx.options().seed), T, agg);
   }
-  ctx.claim(0, agg.exact_zero, agg.ev_zero);
-  ctx.claim(1, agg.not_amplified, agg.ev_amp + "(the seed: at most 1.3x)");
-  ctx.claim(2, agg.first_o1e2, agg.ev_first + "(the seed: 4.53e-2)");
-  ctx.claim(3, agg.ref_ok, agg.ev_ref);
+  ctx.claim(kPerOpExact).set(agg.exact_zero, agg.ev_zero);
+  ctx.claim(kPerOpNotAmplified).set(agg.not_amplified, agg.ev_amp + "(the seed: at most 1.3x)");
+  ctx.claim(kPerOpFirst).set(agg.first_o1e2, agg.ev_first + "(the seed: 4.53e-2)");
+  ctx.claim(kPerOpRef).set(agg.ref_ok, agg.ev_ref);
 }
 
 // ---- gdn-q4-gates ----------------------------------------------------------------------------------
@@ -260,6 +270,18 @@ nlohmann::json gate_record(Context& ctx, const std::string& wiring, const Geomet
   rec["gate_tripped"] = r.gated_worst() >= kGate;
   return rec;
 }
+
+// ---- gdn-q4-gates: its claims, settled below.
+const Claim kGateShape{"shape-gate",
+                       "shape gate: at a geometry whose big projections have pairwise different shapes, each of the 5 wrong assignments of the three keys is refused by "
+                       "use_q4 before running, the layer left unchanged"};
+const Claim kGateMagnitude{"magnitude-gate",
+                           "magnitude gate, correct wiring: q4 vs f32 max_rel < 1e-1 at XC and Z (the projections fed the same input in both tiers) at every token, at both "
+                           "geometries"};
+const Claim kGateMiswiringTrips{"miswirings-trip",
+                                "each miswiring that passes the shape gate (a same-shaped in_proj_qkv of other weights; q and k row blocks swapped; z and out swapped where "
+                                "hidden = nv*dv) trips the magnitude gate (max_rel >= 1e-1 at XC or Z)"};
+const Claim kGateSeparated{"separated", "at the layer output, every miswiring's worst-token max_rel is at least 3x the correct wiring's at the same geometry"};
 
 void run_gates(Context& ctx) {
   const std::uint64_t seed = ctx.options().seed;
@@ -313,7 +335,7 @@ void run_gates(Context& ctx) {
     rec["assignments"] = reasons;
     ctx.add(std::move(rec));
   }
-  ctx.claim(0, wrong == 5 && refused == wrong,
+  ctx.claim(kGateShape).set(wrong == 5 && refused == wrong,
             std::to_string(refused) + "/" + std::to_string(wrong) + " wrong key assignments refused by use_q4 (layer left without projections, step refused), " + g.str() +
                 (ev0.empty() ? "" : ": " + ev0));
 
@@ -372,7 +394,7 @@ void run_gates(Context& ctx) {
   }
 
   const double good_gated = std::max(good.gated_worst(), good_e.gated_worst());
-  ctx.claim(1, good_gated < kGate,
+  ctx.claim(kGateMagnitude).set(good_gated < kGate,
             fmt("worst max_rel over %g tokens at XC/Z: %.3g at ", T, good.gated_worst()) + g.str() + fmt(", %.3g at ", good_e.gated_worst()) + ge.str() +
                 fmt(" (gate %.0e)", kGate));
   bool all_trip = true, separated = true;
@@ -391,8 +413,8 @@ void run_gates(Context& ctx) {
     separated = separated && sep;
     if (passed_shape) ev3 += m.name + fmt(": OUT worst %.3g (t0 %.3g, x%.1f the correct wiring's worst); ", m.run.out_worst(), m.run.out.front(), m.run.out_worst() / std::max(m.correct->out_worst(), 1e-300));
   }
-  ctx.claim(2, all_trip, ev2);
-  ctx.claim(3, separated, ev3);
+  ctx.claim(kGateMiswiringTrips).set(all_trip, ev2);
+  ctx.claim(kGateSeparated).set(separated, ev3);
 }
 
 // ---- gdn-q4-layer ----------------------------------------------------------------------------------
@@ -406,6 +428,17 @@ std::string family(const q4_gemv::Q4Kernel& k) {
     if (a != "scale" && a != "f16" && a != "rows") f += (f.empty() ? "" : ",") + a + "=" + v;
   return f;
 }
+
+// ---- gdn-q4-layer: its claims, settled below.
+const Claim kLayerFaster{"q4-faster", "the q4 tier is faster than the f32 tier per layer per token, device-resident (the seed, RTX 5090: f32 0.40-0.47 ms, q4 0.156 ms)"};
+const Claim kLayerBitwise{"step-run-bitwise", "host-facing steps and one device-resident run give bitwise equal q4 outputs"};
+const Claim kLayerTrip{"round-trip-cost", "the host round trip of the q4 tier costs under 0.05 ms per layer per token (the seed: 0.01-0.04 ms)"};
+const Claim kLayerFamilies{"families-bitwise",
+                           "inside the GDN step, q4_gemv variants that differ only in axes documented to change no bit (scale read, f16 conversion, rows per warp) give "
+                           "bitwise equal layer outputs"};
+const Claim kLayerDefault{"default-fastest-exact",
+                          "the default q4 variant (kDefaultQ4Variant) is the fastest exact one (f32 arithmetic, no declared tolerance) inside the GDN step, "
+                          "or within 2% of it; the rounding forms (f16x2, q8 activations) are raced beside it, not candidates"};
 
 void run_layer(Context& ctx) {
   const Geometry g = geometry_for(ctx);
@@ -423,7 +456,7 @@ void run_layer(Context& ctx) {
   if (auto why = dev.load_q4(1, w, kQkv, kZ, kOut); !why.empty()) throw Error("gdn-q4-layer: " + why);  // layer 1: q4 tier
 
   // Verification before timing: host-facing steps and one device-resident run give the same bits on
-  // the q4 tier (claim 1); the q4 outputs against the f32 ones are recorded beside the q4 timings.
+  // the q4 tier (step-run-bitwise); the q4 outputs against the f32 ones are recorded beside the q4 timings.
   std::vector<float> y_step(std::size_t(T) * H), y_run(std::size_t(T) * H), y_f32(std::size_t(T) * H);
   dev.reset();
   for (int t = 0; t < T; ++t) dev.step(1, token(h, g, t), std::span<float>(y_step.data() + std::size_t(t) * H, H));
@@ -431,7 +464,7 @@ void run_layer(Context& ctx) {
   dev.run(1, T, h, y_run);
   dev.run(0, T, h, y_f32);
   const std::int64_t d = bitwise_diff(y_step, y_run);
-  ctx.claim(1, d == 0, std::to_string(d) + "/" + std::to_string(y_run.size()) + " q4 outputs differ between host-facing steps and one device-resident run of " + std::to_string(T) + " tokens");
+  ctx.claim(kLayerBitwise).set(d == 0, std::to_string(d) + "/" + std::to_string(y_run.size()) + " q4 outputs differ between host-facing steps and one device-resident run of " + std::to_string(T) + " tokens");
   const Accuracy a = accuracy(y_run, y_f32);
 
   // Bytes a perfect step moves: the big three (f32, or q4 codes + f16 scales), the small f32 weights,
@@ -475,12 +508,12 @@ void run_layer(Context& ctx) {
   const Timing& q4_dev = times[{"q4", "device-resident"}];
   const Timing& q4_host = times[{"q4", "host-facing"}];
   const Comparison c = compare_times(f32_dev.kept_ms, q4_dev.kept_ms, ctx.options().seed);
-  ctx.claim(0, c.verdict == Verdict::faster,
+  ctx.claim(kLayerFaster).set(c.verdict == Verdict::faster,
             fmt("device-resident per layer per token: f32 %.4f ms, q4 %.4f ms, ", f32_dev.summary.median / T, q4_dev.summary.median / T) +
                 fmt("speed-up %.2f (95%% CI of time ratio %.3f..%.3f): ", c.speedup, c.lo, c.hi) + to_string(c.verdict) +
                 " (the seed, RTX 5090: f32 0.40-0.47 ms, q4 0.156 ms)");
   const double trip = (q4_host.summary.median - q4_dev.summary.median) / T;
-  ctx.claim(2, trip < 0.05, fmt("q4 tier: host-facing %.4f ms - device-resident %.4f ms = %.4f ms per layer per token", q4_host.summary.median / T,
+  ctx.claim(kLayerTrip).set(trip < 0.05, fmt("q4 tier: host-facing %.4f ms - device-resident %.4f ms = %.4f ms per layer per token", q4_host.summary.median / T,
                                 q4_dev.summary.median / T, trip) + " (the seed: 0.01-0.04 ms)");
 
   // Every q4_gemv kernel inside the GDN step, by name, with no new code.
@@ -509,7 +542,7 @@ void run_layer(Context& ctx) {
     // Exact kernels: f32 arithmetic, held to the default 1e-5 (no declared tolerance). The rounding
     // forms (f16x2, q8 activations) change the tier's accuracy, so they are raced and reported but
     // are no candidates for the default.
-    const bool exact = registry().variant(kern.name).tolerance == 0;
+    const bool exact = ctx.registry().variant(kern.name).tolerance == 0;
     if (exact && (best_exact == 0 || ms < best_exact)) {
       best_exact = ms;
       fastest_exact = kern.name;
@@ -528,10 +561,10 @@ void run_layer(Context& ctx) {
     ctx.add(std::move(rec));
   }
   dev.set_q4_variant(variant);
-  ctx.claim(3, bits_ok, (ev_bits.empty() ? std::string("every variant equals the first of its family bit for bit") : ev_bits) + ", " +
+  ctx.claim(kLayerFamilies).set(bits_ok, (ev_bits.empty() ? std::string("every variant equals the first of its family bit for bit") : ev_bits) + ", " +
                             std::to_string(q4_gemv::q4_kernels().size()) + " variants in " + std::to_string(first_of_family.size()) + " families, " +
                             std::to_string(T) + " tokens");
-  ctx.claim(4, default_ms > 0 && default_ms <= 1.02 * best_exact,
+  ctx.claim(kLayerDefault).set(default_ms > 0 && default_ms <= 1.02 * best_exact,
             std::string("default ") + gdn::kDefaultQ4Variant + fmt(" %.4f ms; fastest exact ", default_ms) + fastest_exact +
                 fmt(" %.4f ms; fastest of all (rounding forms included) ", best_exact) + fastest + fmt(" %.4f ms per layer per token", best));
 }
@@ -542,41 +575,19 @@ void register_gdn_q4(Registry& r) {
   r.add(Experiment{
       .name = "gdn-q4-per-op",
       .description = "GDN q4 tier vs f32 tier per operator (the seed's table A1), first and last token, on the fixtures and at Qwen3.5-27B; and vs the f64 reference on dequant(q4)",
-      .claims = {
-          "A, B, BETA and G are bitwise equal between the q4 and f32 tiers at the first and last token (their weights stay f32: the readback's self-check)",
-          "the error is not amplified downstream: no operator's rms_rel exceeds 4x the larger of XC's and Z's, at the first and at the last token "
-          "(independent q4 projections add ~sqrt(3)x; the seed saw at most 1.3x)",
-          "the error entering at the first projections is O(1e-2): XC and Z rms_rel at the first token in [1e-3, 1e-1) (the seed: 4.53e-2)",
-          "the GPU q4 tier equals the f64 reference step on dequant(q4) weights within 1e-4 (max_rel) at every token and intermediate",
-      },
+      .claims = {kPerOpExact, kPerOpNotAmplified, kPerOpFirst, kPerOpRef},
       .run = run_per_op,
   });
   r.add(Experiment{
       .name = "gdn-q4-gates",
       .description = "GDN q4 wiring evidence: shape gate (wrong keys refused before running), magnitude gate (q4 vs f32 max_rel < 1e-1), deliberate miswirings",
-      .claims = {
-          "shape gate: at a geometry whose big projections have pairwise different shapes, each of the 5 wrong assignments of the three keys is refused by "
-          "use_q4 before running, the layer left unchanged",
-          "magnitude gate, correct wiring: q4 vs f32 max_rel < 1e-1 at XC and Z (the projections fed the same input in both tiers) at every token, at both "
-          "geometries",
-          "each miswiring that passes the shape gate (a same-shaped in_proj_qkv of other weights; q and k row blocks swapped; z and out swapped where "
-          "hidden = nv*dv) trips the magnitude gate (max_rel >= 1e-1 at XC or Z)",
-          "at the layer output, every miswiring's worst-token max_rel is at least 3x the correct wiring's at the same geometry",
-      },
+      .claims = {kGateShape, kGateMagnitude, kGateMiswiringTrips, kGateSeparated},
       .run = run_gates,
   });
   r.add(Experiment{
       .name = "gdn-q4-layer",
       .description = "GDN step time per layer per token: f32 vs q4 tier, host-facing vs device-resident; every q4_gemv variant raced inside the step",
-      .claims = {
-          "the q4 tier is faster than the f32 tier per layer per token, device-resident (the seed, RTX 5090: f32 0.40-0.47 ms, q4 0.156 ms)",
-          "host-facing steps and one device-resident run give bitwise equal q4 outputs",
-          "the host round trip of the q4 tier costs under 0.05 ms per layer per token (the seed: 0.01-0.04 ms)",
-          "inside the GDN step, q4_gemv variants that differ only in axes documented to change no bit (scale read, f16 conversion, rows per warp) give "
-          "bitwise equal layer outputs",
-          "the default q4 variant (kDefaultQ4Variant) is the fastest exact one (f32 arithmetic, no declared tolerance) inside the GDN step, "
-          "or within 2% of it; the rounding forms (f16x2, q8 activations) are raced beside it, not candidates",
-      },
+      .claims = {kLayerFaster, kLayerBitwise, kLayerTrip, kLayerFamilies, kLayerDefault},
       .run = run_layer,
   });
   r.add(make_error_budget());

@@ -20,7 +20,7 @@ namespace klab::experiments {
 const char* const kProfileOneUsage =
     "klab profile-one VARIANT --shape MxK [--input DIST] [--seed S] [--device N]  (one launch inside cudaProfilerStart/Stop)";
 
-int profile_one_command(const std::vector<std::string>& args, int, char**) {
+int profile_one_command(const Registry& reg, const std::vector<std::string>& args, int, char**) {
   std::string shape, input = "uniform";
   std::uint64_t seed = 1;
   int device = 0;
@@ -39,8 +39,8 @@ int profile_one_command(const std::vector<std::string>& args, int, char**) {
   }
   require(vm.count("variant") == 1, "name one variant (`klab list variants`)");
   require(!shape.empty(), "--shape MxK is required");
-  const Variant& v = registry().variant(vm["variant"].as<std::string>());
-  const Op& op = registry().op(v.op);
+  const Variant& v = reg.variant(vm["variant"].as<std::string>());
+  const Op& op = reg.op(v.op);
   const Problem p{parse_shape(shape), parse_dist(input), seed};
   if (auto why = op.validate(p); !why.empty()) throw Error(op.name + " " + p.shape.str() + ": " + why);
   if (auto why = v.can_implement(p); !why.empty()) throw Error(v.name + " cannot run " + p.str() + ": " + why);

@@ -3,7 +3,10 @@
 #include <string>
 #include <vector>
 
+#include "klab/registry.hpp"
+
 namespace klab::experiments {
 extern const char* const kProfileOneUsage;
-int profile_one_command(const std::vector<std::string>& args, int argc, char** argv);
+// `reg`: the registry the variant is looked up in (the CLI passes the catalogue's).
+int profile_one_command(const Registry& reg, const std::vector<std::string>& args, int argc, char** argv);
 }  // namespace klab::experiments

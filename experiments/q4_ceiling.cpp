@@ -84,25 +84,28 @@ Experiment q4_to_ceiling() {
   e.name = "q4-to-ceiling";
   e.description = "issue 13: the q4 mat-vec ladder from block-per-thread,dot=offset,rows=8 through map=packed (tiled layout, persistent "
                   "double-buffered blocks, PDL; dot forms f32 exact, f16x2, q8-dp4a) at the seed shapes, with the cuBLAS peers";
-  e.claims = {
-      "every rung is within its tolerance of the f64 reference on every shape and input (f32 forms 1e-5, f16x2 1e-2, q8-dp4a 5e-2); "
-      "the peers within theirs",
-      "the f32 rungs of map=packed give exactly the bits of block-per-thread,dot=offset,rows=8 on every shape and input",
-      "within each dot form of map=packed, grid, xprep, rows and pdl change no bit, on every shape and input",
-      "the fastest rung reaches at least 90% of the read ceiling on 17408x5120, 85% on 10240x5120 and 80% on 6144x5120 and 5120x6144 "
-      "(headline timing: stream mode where measured)",
-      "the fastest rung is faster than both cuBLAS peers on the four seed shapes",
-      "PDL pays: for every dot form, grid=fill,pdl=on is faster than its pdl=off twin, and so is grid=groups,xprep=launch,q8-dp4a,rows=4, "
-      "on the four seed shapes",
-      "the fastest exact rung (f32, any grid) is faster than today's fastest (block-per-thread,dot=offset,rows=8) on the four seed shapes",
-  };
-  e.run = [](Context& ctx) {
-    const Op& op = registry().op("q4_gemv");
+  const Claim accurate{"accurate",
+                       "every rung is within its tolerance of the f64 reference on every shape and input (f32 forms 1e-5, f16x2 1e-2, q8-dp4a 5e-2); "
+                       "the peers within theirs"};
+  const Claim f32_bitwise{"f32-bits", "the f32 rungs of map=packed give exactly the bits of block-per-thread,dot=offset,rows=8 on every shape and input"};
+  const Claim form_bitwise{"form-bits", "within each dot form of map=packed, grid, xprep, rows and pdl change no bit, on every shape and input"};
+  const Claim ceiling{"ceiling",
+                      "the fastest rung reaches at least 90% of the read ceiling on 17408x5120, 85% on 10240x5120 and 80% on 6144x5120 and 5120x6144 "
+                      "(headline timing: stream mode where measured)"};
+  const Claim beats_peers{"beats-peers", "the fastest rung is faster than both cuBLAS peers on the four seed shapes"};
+  const Claim pdl_pays_claim{"pdl-pays",
+                             "PDL pays: for every dot form, grid=fill,pdl=on is faster than its pdl=off twin, and so is grid=groups,xprep=launch,q8-dp4a,rows=4, "
+                             "on the four seed shapes"};
+  const Claim exact_faster{"exact-faster",
+                           "the fastest exact rung (f32, any grid) is faster than today's fastest (block-per-thread,dot=offset,rows=8) on the four seed shapes"};
+  e.claims = {accurate, f32_bitwise, form_bitwise, ceiling, beats_peers, pdl_pays_claim, exact_faster};
+  e.run = [=](Context& ctx) {
+    const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
     std::vector<std::string> names = ours;
     names.push_back(kPeerBf16);
     names.push_back(kPeerF32);
-    const auto vs = lookup(names);
+    const auto vs = lookup(ctx, names);
     const std::size_t n_ours = ours.size();
     for (const Shape& s : shapes_for(ctx, seed_shapes(), {{1024, 512}, {37, 160}})) {
       for (Dist d : {Dist::uniform, Dist::student_t}) {
@@ -120,7 +123,7 @@ Experiment q4_to_ceiling() {
           ok = ok && m.verified;
           acc += " " + short_name(m) + fmt(" %.3g (tol %.0e)", m.acc.max_rel, m.tolerance);
         }
-        ctx.claim_all(0, ok, acc);
+        ctx.claim(accurate).settle(ok, acc);
 
         std::int64_t f32_bits = 0;
         std::string f32_ev = where + ": elements differing from rung 0:";
@@ -129,7 +132,7 @@ Experiment q4_to_ceiling() {
           f32_bits += b;
           f32_ev += " " + short_name(ms[i]) + " " + std::to_string(b);
         }
-        ctx.claim_all(1, f32_bits == 0, f32_ev + " of " + std::to_string(ms[0].output.size()));
+        ctx.claim(f32_bitwise).settle(f32_bits == 0, f32_ev + " of " + std::to_string(ms[0].output.size()));
 
         std::int64_t form_bits = 0;
         std::string form_ev = where + ": elements differing within each form (groups/on vs fill/off, fill/on):";
@@ -139,13 +142,13 @@ Experiment q4_to_ceiling() {
           form_bits += b1 + b2;
           form_ev += " " + kForms[f] + " " + std::to_string(b1) + ", " + std::to_string(b2);
         }
-        // xprep=launch against grid=groups,pdl=on,rows=4 of its form (f32: covered by claim 1).
+        // xprep=launch against grid=groups,pdl=on,rows=4 of its form (f32: covered by f32-bits).
         for (const auto& [i, f] : std::vector<std::pair<std::size_t, std::size_t>>{{kXlQ8r8, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
         }
-        ctx.claim_all(2, form_bits == 0, form_ev);
+        ctx.claim(form_bitwise).settle(form_bits == 0, form_ev);
 
         const bool timed = std::all_of(ms.begin(), ms.end(), [](const Measured& m) { return m.timed; });
         if (d != Dist::uniform || !is_seed_shape(s) || !timed) continue;
@@ -160,10 +163,10 @@ Experiment q4_to_ceiling() {
         for (std::size_t i = 0; i < n_ours; ++i) ladder += " " + short_name(ms[i]) + fmt(" %.4f ms (%.1f%%);", ms[i].timing.summary.median, ms[i].pct_ceiling);
         ctx.log(ladder);
         const double goal = goal_pct(s);
-        ctx.claim_all(3, best->pct_ceiling >= goal, s.str() + ": fastest " + short_name(*best) + " " + speed(*best) + fmt("; goal %.0f%%", goal));
+        ctx.claim(ceiling).settle(best->pct_ceiling >= goal, s.str() + ": fastest " + short_name(*best) + " " + speed(*best) + fmt("; goal %.0f%%", goal));
         const auto vs_bf16 = compare_times(ms[n_ours].timing.kept_ms, best->timing.kept_ms, s.m);
         const auto vs_f32 = compare_times(ms[n_ours + 1].timing.kept_ms, best->timing.kept_ms, s.m);
-        ctx.claim_all(4, vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
+        ctx.claim(beats_peers).settle(vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
                       s.str() + ": " + short_name(*best) + fmt(" %.4f ms, bf16 %.4f ms, f32 %.4f ms", best->timing.summary.median,
                                                                ms[n_ours].timing.summary.median, ms[n_ours + 1].timing.summary.median) +
                           "; vs bf16 " + versus(vs_bf16) + ", vs f32 " + versus(vs_f32));
@@ -179,9 +182,9 @@ Experiment q4_to_ceiling() {
           pdl_pays = pdl_pays && c.verdict == Verdict::faster;
           pdl_ev += "; xprep=launch q8-dp4a rows=4" + fmt(" %.4f -> %.4f ms ", ms[kXlQ8r4Off].timing.summary.median, ms[kXlQ8r4].timing.summary.median) + versus(c);
         }
-        ctx.claim_all(5, pdl_pays, pdl_ev);
+        ctx.claim(pdl_pays_claim).settle(pdl_pays, pdl_ev);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
-        ctx.claim_all(6, exact.verdict == Verdict::faster,
+        ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + versus(exact));
       }
     }

@@ -77,26 +77,27 @@ Experiment axis_experiment(const AxisStudy& st) {
   Experiment e;
   e.name = st.name;
   e.description = st.description;
-  e.claims = {
-      "A and B are within 1e-5 (max_rel) of the f64 reference on every shape, uniform and heavy-tailed inputs",
-      st.bitwise ? "B is bitwise equal to A on every shape and input (seed: no bit changed)"
-                 : "B differs from A in bits on every shape and input: 4 chains reorder the sums (seed: its A rung, 4 chains with the per-lane scale, changed bits)",
-      std::string(st.b_faster ? "B is faster than A" : "B is slower than A") + " on the four seed shapes, uniform input (seed: " + st.seed + ")",
-  };
-  if (st.worst_on_fewest_rows)
-    e.claims.push_back("the slow-down is largest on the seed shape with the fewest rows (5120x6144, out_proj; seed: 0.89x on gate_proj, 0.47x on out_proj)");
-  e.run = [st](Context& ctx) {
-    const Op& op = registry().op("q4_gemv");
-    auto vs = lookup({st.a, st.b});
+  const Claim accurate{"accurate", "A and B are within 1e-5 (max_rel) of the f64 reference on every shape, uniform and heavy-tailed inputs"};
+  const Claim bits{"bits",
+                   st.bitwise ? "B is bitwise equal to A on every shape and input (seed: no bit changed)"
+                              : "B differs from A in bits on every shape and input: 4 chains reorder the sums (seed: its A rung, 4 chains with the per-lane scale, changed bits)"};
+  const Claim speed_dir{"speed", std::string(st.b_faster ? "B is faster than A" : "B is slower than A") + " on the four seed shapes, uniform input (seed: " + st.seed + ")"};
+  const Claim worst_fewest{"worst-on-fewest-rows",
+                           "the slow-down is largest on the seed shape with the fewest rows (5120x6144, out_proj; seed: 0.89x on gate_proj, 0.47x on out_proj)"};
+  e.claims = {accurate, bits, speed_dir};
+  if (st.worst_on_fewest_rows) e.claims.push_back(worst_fewest);
+  e.run = [=](Context& ctx) {
+    const Op& op = ctx.registry().op("q4_gemv");
+    auto vs = lookup(ctx, {st.a, st.b});
     ctx.log("A = " + st.a + ", B = " + st.b);
     double worst_speedup = std::numeric_limits<double>::infinity();
     Shape worst_shape;
     std::string speedups;
     int timed_shapes = 0;
     // A shape or input skipped (or a seed shape not timed) leaves its claims not evaluated.
-    ctx.claim_needs(0, problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
-    ctx.claim_needs(1, problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
-    ctx.claim_needs(2, shape_keys(seed_shapes()));
+    ctx.claim(accurate).needs(problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
+    ctx.claim(bits).needs(problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
+    ctx.claim(speed_dir).needs(shape_keys(seed_shapes()));
     for (const Shape& s : q4_shapes(ctx)) {
       for (Dist d : {Dist::uniform, Dist::student_t}) {
         const Problem p{s, d, ctx.options().seed};
@@ -104,12 +105,12 @@ Experiment axis_experiment(const AxisStudy& st) {
         auto ms = race(ctx, op, vs, p, ro);
         if (ms.size() < 2 || ms[0].skipped || ms[1].skipped) continue;
         const std::string where = problem_key(s, d);
-        ctx.claim_all(0, where, ms[0].verified && ms[1].verified, where + fmt(": max_rel A %.3g, B %.3g", ms[0].acc.max_rel, ms[1].acc.max_rel));
-        const std::string bits = std::to_string(ms[1].bits_vs_a) + " of " + std::to_string(ms[1].acc.n) + " elements differ";
-        ctx.claim_all(1, where, st.bitwise ? ms[1].bits_vs_a == 0 : ms[1].bits_vs_a > 0, where + ": " + bits);
+        ctx.claim(accurate).settle(where, ms[0].verified && ms[1].verified, where + fmt(": max_rel A %.3g, B %.3g", ms[0].acc.max_rel, ms[1].acc.max_rel));
+        const std::string differ = std::to_string(ms[1].bits_vs_a) + " of " + std::to_string(ms[1].acc.n) + " elements differ";
+        ctx.claim(bits).settle(where, st.bitwise ? ms[1].bits_vs_a == 0 : ms[1].bits_vs_a > 0, where + ": " + differ);
         if (d != Dist::uniform || !is_seed_shape(s) || !ms[0].timed || !ms[1].timed || !ms[1].vs_a) continue;
         const Comparison& c = *ms[1].vs_a;
-        ctx.claim_all(2, s.str(), c.verdict == (st.b_faster ? Verdict::faster : Verdict::slower),
+        ctx.claim(speed_dir).settle(s.str(), c.verdict == (st.b_faster ? Verdict::faster : Verdict::slower),
                       s.str() + ": A " + speed(ms[0]) + "; B " + speed(ms[1]) + "; B " + versus(c));
         ++timed_shapes;
         speedups += (speedups.empty() ? "" : ", ") + s.str() + fmt(" x%.3f", c.speedup);
@@ -121,7 +122,7 @@ Experiment axis_experiment(const AxisStudy& st) {
       }
     }
     if (st.worst_on_fewest_rows && timed_shapes == int(seed_shapes().size()))
-      ctx.claim(3, worst_shape == Shape{5120, 6144}, "worst on " + worst_shape.str() + "; " + speedups);
+      ctx.claim(worst_fewest).set(worst_shape == Shape{5120, 6144}, "worst on " + worst_shape.str() + "; " + speedups);
   };
   return e;
 }
@@ -131,26 +132,27 @@ Experiment seed_ladder() {
   e.name = "seed-ladder";
   e.description = "the seed's q4 mat-vec ladder: original -> A (per-lane scale + 4 chains) -> B (+ hardware f16) -> C (+ 4 rows per warp), "
                   "with cuBLAS bf16 GemmEx and f32 SGEMV on dequant(W) beside them, at the seed shapes";
-  e.claims = {
-      "every rung is within 1e-5 (max_rel) of the f64 reference on every shape and input; the peers within theirs (bf16 3e-2, f32 1e-5)",
-      "A -> B and B -> C change no bit on any shape or input (seed: B and C changed no bit; original -> A reorders sums and may)",
-      "A is faster than the original on the four seed shapes (seed: 1.42x on gate_proj)",
-      "B is faster than A on the four seed shapes (seed: 1.91x on gate_proj)",
-      "C is slower than B on the four seed shapes (seed: 0.89x on gate_proj, 0.47x on out_proj)",
-      "C's slow-down is largest on the seed shape with the fewest rows (5120x6144, out_proj)",
-      "B, the seed's kept kernel, is faster than both cuBLAS peers on the four seed shapes (it reads 3.6x fewer bytes than bf16)",
-  };
-  e.run = [](Context& ctx) {
-    const Op& op = registry().op("q4_gemv");
-    const auto rungs = lookup({kOriginal, kRungA, kRungB, kRungC});
+  const Claim accurate{"accurate",
+                       "every rung is within 1e-5 (max_rel) of the f64 reference on every shape and input; the peers within theirs (bf16 3e-2, f32 1e-5)"};
+  const Claim bits{"bits", "A -> B and B -> C change no bit on any shape or input (seed: B and C changed no bit; original -> A reorders sums and may)"};
+  const Claim a_faster{"a-faster", "A is faster than the original on the four seed shapes (seed: 1.42x on gate_proj)"};
+  const Claim b_faster{"b-faster", "B is faster than A on the four seed shapes (seed: 1.91x on gate_proj)"};
+  const Claim c_slower{"c-slower", "C is slower than B on the four seed shapes (seed: 0.89x on gate_proj, 0.47x on out_proj)"};
+  const Claim c_worst{"c-worst-on-fewest-rows", "C's slow-down is largest on the seed shape with the fewest rows (5120x6144, out_proj)"};
+  const Claim b_beats_peers{"b-beats-peers",
+                            "B, the seed's kept kernel, is faster than both cuBLAS peers on the four seed shapes (it reads 3.6x fewer bytes than bf16)"};
+  e.claims = {accurate, bits, a_faster, b_faster, c_slower, c_worst, b_beats_peers};
+  e.run = [=](Context& ctx) {
+    const Op& op = ctx.registry().op("q4_gemv");
+    const auto rungs = lookup(ctx, {kOriginal, kRungA, kRungB, kRungC});
     auto all = rungs;
-    for (const Variant* v : lookup({kPeerBf16, kPeerF32})) all.push_back(v);
+    for (const Variant* v : lookup(ctx, {kPeerBf16, kPeerF32})) all.push_back(v);
     double worst_c = std::numeric_limits<double>::infinity();
     Shape worst_shape;
     std::string c_speedups;
     int timed_shapes = 0;
-    for (std::size_t claim : {0, 1}) ctx.claim_needs(claim, problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
-    for (std::size_t claim : {2, 3, 4, 6}) ctx.claim_needs(claim, shape_keys(seed_shapes()));
+    for (const Claim& c : {accurate, bits}) ctx.claim(c).needs(problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
+    for (const Claim& c : {a_faster, b_faster, c_slower, b_beats_peers}) ctx.claim(c).needs(shape_keys(seed_shapes()));
     for (const Shape& s : q4_shapes(ctx)) {
       for (Dist d : {Dist::uniform, Dist::student_t}) {
         const Problem p{s, d, ctx.options().seed};
@@ -164,10 +166,10 @@ Experiment seed_ladder() {
           ok = ok && m.verified;
           ev += fmt(" %.3g", m.acc.max_rel);
         }
-        ctx.claim_all(0, where, ok, ev + " (original, A, B, C, bf16, f32)");
+        ctx.claim(accurate).settle(where, ok, ev + " (original, A, B, C, bf16, f32)");
         // Bits between consecutive rungs (the race compares each rung with the one before).
         const auto oa = ms[1].bits_vs_prev, ab = ms[2].bits_vs_prev, bc = ms[3].bits_vs_prev;
-        ctx.claim_all(1, where, ab == 0 && bc == 0,
+        ctx.claim(bits).settle(where, ab == 0 && bc == 0,
                       where + ": elements differing original->A " + std::to_string(oa) + ", A->B " + std::to_string(ab) + ", B->C " +
                           std::to_string(bc) + " of " + std::to_string(ms[0].output.size()));
         const bool timed = std::all_of(ms.begin(), ms.end(), [](const Measured& m) { return m.timed; });
@@ -176,9 +178,9 @@ Experiment seed_ladder() {
         const auto ao = compare_times(mo.timing.kept_ms, ma.timing.kept_ms, s.m);
         const auto ba = compare_times(ma.timing.kept_ms, mb.timing.kept_ms, s.m);
         const auto cb = compare_times(mb.timing.kept_ms, mc.timing.kept_ms, s.m);
-        ctx.claim_all(2, s.str(), ao.verdict == Verdict::faster, s.str() + ": original " + speed(mo) + "; A " + speed(ma) + "; A " + versus(ao));
-        ctx.claim_all(3, s.str(), ba.verdict == Verdict::faster, s.str() + ": B " + speed(mb) + "; B " + versus(ba));
-        ctx.claim_all(4, s.str(), cb.verdict == Verdict::slower,
+        ctx.claim(a_faster).settle(s.str(), ao.verdict == Verdict::faster, s.str() + ": original " + speed(mo) + "; A " + speed(ma) + "; A " + versus(ao));
+        ctx.claim(b_faster).settle(s.str(), ba.verdict == Verdict::faster, s.str() + ": B " + speed(mb) + "; B " + versus(ba));
+        ctx.claim(c_slower).settle(s.str(), cb.verdict == Verdict::slower,
                       s.str() + ": C " + speed(mc) + "; C " + versus(cb) + "; B: " + warps_note(kRungB, s.m, ctx) + "; C: " + warps_note(kRungC, s.m, ctx));
         ++timed_shapes;
         c_speedups += (c_speedups.empty() ? "" : ", ") + s.str() + fmt(" x%.3f", cb.speedup);
@@ -188,13 +190,13 @@ Experiment seed_ladder() {
         }
         const auto vs_bf16 = compare_times(ms[4].timing.kept_ms, mb.timing.kept_ms, s.m);
         const auto vs_f32 = compare_times(ms[5].timing.kept_ms, mb.timing.kept_ms, s.m);
-        ctx.claim_all(6, s.str(), vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
+        ctx.claim(b_beats_peers).settle(s.str(), vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
                       s.str() + ": B " + fmt("%.4f ms", mb.timing.summary.median) + fmt(", bf16 %.4f ms", ms[4].timing.summary.median) +
                           fmt(", f32 %.4f ms", ms[5].timing.summary.median) + "; B vs bf16 " + versus(vs_bf16) + ", vs f32 " + versus(vs_f32));
       }
     }
     if (timed_shapes == int(seed_shapes().size()))
-      ctx.claim(5, worst_shape == Shape{5120, 6144}, "worst on " + worst_shape.str() + ": C/B " + c_speedups);
+      ctx.claim(c_worst).set(worst_shape == Shape{5120, 6144}, "worst on " + worst_shape.str() + ": C/B " + c_speedups);
   };
   return e;
 }
@@ -217,15 +219,14 @@ Experiment vs_peers() {
   e.name = "q4-vs-peers";
   e.description = "beyond the seed: block-per-lane (1, 4, 8, 16 rows per warp) and block-per-thread (2, 4, 8 rows per block; "
                   "direct and offset dot) q4 mat-vecs vs the seed's kept kernel B and cuBLAS bf16 GemmEx / f32 SGEMV on dequant(W), at the seed shapes";
-  e.claims = {
-      "every kernel beyond the seed is within 1e-5 (max_rel) of the f64 reference on every shape and input",
-      "within each map, every rows value is bitwise equal to the first (each row keeps its order) on every shape and input",
-      "block-per-lane,rows=1 is faster than the seed's kept kernel B on the four seed shapes",
-      "the fastest kernel beyond the seed is faster than both cuBLAS peers on the four seed shapes",
-      "the fastest kernel beyond the seed reaches at least 70% of the measured read ceiling on the four seed shapes",
-  };
-  e.run = [](Context& ctx) {
-    const Op& op = registry().op("q4_gemv");
+  const Claim accurate{"accurate", "every kernel beyond the seed is within 1e-5 (max_rel) of the f64 reference on every shape and input"};
+  const Claim rows_bitwise{"rows-bitwise", "within each map, every rows value is bitwise equal to the first (each row keeps its order) on every shape and input"};
+  const Claim lane_beats_b{"lane-beats-b", "block-per-lane,rows=1 is faster than the seed's kept kernel B on the four seed shapes"};
+  const Claim best_beats_peers{"best-beats-peers", "the fastest kernel beyond the seed is faster than both cuBLAS peers on the four seed shapes"};
+  const Claim best_ceiling_70{"best-ceiling-70", "the fastest kernel beyond the seed reaches at least 70% of the measured read ceiling on the four seed shapes"};
+  e.claims = {accurate, rows_bitwise, lane_beats_b, best_beats_peers, best_ceiling_70};
+  e.run = [=](Context& ctx) {
+    const Op& op = ctx.registry().op("q4_gemv");
     // ms[0] = B; then the maps' variants (each map's first is its bitwise anchor); then the peers.
     const std::vector<std::pair<std::string, std::vector<int>>> maps{
         {"block-per-lane", {1, 4, 8, 16}}, {"block-per-thread", {2, 4, 8}}, {"block-per-thread,dot=offset", {4, 8}}};
@@ -239,9 +240,9 @@ Experiment vs_peers() {
     const std::size_t first = 1, last = names.size();  // the kernels beyond the seed: ms[first, last)
     names.push_back(kPeerBf16);
     names.push_back(kPeerF32);
-    const auto vs = lookup(names);
-    for (std::size_t claim : {0, 1}) ctx.claim_needs(claim, problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
-    for (std::size_t claim : {2, 3, 4}) ctx.claim_needs(claim, shape_keys(seed_shapes()));
+    const auto vs = lookup(ctx, names);
+    for (const Claim& c : {accurate, rows_bitwise}) ctx.claim(c).needs(problem_keys(q4_shapes(ctx), {Dist::uniform, Dist::student_t}));
+    for (const Claim& c : {lane_beats_b, best_beats_peers, best_ceiling_70}) ctx.claim(c).needs(shape_keys(seed_shapes()));
     for (const Shape& s : q4_shapes(ctx)) {
       for (Dist d : {Dist::uniform, Dist::student_t}) {
         const Problem p{s, d, ctx.options().seed};
@@ -261,22 +262,22 @@ Experiment vs_peers() {
           bits += b;
           diff += " " + ms[i].variant->name.substr(std::string("q4_gemv/map=").size()) + " " + std::to_string(b);
         }
-        ctx.claim_all(0, where, ok, acc);
-        ctx.claim_all(1, where, bits == 0, diff);
+        ctx.claim(accurate).settle(where, ok, acc);
+        ctx.claim(rows_bitwise).settle(where, bits == 0, diff);
         const bool timed = std::all_of(ms.begin(), ms.end(), [](const Measured& m) { return m.timed; });
         if (d != Dist::uniform || !is_seed_shape(s) || !timed) continue;
-        ctx.claim_all(2, s.str(), ms[first].vs_a->verdict == Verdict::faster,
+        ctx.claim(lane_beats_b).settle(s.str(), ms[first].vs_a->verdict == Verdict::faster,
                       s.str() + ": B " + speed(ms[0]) + "; block-per-lane,rows=1 " + speed(ms[first]) + " " + versus(*ms[first].vs_a));
         const Measured* best = &ms[first];
         for (std::size_t i = first; i < last; ++i)
           if (ms[i].timing.summary.median < best->timing.summary.median) best = &ms[i];
         const auto vs_bf16 = compare_times(ms[last].timing.kept_ms, best->timing.kept_ms, s.m);
         const auto vs_f32 = compare_times(ms[last + 1].timing.kept_ms, best->timing.kept_ms, s.m);
-        ctx.claim_all(3, s.str(), vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
+        ctx.claim(best_beats_peers).settle(s.str(), vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
                       s.str() + ": " + best->variant->name + fmt(" %.4f ms, bf16 %.4f ms, f32 %.4f ms", best->timing.summary.median,
                                                                  ms[last].timing.summary.median, ms[last + 1].timing.summary.median) +
                           "; vs bf16 " + versus(vs_bf16) + ", vs f32 " + versus(vs_f32));
-        ctx.claim_all(4, s.str(), best->pct_ceiling >= 70.0, s.str() + ": " + best->variant->name + " " + speed(*best));
+        ctx.claim(best_ceiling_70).settle(s.str(), best->pct_ceiling >= 70.0, s.str() + ": " + best->variant->name + " " + speed(*best));
       }
     }
   };

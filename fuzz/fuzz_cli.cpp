@@ -3,7 +3,7 @@
 //   - each word goes through klab::parse_shape, klab::parse_dist (harness/src/problem.cpp) and the
 //     strict number parsers klab::ref::parse_whole_int / parse_whole_number (ref/parse.hpp), each
 //     compared with an oracle written from its documented contract;
-//   - the words go through Boost.Program_options' command_line_parser, as harness/cli/main.cpp's
+//   - the words go through Boost.Program_options' command_line_parser, as apps/klab/main.cpp's
 //     parse() calls it, with a description of the same value kinds as klab's run options (an int and
 //     a uint64 with defaults, a string, a bool_switch, a flag, help with a short name, the
 //     positional "args"). It is not klab's option table, which lives inside main.cpp's anonymous

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "klab/catalog.hpp"
 #include "klab/problem.hpp"
 #include "klab/ref/q4.hpp"
 #include "klab/registry.hpp"

@@ -16,9 +16,14 @@ std::string to_string(ClaimState s) {
   return "?";
 }
 
-Context::Context(const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev, const Ceiling* ceiling, Timer* timer)
-    : exp_(e), opt_(o), report_(r), dev_(dev), ceiling_(ceiling), timer_(timer) {
-  for (const auto& c : e.claims) claims_.push_back({c, ClaimState::not_evaluated, ""});
+Context::Context(const Registry& reg, const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev, const Ceiling* ceiling,
+                 Timer* timer)
+    : reg_(reg), exp_(e), opt_(o), report_(r), dev_(dev), ceiling_(ceiling), timer_(timer) {
+  for (const auto& c : e.claims) {
+    require(!c.id.empty(), "experiment '" + e.name + "' states a claim without an id: " + c.text);
+    for (const auto& prev : claims_) require(prev.id != c.id, "experiment '" + e.name + "' states claim '" + c.id + "' twice");
+    claims_.push_back({c.id, c.text, ClaimState::not_evaluated, ""});
+  }
   books_.resize(claims_.size());
 }
 
@@ -45,11 +50,6 @@ void Context::skip(const std::string& what, const std::string& reason) {
   add(std::move(r));
 }
 
-Context::ClaimBook& Context::book(std::size_t index) {
-  require(index < claims_.size(), "experiment '" + exp_.name + "' settles claim " + std::to_string(index) + " but states only " + std::to_string(claims_.size()));
-  return books_[index];
-}
-
 void Context::publish_claim(std::size_t index) {
   const ClaimBook& b = books_[index];
   ClaimResult& c = claims_[index];
@@ -69,15 +69,29 @@ void Context::publish_claim(std::size_t index) {
                (b.evidence.empty() ? "" : "; held on the others: " + b.evidence);
 }
 
-void Context::claim(std::size_t index, bool held, const std::string& evidence) {
-  ClaimBook& b = book(index);
-  b.state = held ? ClaimState::held : ClaimState::not_held;
-  b.evidence = evidence;
-  publish_claim(index);
+ClaimRef Context::claim(const Claim& c) { return claim(c.id); }
+
+ClaimRef Context::claim(const std::string& id) {
+  std::string stated;
+  for (std::size_t i = 0; i < claims_.size(); ++i) {
+    if (claims_[i].id == id) return ClaimRef(*this, i);
+    stated += (stated.empty() ? "" : ", ") + claims_[i].id;
+  }
+  throw Error("experiment '" + exp_.name + "' settles claim '" + id + "' but states only: " + (stated.empty() ? "none" : stated));
 }
 
-void Context::claim_all(std::size_t index, bool held, const std::string& evidence) {
-  ClaimBook& b = book(index);
+const std::string& ClaimRef::id() const { return ctx_->claims_[index_].id; }
+const ClaimResult& ClaimRef::result() const { return ctx_->claims_[index_]; }
+
+void ClaimRef::set(bool held, const std::string& evidence) {
+  auto& b = ctx_->books_[index_];
+  b.state = held ? ClaimState::held : ClaimState::not_held;
+  b.evidence = evidence;
+  ctx_->publish_claim(index_);
+}
+
+void ClaimRef::settle(bool held, const std::string& evidence) {
+  auto& b = ctx_->books_[index_];
   if (b.state == ClaimState::not_held) {
     if (!held) b.evidence += "; " + evidence;
   } else if (!held || b.state == ClaimState::not_evaluated) {
@@ -86,17 +100,18 @@ void Context::claim_all(std::size_t index, bool held, const std::string& evidenc
   } else {
     b.evidence += "; " + evidence;
   }
-  publish_claim(index);
+  ctx_->publish_claim(index_);
 }
 
-void Context::claim_all(std::size_t index, const std::string& key, bool held, const std::string& evidence) {
-  book(index).got.push_back(key);
-  claim_all(index, held, evidence);
+void ClaimRef::settle(const std::string& key, bool held, const std::string& evidence) {
+  ctx_->books_[index_].got.push_back(key);
+  settle(held, evidence);
 }
 
-void Context::claim_needs(std::size_t index, std::vector<std::string> keys) {
-  book(index).needs = std::move(keys);
-  publish_claim(index);
+ClaimRef& ClaimRef::needs(std::vector<std::string> keys) {
+  ctx_->books_[index_].needs = std::move(keys);
+  ctx_->publish_claim(index_);
+  return *this;
 }
 
 void Context::log(const std::string& line) const { std::cerr << "[" << exp_.name << "] " << line << std::endl; }
@@ -106,6 +121,7 @@ int Context::finish() {
   for (std::size_t i = 0; i < claims_.size(); ++i) {
     auto r = record("claim");
     r["index"] = i;
+    r["id"] = claims_[i].id;
     r["text"] = claims_[i].text;
     r["state"] = to_string(claims_[i].state);
     r["evidence"] = claims_[i].evidence;

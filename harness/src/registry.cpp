@@ -84,6 +84,11 @@ void Registry::add(Variant v) {
 }
 void Registry::add(Experiment e) {
   require(static_cast<bool>(e.run), "experiment '" + e.name + "' has no run()");
+  for (std::size_t i = 0; i < e.claims.size(); ++i) {
+    require(!e.claims[i].id.empty(), "experiment '" + e.name + "' states a claim without an id: " + e.claims[i].text);
+    for (std::size_t j = 0; j < i; ++j)
+      require(e.claims[j].id != e.claims[i].id, "experiment '" + e.name + "' states claim '" + e.claims[i].id + "' twice");
+  }
   insert_unique(experiments_, std::move(e), "experiment");
 }
 

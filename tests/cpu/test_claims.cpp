@@ -1,4 +1,5 @@
-// The claim logic of an experiment's Context (klab/experiment.hpp): a claim settled once per
+// The claim logic of an experiment's Context (klab/experiment.hpp), through the handles of its stated
+// claims (ctx.claim(c)): a claim settled once per
 // problem holds only if it held every time, and a claim stated over a set of evaluations (the four
 // seed shapes) that missed one of them stays not_evaluated, naming the missing ones, unless an
 // evaluation it got did not hold.
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "klab/catalog.hpp"
 #include "klab/error.hpp"
 #include "klab/experiment.hpp"
 #include "klab/registry.hpp"
@@ -17,11 +19,14 @@ using namespace klab;
 namespace {
 const std::vector<std::string> kSeedShapes{"17408x5120", "10240x5120", "6144x5120", "5120x6144"};
 
+const Claim kFaster{"faster", "B is faster than A on the four seed shapes"};
+const Claim kAgree{"agree", "A and B agree on every shape"};
+
 Experiment two_claims() {
   Experiment e;
   e.name = "claims-test";
   e.description = "two claims";
-  e.claims = {"B is faster than A on the four seed shapes", "A and B agree on every shape"};
+  e.claims = {kFaster, kAgree};
   e.needs_device = false;
   return e;
 }
@@ -32,7 +37,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 struct Fresh {
   Experiment e = two_claims();
   Report rep{nlohmann::json::object()};
-  Context ctx{e, RunOptions{}, rep, nullptr, nullptr, nullptr};
+  Context ctx{registry(), e, RunOptions{}, rep, nullptr, nullptr, nullptr};
 };
 }  // namespace
 
@@ -41,20 +46,25 @@ TEST_CASE("claims: unsettled is not_evaluated, never held") {
   REQUIRE(f.ctx.claims().size() == 2);
   CHECK(f.ctx.claims()[0].state == ClaimState::not_evaluated);
   CHECK(f.ctx.claims()[0].text == "B is faster than A on the four seed shapes");
+  CHECK(f.ctx.claims()[0].id == "faster");
+  CHECK(f.ctx.claim(kAgree).result().state == ClaimState::not_evaluated);
   CHECK(f.ctx.finish() == 0);
   int claims = 0;
   for (const auto& r : f.rep.records())
     if (r.at("kind") == "claim") {
-      ++claims;
+      // Records keep the claim's position among the stated ones (the scripts read it) and add its id.
+      CHECK(r.at("index") == claims);
+      CHECK(r.at("id") == (claims == 0 ? "faster" : "agree"));
       CHECK(r.at("state") == "not_evaluated");
+      ++claims;
     }
   CHECK(claims == 2);
 }
 
-TEST_CASE("claims: claim_all on every needed evaluation, all held: held, with every evaluation's evidence") {
+TEST_CASE("claims: settle() on every needed evaluation, all held: held, with every evaluation's evidence") {
   Fresh f;
-  f.ctx.claim_needs(0, kSeedShapes);
-  for (const auto& s : kSeedShapes) f.ctx.claim_all(0, s, true, s + ": x1.10");
+  f.ctx.claim(kFaster).needs(kSeedShapes);
+  for (const auto& s : kSeedShapes) f.ctx.claim(kFaster).settle(s, true, s + ": x1.10");
   const auto& c = f.ctx.claims()[0];
   CHECK(c.state == ClaimState::held);
   for (const auto& s : kSeedShapes) CHECK(has(c.evidence, s + ": x1.10"));
@@ -65,11 +75,11 @@ TEST_CASE("claims: claim_all on every needed evaluation, all held: held, with ev
 TEST_CASE("claims: one evaluation not held makes the claim not_held, missing ones or not") {
   SUBCASE("all four evaluated, one not held") {
     Fresh f;
-    f.ctx.claim_needs(0, kSeedShapes);
-    f.ctx.claim_all(0, kSeedShapes[0], true, "17408x5120: x1.10");
-    f.ctx.claim_all(0, kSeedShapes[1], false, "10240x5120: x0.95");
-    f.ctx.claim_all(0, kSeedShapes[2], true, "6144x5120: x1.10");
-    f.ctx.claim_all(0, kSeedShapes[3], true, "5120x6144: x1.10");
+    f.ctx.claim(kFaster).needs(kSeedShapes);
+    f.ctx.claim(kFaster).settle(kSeedShapes[0], true, "17408x5120: x1.10");
+    f.ctx.claim(kFaster).settle(kSeedShapes[1], false, "10240x5120: x0.95");
+    f.ctx.claim(kFaster).settle(kSeedShapes[2], true, "6144x5120: x1.10");
+    f.ctx.claim(kFaster).settle(kSeedShapes[3], true, "5120x6144: x1.10");
     const auto& c = f.ctx.claims()[0];
     CHECK(c.state == ClaimState::not_held);
     CHECK(has(c.evidence, "10240x5120: x0.95"));
@@ -77,10 +87,10 @@ TEST_CASE("claims: one evaluation not held makes the claim not_held, missing one
   }
   SUBCASE("one not held, one missing") {
     Fresh f;
-    f.ctx.claim_needs(0, kSeedShapes);
-    f.ctx.claim_all(0, kSeedShapes[0], false, "17408x5120: x0.95");
-    f.ctx.claim_all(0, kSeedShapes[1], true, "10240x5120: x1.10");
-    f.ctx.claim_all(0, kSeedShapes[2], true, "6144x5120: x1.10");
+    f.ctx.claim(kFaster).needs(kSeedShapes);
+    f.ctx.claim(kFaster).settle(kSeedShapes[0], false, "17408x5120: x0.95");
+    f.ctx.claim(kFaster).settle(kSeedShapes[1], true, "10240x5120: x1.10");
+    f.ctx.claim(kFaster).settle(kSeedShapes[2], true, "6144x5120: x1.10");
     CHECK(f.ctx.claims()[0].state == ClaimState::not_held);
     CHECK(has(f.ctx.claims()[0].evidence, "17408x5120: x0.95"));
     CHECK(f.ctx.finish() == 1);
@@ -89,17 +99,17 @@ TEST_CASE("claims: one evaluation not held makes the claim not_held, missing one
 
 TEST_CASE("claims: held on three of the four seed shapes, the fourth missing: not_evaluated, naming the missing one") {
   Fresh f;
-  f.ctx.claim_needs(0, kSeedShapes);
-  f.ctx.claim_all(0, "17408x5120", true, "17408x5120: x1.10");
-  f.ctx.claim_all(0, "10240x5120", true, "10240x5120: x1.10");
-  f.ctx.claim_all(0, "5120x6144", true, "5120x6144: x1.10");  // 6144x5120 skipped (say, a variant refused it)
+  f.ctx.claim(kFaster).needs(kSeedShapes);
+  f.ctx.claim(kFaster).settle("17408x5120", true, "17408x5120: x1.10");
+  f.ctx.claim(kFaster).settle("10240x5120", true, "10240x5120: x1.10");
+  f.ctx.claim(kFaster).settle("5120x6144", true, "5120x6144: x1.10");  // 6144x5120 skipped (say, a variant refused it)
   const auto& c = f.ctx.claims()[0];
   CAPTURE(c.evidence);
   CHECK(c.state == ClaimState::not_evaluated);
   CHECK(has(c.evidence, "not evaluated on 6144x5120 (1 of the 4 needed)"));
   CHECK(has(c.evidence, "10240x5120: x1.10"));  // what was measured stays in the evidence
   // The claim without needs, settled the same way, holds: the needs are what keep it open.
-  f.ctx.claim_all(1, true, "17408x5120: 0 bits");
+  f.ctx.claim(kAgree).settle(true, "17408x5120: 0 bits");
   CHECK(f.ctx.claims()[1].state == ClaimState::held);
   // Recorded as not_evaluated, and not counted as a failure.
   CHECK(f.ctx.finish() == 0);
@@ -109,36 +119,58 @@ TEST_CASE("claims: held on three of the four seed shapes, the fourth missing: no
       CHECK(has(r.at("evidence").get<std::string>(), "6144x5120"));
     }
   // The missing evaluation arriving later settles it.
-  f.ctx.claim_all(0, "6144x5120", true, "6144x5120: x1.10");
+  f.ctx.claim(kFaster).settle("6144x5120", true, "6144x5120: x1.10");
   CHECK(f.ctx.claims()[0].state == ClaimState::held);
 }
 
 TEST_CASE("claims: needs declared and nothing evaluated (--quick: no seed shape) names all of them; needs may come after the evaluations") {
   Fresh f;
-  f.ctx.claim_needs(0, kSeedShapes);
+  f.ctx.claim(kFaster).needs(kSeedShapes);
   CHECK(f.ctx.claims()[0].state == ClaimState::not_evaluated);
   CHECK(has(f.ctx.claims()[0].evidence, "not evaluated on 17408x5120, 10240x5120, 6144x5120, 5120x6144 (4 of the 4 needed)"));
 
   // Evaluations under keys that are not needed (other shapes) do not stand in for needed ones.
-  f.ctx.claim_all(0, "1024x512", true, "1024x512: x1.10");
+  f.ctx.claim(kFaster).settle("1024x512", true, "1024x512: x1.10");
   CHECK(f.ctx.claims()[0].state == ClaimState::not_evaluated);
 
   Fresh g;
-  g.ctx.claim_all(0, "17408x5120", true, "17408x5120: x1.10");
+  g.ctx.claim(kFaster).settle("17408x5120", true, "17408x5120: x1.10");
   CHECK(g.ctx.claims()[0].state == ClaimState::held);
-  g.ctx.claim_needs(0, {"17408x5120", "5120x6144"});
+  g.ctx.claim(kFaster).needs({"17408x5120", "5120x6144"});
   CHECK(g.ctx.claims()[0].state == ClaimState::not_evaluated);
   CHECK(has(g.ctx.claims()[0].evidence, "not evaluated on 5120x6144 (1 of the 2 needed)"));
 }
 
-TEST_CASE("claims: a single claim() replaces; an index past the stated claims is refused") {
+TEST_CASE("claims: set() replaces; a claim the experiment did not state is refused, naming the stated ones") {
   Fresh f;
-  f.ctx.claim(1, false, "first");
-  f.ctx.claim(1, true, "second");
+  f.ctx.claim(kAgree).set(false, "first");
+  f.ctx.claim(kAgree).set(true, "second");
   CHECK(f.ctx.claims()[1].state == ClaimState::held);
   CHECK(f.ctx.claims()[1].evidence == "second");
-  CHECK_THROWS_AS(f.ctx.claim(2, true, ""), Error);
-  CHECK_THROWS_AS(f.ctx.claim_all(2, true, ""), Error);
-  CHECK_THROWS_AS(f.ctx.claim_all(2, "17408x5120", true, ""), Error);
-  CHECK_THROWS_AS(f.ctx.claim_needs(2, kSeedShapes), Error);
+  // By id too: the same claim.
+  CHECK(f.ctx.claim("agree").result().evidence == "second");
+  CHECK(f.ctx.claim(kAgree).id() == "agree");
+  const Claim unstated{"nope", "never stated"};
+  CHECK_THROWS_AS(f.ctx.claim(unstated), Error);
+  CHECK_THROWS_AS(f.ctx.claim("nope"), Error);
+  try {
+    f.ctx.claim(unstated);
+  } catch (const Error& e) {
+    CHECK(has(e.what(), "'nope'"));
+    CHECK(has(e.what(), "faster, agree"));
+  }
+}
+
+TEST_CASE("claims: ids are required and unique, in the registry and in a Context") {
+  Experiment e = two_claims();
+  e.run = [](Context&) {};
+  e.claims.push_back({"faster", "stated twice"});
+  Registry r;
+  CHECK_THROWS_AS(r.add(e), Error);
+  Report rep{nlohmann::json::object()};
+  CHECK_THROWS_AS((Context{registry(), e, RunOptions{}, rep, nullptr, nullptr, nullptr}), Error);
+  e.claims.back().id = "";
+  CHECK_THROWS_AS(r.add(e), Error);
+  e.claims.back().id = "third";
+  CHECK_NOTHROW(r.add(e));
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "error_budget.hpp"
+#include "klab/catalog.hpp"
 #include "klab/error.hpp"
 #include "klab/experiment.hpp"
 #include "klab/ref/npy.hpp"
@@ -191,7 +192,7 @@ TEST_CASE("error-budget --quick runs without a device and writes error_budget re
   RunOptions opt;
   opt.quick = true;
   Report rep(nlohmann::json::object());
-  Context ctx(e, opt, rep, nullptr, nullptr, nullptr);
+  Context ctx(registry(), e, opt, rep, nullptr, nullptr, nullptr);
   e.run(ctx);
   ctx.finish();
   ::unsetenv("KLAB_GDN_FIXTURES");

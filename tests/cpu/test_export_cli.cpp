@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_util.hpp"
+#include "klab/catalog.hpp"
 #include "klab/problem.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/q4.hpp"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gdn/q4_pool.hpp"
+#include "klab/catalog.hpp"
 #include "klab/error.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"

@@ -8,6 +8,7 @@
 
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
+#include "klab/catalog.hpp"
 #include "klab/registry.hpp"
 #include "klab/stats.hpp"
 

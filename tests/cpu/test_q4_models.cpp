@@ -16,6 +16,7 @@
 #include <set>
 
 #include "../q4_cases.hpp"
+#include "klab/catalog.hpp"
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
 #include "klab/ref/gemv.hpp"
@@ -260,7 +261,7 @@ TEST_CASE("accum-chains' bits claim: its A and B bit-models differ on every --qu
   // uniform and Student-t, seed 1).
   const Experiment& e = registry().experiment("accum-chains");
   REQUIRE(e.claims.size() == 3);
-  CHECK(e.claims[1].find("differs from A in bits") != std::string::npos);
+  CHECK(e.claims[1].text.find("differs from A in bits") != std::string::npos);
   for (Shape s : std::vector<Shape>{{1024, 512}, {37, 160}})
     for (Dist d : {Dist::uniform, Dist::student_t}) {
       auto c = test::q4_generated(s, d, 1);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "../q4_cases.hpp"
+#include "klab/catalog.hpp"
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
 #include "klab/ref/q4.hpp"

@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "klab/catalog.hpp"
 #include "klab/error.hpp"
 #include "klab/registry.hpp"
 

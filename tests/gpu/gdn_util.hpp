@@ -4,7 +4,7 @@
 #include <span>
 #include <vector>
 
-#include "common.hpp"
+#include "gdn/inputs.hpp"
 #include "klab/ref/gdn.hpp"
 
 namespace klab::test {
@@ -16,10 +16,10 @@ struct Named {
 };
 
 inline std::vector<float> gdn_inputs(const ref::gdn::Geometry& g, int T, std::uint64_t seed, std::uint64_t stream0) {
-  return experiments::gdn_inputs(g.hidden, T, Dist::normal, seed, stream0);
+  return gdn::inputs(g.hidden, T, Dist::normal, seed, stream0);
 }
 inline std::span<const float> tok(const std::vector<float>& seq, const ref::gdn::Geometry& g, int t) {
-  return experiments::gdn_token(seq, g.hidden, t);
+  return gdn::token(seq, g.hidden, t);
 }
 
 }  // namespace klab::test

@@ -9,6 +9,7 @@
 
 #include "../q4_cases.hpp"
 #include "gpu_util.hpp"
+#include "klab/catalog.hpp"
 #include "klab/cuda.hpp"
 #include "klab/metrics.hpp"
 #include "q4_gemv/policy.hpp"

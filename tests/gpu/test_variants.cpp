@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "gpu_util.hpp"
+#include "klab/catalog.hpp"
 #include "klab/metrics.hpp"
 #include "klab/registry.hpp"
 

@@ -1,7 +1,7 @@
 #pragma once
 // What an experiment's run function sees: the options, the device and the ceiling measured in this
 // run, the timer, and the report. It states claims up front (Experiment::claims) and settles each
-// with claim(); anything left unsettled is reported as not evaluated, never as held.
+// through its handle, ctx.claim(c); anything left unsettled is reported as not evaluated, never as held.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,16 +33,50 @@ enum class ClaimState { held, not_held, not_evaluated };
 std::string to_string(ClaimState s);
 
 struct ClaimResult {
+  std::string id;
   std::string text;
   ClaimState state = ClaimState::not_evaluated;
   std::string evidence;
 };
 
+class Context;
+
+// A stated claim of the running experiment (Context::claim), settled through it. Evaluations are
+// named by key (a shape "17408x5120", or a problem "17408x5120/uniform"): needs() declares the ones
+// the claim is stated over, settle() reports one.
+class ClaimRef {
+ public:
+  const std::string& id() const;
+  // Declares the evaluations the claim needs, by name (e.g. the four seed shapes of a claim stated
+  // "on the four seed shapes"). A claim that held on every evaluation it got but lacks one of these
+  // (a variant skipped, a shape not timed, --quick) stays not_evaluated, its evidence naming the
+  // missing ones; one evaluation not held makes it not_held whatever is missing.
+  ClaimRef& needs(std::vector<std::string> keys);
+  // Settles the claim outright: replaces whatever was settled before.
+  void set(bool held, const std::string& evidence);
+  // Settles one evaluation (once per problem): the claim holds only if it held every time; the
+  // evidence of each evaluation is kept (after a failure, only that of the failing ones).
+  void settle(bool held, const std::string& evidence);
+  // The same, naming the evaluation (for needs()).
+  void settle(const std::string& key, bool held, const std::string& evidence);
+  // Where the claim stands now.
+  const ClaimResult& result() const;
+
+ private:
+  friend class Context;
+  ClaimRef(Context& ctx, std::size_t index) : ctx_(&ctx), index_(index) {}
+  Context* ctx_;
+  std::size_t index_;
+};
+
 class Context {
  public:
-  Context(const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev,
+  // `reg` is the run's registry (the CLI passes the catalogue's, klab/catalog.hpp); experiments
+  // find their ops and variants in it, never in a registry of their own.
+  Context(const Registry& reg, const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev,
           const Ceiling* ceiling, Timer* timer);
 
+  const Registry& registry() const { return reg_; }
   const Experiment& experiment() const { return exp_; }
   const RunOptions& options() const { return opt_; }
   Report& report() { return report_; }
@@ -56,25 +90,20 @@ class Context {
   void add(nlohmann::json rec) { report_.add(std::move(rec)); }
   // A skip, with its reason, printed and recorded.
   void skip(const std::string& what, const std::string& reason);
-  // Settles the claim numbered `index` (into Experiment::claims).
-  void claim(std::size_t index, bool held, const std::string& evidence);
-  // Settles a claim once per problem: held only if it held every time.
-  void claim_all(std::size_t index, bool held, const std::string& evidence);
-  // The same, naming the evaluation (e.g. the shape, Shape::str()) for claim_needs.
-  void claim_all(std::size_t index, const std::string& key, bool held, const std::string& evidence);
-  // Declares the evaluations a claim needs, by name (e.g. the four seed shapes of a claim stated
-  // "on the four seed shapes"). A claim that held on every evaluation it got but lacks one of these
-  // (a variant skipped, a shape not timed, --quick) stays not_evaluated, its evidence naming the
-  // missing ones; one evaluation not held makes it not_held whatever is missing.
-  void claim_needs(std::size_t index, std::vector<std::string> keys);
+  // The handle of a claim the experiment stated (found by id); throws klab::Error naming the stated
+  // ids when it stated no such claim.
+  ClaimRef claim(const Claim& c);
+  ClaimRef claim(const std::string& id);
   // Progress line on stderr.
   void log(const std::string& line) const;
 
   const std::vector<ClaimResult>& claims() const { return claims_; }
-  // Adds one "claim" record per stated claim; returns the number not held.
+  // Adds one "claim" record per stated claim (its index among the stated claims, id, text, state,
+  // evidence); returns the number not held.
   int finish();
 
  private:
+  const Registry& reg_;
   const Experiment& exp_;
   RunOptions opt_;
   Report& report_;
@@ -90,7 +119,7 @@ class Context {
     std::vector<std::string> needs, got;
   };
   std::vector<ClaimBook> books_;
-  ClaimBook& book(std::size_t index);
+  friend class ClaimRef;
   void publish_claim(std::size_t index);
 };
 

@@ -28,6 +28,12 @@ struct Shape {
 // non-digits, overflow past 2^31 elements per dimension).
 Shape parse_shape(const std::string& s);
 
+// The seed's mat-vec shapes (Qwen3.5-27B): gate_proj, in_proj_qkv, in_proj_z, out_proj.
+inline const std::vector<Shape>& seed_shapes() {
+  static const std::vector<Shape> s{{17408, 5120}, {10240, 5120}, {6144, 5120}, {5120, 6144}};
+  return s;
+}
+
 struct Problem {
   Shape shape;
   Dist dist = Dist::uniform;

@@ -78,10 +78,19 @@ std::string variant_name(const std::string& op, const std::vector<std::pair<std:
 
 class Context;  // experiment.hpp
 
+// A claim an experiment states before it runs: a stable id (unique in the experiment, what the
+// run settles it by: Context::claim) and the sentence reported. Declare each once, beside the races
+// that judge it, e.g. `const Claim kFaster{"faster", "B is faster than A on ..."};`, list it in
+// Experiment::claims and settle it with ctx.claim(kFaster).settle(...).
+struct Claim {
+  std::string id;
+  std::string text;
+};
+
 struct Experiment {
   std::string name;
   std::string description;
-  std::vector<std::string> claims;  // stated before the run; each is reported held / not held / not evaluated
+  std::vector<Claim> claims;  // stated before the run; each is reported held / not held / not evaluated
   bool needs_device = true;
   std::function<void(Context&)> run;
 };
@@ -110,8 +119,5 @@ class Registry {
   std::map<std::string, Variant> variants_;
   std::map<std::string, Experiment> experiments_;
 };
-
-// The registry with every op, variant and experiment of klab (built once).
-Registry& registry();
 
 }  // namespace klab

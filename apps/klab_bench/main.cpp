@@ -8,10 +8,11 @@
 #include <iostream>
 #include <memory>
 
-#include "common.hpp"
+#include "klab/catalog.hpp"
 #include "klab/cuda.hpp"
 #include "klab/device.hpp"
 #include "klab/metrics.hpp"
+#include "klab/timing.hpp"
 
 using namespace klab;
 
@@ -107,7 +108,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, v] : registry().variants()) {
     const Op* op = &registry().op(v.op);
     if (!op->generate) continue;
-    for (const auto& s : experiments::seed_shapes())
+    for (const auto& s : seed_shapes())
       benchmark::RegisterBenchmark((name + "/" + s.str()).c_str(), bench, op, &v, s)->UseManualTime()->Unit(benchmark::kMicrosecond);
   }
   benchmark::Initialize(&argc, argv);

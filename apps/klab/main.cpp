@@ -11,6 +11,7 @@
 
 #include "cli.hpp"
 #include "common.hpp"
+#include "klab/catalog.hpp"
 #include "klab/cuda.hpp"
 #include "klab/device.hpp"
 #include "klab/error.hpp"
@@ -152,7 +153,7 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
   Report report(env);
   int not_held = 0, held = 0, unevaluated = 0, skipped_exps = 0;
   for (const Experiment* e : exps) {
-    Context ctx(*e, opt, report, dev ? &*dev : nullptr, ceiling ? &*ceiling : nullptr, timer.get());
+    Context ctx(registry(), *e, opt, report, dev ? &*dev : nullptr, ceiling ? &*ceiling : nullptr, timer.get());
     if (e->needs_device && !dev) {
       ctx.skip(e->name, no_device_reason());
       ++skipped_exps;
@@ -233,7 +234,7 @@ int cmd_ab(const std::vector<std::string>& args, int argc, char** argv) {
   require(p.positional.size() == 2, "name exactly two variants, A and B (`klab list variants`)");
   require(!shape.empty(), "--shape MxK is required");
   static Experiment e;  // lives for the run
-  e = experiments::make_ab(p.positional[0], p.positional[1], parse_shape(shape), parse_dist(input));
+  e = experiments::make_ab(registry(), p.positional[0], p.positional[1], parse_shape(shape), parse_dist(input));
   return run_experiments({&e}, opt, out, p.vm.count("strict") > 0, p.vm.count("require-device") > 0, argc, argv);
 }
 

@@ -1,0 +1,18 @@
+#include "cli.hpp"
+#include "export_cli.hpp"
+#include "gdn_cli.hpp"
+#include "klab/catalog.hpp"
+#include "profile_cli.hpp"
+
+namespace klab {
+const std::vector<Command>& extra_commands() {
+  static const std::vector<Command> c{
+      {"gdn", experiments::kGdnUsage, experiments::gdn_command},
+      {"profile-one", experiments::kProfileOneUsage,
+       [](const std::vector<std::string>& a, int argc, char** argv) { return experiments::profile_one_command(registry(), a, argc, argv); }},
+      {"export", experiments::kExportUsage,
+       [](const std::vector<std::string>& a, int argc, char** argv) { return experiments::export_command(registry(), a, argc, argv); }},
+  };
+  return c;
+}
+}  // namespace klab
