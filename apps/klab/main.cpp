@@ -72,8 +72,14 @@ Parsed parse(const std::vector<std::string>& args, po::options_description& desc
   return p;
 }
 
-void add_run_options(po::options_description& d, RunOptions& o, std::string& out, std::string& timing, std::string& seed) {
+void add_run_options(po::options_description& d, RunOptions& o, std::string& out, std::string& timing, std::string& seed,
+                     std::vector<std::string>& sets) {
   d.add_options()
+    ("variants", po::value<std::string>(&o.variants),
+     "race only the variants whose names match (a glob; without * or ? a fragment of the name)")
+    ("set", po::value<std::vector<std::string>>(&sets)->composing(),
+     "NAME=V1,V2,... (m, k, dist; repeatable, or NAME=..,NAME=.. in one): run: only the experiment's problems with "
+     "these values; ab: the problems to race (every m x k x dist)")
     ("timing", po::value<std::string>(&timing)->default_value("both"),
      "timing modes: launch (one launch between events), stream (back to back in a CUDA graph over cold copies: "
      "the headline), or both")
@@ -98,6 +104,17 @@ std::uint64_t parse_seed(const std::string& s) {
   } catch (const std::out_of_range&) {
     throw Error("--seed must be below 2^64 (got '" + s + "')");
   }
+}
+
+// Every --set given, merged (a parameter may appear in one of them only).
+std::map<std::string, std::vector<std::string>> parse_sets(const std::vector<std::string>& sets) {
+  std::map<std::string, std::vector<std::string>> all;
+  for (const auto& text : sets)
+    for (auto& [name, values] : parse_set(text)) {
+      require(all.count(name) == 0, "--set: parameter '" + name + "' given twice");
+      all[name] = std::move(values);
+    }
+  return all;
 }
 
 // "launch", "stream" or "both" -> the modes, in the order they are reported.
@@ -129,6 +146,8 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
   env["options"] = {{"reps", opt.reps}, {"warmup", opt.warmup}, {"seed", opt.seed}, {"l2_cold", !opt.hot},
                     {"flush", opt.hot ? "none" : "read"}, {"quick", opt.quick}, {"modes", modes},
                     {"headline", has_stream ? "stream" : "launch"}};
+  if (!opt.variants.empty()) env["options"]["variants"] = opt.variants;
+  if (!opt.set.empty()) env["options"]["set"] = opt.set;
   std::optional<DeviceInfo> dev;
   std::optional<Ceiling> ceiling;
   std::unique_ptr<Timer> timer;
@@ -208,12 +227,14 @@ int cmd_list(const std::vector<std::string>& args) {
 int cmd_run(const std::vector<std::string>& args, int argc, char** argv) {
   RunOptions opt;
   std::string out, timing, seed;
+  std::vector<std::string> sets;
   po::options_description d("klab run EXPERIMENT... [options]");
-  add_run_options(d, opt, out, timing, seed);
+  add_run_options(d, opt, out, timing, seed, sets);
   auto p = parse(args, d);
   if (p.vm.count("help")) { std::cout << d << kExitHelp; return 0; }
   opt.modes = parse_modes(timing);
   opt.seed = parse_seed(seed);
+  opt.set = parse_sets(sets);
   require(!p.positional.empty(), "name at least one experiment (`klab list experiments`)");
   std::vector<const Experiment*> exps;
   for (const auto& n : p.positional) exps.push_back(&registry().experiment(n));
@@ -222,20 +243,45 @@ int cmd_run(const std::vector<std::string>& args, int argc, char** argv) {
 
 int cmd_ab(const std::vector<std::string>& args, int argc, char** argv) {
   RunOptions opt;
-  std::string out, shape, input = "uniform", timing, seed;
-  po::options_description d("klab ab A B --shape MxK [--input DIST] [options]");
-  d.add_options()("shape", po::value<std::string>(&shape), "problem shape MxK (required)")
-    ("input", po::value<std::string>(&input), "input distribution: uniform, normal, student-t, outlier");
-  add_run_options(d, opt, out, timing, seed);
+  std::string out, shape, input, timing, seed;
+  std::vector<std::string> sets;
+  po::options_description d("klab ab A B (--shape MxK [--input DIST] | --set m=..,k=..[,dist=..]) [options]");
+  d.add_options()("shape", po::value<std::string>(&shape), "problem shape MxK (or --set m=...,k=...)")
+    ("input", po::value<std::string>(&input), "input distribution: uniform, normal, student-t, outlier (default uniform)");
+  add_run_options(d, opt, out, timing, seed, sets);
   auto p = parse(args, d);
   if (p.vm.count("help")) { std::cout << d << kExitHelp; return 0; }
   opt.modes = parse_modes(timing);
   opt.seed = parse_seed(seed);
+  opt.set = parse_sets(sets);
   require(p.positional.size() == 2, "name exactly two variants, A and B (`klab list variants`)");
-  require(!shape.empty(), "--shape MxK is required");
-  static Experiment e;  // lives for the run
-  e = experiments::make_ab(registry(), p.positional[0], p.positional[1], parse_shape(shape), parse_dist(input));
-  return run_experiments({&e}, opt, out, p.vm.count("strict") > 0, p.vm.count("require-device") > 0, argc, argv);
+  // The problems: --shape and --input, or every m x k x dist of --set (one of the two ways).
+  std::vector<Shape> shapes;
+  std::vector<Dist> dists;
+  if (!shape.empty()) {
+    require(!opt.set.count("m") && !opt.set.count("k"), "give the shape once: --shape MxK or --set m=...,k=..., not both");
+    shapes.push_back(parse_shape(shape));
+  } else {
+    require(opt.set.count("m") && opt.set.count("k"), "--shape MxK (or --set m=...,k=...) is required");
+    for (const auto& m : opt.set.at("m"))
+      for (const auto& k : opt.set.at("k")) shapes.push_back(parse_shape(m + "x" + k));
+  }
+  require(input.empty() || !opt.set.count("dist"), "give the input distribution once: --input or --set dist=..., not both");
+  if (opt.set.count("dist"))
+    for (const auto& dn : opt.set.at("dist")) dists.push_back(parse_dist(dn));
+  else
+    dists.push_back(parse_dist(input.empty() ? "uniform" : input));
+  static std::vector<Experiment> es;  // lives for the run
+  es.clear();
+  for (const Shape& s : shapes)
+    for (Dist dist : dists) {
+      es.push_back(experiments::make_ab(registry(), p.positional[0], p.positional[1], s, dist));
+      // One problem keeps the plain name; a sweep names each race by its problem.
+      if (shapes.size() * dists.size() > 1) es.back().name = "ab:" + s.str() + "/" + to_string(dist);
+    }
+  std::vector<const Experiment*> ptrs;
+  for (const auto& e : es) ptrs.push_back(&e);
+  return run_experiments(ptrs, opt, out, p.vm.count("strict") > 0, p.vm.count("require-device") > 0, argc, argv);
 }
 
 int cmd_env(const std::vector<std::string>& args) {
@@ -273,8 +319,9 @@ int cmd_env(const std::vector<std::string>& args) {
 void usage(std::ostream& os) {
   os << "klab: an A/B lab for LLM decode kernels\n\n"
         "  klab list [variants|experiments|ops] [--filter GLOB]\n"
-        "  klab run EXPERIMENT... [--out DIR] [--reps N] [--seed S] [--timing launch|stream|both] [--hot] [--device N] [--quick] [--strict]\n"
-        "  klab ab A B --shape MxK [--input DIST] [run options]\n"
+        "  klab run EXPERIMENT... [--variants FILTER] [--set NAME=V1,V2,..] [--out DIR] [--reps N] [--seed S]\n"
+        "           [--timing launch|stream|both] [--hot] [--device N] [--quick] [--strict] [--require-device]\n"
+        "  klab ab A B (--shape MxK [--input DIST] | --set m=..,k=..[,dist=..]) [run options]\n"
         "  klab env [--device N]\n";
   for (const auto& c : extra_commands()) os << "  " << c.usage << "\n";
   os << "\n`klab COMMAND --help` for a command's options.\n" << kExitHelp;

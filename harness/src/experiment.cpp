@@ -7,6 +7,45 @@
 
 namespace klab {
 
+bool RunOptions::selects(const std::string& variant_name) const {
+  if (variants.empty()) return true;
+  const bool glob = variants.find_first_of("*?") != std::string::npos;
+  return glob ? Registry::glob_match(variants, variant_name) : variant_name.find(variants) != std::string::npos;
+}
+
+bool RunOptions::selects(const Problem& p) const {
+  auto takes = [&](const char* name, const std::string& value) {
+    auto it = set.find(name);
+    return it == set.end() || std::find(it->second.begin(), it->second.end(), value) != it->second.end();
+  };
+  return takes("m", std::to_string(p.shape.m)) && takes("k", std::to_string(p.shape.k)) && takes("dist", to_string(p.dist));
+}
+
+std::map<std::string, std::vector<std::string>> parse_set(const std::string& text) {
+  std::map<std::string, std::vector<std::string>> out;
+  std::string current;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    std::string word = text.substr(start, end - start), value = word;
+    if (const auto eq = word.find('='); eq != std::string::npos) {
+      current = word.substr(0, eq);
+      value = word.substr(eq + 1);
+      require(current == "m" || current == "k" || current == "dist",
+              "--set: unknown parameter '" + current + "' (m, k or dist)");
+      require(out.count(current) == 0, "--set: parameter '" + current + "' given twice");
+      out[current];
+    }
+    require(!current.empty(), "--set: '" + word + "' names no parameter (NAME=V1,V2,...)");
+    require(!value.empty(), "--set: an empty value for '" + current + "' in '" + text + "'");
+    if (current == "dist") value = to_string(parse_dist(value));                  // refuses unknown names
+    else value = std::to_string(current == "m" ? parse_shape(value + "x1").m : parse_shape("1x" + value).k);  // digits only
+    out[current].push_back(value);
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string to_string(ClaimState s) {
   switch (s) {
     case ClaimState::held: return "held";

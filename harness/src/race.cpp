@@ -190,6 +190,10 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
     skip_all(no_device_reason().empty() ? "no CUDA device" : no_device_reason());
     return out;
   }
+  if (!ctx.options().selects(problem)) {
+    ctx.log(op.name + " " + problem.str() + ": outside the --set slice, not raced");
+    return out;
+  }
   ctx.log(op.name + " " + problem.str() + ": generating inputs and the reference");
   auto work = op.generate(problem);
   const auto ref = op.reference(*work);
@@ -205,6 +209,13 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
     m.problem = problem;
     m.traffic = op.traffic(problem);
     m.tolerance = tolerance_of(ro, *v);
+    if (!ctx.options().selects(v->name)) {
+      // Left out on purpose (--variants): no skip record (the report's options say the filter).
+      m.skipped = true;
+      m.skip_reason = "not selected by --variants '" + ctx.options().variants + "'";
+      out.push_back(std::move(m));
+      continue;
+    }
     if (auto why = v->can_implement(problem); !why.empty()) {
       m.skipped = true;
       m.skip_reason = why;

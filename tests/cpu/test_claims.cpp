@@ -174,3 +174,39 @@ TEST_CASE("claims: ids are required and unique, in the registry and in a Context
   e.claims.back().id = "third";
   CHECK_NOTHROW(r.add(e));
 }
+
+TEST_CASE("a run's slice: --set parsed into parameters, --variants and --set selecting") {
+  using klab::parse_set;
+  auto s = parse_set("m=17408,10240,k=5120");
+  CHECK(s.size() == 2);
+  CHECK(s.at("m") == std::vector<std::string>{"17408", "10240"});
+  CHECK(s.at("k") == std::vector<std::string>{"5120"});
+  // Values are canonical: "05120" is 5120, "Student-T"-style names must be exact.
+  CHECK(parse_set("k=05120").at("k") == std::vector<std::string>{"5120"});
+  CHECK(parse_set("dist=student-t,uniform").at("dist") == std::vector<std::string>{"student-t", "uniform"});
+  CHECK_THROWS_WITH_AS(parse_set("q=1"), doctest::Contains("unknown parameter 'q' (m, k or dist)"), klab::Error);
+  CHECK_THROWS_WITH_AS(parse_set("17408"), doctest::Contains("names no parameter"), klab::Error);
+  CHECK_THROWS_WITH_AS(parse_set("m="), doctest::Contains("empty value"), klab::Error);
+  CHECK_THROWS_AS(parse_set("m=abc"), klab::Error);
+  CHECK_THROWS_AS(parse_set("m=0"), klab::Error);
+  CHECK_THROWS_AS(parse_set("dist=gaussian"), klab::Error);
+  CHECK_THROWS_WITH_AS(parse_set("m=1,m=2"), doctest::Contains("given twice"), klab::Error);
+
+  klab::RunOptions o;
+  const klab::Problem big{{17408, 5120}, klab::Dist::uniform, 1}, small{{6144, 5120}, klab::Dist::student_t, 1};
+  CHECK(o.selects(big));  // no slice: everything
+  CHECK(o.selects("q4_gemv/map=block-per-lane,rows=1"));
+  o.set = parse_set("m=17408,k=5120");
+  CHECK(o.selects(big));
+  CHECK_FALSE(o.selects(small));
+  o.set = parse_set("dist=student-t");
+  CHECK_FALSE(o.selects(big));
+  CHECK(o.selects(small));
+  // A fragment, or a glob when it has * or ?.
+  o.variants = "block-per-thread";
+  CHECK(o.selects("q4_gemv/map=block-per-thread,dot=offset,rows=8"));
+  CHECK_FALSE(o.selects("q4_gemv/map=block-per-lane,rows=1"));
+  o.variants = "q4_gemv/*rows=8";
+  CHECK(o.selects("q4_gemv/map=block-per-thread,dot=offset,rows=8"));
+  CHECK_FALSE(o.selects("q4_gemv/map=block-per-thread,rows=4"));
+}

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +51,10 @@ TEST_CASE("refusals exit non-zero, name the problem and write no report") {
            // Boost would wrap -1 to 2^64 - 1 for an unsigned option and run with that seed.
            {"run f32-gemv-vs-cublas --seed -1", "--seed must be a non-negative integer (got '-1')"},
            {"run f32-gemv-vs-cublas --seed 18446744073709551616", "--seed must be below 2^64"},
+           {"run f32-gemv-vs-cublas --set q=1", "unknown parameter 'q' (m, k or dist)"},
+           {"run f32-gemv-vs-cublas --set m=17408 --set m=1024", "given twice"},
+           {"ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=cublas-sgemv --set m=64", "--shape MxK (or --set m=...,k=...) is required"},
+           {"ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=cublas-sgemv --shape 4x4 --set m=8,k=8", "give the shape once"},
        }) {
     CAPTURE(c.args);
     auto dir = out_dir("refuse");
@@ -135,4 +140,17 @@ TEST_CASE("klab_bench: a filter that matches nothing (or is no regex) exits 2; w
   CHECK(bench("--benchmark_filter=no-such-benchmark") == 2);
   CHECK(bench("'--benchmark_filter=('") == 2);
   if (!klab::has_device()) CHECK(bench("--benchmark_filter=unroll=1/5120x6144") == 4);
+}
+
+TEST_CASE("klab ab --set sweeps every m x k x dist, one race each, named by its problem") {
+  if (klab::has_device()) return;  // the names show in the skips written without a device
+  auto dir = out_dir("sweep");
+  auto r = klab_cli("ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=cublas-sgemv --set m=64,128,k=96,dist=uniform,normal --out " +
+                    dir.string());
+  CHECK(r.code == 4);
+  std::set<std::string> names;
+  for (const auto& j : klab::read_jsonl(dir / "report.jsonl"))
+    if (j["kind"] == "skip") names.insert(j["experiment"].get<std::string>());
+  CHECK(names == std::set<std::string>{"ab:64x96/uniform", "ab:64x96/normal", "ab:128x96/uniform", "ab:128x96/normal"});
+  fs::remove_all(dir);
 }

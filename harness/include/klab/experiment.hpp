@@ -3,6 +3,7 @@
 // run, the timer, and the report. It states claims up front (Experiment::claims) and settles each
 // through its handle, ctx.claim(c); anything left unsettled is reported as not evaluated, never as held.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,7 +28,19 @@ struct RunOptions {
   // The timing modes every race measures (--timing); stream, where measured, is the headline.
   std::vector<TimingMode> modes{TimingMode::launch, TimingMode::stream};
   TimingOptions timing() const { return TimingOptions{.reps = reps, .warmup = warmup, .l2_cold = !hot}; }
+  // A slice of a run (--variants, --set): races keep only the variants whose names match `variants`
+  // (a glob, or without * or ? a fragment of the name; empty: all), and only the problems whose
+  // parameters (m, k, dist) take one of the values in `set` (a name missing: any value). Claims whose
+  // evaluations fall outside the slice stay not_evaluated, saying which are missing.
+  std::string variants;
+  std::map<std::string, std::vector<std::string>> set;
+  bool selects(const std::string& variant_name) const;
+  bool selects(const Problem& p) const;
 };
+// "m=17408,10240,k=5120" -> {m: [17408, 10240], k: [5120]}: a word with '=' starts a parameter, one
+// without adds a value to the last. Names other than m, k and dist, empty values and malformed values
+// are refused (klab::Error naming them).
+std::map<std::string, std::vector<std::string>> parse_set(const std::string& text);
 
 enum class ClaimState { held, not_held, not_evaluated };
 std::string to_string(ClaimState s);
