@@ -1,4 +1,5 @@
 #include "export_cli.hpp"
+#include "long_options.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -58,26 +59,9 @@ struct Options {
 
 Options parse(const std::vector<std::string>& args) {
   Options o;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i], value;
-    bool has_value = false;
-    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      has_value = true;
-    }
-    if (a == "--help" || a == "-h") {
-      o.help = true;
-      continue;
-    }
-    if (a != "--op" && a != "--shape" && a != "--batch" && a != "--input" && a != "--seed" && a != "--out")
-      throw Error(a.rfind("-", 0) == 0 ? "unknown option '" + a + "' (see `klab export --help`)"
-                                       : "unexpected argument '" + a + "' (options only; see `klab export --help`)");
-    if (!has_value) {
-      require(i + 1 < args.size(), "" + a + " needs a value");
-      value = args[++i];
-    }
-    require(!value.empty(), "" + a + " needs a non-empty value");
+  const auto lo = parse_long_options(args, {"--op", "--shape", "--batch", "--input", "--seed", "--out"}, "export");
+  o.help = lo.help;
+  for (const auto& [a, value] : lo.values) {
     if (a == "--op") o.op = value;
     else if (a == "--shape") o.shape = value, o.has_shape = true;
     else if (a == "--input") o.input = value;

@@ -1,4 +1,5 @@
 #include "gdn_cli.hpp"
+#include "long_options.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -59,47 +60,28 @@ struct Options {
 
 long long parse_int(const std::string& opt, const std::string& v) {
   const auto x = ref::parse_whole_int(v);
-  require(x.has_value(), "" + opt + " needs an integer (got '" + v + "')");
+  require(x.has_value(), opt + " needs an integer (got '" + v + "')");
   return *x;
 }
 
 double parse_double(const std::string& opt, const std::string& v) {
   const auto x = ref::parse_whole_number(v);
-  require(x.has_value(), "" + opt + " needs a number (got '" + v + "')");
+  require(x.has_value(), opt + " needs a number (got '" + v + "')");
   return *x;
 }
 
 Options parse(const std::vector<std::string>& args) {
   Options o;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i], value;
-    bool has_value = false;
-    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-      has_value = true;
-    }
-    if (a == "--help" || a == "-h") {
-      o.help = true;
-      continue;
-    }
-    std::string* target = nullptr;
-    if (a == "--weights") target = &o.weights;
-    else if (a == "--inputs") target = &o.inputs;
-    else if (a == "--expect") target = &o.expect;
-    else if (a == "--backend") target = &o.backend;
-    else if (a == "--layer-prefix") target = &o.layer_prefix;
-    else if (a != "--dk" && a != "--tokens" && a != "--tolerance")
-      throw Error(a.rfind("-", 0) == 0 ? "unknown option '" + a + "' (see `klab gdn --help`)"
-                                       : "unexpected argument '" + a + "' (options only; see `klab gdn --help`)");
-    if (!has_value) {
-      require(i + 1 < args.size(), "" + a + " needs a value");
-      value = args[++i];
-    }
-    if (target) {
-      require(!value.empty(), "" + a + " needs a non-empty value");
-      *target = value;
-    } else if (a == "--dk") {
+  const auto lo = parse_long_options(
+      args, {"--weights", "--inputs", "--expect", "--backend", "--layer-prefix", "--dk", "--tokens", "--tolerance"}, "gdn");
+  o.help = lo.help;
+  for (const auto& [a, value] : lo.values) {
+    if (a == "--weights") o.weights = value;
+    else if (a == "--inputs") o.inputs = value;
+    else if (a == "--expect") o.expect = value;
+    else if (a == "--backend") o.backend = value;
+    else if (a == "--layer-prefix") o.layer_prefix = value;
+    else if (a == "--dk") {
       const auto x = parse_int(a, value);
       require(x >= 1 && x <= 65536, "--dk must be between 1 and 65536 (got " + value + ")");
       o.dk = int(x);
@@ -185,7 +167,7 @@ int gdn_command(const std::vector<std::string>& args, int, char**) {
   if (!o.expect.empty()) {
     ef = checked([&] { return st::File::open(o.expect); });
     ex = checked([&] { return gdn::load_expected(o.expect, g); });
-    require(ex->tokens >= T, "" + o.expect + " expects " + std::to_string(ex->tokens) + " tokens, fewer than the " + std::to_string(T) + " to run");
+    require(ex->tokens >= T, o.expect + " expects " + std::to_string(ex->tokens) + " tokens, fewer than the " + std::to_string(T) + " to run");
   }
 
   std::cout << "klab gdn: backend " << o.backend << (o.backend == "gpu" ? " (GPU f32 tier)" : " (CPU, f64 accumulation)") << ", " << T << " of " << in.tokens << " tokens\n"
