@@ -11,8 +11,11 @@ import json
 import math
 import os
 from pathlib import Path
+import sys
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 # The poison written into outputs before the verification run (klab: kPoisonBits, a quiet NaN with
 # payload 0x0BAD), and the same idea for 16-bit outputs (NaNs with a recognisable payload).
@@ -59,12 +62,7 @@ def finite(acc):
     return acc["nan"] == 0 and acc["inf"] == 0 and acc["unwritten"] == 0
 
 
-def quantile_sorted(s, q):
-    pos = q * (len(s) - 1)
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, len(s) - 1)
-    f = pos - lo
-    return s[lo] * (1 - f) + s[hi] * f
+from klab_report import quantile_sorted  # noqa: E402  (scripts/: the harness's quantile, one definition)
 
 
 def summarize(samples):

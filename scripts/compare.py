@@ -64,13 +64,7 @@ except ImportError:  # the pure-Python bootstrap is slower, not different in kin
     np = None
 
 
-def quantile_sorted(s, q):
-    """Linear interpolation between order statistics (as harness/src/stats.cpp)."""
-    pos = q * (len(s) - 1)
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, len(s) - 1)
-    f = pos - lo
-    return s[lo] * (1 - f) + s[hi] * f
+quantile_sorted = kr.quantile_sorted
 
 
 def bootstrap_ratio(old, new, resamples, seed):

@@ -405,6 +405,15 @@ def kept_samples(timing, throttle_share=0.90):
     return kept if 2 * len(kept) >= len(ms) else ms
 
 
+def quantile_sorted(s, q):
+    """Linear interpolation between order statistics of a sorted list (as harness/src/stats.cpp)."""
+    pos = q * (len(s) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(s) - 1)
+    f = pos - lo
+    return s[lo] * (1 - f) + s[hi] * f
+
+
 def median(xs):
     return statistics.median(xs) if xs else None
 

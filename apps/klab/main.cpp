@@ -224,17 +224,28 @@ int cmd_list(const std::vector<std::string>& args) {
   return 0;
 }
 
-int cmd_run(const std::vector<std::string>& args, int argc, char** argv) {
+// The options run and ab share: declared on a description, then turned into RunOptions.
+struct RunCli {
   RunOptions opt;
   std::string out, timing, seed;
   std::vector<std::string> sets;
+  void declare(po::options_description& d) { add_run_options(d, opt, out, timing, seed, sets); }
+  void finish() {
+    opt.modes = parse_modes(timing);
+    opt.seed = parse_seed(seed);
+    opt.set = parse_sets(sets);
+  }
+};
+
+int cmd_run(const std::vector<std::string>& args, int argc, char** argv) {
+  RunCli rc;
   po::options_description d("klab run EXPERIMENT... [options]");
-  add_run_options(d, opt, out, timing, seed, sets);
+  rc.declare(d);
   auto p = parse(args, d);
   if (p.vm.count("help")) { std::cout << d << kExitHelp; return 0; }
-  opt.modes = parse_modes(timing);
-  opt.seed = parse_seed(seed);
-  opt.set = parse_sets(sets);
+  rc.finish();
+  auto& opt = rc.opt;
+  auto& out = rc.out;
   require(!p.positional.empty(), "name at least one experiment (`klab list experiments`)");
   std::vector<const Experiment*> exps;
   for (const auto& n : p.positional) exps.push_back(&registry().experiment(n));
@@ -242,18 +253,17 @@ int cmd_run(const std::vector<std::string>& args, int argc, char** argv) {
 }
 
 int cmd_ab(const std::vector<std::string>& args, int argc, char** argv) {
-  RunOptions opt;
-  std::string out, shape, input, timing, seed;
-  std::vector<std::string> sets;
+  RunCli rc;
+  std::string shape, input;
   po::options_description d("klab ab A B (--shape MxK [--input DIST] | --set m=..,k=..[,dist=..]) [options]");
   d.add_options()("shape", po::value<std::string>(&shape), "problem shape MxK (or --set m=...,k=...)")
     ("input", po::value<std::string>(&input), "input distribution: uniform, normal, student-t, outlier (default uniform)");
-  add_run_options(d, opt, out, timing, seed, sets);
+  rc.declare(d);
   auto p = parse(args, d);
   if (p.vm.count("help")) { std::cout << d << kExitHelp; return 0; }
-  opt.modes = parse_modes(timing);
-  opt.seed = parse_seed(seed);
-  opt.set = parse_sets(sets);
+  rc.finish();
+  auto& opt = rc.opt;
+  auto& out = rc.out;
   require(p.positional.size() == 2, "name exactly two variants, A and B (`klab list variants`)");
   // The problems: --shape and --input, or every m x k x dist of --set (one of the two ways).
   std::vector<Shape> shapes;

@@ -424,21 +424,12 @@ void launch_packed(const std::uint8_t* packed, const float* x, float* y, int m, 
   const long long groups = (static_cast<long long>(m) + R - 1) / R;
   long long grid = groups;
   if constexpr (Fill) grid = std::min<long long>(groups, static_cast<long long>(blocks_per_sm<F, R>(W)) * sm_count());
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned(grid));
-  cfg.blockDim = dim3(unsigned(W * 32));
-  cfg.dynamicSmemBytes = std::size_t(W) * 32 * kXBytes<F>;
-  if (cfg.dynamicSmemBytes > 48 * 1024) {  // f16x2 beyond k = 24576: opt in once
+  const std::size_t smem = std::size_t(W) * 32 * kXBytes<F>;
+  if (smem > 48 * 1024) {  // f16x2 beyond k = 24576: opt in once
     static std::once_flag once;
     std::call_once(once, [] { KLAB_CUDA(cudaFuncSetAttribute(packed_kernel<F, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024)); });
   }
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = Pdl ? attr : nullptr;
-  cfg.numAttrs = Pdl ? 1 : 0;
-  KLAB_CUDA(cudaLaunchKernelEx(&cfg, packed_kernel<F, R>, packed, x, y, m, k));
+  launch_maybe_pdl(Pdl, packed_kernel<F, R>, dim3(unsigned(grid)), dim3(unsigned(W * 32)), smem, stream, packed, x, y, m, k);
   KLAB_CUDA_LAUNCH("packed_kernel");
 }
 
@@ -450,21 +441,10 @@ void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int 
   require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
           "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
   const int W = warps_for(k), nb = k / ref::kQ4Block;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t pre{};
-  pre.gridDim = dim3(unsigned((nb + 31) / 32));
-  pre.blockDim = dim3(32);
-  pre.stream = stream;
-  pre.attrs = Pdl ? attr : nullptr;
-  pre.numAttrs = Pdl ? 1 : 0;
-  KLAB_CUDA(cudaLaunchKernelEx(&pre, xprep_kernel<F>, x, nb));
+  launch_maybe_pdl(Pdl, xprep_kernel<F>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb);
   KLAB_CUDA_LAUNCH("xprep_kernel");
-  cudaLaunchConfig_t cfg = pre;
-  cfg.gridDim = dim3(unsigned((static_cast<long long>(m) + R - 1) / R));
-  cfg.blockDim = dim3(unsigned(W * 32));
-  KLAB_CUDA(cudaLaunchKernelEx(&cfg, packed_xl_kernel<F, R>, packed, x, y, m, k));
+  launch_maybe_pdl(Pdl, packed_xl_kernel<F, R>, dim3(unsigned((static_cast<long long>(m) + R - 1) / R)), dim3(unsigned(W * 32)), 0,
+                   stream, packed, x, y, m, k);
   KLAB_CUDA_LAUNCH("packed_xl_kernel");
 }
 

@@ -86,4 +86,22 @@ class DeviceBuffer {
 // Fills `n` floats at `p` with the poison pattern (a quiet NaN with a recognisable payload).
 void poison_device(float* p, std::size_t n, cudaStream_t stream = nullptr);
 
+// Launches `kernel` with programmatic stream serialization when `pdl` (cudaLaunchKernelEx), so
+// that it may start while its predecessor in the stream finishes; plainly otherwise.
+template <class... Params, class... Args>
+void launch_maybe_pdl(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                      cudaStream_t s, Args&&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = pdl ? attr : nullptr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  KLAB_CUDA(cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(std::forward<Args>(args))...));
+}
+
 }  // namespace klab
