@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli.hpp"
@@ -229,27 +230,34 @@ struct RunCli {
   RunOptions opt;
   std::string out, timing, seed;
   std::vector<std::string> sets;
-  void declare(po::options_description& d) { add_run_options(d, opt, out, timing, seed, sets); }
-  void finish() {
+  // Declares the shared options on `d` (beside the command's own), parses `args`, and fills opt;
+  // nothing (after printing the help) when --help was asked for.
+  std::optional<Parsed> parse_args(const std::vector<std::string>& args, po::options_description& d) {
+    add_run_options(d, opt, out, timing, seed, sets);
+    auto p = parse(args, d);
+    if (p.vm.count("help")) {
+      std::cout << d << kExitHelp;
+      return std::nullopt;
+    }
     opt.modes = parse_modes(timing);
     opt.seed = parse_seed(seed);
     opt.set = parse_sets(sets);
+    return p;
+  }
+  int run(const std::vector<const Experiment*>& exps, const Parsed& p, int argc, char** argv) const {
+    return run_experiments(exps, opt, out, p.vm.count("strict") > 0, p.vm.count("require-device") > 0, argc, argv);
   }
 };
 
 int cmd_run(const std::vector<std::string>& args, int argc, char** argv) {
   RunCli rc;
   po::options_description d("klab run EXPERIMENT... [options]");
-  rc.declare(d);
-  auto p = parse(args, d);
-  if (p.vm.count("help")) { std::cout << d << kExitHelp; return 0; }
-  rc.finish();
-  auto& opt = rc.opt;
-  auto& out = rc.out;
-  require(!p.positional.empty(), "name at least one experiment (`klab list experiments`)");
+  const auto p = rc.parse_args(args, d);
+  if (!p) return 0;
+  require(!p->positional.empty(), "name at least one experiment (`klab list experiments`)");
   std::vector<const Experiment*> exps;
-  for (const auto& n : p.positional) exps.push_back(&registry().experiment(n));
-  return run_experiments(exps, opt, out, p.vm.count("strict") > 0, p.vm.count("require-device") > 0, argc, argv);
+  for (const auto& n : p->positional) exps.push_back(&registry().experiment(n));
+  return rc.run(exps, *p, argc, argv);
 }
 
 int cmd_ab(const std::vector<std::string>& args, int argc, char** argv) {
@@ -258,13 +266,10 @@ int cmd_ab(const std::vector<std::string>& args, int argc, char** argv) {
   po::options_description d("klab ab A B (--shape MxK [--input DIST] | --set m=..,k=..[,dist=..]) [options]");
   d.add_options()("shape", po::value<std::string>(&shape), "problem shape MxK (or --set m=...,k=...)")
     ("input", po::value<std::string>(&input), "input distribution: uniform, normal, student-t, outlier (default uniform)");
-  rc.declare(d);
-  auto p = parse(args, d);
-  if (p.vm.count("help")) { std::cout << d << kExitHelp; return 0; }
-  rc.finish();
-  auto& opt = rc.opt;
-  auto& out = rc.out;
-  require(p.positional.size() == 2, "name exactly two variants, A and B (`klab list variants`)");
+  const auto p = rc.parse_args(args, d);
+  if (!p) return 0;
+  const RunOptions& opt = rc.opt;
+  require(p->positional.size() == 2, "name exactly two variants, A and B (`klab list variants`)");
   // The problems: --shape and --input, or every m x k x dist of --set (one of the two ways).
   std::vector<Shape> shapes;
   std::vector<Dist> dists;
@@ -285,13 +290,13 @@ int cmd_ab(const std::vector<std::string>& args, int argc, char** argv) {
   es.clear();
   for (const Shape& s : shapes)
     for (Dist dist : dists) {
-      es.push_back(experiments::make_ab(registry(), p.positional[0], p.positional[1], s, dist));
+      es.push_back(experiments::make_ab(registry(), p->positional[0], p->positional[1], s, dist));
       // One problem keeps the plain name; a sweep names each race by its problem.
       if (shapes.size() * dists.size() > 1) es.back().name = "ab:" + s.str() + "/" + to_string(dist);
     }
   std::vector<const Experiment*> ptrs;
   for (const auto& e : es) ptrs.push_back(&e);
-  return run_experiments(ptrs, opt, out, p.vm.count("strict") > 0, p.vm.count("require-device") > 0, argc, argv);
+  return rc.run(ptrs, *p, argc, argv);
 }
 
 int cmd_env(const std::vector<std::string>& args) {

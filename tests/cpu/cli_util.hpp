@@ -2,9 +2,11 @@
 // Runs the klab CLI built beside the tests (KLAB_CLI) and captures its exit code and output.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -14,6 +16,13 @@ struct CliResult {
   int code;
   std::string out;  // stdout and stderr together (stdout alone with stdout_only)
 };
+
+// A path in the temporary directory for this test process: klab-TAG-PID-NAME.safetensors.
+inline std::filesystem::path temp_safetensors(const std::string& tag, const std::string& name) {
+  return std::filesystem::temp_directory_path() / ("klab-" + tag + "-" + std::to_string(::getpid()) + "-" + name + ".safetensors");
+}
+
+inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 inline CliResult klab_cli(const std::string& args, bool stdout_only = false) {
   const std::string cmd = std::string(KLAB_CLI) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");

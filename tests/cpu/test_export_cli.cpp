@@ -28,11 +28,9 @@ namespace {
 
 using klab::test::klab_cli;
 
-fs::path temp_file(const std::string& name) {
-  return fs::temp_directory_path() / ("klab-export-" + std::to_string(::getpid()) + "-" + name + ".safetensors");
-}
+fs::path temp_file(const std::string& name) { return klab::test::temp_safetensors("export", name); }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using klab::test::has;
 
 template <class T>
 std::vector<T> raw_as(const st::File& f, const std::string& name) {

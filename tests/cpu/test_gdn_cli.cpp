@@ -29,9 +29,7 @@ namespace {
 
 using klab::test::klab_cli;
 
-fs::path temp_file(const std::string& name) {
-  return fs::temp_directory_path() / ("klab-gdncli-" + std::to_string(::getpid()) + "-" + name + ".safetensors");
-}
+fs::path temp_file(const std::string& name) { return klab::test::temp_safetensors("gdncli", name); }
 
 // The committed transformers oracle: 64 tokens through the tiny geometry (hidden 64, 2x16 key
 // heads, 4x16 value heads), token 0 by the module's prefill path and 1..63 by its decode path.
@@ -75,7 +73,7 @@ struct Fixture {
   }
 };
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using klab::test::has;
 
 }  // namespace
 
