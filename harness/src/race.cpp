@@ -42,10 +42,12 @@ void time_race(Context& ctx, const Workload& work, std::vector<Measured>& out, c
     const int copies = want_stream ? timer.copies_for(m.traffic.bytes) : 1;
     for (int c = 0; c < copies; ++c) sl.insts.push_back(m.variant->make(work));
     Instance* first = sl.insts.front().get();
+    auto launch_subject = [&timer, first] {
+      return timer.launch_subject([first](cudaStream_t st) { first->run(st); }, [first](cudaStream_t st) { first->reset(st); });
+    };
     for (TimingMode mode : modes) {
       if (mode == TimingMode::launch) {
-        sl.subjects.emplace_back(mode, timer.launch_subject([first](cudaStream_t st) { first->run(st); },
-                                                            [first](cudaStream_t st) { first->reset(st); }));
+        sl.subjects.emplace_back(mode, launch_subject());
       } else {
         std::vector<Body> bodies;
         for (auto& inst : sl.insts) bodies.push_back([p = inst.get()](cudaStream_t st) { p->run(st); });
@@ -58,9 +60,7 @@ void time_race(Context& ctx, const Workload& work, std::vector<Measured>& out, c
         else {
           m.stream_unavailable = why;
           ctx.log(m.variant->name + ": stream mode unavailable, " + why + (want_launch ? "" : "; timing it in launch mode"));
-          if (!want_launch)
-            sl.subjects.emplace_back(TimingMode::launch, timer.launch_subject([first](cudaStream_t st) { first->run(st); },
-                                                                              [first](cudaStream_t st) { first->reset(st); }));
+          if (!want_launch) sl.subjects.emplace_back(TimingMode::launch, launch_subject());
         }
       }
     }
