@@ -90,7 +90,7 @@ Experiment make_ab(const Registry& reg, const std::string& a_name, const std::st
     ctx.claim(bitwise).set(ms[1].bits_vs_a == 0, std::to_string(ms[1].bits_vs_a) + " of " + std::to_string(ms[1].acc.n) + " elements differ");
     if (ms[1].vs_a)
       ctx.claim(faster).set(ms[1].vs_a->verdict == Verdict::faster,
-                fmt("speed-up %.3f (95%% CI of time ratio %.3f..%.3f): ", ms[1].vs_a->speedup, ms[1].vs_a->lo, ms[1].vs_a->hi) + to_string(ms[1].vs_a->verdict));
+                speedup_text(*ms[1].vs_a));
   };
   return e;
 }

@@ -41,7 +41,7 @@ void register_f32_gemv(Registry& r) {
       const bool seed_shape = s.m * s.k >= 5120LL * 5120;
       if (!seed_shape || !ms[0].timed || !ms[1].timed || !ms[2].timed) continue;
       ctx.claim(unroll_faster).settle(s.str(), ms[1].vs_a->verdict == Verdict::faster,
-                                      s.str() + fmt(": x%.3f (95%% CI of time ratio %.3f..%.3f)", ms[1].vs_a->speedup, ms[1].vs_a->lo, ms[1].vs_a->hi));
+                                      s.str() + ": " + speedup_text(*ms[1].vs_a));
       auto vs_cublas = compare_times(ms[2].timing.kept_ms, ms[1].timing.kept_ms, s.m);
       ctx.claim(beats_cublas).settle(s.str(), vs_cublas.verdict == Verdict::faster,
                                      s.str() + fmt(": unroll=4 %.4f ms, cuBLAS %.4f ms (x%.3f, ", ms[1].timing.summary.median, ms[2].timing.summary.median,

@@ -389,7 +389,7 @@ void run_roundtrip(Context& ctx) {
   ctx.claim(kTripCost).set(trip < 0.05, fmt("host-facing %.4f ms - device-resident %.4f ms = %.4f ms per layer per token", per_step, per_run, trip));
   const Comparison c = compare_times(t_step.kept_ms, t_run.kept_ms, ctx.options().seed);
   ctx.claim(kTripRunFaster).set(c.verdict == Verdict::faster,
-            fmt("time ratio run/step %.3f (95%% CI %.3f..%.3f): ", c.ratio, c.lo, c.hi) + to_string(c.verdict));
+            "device-resident run against host-facing steps: " + speedup_text(c));
 }
 
 // ---- gdn-drift -------------------------------------------------------------------------------------

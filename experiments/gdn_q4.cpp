@@ -510,7 +510,7 @@ void run_layer(Context& ctx) {
   const Comparison c = compare_times(f32_dev.kept_ms, q4_dev.kept_ms, ctx.options().seed);
   ctx.claim(kLayerFaster).set(c.verdict == Verdict::faster,
             fmt("device-resident per layer per token: f32 %.4f ms, q4 %.4f ms, ", f32_dev.summary.median / T, q4_dev.summary.median / T) +
-                fmt("speed-up %.2f (95%% CI of time ratio %.3f..%.3f): ", c.speedup, c.lo, c.hi) + to_string(c.verdict) +
+                speedup_text(c) +
                 " (the seed, RTX 5090: f32 0.40-0.47 ms, q4 0.156 ms)");
   const double trip = (q4_host.summary.median - q4_dev.summary.median) / T;
   ctx.claim(kLayerTrip).set(trip < 0.05, fmt("q4 tier: host-facing %.4f ms - device-resident %.4f ms = %.4f ms per layer per token", q4_host.summary.median / T,

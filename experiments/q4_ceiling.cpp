@@ -75,10 +75,6 @@ std::string short_name(const Measured& m) {
 std::string speed(const Measured& m) {
   return fmt("%.4f ms, %.0f GB/s (%.1f%% of the read ceiling)", m.timing.summary.median, m.gbps, m.pct_ceiling);
 }
-std::string versus(const Comparison& c) {
-  return fmt("x%.3f (95%% CI of time ratio %.3f..%.3f, ", c.speedup, c.lo, c.hi) + to_string(c.verdict) + ")";
-}
-
 Experiment q4_to_ceiling() {
   Experiment e;
   e.name = "q4-to-ceiling";
@@ -169,23 +165,23 @@ Experiment q4_to_ceiling() {
         ctx.claim(beats_peers).settle(vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
                       s.str() + ": " + short_name(*best) + fmt(" %.4f ms, bf16 %.4f ms, f32 %.4f ms", best->timing.summary.median,
                                                                ms[n_ours].timing.summary.median, ms[n_ours + 1].timing.summary.median) +
-                          "; vs bf16 " + versus(vs_bf16) + ", vs f32 " + versus(vs_f32));
+                          "; vs bf16 " + speedup_text(vs_bf16) + ", vs f32 " + speedup_text(vs_f32));
         bool pdl_pays = true;
         std::string pdl_ev = s.str() + ": pdl=on vs off (grid=fill):";
         for (std::size_t f = 0; f < kForms.size(); ++f) {
           const auto c = compare_times(ms[fill_off(f)].timing.kept_ms, ms[fill_on(f)].timing.kept_ms, s.m);
           pdl_pays = pdl_pays && c.verdict == Verdict::faster;
-          pdl_ev += " " + kForms[f] + fmt(" %.4f -> %.4f ms ", ms[fill_off(f)].timing.summary.median, ms[fill_on(f)].timing.summary.median) + versus(c);
+          pdl_ev += " " + kForms[f] + fmt(" %.4f -> %.4f ms ", ms[fill_off(f)].timing.summary.median, ms[fill_on(f)].timing.summary.median) + speedup_text(c);
         }
         {
           const auto c = compare_times(ms[kXlQ8r4Off].timing.kept_ms, ms[kXlQ8r4].timing.kept_ms, s.m);
           pdl_pays = pdl_pays && c.verdict == Verdict::faster;
-          pdl_ev += "; xprep=launch q8-dp4a rows=4" + fmt(" %.4f -> %.4f ms ", ms[kXlQ8r4Off].timing.summary.median, ms[kXlQ8r4].timing.summary.median) + versus(c);
+          pdl_ev += "; xprep=launch q8-dp4a rows=4" + fmt(" %.4f -> %.4f ms ", ms[kXlQ8r4Off].timing.summary.median, ms[kXlQ8r4].timing.summary.median) + speedup_text(c);
         }
         ctx.claim(pdl_pays_claim).settle(pdl_pays, pdl_ev);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
-                      s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + versus(exact));
+                      s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));
       }
     }
   };

@@ -49,10 +49,6 @@ bool is_seed_shape(const Shape& s) { return std::find(seed_shapes().begin(), see
 std::string speed(const Measured& m) {
   return fmt("%.4f ms, %.0f GB/s (%.1f%% of ceiling), %.1f GMAC/s", m.timing.summary.median, m.gbps, m.pct_ceiling, m.gmacs);
 }
-std::string versus(const Comparison& c) {
-  return fmt("x%.3f (95%% CI of time ratio %.3f..%.3f, ", c.speedup, c.lo, c.hi) + to_string(c.verdict) + ")";
-}
-
 // Warps the grid launches for `m` rows against the warps the device can hold at once for this
 // kernel: the occupancy side of the rows-per-warp trade.
 std::string warps_note(const std::string& variant, std::int64_t m, const Context& ctx) {
@@ -111,7 +107,7 @@ Experiment axis_experiment(const AxisStudy& st) {
         if (d != Dist::uniform || !is_seed_shape(s) || !ms[0].timed || !ms[1].timed || !ms[1].vs_a) continue;
         const Comparison& c = *ms[1].vs_a;
         ctx.claim(speed_dir).settle(s.str(), c.verdict == (st.b_faster ? Verdict::faster : Verdict::slower),
-                      s.str() + ": A " + speed(ms[0]) + "; B " + speed(ms[1]) + "; B " + versus(c));
+                      s.str() + ": A " + speed(ms[0]) + "; B " + speed(ms[1]) + "; B " + speedup_text(c));
         ++timed_shapes;
         speedups += (speedups.empty() ? "" : ", ") + s.str() + fmt(" x%.3f", c.speedup);
         if (st.worst_on_fewest_rows) speedups += " (A: " + warps_note(st.a, s.m, ctx) + "; B: " + warps_note(st.b, s.m, ctx) + ")";
@@ -178,10 +174,10 @@ Experiment seed_ladder() {
         const auto ao = compare_times(mo.timing.kept_ms, ma.timing.kept_ms, s.m);
         const auto ba = compare_times(ma.timing.kept_ms, mb.timing.kept_ms, s.m);
         const auto cb = compare_times(mb.timing.kept_ms, mc.timing.kept_ms, s.m);
-        ctx.claim(a_faster).settle(s.str(), ao.verdict == Verdict::faster, s.str() + ": original " + speed(mo) + "; A " + speed(ma) + "; A " + versus(ao));
-        ctx.claim(b_faster).settle(s.str(), ba.verdict == Verdict::faster, s.str() + ": B " + speed(mb) + "; B " + versus(ba));
+        ctx.claim(a_faster).settle(s.str(), ao.verdict == Verdict::faster, s.str() + ": original " + speed(mo) + "; A " + speed(ma) + "; A " + speedup_text(ao));
+        ctx.claim(b_faster).settle(s.str(), ba.verdict == Verdict::faster, s.str() + ": B " + speed(mb) + "; B " + speedup_text(ba));
         ctx.claim(c_slower).settle(s.str(), cb.verdict == Verdict::slower,
-                      s.str() + ": C " + speed(mc) + "; C " + versus(cb) + "; B: " + warps_note(kRungB, s.m, ctx) + "; C: " + warps_note(kRungC, s.m, ctx));
+                      s.str() + ": C " + speed(mc) + "; C " + speedup_text(cb) + "; B: " + warps_note(kRungB, s.m, ctx) + "; C: " + warps_note(kRungC, s.m, ctx));
         ++timed_shapes;
         c_speedups += (c_speedups.empty() ? "" : ", ") + s.str() + fmt(" x%.3f", cb.speedup);
         if (cb.speedup < worst_c) {
@@ -192,7 +188,7 @@ Experiment seed_ladder() {
         const auto vs_f32 = compare_times(ms[5].timing.kept_ms, mb.timing.kept_ms, s.m);
         ctx.claim(b_beats_peers).settle(s.str(), vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
                       s.str() + ": B " + fmt("%.4f ms", mb.timing.summary.median) + fmt(", bf16 %.4f ms", ms[4].timing.summary.median) +
-                          fmt(", f32 %.4f ms", ms[5].timing.summary.median) + "; B vs bf16 " + versus(vs_bf16) + ", vs f32 " + versus(vs_f32));
+                          fmt(", f32 %.4f ms", ms[5].timing.summary.median) + "; B vs bf16 " + speedup_text(vs_bf16) + ", vs f32 " + speedup_text(vs_f32));
       }
     }
     if (timed_shapes == int(seed_shapes().size()))
@@ -267,7 +263,7 @@ Experiment vs_peers() {
         const bool timed = std::all_of(ms.begin(), ms.end(), [](const Measured& m) { return m.timed; });
         if (d != Dist::uniform || !is_seed_shape(s) || !timed) continue;
         ctx.claim(lane_beats_b).settle(s.str(), ms[first].vs_a->verdict == Verdict::faster,
-                      s.str() + ": B " + speed(ms[0]) + "; block-per-lane,rows=1 " + speed(ms[first]) + " " + versus(*ms[first].vs_a));
+                      s.str() + ": B " + speed(ms[0]) + "; block-per-lane,rows=1 " + speed(ms[first]) + " " + speedup_text(*ms[first].vs_a));
         const Measured* best = &ms[first];
         for (std::size_t i = first; i < last; ++i)
           if (ms[i].timing.summary.median < best->timing.summary.median) best = &ms[i];
@@ -276,7 +272,7 @@ Experiment vs_peers() {
         ctx.claim(best_beats_peers).settle(s.str(), vs_bf16.verdict == Verdict::faster && vs_f32.verdict == Verdict::faster,
                       s.str() + ": " + best->variant->name + fmt(" %.4f ms, bf16 %.4f ms, f32 %.4f ms", best->timing.summary.median,
                                                                  ms[last].timing.summary.median, ms[last + 1].timing.summary.median) +
-                          "; vs bf16 " + versus(vs_bf16) + ", vs f32 " + versus(vs_f32));
+                          "; vs bf16 " + speedup_text(vs_bf16) + ", vs f32 " + speedup_text(vs_f32));
         ctx.claim(best_ceiling_70).settle(s.str(), best->pct_ceiling >= 70.0, s.str() + ": " + best->variant->name + " " + speed(*best));
       }
     }

@@ -1,6 +1,7 @@
 #include "klab/stats.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <numeric>
 
@@ -67,6 +68,13 @@ Comparison compare_times(const std::vector<double>& a, const std::vector<double>
   c.hi = quantile_sorted(ratios, 0.975);
   c.verdict = c.hi < 1.0 - noise ? Verdict::faster : c.lo > 1.0 + noise ? Verdict::slower : Verdict::same;
   return c;
+}
+
+std::string speedup_text(const Comparison& c) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "x%.3f %s (speed-up 95%% CI x%.3f..x%.3f)", c.speedup, to_string(c.verdict).c_str(), 1.0 / c.hi,
+                1.0 / c.lo);
+  return buf;
 }
 
 nlohmann::json to_json(const Summary& s) {

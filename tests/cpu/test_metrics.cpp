@@ -209,3 +209,16 @@ TEST_CASE("a problem's input digest: the same for the same seed, different for a
     CHECK(op.generate(Problem{{64, 96}, Dist::uniform, 7})->digest() != a->digest());
   }
 }
+
+TEST_CASE("speedup_text: the speed-up and its interval point the same way") {
+  // B twice as fast as A: time ratio B/A 0.5 in [0.4, 0.625]; speed-up A/B 2 in [1/0.625, 1/0.4] = [1.6, 2.5].
+  Comparison c;
+  c.ratio = 0.5;
+  c.speedup = 2.0;
+  c.lo = 0.4;
+  c.hi = 0.625;
+  c.verdict = Verdict::faster;
+  CHECK(speedup_text(c) == "x2.000 faster (speed-up 95% CI x1.600..x2.500)");
+  c = Comparison{.ratio = 1.25, .lo = 1.2, .hi = 1.3, .speedup = 0.8, .verdict = Verdict::slower};
+  CHECK(speedup_text(c) == "x0.800 slower (speed-up 95% CI x0.769..x0.833)");
+}

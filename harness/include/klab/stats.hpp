@@ -30,6 +30,10 @@ struct Comparison {
 Comparison compare_times(const std::vector<double>& a, const std::vector<double>& b,
                          std::uint64_t seed = 12345, int resamples = 2000, double noise = 0.01);
 
+// B against A in one direction: "x1.036 faster (speed-up 95% CI x1.035..x1.037)": the speed-up
+// median(A)/median(B) and its interval (1/hi .. 1/lo of the time ratio's), then the verdict.
+std::string speedup_text(const Comparison& c);
+
 nlohmann::json to_json(const Summary& s);
 nlohmann::json to_json(const Comparison& c);
 
