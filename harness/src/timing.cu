@@ -325,12 +325,13 @@ Ceiling measure_ceiling(Timer& timer, std::int64_t bytes, const TimingOptions& b
   c.empty_launch_us = t[5].summary.median * 1e3;
   // stream mode: the best form over two copies (each launch reads the copy its predecessor did
   // not), plain and with programmatic dependent launch (each read overlaps its predecessor's tail:
-  // on the H200 a 1 GiB plain stream read 4517 GB/s, while size-matched PDL reads of 50-356 MB
-  // reached 4556-4591 GB/s; reports/h200, 2026-12-01), and the empty kernel in a graph.
+  // on the H200, reports/h200 (commit ade16ef, 2026-12-01): 1 GiB back to back 4517 GB/s plain,
+  // 4568 GB/s with PDL; one launch between events 4478 GB/s), and the empty kernel in a graph.
   {
     std::string why;
     // Every loads-in-flight form, plain and PDL: the form that wins one launch need not win back
-    // to back (on the H200: 8 loads won in launch mode, 4 with PDL in a graph, 2026-12-01).
+    // to back (same report: 8 loads in flight won in launch mode, 2 with PDL in a graph; 1 load
+    // per iteration reached only 3794 GB/s in launch mode).
     std::vector<std::unique_ptr<Timer::Subject>> rs;
     std::vector<Timer::Subject*> rp;
     std::vector<std::pair<int, bool>> what;

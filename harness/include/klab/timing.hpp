@@ -8,9 +8,10 @@
 //           copies together over 3x the L2: every launch reads cold inputs, as in a decode step
 //           where kernels run back to back. Time per launch = graph time / K. The headline mode.
 // L2-cold means a READ flush: a read pass over 2x the L2 outside the timed region. A memset flush
-// leaves ~2x L2 of dirty lines whose write-back lands inside the next timed kernel (measured on the
-// H200, 2026-12-01: a 17.7 MB streaming read 10.1 us after a memset flush, 8.8 us after a read
-// flush; cuBLAS bf16 GemmEx paid +19-24%, our ld.cs kernels ~+6%: not neutral between kernels).
+// leaves ~2x L2 of dirty lines whose write-back lands inside the next timed kernel (issue 9's
+// measurement on the H200, 2026-12-01: a 17.7 MB streaming read 10.1 us after a memset flush, 8.8 us
+// after a read flush; cuBLAS bf16 GemmEx paid +19-24%, our ld.cs kernels ~+6%: not neutral between
+// kernels). tests/gpu/test_harness.cu holds the read flush to at least 3% below a memset flush.
 // Several subjects can be timed with their repetitions interleaved (ABAB...), so that drift over
 // the run hits every subject alike.
 #include <cuda_runtime.h>
