@@ -229,20 +229,56 @@ def figures_for(report, plan, e, plots):
     return out + [""] if out else []
 
 
+def anchor(heading):
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation but '-' and '_' dropped,
+    spaces to '-'."""
+    kept = "".join(ch for ch in heading.lower() if ch.isalnum() or ch in " -_")
+    return "#" + kept.replace(" ", "-")
+
+
+def claims_overview(report):
+    """Every claim of the report first: counts, then the ones not held, not evaluated and held, each
+    linking to its experiment's section (where its evidence is)."""
+    claims = report.of("claim")
+    if not claims:
+        return []
+    count = {s: sum(c["state"] == s for c in claims) for s in STATE}
+    lines = ["## Claims", "",
+             f"{count['held']} held, {count['not_held']} not held, {count['not_evaluated']} not evaluated "
+             f"(of {len(claims)}); the evidence is under each experiment.", ""]
+    rows = []
+    for state in ("not_held", "not_evaluated", "held"):
+        for c in claims:
+            if c["state"] == state:
+                rows.append((STATE[state], f"[{c['experiment']}]({anchor(c['experiment'])})", c["text"]))
+    return lines + table(("state", "experiment", "claim"), rows)
+
+
+def evidence_lines(evidence):
+    """A claim's evidence as sub-bullets, one per '; '-separated part (one line per shape or problem,
+    not one line of thousands of characters)."""
+    return [f"   - {part.strip()}" for part in evidence.split("; ") if part.strip()]
+
+
 def summarize(report, plots):
     plan, _ = kr.chart_plan(report)
     lines = [f"# klab report: {', '.join(report.experiments()) or 'no experiment'}", "",
              f"From `{report.file.name}` ({len(report.records)} records); regenerate with "
              f"`scripts/summarize.py` and `scripts/plot.py` on this directory.", ""]
+    if report.experiments():
+        lines += ["Contents: [environment](#environment)"
+                  + (", [claims](#claims)" if report.of("claim") else "") + "; experiments: "
+                  + ", ".join(f"[{e}]({anchor(e)})" for e in report.experiments()), ""]
     lines += environment(report)
+    lines += claims_overview(report)
     for e in report.experiments():
         lines += [f"## {e}", ""]
         claims = sorted(report.of("claim", e), key=lambda r: r["index"])
         if claims:
             lines += ["Claims:", ""]
             for c in claims:
-                ev = f" ({c['evidence']})" if c.get("evidence") else ""
-                lines.append(f"{c['index'] + 1}. {STATE[c['state']]}: {c['text']}{ev}")
+                lines.append(f"{c['index'] + 1}. {STATE[c['state']]}: {c['text']}")
+                lines += evidence_lines(c.get("evidence") or "")
             lines.append("")
         meas = report.of("measurement", e)
         if kr.is_ladder(e):
