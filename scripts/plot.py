@@ -25,6 +25,25 @@ import klab_report as kr  # noqa: E402
 # Colours: bit-equality with the previous rung, and a fixed cycle for series.
 EQUAL, CHANGED, UNKNOWN, BASE = "#2e7d32", "#ef6c00", "#9e9e9e", "#607d8b"
 CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+# Past ten series the colours come round again with a hatching of their own (then another...), so
+# no two series of one figure look alike. A peer (a record with peer: true, another project's
+# kernel) is outlined in black and hatched "//" on top of its series look.
+CYCLE_HATCHES = ["", "..", "xx", "oo", "--", "||", "++", "**"]
+PEER_HATCH = "//"
+
+
+def series_style(i, peer=False):
+    """(facecolour, hatch, edgecolour, linewidth) of series i: distinct for every i below
+    len(CYCLE) * len(CYCLE_HATCHES), and a peer's differs from every non-peer's."""
+    hatch = CYCLE_HATCHES[(i // len(CYCLE)) % len(CYCLE_HATCHES)]
+    if peer:
+        return CYCLE[i % len(CYCLE)], PEER_HATCH + hatch, "black", 1.0
+    return CYCLE[i % len(CYCLE)], hatch, ("white" if hatch else CYCLE[i % len(CYCLE)]), (0.0 if not hatch else 0.5)
+
+
+def style_kwargs(i, peer=False):
+    face, hatch, edge, lw = series_style(i, peer)
+    return {"facecolor": face, "hatch": hatch or None, "edgecolor": edge, "linewidth": lw}
 
 
 def gpu_label(report):
@@ -133,11 +152,12 @@ def draw_bandwidth(plt, report, e, recs):
             # A bar timed in another mode than the figure's says which.
             own = kr.timing_mode(r)
             ax.text(x, phi, (f"{p:.0f}" if p >= 10 else f"{p:.2g}") + (f"\n{own}" if own != mode else ""), ha="center", va="bottom", fontsize=6)
+        peer = is_peer(by_variant(recs, v))
         if xs:
-            ax.bar(xs, ys, width * 0.95, color=CYCLE[vi % len(CYCLE)])
+            ax.bar(xs, ys, width * 0.95, **style_kwargs(vi, peer))
             ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
         # Every variant in the legend, also one with no timed bar (it failed verification).
-        handles.append(Patch(color=CYCLE[vi % len(CYCLE)], label=wrap(kr.short_variant(by_variant(recs, v)), 40)))
+        handles.append(Patch(**style_kwargs(vi, peer), label=wrap(kr.short_variant(by_variant(recs, v)), 40) + (" (peer)" if peer else "")))
     # With timing modes: the ceiling per mode (the 100% line is the higher of them).
     by_mode = kr.ceiling_by_mode(report.env) if isinstance(kr.get(report.env, "ceiling.mode"), str) else {}
     ceil_txt = (f"{ceiling:.0f} GB/s" if ceiling else "value not recorded") + \
@@ -162,13 +182,18 @@ def by_variant(recs, v):
     return next(r for r in recs if r["variant"] == v)
 
 
+def is_peer(r):
+    return r.get("peer") is True
+
+
 def draw_accuracy(plt, report, e, recs):
     labels = problem_labels(recs)
     keys = list(labels)
     variants = list(dict.fromkeys(r["variant"] for r in recs))
     by = {(kr.problem_key(r), r["variant"]): r for r in recs}
     floor = log_floor([kr.get(r, "accuracy.max_rel") for r in recs] + [r.get("tolerance") for r in recs])
-    series = [(wrap(kr.short_variant(by_variant(recs, v)), 40), {k: kr.get(by[(k, v)], "accuracy.max_rel") for k in keys if (k, v) in by})
+    series = [(wrap(kr.short_variant(by_variant(recs, v)), 40) + (" (peer)" if is_peer(by_variant(recs, v)) else ""),
+               {k: kr.get(by[(k, v)], "accuracy.max_rel") for k in keys if (k, v) in by}, is_peer(by_variant(recs, v)))
               for v in variants]
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + len(keys) * (0.5 + 0.35 * len(variants))), 4.8))
     grouped_log_bars(ax, keys, series, floor)
@@ -236,11 +261,12 @@ def draw_ladder(plt, report, e, rungs):
 
 
 def grouped_log_bars(ax, categories, series, floor):
-    """series: [(label, {category: value})] on a log axis. An exact zero cannot be drawn there: it
+    """series: [(label, {category: value}) or (label, {category: value}, peer)] on a log axis. An exact zero cannot be drawn there: it
     is an outlined, hatched bar up to the floor, marked 0 (GDN's beta and g under q4 are exact)."""
     width, offs = bar_layout(len(series))
     top = floor
-    for si, (label, values) in enumerate(series):
+    for si, (label, values, *rest) in enumerate(series):
+        peer = bool(rest and rest[0])
         xs, ys, zx = [], [], []
         colour = CYCLE[si % len(CYCLE)]
         for ci, c in enumerate(categories):
@@ -259,7 +285,7 @@ def grouped_log_bars(ax, categories, series, floor):
                 zx.append(x)
                 ax.text(x, floor, "0", ha="center", va="bottom", fontsize=7)
         if xs:
-            ax.bar(xs, ys, width * 0.95, color=colour, label=label)
+            ax.bar(xs, ys, width * 0.95, label=label, **style_kwargs(si, peer))
         if zx:
             ax.bar(zx, [floor] * len(zx), width * 0.95, facecolor="none", edgecolor=colour, hatch="//", label=None if xs else label)
     ax.set_yscale("log")
@@ -334,7 +360,7 @@ def draw_gdn_timing(plt, report, e, recs):
             top = max(top, tmax)
             ax.text(ci + offs[mi], tmax, f"{med:.3g}", ha="center", va="bottom", fontsize=7)
         if xs:
-            ax.bar(xs, ys, width * 0.95, color=CYCLE[mi % len(CYCLE)], label=mode)
+            ax.bar(xs, ys, width * 0.95, label=mode, **style_kwargs(mi))
             ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
     ax.set_ylim(0, top * 1.2 if top > 0 else 1)
     ax.set_xticks(range(len(cats)))

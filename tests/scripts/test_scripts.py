@@ -269,6 +269,74 @@ class PlotTest(TempDir):
             self.assertEqual(f.read_bytes(), (b / f.name).read_bytes(), f"{f.name} differs between two runs")
 
 
+def many_variants_report(n_ours=15, n_peers=2, shapes=("64x64", "128x128")):
+    """n_ours variants of ours and n_peers peers (peer: true) on each shape, every one timed
+    (4e6 bytes in 0.002 ms: 2000 GB/s, 50% of 4000) and with a max_rel spread over decades (1e-7 .. 1e-2), so that both figures are
+    bar charts with n_ours + n_peers series."""
+    lines = []
+    for shape in shapes:
+        for i in range(n_ours + n_peers):
+            peer = i >= n_ours
+            v = f"f32_gemv/impl={'peer' if peer else 'ours'}{i}"
+            extra = {"peer": True} if peer else {}
+            lines.append(json.dumps(measurement(v, [0.0019, 0.002, 0.0021], experiment="many", shape=shape, bytes=4e6, gbps=2000.0,
+                                                ceiling_gbps=4000.0, accuracy={"max_rel": 10.0 ** -(7 - i % 6)}, **extra)))
+    return lines
+
+
+class ScalingPlotTest(TempDir):
+    """Figures with many series: reads the artists of figures drawn in this process."""
+
+    def draw(self, rep, kind, experiment):
+        sys.path.insert(0, str(SCRIPTS))
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import klab_report as kr
+        import plot
+        report = kr.load(rep)
+        plan, _ = kr.chart_plan(report)
+        payload = next(p for _, k, e, p in plan if k == kind and e == experiment)
+        figs = plot.DRAW[kind](plt, report, experiment, payload)
+        figs = figs if isinstance(figs, list) else [figs]
+        self.addCleanup(lambda: [plt.close(f) for f in figs])
+        return figs
+
+    @staticmethod
+    def looks(ax):
+        """(facecolour, hatch) of each bar container of an axes, in drawing order, with whether
+        its bars are outlined in black."""
+        from matplotlib.colors import to_hex
+        from matplotlib.container import BarContainer
+        out = []
+        for c in ax.containers:
+            if isinstance(c, BarContainer) and len(c.patches):
+                b = c.patches[0]
+                out.append((to_hex(b.get_facecolor()), b.get_hatch() or "", to_hex(b.get_edgecolor()) == "#000000"))
+        return out
+
+    def test_no_two_series_look_alike_and_peers_stand_apart(self):
+        rep = self.write_report("many", many_variants_report())
+        for kind in ("bandwidth", "accuracy"):
+            figs = self.draw(rep, kind, "many")
+            for fig in figs:
+                for ax in fig.axes:
+                    looks = self.looks(ax)
+                    if not looks:
+                        continue
+                    seen = [(f, h) for f, h, _ in looks]
+                    # 17 series: with ten colours, two would share one unless told apart.
+                    self.assertEqual(len(seen), len(set(seen)), f"{kind}: two series look alike: {seen}")
+            # All 17 series are drawn (15 ours, then 2 peers, in record order), over the figures.
+            looks = [l for fig in figs for ax in fig.axes for l in self.looks(ax)]
+            self.assertEqual(len(looks), 17, kind)
+            # Peers: black outline and a "//" hatching; none of ours has either.
+            for i, (_, hatch, black) in enumerate(looks):
+                peer = i >= 15
+                self.assertEqual("//" in hatch, peer, f"{kind} series {i}: hatch {hatch!r}")
+                self.assertEqual(black, peer, f"{kind} series {i}")
+
+
 class SummarizeTest(TempDir):
     def test_tables_claims_and_skips(self):
         rep = self.copy("run")
