@@ -152,7 +152,8 @@ class PlotTest(TempDir):
         report = kr.load(rep)
         plan, _ = kr.chart_plan(report)
         recs = next(payload for _, kind, e, payload in plan if kind == "bandwidth" and e == experiment)
-        fig = plot.draw_bandwidth(plt, report, experiment, recs)
+        figs = plot.draw_bandwidth(plt, report, experiment, recs)
+        fig = figs[0] if isinstance(figs, list) else figs
         ax = fig.axes[0]
         out = ([round(b.get_height(), 2) for b in ax.patches], [t.get_text() for t in ax.texts], ax.get_title())
         plt.close(fig)
@@ -296,9 +297,14 @@ class ScalingPlotTest(TempDir):
         import plot
         report = kr.load(rep)
         plan, _ = kr.chart_plan(report)
-        payload = next(p for _, k, e, p in plan if k == kind and e == experiment)
-        figs = plot.DRAW[kind](plt, report, experiment, payload)
-        figs = figs if isinstance(figs, list) else [figs]
+        figs = []
+        for _, k, e, payload in plan:
+            if k == kind and experiment in (None, e):
+                drawn = plot.DRAW[kind](plt, report, e, payload)
+                figs += drawn if isinstance(drawn, list) else [drawn]
+                if experiment is not None:
+                    break
+        self.assertTrue(figs, f"no {kind} figure")
         self.addCleanup(lambda: [plt.close(f) for f in figs])
         return figs
 
@@ -335,6 +341,57 @@ class ScalingPlotTest(TempDir):
                 peer = i >= 15
                 self.assertEqual("//" in hatch, peer, f"{kind} series {i}: hatch {hatch!r}")
                 self.assertEqual(black, peer, f"{kind} series {i}")
+
+
+    def assertLegendsOutside(self, fig, what):
+        """Every legend of the figure lies outside every axes' data area (display coordinates)."""
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        legends = [l for l in [ax.get_legend() for ax in fig.axes] + list(fig.legends) if l is not None]
+        self.assertTrue(legends, f"{what}: no legend")
+        for leg in legends:
+            lb = leg.get_window_extent(renderer)
+            for ax in fig.axes:
+                self.assertFalse(lb.overlaps(ax.get_window_extent(renderer)), f"{what}: the legend covers the data area")
+
+    def test_legends_outside_the_data(self):
+        # The error budget's legend sat inside its left panel, the ladder's and GDN timing's inside
+        # their axes.
+        gdn = self.copy("gdn")
+        for kind in ("error_budget", "gdn_timing", "gdn_op"):
+            for fig in self.draw_all(gdn, kind):
+                self.assertLegendsOutside(fig, kind)
+        for fig in self.draw_all(self.copy("run"), "ladder"):
+            self.assertLegendsOutside(fig, "ladder")
+        many = self.write_report("many", many_variants_report())
+        for kind in ("bandwidth", "accuracy"):
+            for fig in self.draw(many, kind, "many"):
+                self.assertLegendsOutside(fig, kind)
+
+    def draw_all(self, rep, kind):
+        """Every figure of one kind in a report."""
+        return self.draw(rep, kind, None)
+
+    def test_wide_figures_are_split(self):
+        # 40 variants on 2 shapes: 1.2 + 2 * (0.5 + 0.35 * 40) = 30.2 in, 3624 px at 120 dpi in one
+        # figure. Capped at 16 in: one shape per figure (1.2 + 14.5 = 15.7 in), so two parts each,
+        # every one under 16 in plus margins (a legend, a secondary axis): 2300 px at most.
+        rep = self.write_report("wide", many_variants_report(n_ours=38, n_peers=2))
+        self.assertOk(run("plot.py", rep, "--formats", "png"))
+        names = sorted(p.name for p in (rep / "plots").iterdir())
+        self.assertEqual(names, ["accuracy-many-part2.png", "accuracy-many.png", "bandwidth-many-part2.png", "bandwidth-many.png"])
+        for n in names:
+            png = (rep / "plots" / n).read_bytes()
+            width = int.from_bytes(png[16:20], "big")
+            self.assertLess(width, 2300, n)
+        # Each part holds all 40 series of one shape (the looks stay distinct, across the parts too).
+        for kind in ("bandwidth", "accuracy"):
+            figs = self.draw(rep, kind, "many")
+            self.assertEqual(len(figs), 2)
+            looks = [self.looks(fig.axes[0]) for fig in figs]
+            self.assertEqual([len(l) for l in looks], [40, 40])
+            self.assertEqual(looks[0], looks[1])
+            self.assertEqual(len({(f, h) for f, h, _ in looks[0]}), 40)
 
 
 class SummarizeTest(TempDir):
