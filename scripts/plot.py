@@ -124,6 +124,12 @@ def part_title(i, n):
     return f" (part {i + 1} of {n})" if n > 1 else ""
 
 
+# Marks above a bandwidth bar with an A/B verdict against A (vs_a.verdict): marker, colour, legend.
+VERDICT_MARKS = {"faster": ("^", "#2e7d32", "faster than A (vs_a verdict)"),
+                 "slower": ("v", "#b71c1c", "slower than A (vs_a verdict)"),
+                 "same": ("$=$", "#424242", "same as A, within the noise (vs_a verdict)")}
+
+
 def headline_mode(report, recs):
     """The timing mode of most bars (the run's headline, options.headline, when any bar has it;
     "launch" for reports from before the modes) and the other modes some bars were timed in (a
@@ -155,7 +161,10 @@ def draw_bandwidth_part(plt, report, e, recs, labels, keys, indexed, part):
     width, offs = bar_layout(len(indexed))
     fig, ax = plt.subplots(figsize=(max(6.0, grouped_width(len(keys), len(indexed))), 4.8))
     from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D
+    from matplotlib.transforms import offset_copy
     handles = []
+    verdicts = set()
     top = 100.0
     for pi, (vi, v) in enumerate(indexed):
         xs, ys, lo, hi = [], [], [], []
@@ -182,12 +191,22 @@ def draw_bandwidth_part(plt, report, e, recs, labels, keys, indexed, part):
             # A bar timed in another mode than the figure's says which.
             own = kr.timing_mode(r)
             ax.text(x, phi, (f"{p:.0f}" if p >= 10 else f"{p:.2g}") + (f"\n{own}" if own != mode else ""), ha="center", va="bottom", fontsize=6)
+            # The A/B verdict of this bar against A, a marker above its value.
+            verdict = kr.get(r, "vs_a.verdict")
+            if verdict in VERDICT_MARKS:
+                marker, colour, _ = VERDICT_MARKS[verdict]
+                lift = offset_copy(ax.transData, fig=fig, y=18 if own == mode else 26, units="points")
+                ax.plot([x], [phi], linestyle="none", marker=marker, color=colour, markersize=5, transform=lift, gid=f"verdict-{verdict}")
+                verdicts.add(verdict)
         peer = is_peer(by_variant(recs, v))
         if xs:
             ax.bar(xs, ys, width * 0.95, **style_kwargs(vi, peer))
             ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
         # Every variant in the legend, also one with no timed bar (it failed verification).
         handles.append(Patch(**style_kwargs(vi, peer), label=wrap(kr.short_variant(by_variant(recs, v)), 40) + (" (peer)" if peer else "")))
+    for verdict, (marker, colour, what) in VERDICT_MARKS.items():
+        if verdict in verdicts:
+            handles.append(Line2D([], [], linestyle="none", marker=marker, color=colour, markersize=5, label=what))
     # With timing modes: the ceiling per mode (the 100% line is the higher of them).
     by_mode = kr.ceiling_by_mode(report.env) if isinstance(kr.get(report.env, "ceiling.mode"), str) else {}
     ceil_txt = (f"{ceiling:.0f} GB/s" if ceiling else "value not recorded") + \

@@ -394,6 +394,19 @@ class ScalingPlotTest(TempDir):
             self.assertEqual(len({(f, h) for f, h, _ in looks[0]}), 40)
 
 
+    def test_verdict_marks_on_bandwidth_bars(self):
+        # modes_report: B (the second of two variants) has vs_a.verdict "slower"; A none. Two
+        # series: bars 0.4 wide, at -0.2 and +0.2 of the group's centre 0: one "v" mark at x 0.2.
+        rep = self.write_report("modes", modes_report())
+        (fig,) = self.draw(rep, "bandwidth", "modes")
+        ax = fig.axes[0]
+        marks = [(l.get_gid(), l.get_marker(), [round(x, 9) for x in l.get_xdata()]) for l in ax.lines if (l.get_gid() or "").startswith("verdict-")]
+        self.assertEqual(marks, [("verdict-slower", "v", [0.2])])
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        self.assertIn("slower than A (vs_a verdict)", labels)
+        self.assertNotIn("faster than A (vs_a verdict)", labels)
+
+
 class SummarizeTest(TempDir):
     def test_tables_claims_and_skips(self):
         rep = self.copy("run")
