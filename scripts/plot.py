@@ -25,6 +25,25 @@ import klab_report as kr  # noqa: E402
 # Colours: bit-equality with the previous rung, and a fixed cycle for series.
 EQUAL, CHANGED, UNKNOWN, BASE = "#2e7d32", "#ef6c00", "#9e9e9e", "#607d8b"
 CYCLE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+# Past ten series the colours come round again with a hatching of their own (then another...), so
+# no two series of one figure look alike. A peer (a record with peer: true, another project's
+# kernel) is outlined in black and hatched "//" on top of its series look.
+CYCLE_HATCHES = ["", "..", "xx", "oo", "--", "||", "++", "**"]
+PEER_HATCH = "//"
+
+
+def series_style(i, peer=False):
+    """(facecolour, hatch, edgecolour, linewidth) of series i: distinct for every i below
+    len(CYCLE) * len(CYCLE_HATCHES), and a peer's differs from every non-peer's."""
+    hatch = CYCLE_HATCHES[(i // len(CYCLE)) % len(CYCLE_HATCHES)]
+    if peer:
+        return CYCLE[i % len(CYCLE)], PEER_HATCH + hatch, "black", 1.0
+    return CYCLE[i % len(CYCLE)], hatch, ("white" if hatch else CYCLE[i % len(CYCLE)]), (0.0 if not hatch else 0.5)
+
+
+def style_kwargs(i, peer=False):
+    face, hatch, edge, lw = series_style(i, peer)
+    return {"facecolor": face, "hatch": hatch or None, "edgecolor": edge, "linewidth": lw}
 
 
 def gpu_label(report):
@@ -79,6 +98,38 @@ def bar_layout(n_series):
     return width, [(-0.4 + width * (i + 0.5)) for i in range(n_series)]
 
 
+# The widest a grouped-bar figure is drawn (inches; 120 dpi: about 1900 px before its margins).
+# One with more bars is split into parts, by groups of shapes, and by groups of variants where one
+# shape alone would be wider; a variant keeps its look in every part.
+MAX_WIDTH_IN = 16.0
+
+
+def grouped_width(n_keys, n_variants):
+    return 1.2 + n_keys * (0.5 + 0.35 * n_variants)
+
+
+def split_parts(keys, variants):
+    """[(keys, [(global index, variant)])] of figures none wider than MAX_WIDTH_IN (one if all fit)."""
+    per_v = max(1, int((MAX_WIDTH_IN - 1.2 - 0.5) / 0.35))
+    vchunks = [list(enumerate(variants))[i:i + per_v] for i in range(0, len(variants), per_v)] or [[]]
+    parts = []
+    for vc in vchunks:
+        per_k = max(1, int((MAX_WIDTH_IN - 1.2) / (0.5 + 0.35 * len(vc))))
+        for i in range(0, max(len(keys), 1), per_k):
+            parts.append((keys[i:i + per_k], vc))
+    return parts
+
+
+def part_title(i, n):
+    return f" (part {i + 1} of {n})" if n > 1 else ""
+
+
+# Marks above a bandwidth bar with an A/B verdict against A (vs_a.verdict): marker, colour, legend.
+VERDICT_MARKS = {"faster": ("^", "#2e7d32", "faster than A (vs_a verdict)"),
+                 "slower": ("v", "#b71c1c", "slower than A (vs_a verdict)"),
+                 "same": ("$=$", "#424242", "same as A, within the noise (vs_a verdict)")}
+
+
 def headline_mode(report, recs):
     """The timing mode of most bars (the run's headline, options.headline, when any bar has it;
     "launch" for reports from before the modes) and the other modes some bars were timed in (a
@@ -98,23 +149,30 @@ def draw_bandwidth(plt, report, e, recs):
     if timed_keys:
         recs = [r for r in recs if kr.problem_key(r) in timed_keys]
     labels = problem_labels(recs)
-    keys = list(labels)
-    variants = list(dict.fromkeys(r["variant"] for r in recs))
+    parts = split_parts(list(labels), list(dict.fromkeys(r["variant"] for r in recs)))
+    return [draw_bandwidth_part(plt, report, e, recs, labels, keys, indexed, part_title(i, len(parts)))
+            for i, (keys, indexed) in enumerate(parts)]
+
+
+def draw_bandwidth_part(plt, report, e, recs, labels, keys, indexed, part):
     by = {(kr.problem_key(r), r["variant"]): r for r in recs}
     ceiling = ceiling_of(report, recs)
     mode, other_modes = headline_mode(report, recs)
-    width, offs = bar_layout(len(variants))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + len(keys) * (0.5 + 0.35 * len(variants))), 4.8))
+    width, offs = bar_layout(len(indexed))
+    fig, ax = plt.subplots(figsize=(max(6.0, grouped_width(len(keys), len(indexed))), 4.8))
     from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D
+    from matplotlib.transforms import offset_copy
     handles = []
+    verdicts = set()
     top = 100.0
-    for vi, v in enumerate(variants):
+    for pi, (vi, v) in enumerate(indexed):
         xs, ys, lo, hi = [], [], [], []
         for ki, k in enumerate(keys):
             r = by.get((k, v))
             if r is None:
                 continue
-            x = ki + offs[vi]
+            x = ki + offs[pi]
             p = kr.pct_ceiling(r)
             if not kr.timed(r) or p is None:
                 why = "failed\nverification" if r.get("verified") is False else "not timed"
@@ -133,11 +191,22 @@ def draw_bandwidth(plt, report, e, recs):
             # A bar timed in another mode than the figure's says which.
             own = kr.timing_mode(r)
             ax.text(x, phi, (f"{p:.0f}" if p >= 10 else f"{p:.2g}") + (f"\n{own}" if own != mode else ""), ha="center", va="bottom", fontsize=6)
+            # The A/B verdict of this bar against A, a marker above its value.
+            verdict = kr.get(r, "vs_a.verdict")
+            if verdict in VERDICT_MARKS:
+                marker, colour, _ = VERDICT_MARKS[verdict]
+                lift = offset_copy(ax.transData, fig=fig, y=18 if own == mode else 26, units="points")
+                ax.plot([x], [phi], linestyle="none", marker=marker, color=colour, markersize=5, transform=lift, gid=f"verdict-{verdict}")
+                verdicts.add(verdict)
+        peer = is_peer(by_variant(recs, v))
         if xs:
-            ax.bar(xs, ys, width * 0.95, color=CYCLE[vi % len(CYCLE)])
+            ax.bar(xs, ys, width * 0.95, **style_kwargs(vi, peer))
             ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
         # Every variant in the legend, also one with no timed bar (it failed verification).
-        handles.append(Patch(color=CYCLE[vi % len(CYCLE)], label=wrap(kr.short_variant(by_variant(recs, v)), 40)))
+        handles.append(Patch(**style_kwargs(vi, peer), label=wrap(kr.short_variant(by_variant(recs, v)), 40) + (" (peer)" if peer else "")))
+    for verdict, (marker, colour, what) in VERDICT_MARKS.items():
+        if verdict in verdicts:
+            handles.append(Line2D([], [], linestyle="none", marker=marker, color=colour, markersize=5, label=what))
     # With timing modes: the ceiling per mode (the 100% line is the higher of them).
     by_mode = kr.ceiling_by_mode(report.env) if isinstance(kr.get(report.env, "ceiling.mode"), str) else {}
     ceil_txt = (f"{ceiling:.0f} GB/s" if ceiling else "value not recorded") + \
@@ -153,7 +222,7 @@ def draw_bandwidth(plt, report, e, recs):
     ax.set_ylabel("% of the measured read ceiling (median; bars: min..max)")
     cold = kr.get(report.env, "options.l2_cold")
     timing = f", {mode} timing" + (f" ({', '.join(other_modes)} where marked)" if other_modes else "") if mode else ""
-    ax.set_title(f"{e}: bandwidth per variant and shape{timing}\n{gpu_label(report)}" + (", L2-cold" if cold else ", L2-hot" if cold is False else ""), fontsize=10)
+    ax.set_title(f"{e}: bandwidth per variant and shape{timing}{part}\n{gpu_label(report)}" + (", L2-cold" if cold else ", L2-hot" if cold is False else ""), fontsize=10)
     ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(3, len(handles)), frameon=False)
     return fig
 
@@ -162,29 +231,38 @@ def by_variant(recs, v):
     return next(r for r in recs if r["variant"] == v)
 
 
+def is_peer(r):
+    return r.get("peer") is True
+
+
 def draw_accuracy(plt, report, e, recs):
     labels = problem_labels(recs)
-    keys = list(labels)
-    variants = list(dict.fromkeys(r["variant"] for r in recs))
+    parts = split_parts(list(labels), list(dict.fromkeys(r["variant"] for r in recs)))
+    return [draw_accuracy_part(plt, report, e, recs, labels, keys, indexed, part_title(i, len(parts)))
+            for i, (keys, indexed) in enumerate(parts)]
+
+
+def draw_accuracy_part(plt, report, e, recs, labels, keys, indexed, part):
     by = {(kr.problem_key(r), r["variant"]): r for r in recs}
     floor = log_floor([kr.get(r, "accuracy.max_rel") for r in recs] + [r.get("tolerance") for r in recs])
-    series = [(wrap(kr.short_variant(by_variant(recs, v)), 40), {k: kr.get(by[(k, v)], "accuracy.max_rel") for k in keys if (k, v) in by})
-              for v in variants]
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 + len(keys) * (0.5 + 0.35 * len(variants))), 4.8))
+    series = [(wrap(kr.short_variant(by_variant(recs, v)), 40) + (" (peer)" if is_peer(by_variant(recs, v)) else ""),
+               {k: kr.get(by[(k, v)], "accuracy.max_rel") for k in keys if (k, v) in by}, is_peer(by_variant(recs, v)), vi)
+              for vi, v in indexed]
+    fig, ax = plt.subplots(figsize=(max(6.0, grouped_width(len(keys), len(indexed))), 4.8))
     grouped_log_bars(ax, keys, series, floor)
-    width, offs = bar_layout(len(variants))
+    width, offs = bar_layout(len(indexed))
     tol_label = "tolerance (max_rel allowed)"
-    for vi, v in enumerate(variants):
+    for pi, (vi, v) in enumerate(indexed):
         for ki, k in enumerate(keys):
             tol = by[(k, v)].get("tolerance") if (k, v) in by else None
             if kr.is_finite(tol) and tol > 0:
-                x = ki + offs[vi]
+                x = ki + offs[pi]
                 ax.plot([x - width / 2, x + width / 2], [tol, tol], color="#b71c1c", linewidth=1.2, label=tol_label)
                 tol_label = None
     ax.set_xticklabels([labels[k] for k in keys], fontsize=8)
     ax.set_ylabel("max_rel vs the CPU reference (max|y-ref| / max|ref|)")
-    ax.set_title(f"{e}: accuracy per variant and shape\n{gpu_label(report)}", fontsize=10)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(3, len(variants) + 1), frameon=False)
+    ax.set_title(f"{e}: accuracy per variant and shape{part}\n{gpu_label(report)}", fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(3, len(indexed) + 1), frameon=False)
     return fig
 
 
@@ -231,23 +309,26 @@ def draw_ladder(plt, report, e, rungs):
                Patch(color=CHANGED, label="bits changed vs the previous rung"),
                Patch(color=UNKNOWN, label="bit-equality not recorded"), Patch(color=BASE, label="rung 0 (baseline)")]
     line_handles, _ = ax.get_legend_handles_labels()
-    ax.legend(handles=handles + line_handles, fontsize=7, loc="upper left", frameon=False)
+    # Beside the axes, never over the bars.
+    ax.legend(handles=handles + line_handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
 
 def grouped_log_bars(ax, categories, series, floor):
-    """series: [(label, {category: value})] on a log axis. An exact zero cannot be drawn there: it
+    """series: [(label, {category: value}) or (label, {category: value}, peer[, style index])] on a log axis. An exact zero cannot be drawn there: it
     is an outlined, hatched bar up to the floor, marked 0 (GDN's beta and g under q4 are exact)."""
     width, offs = bar_layout(len(series))
     top = floor
-    for si, (label, values) in enumerate(series):
+    for pos, (label, values, *rest) in enumerate(series):
+        peer = bool(rest and rest[0])
+        si = rest[1] if len(rest) > 1 else pos
         xs, ys, zx = [], [], []
         colour = CYCLE[si % len(CYCLE)]
         for ci, c in enumerate(categories):
             if c not in values:
                 continue
             v = values[c]
-            x = ci + offs[si]
+            x = ci + offs[pos]
             if not kr.is_finite(v):
                 ax.text(x, floor, "n/a", rotation=90, ha="center", va="bottom", fontsize=6, color="#b71c1c")
             elif v > 0:
@@ -259,7 +340,7 @@ def grouped_log_bars(ax, categories, series, floor):
                 zx.append(x)
                 ax.text(x, floor, "0", ha="center", va="bottom", fontsize=7)
         if xs:
-            ax.bar(xs, ys, width * 0.95, color=colour, label=label)
+            ax.bar(xs, ys, width * 0.95, label=label, **style_kwargs(si, peer))
         if zx:
             ax.bar(zx, [floor] * len(zx), width * 0.95, facecolor="none", edgecolor=colour, hatch="//", label=None if xs else label)
     ax.set_yscale("log")
@@ -287,7 +368,9 @@ def draw_error_budget(plt, report, e, recs):
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_ylabel(field + (" = rms(y-ref)/rms(ref)" if field == "rms_rel" else " = max|y-ref|/max|ref|"))
         ax.set_xlabel("input distribution")
-    axes[0].legend(fontsize=7, loc="upper left", frameon=False)
+    # One legend right of both panels, never over the bars.
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(0.91, 0.5), frameon=False)
     fig.suptitle(f"{e}: error by input distribution", fontsize=10)
     return fig
 
@@ -334,14 +417,14 @@ def draw_gdn_timing(plt, report, e, recs):
             top = max(top, tmax)
             ax.text(ci + offs[mi], tmax, f"{med:.3g}", ha="center", va="bottom", fontsize=7)
         if xs:
-            ax.bar(xs, ys, width * 0.95, color=CYCLE[mi % len(CYCLE)], label=mode)
+            ax.bar(xs, ys, width * 0.95, label=mode, **style_kwargs(mi))
             ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
     ax.set_ylim(0, top * 1.2 if top > 0 else 1)
     ax.set_xticks(range(len(cats)))
     ax.set_xticklabels([f"{t}\n{c[1]} layers x {c[2]} tokens" + (f"\n{c[0]}" if c[0] and len(configs) > 1 else "") for t, c in cats], fontsize=8)
     ax.set_ylabel("ms per layer and token (median; bars: min..max)")
     ax.set_title(f"{e}: GDN step time by tier and round-trip mode\n{gpu_label(report)}", fontsize=10)
-    ax.legend(fontsize=8, frameon=False)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
 
@@ -384,13 +467,15 @@ def main(argv=None):
         print(f"plot.py: note: {n}")
     written = []
     for name, kind, e, payload in plan:
-        fig = DRAW[kind](plt, report, e, payload)
-        for f in formats:
-            path = out / f"{name}.{f}"
-            meta = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[f]
-            fig.savefig(path, format=f, dpi=120, bbox_inches="tight", metadata=meta)
-            written.append(path)
-        plt.close(fig)
+        figs = DRAW[kind](plt, report, e, payload)
+        # A figure too wide is drawn in parts: NAME, NAME-part2, NAME-part3...
+        for i, fig in enumerate(figs if isinstance(figs, list) else [figs]):
+            for f in formats:
+                path = out / (f"{name}.{f}" if i == 0 else f"{name}-part{i + 1}.{f}")
+                meta = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[f]
+                fig.savefig(path, format=f, dpi=120, bbox_inches="tight", metadata=meta)
+                written.append(path)
+            plt.close(fig)
     if written:
         print(f"plot.py: {len(plan)} figure(s) in {out}: " + ", ".join(name for name, *_ in plan))
     else:

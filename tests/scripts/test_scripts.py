@@ -152,7 +152,8 @@ class PlotTest(TempDir):
         report = kr.load(rep)
         plan, _ = kr.chart_plan(report)
         recs = next(payload for _, kind, e, payload in plan if kind == "bandwidth" and e == experiment)
-        fig = plot.draw_bandwidth(plt, report, experiment, recs)
+        figs = plot.draw_bandwidth(plt, report, experiment, recs)
+        fig = figs[0] if isinstance(figs, list) else figs
         ax = fig.axes[0]
         out = ([round(b.get_height(), 2) for b in ax.patches], [t.get_text() for t in ax.texts], ax.get_title())
         plt.close(fig)
@@ -267,6 +268,143 @@ class PlotTest(TempDir):
         self.assertOk(run("plot.py", DATA / "run", "--out", b))
         for f in a.iterdir():
             self.assertEqual(f.read_bytes(), (b / f.name).read_bytes(), f"{f.name} differs between two runs")
+
+
+def many_variants_report(n_ours=15, n_peers=2, shapes=("64x64", "128x128")):
+    """n_ours variants of ours and n_peers peers (peer: true) on each shape, every one timed
+    (4e6 bytes in 0.002 ms: 2000 GB/s, 50% of 4000) and with a max_rel spread over decades (1e-7 .. 1e-2), so that both figures are
+    bar charts with n_ours + n_peers series."""
+    lines = []
+    for shape in shapes:
+        for i in range(n_ours + n_peers):
+            peer = i >= n_ours
+            v = f"f32_gemv/impl={'peer' if peer else 'ours'}{i}"
+            extra = {"peer": True} if peer else {}
+            lines.append(json.dumps(measurement(v, [0.0019, 0.002, 0.0021], experiment="many", shape=shape, bytes=4e6, gbps=2000.0,
+                                                ceiling_gbps=4000.0, accuracy={"max_rel": 10.0 ** -(7 - i % 6)}, **extra)))
+    return lines
+
+
+class ScalingPlotTest(TempDir):
+    """Figures with many series: reads the artists of figures drawn in this process."""
+
+    def draw(self, rep, kind, experiment):
+        sys.path.insert(0, str(SCRIPTS))
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import klab_report as kr
+        import plot
+        report = kr.load(rep)
+        plan, _ = kr.chart_plan(report)
+        figs = []
+        for _, k, e, payload in plan:
+            if k == kind and experiment in (None, e):
+                drawn = plot.DRAW[kind](plt, report, e, payload)
+                figs += drawn if isinstance(drawn, list) else [drawn]
+                if experiment is not None:
+                    break
+        self.assertTrue(figs, f"no {kind} figure")
+        self.addCleanup(lambda: [plt.close(f) for f in figs])
+        return figs
+
+    @staticmethod
+    def looks(ax):
+        """(facecolour, hatch) of each bar container of an axes, in drawing order, with whether
+        its bars are outlined in black."""
+        from matplotlib.colors import to_hex
+        from matplotlib.container import BarContainer
+        out = []
+        for c in ax.containers:
+            if isinstance(c, BarContainer) and len(c.patches):
+                b = c.patches[0]
+                out.append((to_hex(b.get_facecolor()), b.get_hatch() or "", to_hex(b.get_edgecolor()) == "#000000"))
+        return out
+
+    def test_no_two_series_look_alike_and_peers_stand_apart(self):
+        rep = self.write_report("many", many_variants_report())
+        for kind in ("bandwidth", "accuracy"):
+            figs = self.draw(rep, kind, "many")
+            for fig in figs:
+                for ax in fig.axes:
+                    looks = self.looks(ax)
+                    if not looks:
+                        continue
+                    seen = [(f, h) for f, h, _ in looks]
+                    # 17 series: with ten colours, two would share one unless told apart.
+                    self.assertEqual(len(seen), len(set(seen)), f"{kind}: two series look alike: {seen}")
+            # All 17 series are drawn (15 ours, then 2 peers, in record order), over the figures.
+            looks = [l for fig in figs for ax in fig.axes for l in self.looks(ax)]
+            self.assertEqual(len(looks), 17, kind)
+            # Peers: black outline and a "//" hatching; none of ours has either.
+            for i, (_, hatch, black) in enumerate(looks):
+                peer = i >= 15
+                self.assertEqual("//" in hatch, peer, f"{kind} series {i}: hatch {hatch!r}")
+                self.assertEqual(black, peer, f"{kind} series {i}")
+
+
+    def assertLegendsOutside(self, fig, what):
+        """Every legend of the figure lies outside every axes' data area (display coordinates)."""
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        legends = [l for l in [ax.get_legend() for ax in fig.axes] + list(fig.legends) if l is not None]
+        self.assertTrue(legends, f"{what}: no legend")
+        for leg in legends:
+            lb = leg.get_window_extent(renderer)
+            for ax in fig.axes:
+                self.assertFalse(lb.overlaps(ax.get_window_extent(renderer)), f"{what}: the legend covers the data area")
+
+    def test_legends_outside_the_data(self):
+        # The error budget's legend sat inside its left panel, the ladder's and GDN timing's inside
+        # their axes.
+        gdn = self.copy("gdn")
+        for kind in ("error_budget", "gdn_timing", "gdn_op"):
+            for fig in self.draw_all(gdn, kind):
+                self.assertLegendsOutside(fig, kind)
+        for fig in self.draw_all(self.copy("run"), "ladder"):
+            self.assertLegendsOutside(fig, "ladder")
+        many = self.write_report("many", many_variants_report())
+        for kind in ("bandwidth", "accuracy"):
+            for fig in self.draw(many, kind, "many"):
+                self.assertLegendsOutside(fig, kind)
+
+    def draw_all(self, rep, kind):
+        """Every figure of one kind in a report."""
+        return self.draw(rep, kind, None)
+
+    def test_wide_figures_are_split(self):
+        # 40 variants on 2 shapes: 1.2 + 2 * (0.5 + 0.35 * 40) = 30.2 in, 3624 px at 120 dpi in one
+        # figure. Capped at 16 in: one shape per figure (1.2 + 14.5 = 15.7 in), so two parts each,
+        # every one under 16 in plus margins (a legend, a secondary axis): 2300 px at most.
+        rep = self.write_report("wide", many_variants_report(n_ours=38, n_peers=2))
+        self.assertOk(run("plot.py", rep, "--formats", "png"))
+        names = sorted(p.name for p in (rep / "plots").iterdir())
+        self.assertEqual(names, ["accuracy-many-part2.png", "accuracy-many.png", "bandwidth-many-part2.png", "bandwidth-many.png"])
+        for n in names:
+            png = (rep / "plots" / n).read_bytes()
+            width = int.from_bytes(png[16:20], "big")
+            self.assertLess(width, 2300, n)
+        # Each part holds all 40 series of one shape (the looks stay distinct, across the parts too).
+        for kind in ("bandwidth", "accuracy"):
+            figs = self.draw(rep, kind, "many")
+            self.assertEqual(len(figs), 2)
+            looks = [self.looks(fig.axes[0]) for fig in figs]
+            self.assertEqual([len(l) for l in looks], [40, 40])
+            self.assertEqual(looks[0], looks[1])
+            self.assertEqual(len({(f, h) for f, h, _ in looks[0]}), 40)
+
+
+    def test_verdict_marks_on_bandwidth_bars(self):
+        # modes_report: B (the second of two variants) has vs_a.verdict "slower"; A none. Two
+        # series: bars 0.4 wide, at -0.2 and +0.2 of the group's centre 0: one "v" mark at x 0.2.
+        rep = self.write_report("modes", modes_report())
+        (fig,) = self.draw(rep, "bandwidth", "modes")
+        ax = fig.axes[0]
+        marks = [(l.get_gid(), l.get_marker(), [round(x, 9) for x in l.get_xdata()]) for l in ax.lines if (l.get_gid() or "").startswith("verdict-")]
+        self.assertEqual(marks, [("verdict-slower", "v", [0.2])])
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        self.assertIn("slower than A (vs_a verdict)", labels)
+        self.assertNotIn("faster than A (vs_a verdict)", labels)
 
 
 class SummarizeTest(TempDir):
