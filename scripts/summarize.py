@@ -222,10 +222,14 @@ def gdn_timing_lines(recs):
 def figures_for(report, plan, e, plots):
     out = []
     for name, kind, pe, _ in plan:
-        png = plots / f"{name}.png"
-        if pe == e and png.is_file():
-            rel = png.relative_to(report.dir) if png.is_relative_to(report.dir) else png
-            out.append(f"![{name}]({rel.as_posix()})")
+        if pe != e:
+            continue
+        # A figure plot.py split for width comes as NAME.png, NAME-part2.png, ...
+        parts = [plots / f"{name}.png"] + sorted(plots.glob(f"{name}-part*.png"), key=lambda p: int(p.stem.rsplit("part", 1)[1]))
+        for png in parts:
+            if png.is_file():
+                rel = png.relative_to(report.dir) if png.is_relative_to(report.dir) else png
+                out.append(f"![{png.stem}]({rel.as_posix()})")
     return out + [""] if out else []
 
 
