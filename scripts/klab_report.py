@@ -307,27 +307,26 @@ def median_ms(r):
     return get(r, "timing.median_ms") if timed(r) else None
 
 
-def pct_ceiling(r):
-    """% of the read ceiling measured in the record's run: pct_ceiling, else gbps / ceiling_gbps."""
-    p = r.get("pct_ceiling")
+def _pct(r, key, of):
+    """r[key] where the record has it, else 100 * gbps / r[of] (None when neither can be had)."""
+    p = r.get(key)
     if is_finite(p):
         return p
-    g, c = r.get("gbps"), r.get("ceiling_gbps")
+    g, c = r.get("gbps"), r.get(of)
     if is_finite(g) and is_finite(c) and c > 0:
         return 100.0 * g / c
     return None
+
+
+def pct_ceiling(r):
+    """% of the read ceiling measured in the record's run: pct_ceiling, else gbps / ceiling_gbps."""
+    return _pct(r, "pct_ceiling", "ceiling_gbps")
 
 
 def pct_attainable(r):
     """% of the size-matched read (exactly the op's bytes, same mode): pct_attainable, else
     gbps / attainable_gbps; None in reports from before the timing modes."""
-    p = r.get("pct_attainable")
-    if is_finite(p):
-        return p
-    g, c = r.get("gbps"), r.get("attainable_gbps")
-    if is_finite(g) and is_finite(c) and c > 0:
-        return 100.0 * g / c
-    return None
+    return _pct(r, "pct_attainable", "attainable_gbps")
 
 
 def ceiling_by_mode(env):
