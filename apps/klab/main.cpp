@@ -242,6 +242,7 @@ struct RunCli {
     opt.modes = parse_modes(timing);
     opt.seed = parse_seed(seed);
     opt.set = parse_sets(sets);
+    for (const auto& [name, values] : opt.set) registry().check_param_name(name);
     return p;
   }
   int run(const std::vector<const Experiment*>& exps, const Parsed& p, int argc, char** argv) const {

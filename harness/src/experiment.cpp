@@ -18,7 +18,10 @@ bool RunOptions::selects(const Problem& p) const {
     auto it = set.find(name);
     return it == set.end() || std::find(it->second.begin(), it->second.end(), value) != it->second.end();
   };
-  return takes("m", std::to_string(p.shape.m)) && takes("k", std::to_string(p.shape.k)) && takes("dist", to_string(p.dist));
+  if (!takes("dist", to_string(p.dist))) return false;
+  for (const auto& [name, values] : set)
+    if (name != "dist" && p.has(name) && !takes(name.c_str(), std::to_string(p.param(name)))) return false;
+  return true;
 }
 
 std::map<std::string, std::vector<std::string>> parse_set(const std::string& text) {
@@ -31,15 +34,16 @@ std::map<std::string, std::vector<std::string>> parse_set(const std::string& tex
     if (const auto eq = word.find('='); eq != std::string::npos) {
       current = word.substr(0, eq);
       value = word.substr(eq + 1);
-      require(current == "m" || current == "k" || current == "dist",
-              "--set: unknown parameter '" + current + "' (m, k or dist)");
+      const bool ident = !current.empty() && current.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos &&
+                         !(current[0] >= '0' && current[0] <= '9');
+      require(ident, "--set: '" + current + "' is not a parameter name (lower-case letters, digits and _)");
       require(out.count(current) == 0, "--set: parameter '" + current + "' given twice");
       out[current];
     }
     require(!current.empty(), "--set: '" + word + "' names no parameter (NAME=V1,V2,...)");
     require(!value.empty(), "--set: an empty value for '" + current + "' in '" + text + "'");
     if (current == "dist") value = to_string(parse_dist(value));                  // refuses unknown names
-    else value = std::to_string(current == "m" ? parse_shape(value + "x1").m : parse_shape("1x" + value).k);  // digits only
+    else value = std::to_string(parse_shape(value + "x1").m);  // a positive integer, digits only
     out[current].push_back(value);
     start = end + 1;
   }

@@ -29,6 +29,25 @@ Dist parse_dist(const std::string& s) {
   throw Error("unknown input distribution '" + s + "' (known: uniform, normal, student-t (alias heavy-tailed), outlier)");
 }
 
+std::int64_t Problem::param(const std::string& name) const {
+  if (shape.m > 0 && name == "m") return shape.m;
+  if (shape.m > 0 && name == "k") return shape.k;
+  if (auto it = params.find(name); it != params.end()) return it->second;
+  throw Error("problem " + str() + " has no parameter '" + name + "'");
+}
+
+bool Problem::has(const std::string& name) const {
+  return (shape.m > 0 && (name == "m" || name == "k")) || params.count(name) != 0;
+}
+
+std::string Problem::key() const {
+  std::string s = shape.m > 0 ? shape.str() : "";
+  for (const auto& [name, v] : params) s += (s.empty() ? "" : ",") + name + "=" + std::to_string(v);
+  return s;
+}
+
+std::string Problem::str() const { return key() + "/" + to_string(dist) + "/seed=" + std::to_string(seed); }
+
 Shape parse_shape(const std::string& s) {
   auto bad = [&](const std::string& why) { return Error("malformed shape '" + s + "': " + why + " (expected MxK, e.g. 17408x5120)"); };
   auto x = s.find('x');

@@ -19,6 +19,29 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0) {
   std::snprintf(buf, sizeof buf, f, a, b, c);
   return buf;
 }
+// A variant's outputs must be the reference's tensors, by name, in order, and of the same sizes.
+void check_tensors(const std::string& who, const std::vector<Named<float>>& outs, const std::vector<Named<double>>& ref) {
+  auto names = [](const auto& ts) {
+    std::string s;
+    for (const auto& t : ts) s += (s.empty() ? "" : ", ") + t.name + "[" + std::to_string(t.data.size()) + "]";
+    return s;
+  };
+  bool same = outs.size() == ref.size();
+  for (std::size_t t = 0; same && t < outs.size(); ++t) same = outs[t].name == ref[t].name && outs[t].data.size() == ref[t].data.size();
+  require(same, who + ": outputs " + names(outs) + " do not match the reference's " + names(ref));
+}
+// The worst tensor's accuracy (by max_rel; a non-finite one first).
+Accuracy worst(const std::vector<TensorResult>& ts) {
+  const TensorResult* w = &ts.front();
+  for (const auto& t : ts)
+    if (!t.acc.finite() || (w->acc.finite() && t.acc.max_rel > w->acc.max_rel)) w = &t;
+  return w->acc;
+}
+std::int64_t sum_bits(const std::vector<TensorResult>& ts, std::int64_t TensorResult::*field) {
+  std::int64_t n = 0;
+  for (const auto& t : ts) n += t.*field;
+  return n;
+}
 // The variant's instances (one per input copy) and its timing subjects.
 struct Slot {
   Measured* m;
@@ -132,12 +155,32 @@ nlohmann::json to_json(const Measured& m) {
   nlohmann::json axes = nlohmann::json::object();
   for (const auto& [k, v] : m.variant->axes) axes[k] = v;
   j["axes"] = axes;
-  j["shape"] = m.problem.shape.str();
-  j["m"] = m.problem.shape.m;
-  j["k"] = m.problem.shape.k;
+  if (m.problem.shape.m > 0) {
+    j["shape"] = m.problem.shape.str();
+    j["m"] = m.problem.shape.m;
+    j["k"] = m.problem.shape.k;
+  }
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : m.problem.params) params[k] = v;
+  if (m.problem.shape.m > 0) {
+    params["m"] = m.problem.shape.m;
+    params["k"] = m.problem.shape.k;
+  }
+  j["params"] = params;
+  j["problem"] = m.problem.key();
   j["dist"] = to_string(m.problem.dist);
   j["seed"] = m.problem.seed;
   j["accuracy"] = to_json(m.acc);
+  if (m.tensors.size() > 1 || (m.tensors.size() == 1 && m.tensors.front().name != "y")) {
+    nlohmann::json ts = nlohmann::json::array();
+    for (const auto& t : m.tensors) {
+      nlohmann::json o{{"name", t.name}, {"accuracy", to_json(t.acc)}, {"hash", hash_hex(t.hash)}};
+      if (t.bits_vs_a >= 0) o["bits_vs_a"] = t.bits_vs_a;
+      if (t.bits_vs_prev >= 0) o["bits_vs_prev"] = t.bits_vs_prev;
+      ts.push_back(o);
+    }
+    j["tensors"] = ts;
+  }
   j["verified"] = m.verified;
   j["tolerance"] = m.tolerance;
   j["bits_vs_a"] = m.bits_vs_a >= 0 ? nlohmann::json(m.bits_vs_a) : nlohmann::json(nullptr);
@@ -182,7 +225,7 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
   require(!variants.empty(), "race: no variants");
   std::vector<Measured> out;
   out.reserve(variants.size());  // `prev` points into it
-  if (auto why = op.validate(problem); !why.empty()) throw Error(op.name + " " + problem.shape.str() + ": " + why);
+  if (auto why = op.validate(problem); !why.empty()) throw Error(op.name + " " + problem.key() + ": " + why);
   auto skip_all = [&](const std::string& reason) {
     for (auto* v : variants) ctx.skip(v->name + " on " + problem.str(), reason);
   };
@@ -196,11 +239,11 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
   }
   ctx.log(op.name + " " + problem.str() + ": generating inputs and the reference");
   auto work = op.generate(problem);
-  const auto ref = op.reference(*work);
+  const auto ref = op.references_of(*work);
   cudaStream_t s = ctx.timer().stream();
 
   // 1. Verify every variant before any timing.
-  std::vector<float> a_out;
+  std::vector<Named<float>> a_outs;
   std::string a_name;
   const Measured* prev = nullptr;  // ladders: the last of our variants that ran
   for (auto* v : variants) {
@@ -227,24 +270,34 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
     inst->poison(s);
     inst->run(s);
     KLAB_CUDA(cudaStreamSynchronize(s));
-    auto y = inst->output();
-    m.acc = accuracy(y, ref);
-    m.verified = m.acc.finite() && m.acc.max_rel <= m.tolerance;
-    if (a_out.empty()) {
-      a_out = y;
-      a_name = v->name;
-    } else {
-      m.bits_vs_a = bitwise_diff(y, a_out);
+    auto outs = inst->outputs();
+    check_tensors(v->name, outs, ref);
+    m.verified = true;
+    m.output_hash = kFnvOffset;
+    for (std::size_t t = 0; t < outs.size(); ++t) {
+      TensorResult tr;
+      tr.name = outs[t].name;
+      tr.acc = accuracy(outs[t].data, ref[t].data);
+      m.verified = m.verified && tr.acc.finite() && tr.acc.max_rel <= m.tolerance;
+      if (!a_outs.empty()) tr.bits_vs_a = bitwise_diff(outs[t].data, a_outs[t].data);
+      if (ro.ladder && !v->peer && prev) tr.bits_vs_prev = bitwise_diff(outs[t].data, prev->outputs[t].data);
+      tr.hash = fnv1a64(std::span<const float>(outs[t].data));
+      m.output_hash = fnv1a64(std::span<const float>(outs[t].data), m.output_hash);
+      m.tensors.push_back(tr);
     }
-    if (ro.ladder && !v->peer) {
-      if (prev) {
-        m.prev = prev->variant->name;
-        m.bits_vs_prev = bitwise_diff(y, prev->output);
-      }
+    m.acc = worst(m.tensors);
+    if (!a_outs.empty()) m.bits_vs_a = sum_bits(m.tensors, &TensorResult::bits_vs_a);
+    if (ro.ladder && !v->peer && prev) {
+      m.prev = prev->variant->name;
+      m.bits_vs_prev = sum_bits(m.tensors, &TensorResult::bits_vs_prev);
+    }
+    if (a_outs.empty()) {
+      a_outs = outs;
+      a_name = v->name;
     }
     m.input_hash = work->digest();
-    m.output_hash = fnv1a64(std::span<const float>(y));
-    m.output = std::move(y);
+    m.output = outs.front().data;
+    m.outputs = std::move(outs);
     ctx.log("verify " + v->name + fmt(": max_rel %.3g (tolerance %.1g)", m.acc.max_rel, m.tolerance) +
             (m.bits_vs_a >= 0 ? ", " + std::to_string(m.bits_vs_a) + " elements differ bitwise from A" : "") +
             (m.verified ? "" : "  FAILED VERIFICATION"));

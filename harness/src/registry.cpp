@@ -14,6 +14,24 @@ std::string variant_name(const std::string& op, const std::vector<std::pair<std:
   return s;
 }
 
+std::vector<float> Instance::output() {
+  throw Error("this instance names its outputs (Instance::outputs); it has no single output y");
+}
+
+Problem Op::default_problem(Dist dist, std::uint64_t seed) const {
+  Problem p;
+  p.dist = dist;
+  p.seed = seed;
+  for (const auto& d : params) p.params[d.name] = d.def;
+  return p;
+}
+
+std::vector<Named<double>> Op::references_of(const Workload& w) const {
+  if (references) return references(w);
+  require(bool(reference), "op " + name + " has neither reference nor references");
+  return {{"y", reference(w)}};
+}
+
 namespace {
 // Levenshtein distance (insertions, deletions, substitutions; one row of the table at a time).
 std::size_t edit_distance(const std::string& a, const std::string& b) {
@@ -114,6 +132,17 @@ bool Registry::glob_match(const std::string& p, const std::string& t) {
   }
   while (pi < p.size() && p[pi] == '*') ++pi;
   return pi == p.size();
+}
+
+void Registry::check_param_name(const std::string& name) const {
+  std::map<std::string, int> known{{"m", 0}, {"k", 0}, {"dist", 0}};
+  for (const auto& [n, op] : ops_)
+    for (const auto& d : op.params) known[d.name];
+  try {
+    find_or_explain(known, name, "parameter");
+  } catch (const Error& e) {
+    throw Error(std::string("--set: ") + e.what());
+  }
 }
 
 }  // namespace klab

@@ -184,7 +184,10 @@ TEST_CASE("a run's slice: --set parsed into parameters, --variants and --set sel
   // Values are canonical: "05120" is 5120, "Student-T"-style names must be exact.
   CHECK(parse_set("k=05120").at("k") == std::vector<std::string>{"5120"});
   CHECK(parse_set("dist=student-t,uniform").at("dist") == std::vector<std::string>{"student-t", "uniform"});
-  CHECK_THROWS_WITH_AS(parse_set("q=1"), doctest::Contains("unknown parameter 'q' (m, k or dist)"), klab::Error);
+  // Any well-formed name parses (whether an op declares it is Registry::check_param_name's check).
+  CHECK(parse_set("batch=1,8,32").at("batch") == std::vector<std::string>{"1", "8", "32"});
+  CHECK_THROWS_WITH_AS(parse_set("Batch=1"), doctest::Contains("not a parameter name"), klab::Error);
+  CHECK_THROWS_WITH_AS(parse_set("8x=1"), doctest::Contains("not a parameter name"), klab::Error);
   CHECK_THROWS_WITH_AS(parse_set("17408"), doctest::Contains("names no parameter"), klab::Error);
   CHECK_THROWS_WITH_AS(parse_set("m="), doctest::Contains("empty value"), klab::Error);
   CHECK_THROWS_AS(parse_set("m=abc"), klab::Error);
@@ -202,6 +205,19 @@ TEST_CASE("a run's slice: --set parsed into parameters, --variants and --set sel
   o.set = parse_set("dist=student-t");
   CHECK_FALSE(o.selects(big));
   CHECK(o.selects(small));
+  // An op's own parameters select alike; a problem without the parameter is not constrained by it.
+  klab::Problem b8;
+  b8.params = {{"batch", 8}, {"dk", 128}};
+  klab::Problem b1 = b8;
+  b1.params["batch"] = 1;
+  o.set = parse_set("batch=8,32");
+  CHECK(o.selects(b8));
+  CHECK_FALSE(o.selects(b1));
+  CHECK(o.selects(big));
+  CHECK(b8.str() == "batch=8,dk=128/uniform/seed=1");
+  CHECK(b8.param("dk") == 128);
+  CHECK(big.param("m") == 17408);
+  CHECK_THROWS_WITH_AS(b8.param("m"), doctest::Contains("no parameter 'm'"), klab::Error);
   // A fragment, or a glob when it has * or ?.
   o.variants = "block-per-thread";
   CHECK(o.selects("q4_gemv/map=block-per-thread,dot=offset,rows=8"));

@@ -93,3 +93,44 @@ TEST_CASE("glob matching") {
   CHECK(Registry::glob_match("f32_gemv/impl=?arp-row*", "f32_gemv/impl=warp-row,unroll=1"));
   CHECK_FALSE(Registry::glob_match("", "x"));
 }
+
+TEST_CASE("an op's declared parameters: defaults, --set names checked against every op's") {
+  Registry r;
+  Op op;
+  op.name = "toy";
+  op.params = {{"batch", "sequences at once", 1, {1, 8, 32}, {2}}, {"dk", "key head dim", 128, {128}, {16}}};
+  r.add(op);
+  const Problem p = r.op("toy").default_problem(Dist::normal, 7);
+  CHECK(p.shape.m == 0);
+  CHECK(p.param("batch") == 1);
+  CHECK(p.param("dk") == 128);
+  CHECK(p.str() == "batch=1,dk=128/normal/seed=7");
+  r.check_param_name("batch");
+  r.check_param_name("m");
+  r.check_param_name("dist");
+  try {
+    r.check_param_name("bacth");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("--set: unknown parameter 'bacth'; did you mean 'batch'") != std::string::npos);
+  }
+}
+
+TEST_CASE("an op with one output names it y; an instance without output() says it has named outputs") {
+  Op op;
+  op.name = "toy";
+  op.reference = [](const Workload&) { return std::vector<double>{1, 2}; };
+  Workload w;
+  const auto refs = op.references_of(w);
+  REQUIRE(refs.size() == 1);
+  CHECK(refs[0].name == "y");
+  CHECK(refs[0].data == std::vector<double>{1, 2});
+  op.references = [](const Workload&) { return std::vector<Named<double>>{{"out", {1}}, {"S", {2, 3}}}; };
+  CHECK(op.references_of(w).size() == 2);
+  CHECK(op.references_of(w)[1].name == "S");
+  struct Many : Instance {
+    void run(cudaStream_t) override {}
+    void poison(cudaStream_t) override {}
+  } many;
+  CHECK_THROWS_WITH_AS(many.outputs(), doctest::Contains("names its outputs"), Error);
+}

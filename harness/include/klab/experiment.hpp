@@ -30,7 +30,8 @@ struct RunOptions {
   TimingOptions timing() const { return TimingOptions{.reps = reps, .warmup = warmup, .l2_cold = !hot}; }
   // A slice of a run (--variants, --set): races keep only the variants whose names match `variants`
   // (a glob, or without * or ? a fragment of the name; empty: all), and only the problems whose
-  // parameters (m, k, dist) take one of the values in `set` (a name missing: any value). Claims whose
+  // parameters (dist, m, k, or an op's own: Problem::param) take one of the values in `set` (a name
+  // missing from `set`, or one the problem does not have: any value). Claims whose
   // evaluations fall outside the slice stay not_evaluated, saying which are missing.
   std::string variants;
   std::map<std::string, std::vector<std::string>> set;
@@ -38,8 +39,9 @@ struct RunOptions {
   bool selects(const Problem& p) const;
 };
 // "m=17408,10240,k=5120" -> {m: [17408, 10240], k: [5120]}: a word with '=' starts a parameter, one
-// without adds a value to the last. Names other than m, k and dist, empty values and malformed values
-// are refused (klab::Error naming them).
+// without adds a value to the last. dist takes distribution names, every other parameter positive
+// integers. Malformed names, empty values and malformed values are refused (klab::Error naming them);
+// whether a name is declared is the caller's check (Registry::check_param_name).
 std::map<std::string, std::vector<std::string>> parse_set(const std::string& text);
 
 enum class ClaimState { held, not_held, not_evaluated };

@@ -1,8 +1,10 @@
 #pragma once
-// A problem: a shape, an input distribution and a seed. Deterministic for a given seed: the same
-// (shape, dist, seed) produces the same bytes on every machine (std::mt19937_64 + our own
+// A problem: a record of named parameters (the mat-vec shape m x k, and an op's own: GDN geometry,
+// tokens, batch...), an input distribution and a seed. Deterministic for a given seed: the same
+// (parameters, dist, seed) produce the same bytes on every machine (std::mt19937_64 + our own
 // transforms; no std::*_distribution, whose output is implementation-defined).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,11 +36,33 @@ inline const std::vector<Shape>& seed_shapes() {
   return s;
 }
 
+// An op's own named parameters, beyond the mat-vec shape (e.g. {batch: 8, dk: 128, nv: 48, ...}).
+using Params = std::map<std::string, std::int64_t>;
+
+// One parameter an op declares (Op::params; nvbench's declared axes, CUTLASS's problem struct): its
+// default, the values the seed measured, and small values that still exercise every path (--quick).
+struct ParamDecl {
+  std::string name;
+  std::string help;
+  std::int64_t def = 0;
+  std::vector<std::int64_t> seed;   // the values the seed's experiments use (empty: just def)
+  std::vector<std::int64_t> quick;  // --quick (empty: def)
+};
+
 struct Problem {
-  Shape shape;
+  Shape shape;  // mat-vec ops: m x k; {0, 0} for ops whose dimensions are all in `params`
   Dist dist = Dist::uniform;
   std::uint64_t seed = 1;
-  std::string str() const { return shape.str() + "/" + to_string(dist) + "/seed=" + std::to_string(seed); }
+  Params params = {};  // the op's own parameters (Op::params declares them)
+  // The value of a named parameter: m or k of the shape, or one of params. Throws klab::Error naming
+  // the parameters the problem has when it has no such one.
+  std::int64_t param(const std::string& name) const;
+  bool has(const std::string& name) const;
+  // "17408x5120/uniform/seed=1"; with params "batch=8,dk=128/uniform/seed=1" (the shape first when
+  // there is one: "64x64,batch=8/...").
+  std::string str() const;
+  // The parameters alone: "17408x5120", "batch=8,dk=128", or both joined by ','.
+  std::string key() const;
 };
 
 // Deterministic random numbers for problem generation.

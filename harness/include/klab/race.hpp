@@ -24,18 +24,32 @@ struct ModeResult {
   std::optional<Comparison> vs_a;  // B against A in this mode (absent for A, or when A lacks the mode)
 };
 
+// The verification of one named output of a variant (Instance::outputs, Op::references_of).
+struct TensorResult {
+  std::string name;
+  Accuracy acc;
+  std::int64_t bits_vs_a = -1;     // elements differing bitwise from A's tensor of that name (-1: A itself)
+  std::int64_t bits_vs_prev = -1;  // ladders: from the previous rung's
+  std::uint64_t hash = 0;          // fnv1a64 of its bits
+};
+
 struct Measured {
   const Variant* variant = nullptr;
   Problem problem;
   bool skipped = false;
   std::string skip_reason;
+  // Every named output, verified against the op's reference of that name and compared bit for bit
+  // with A's (and, in ladders, the previous rung's). acc, bits_vs_a, bits_vs_prev and output_hash
+  // below sum them up: the worst max_rel, the bits summed, one hash over all in order.
+  std::vector<TensorResult> tensors;
   Accuracy acc;
-  bool verified = false;          // finite, fully written, max_rel within the tolerance
+  bool verified = false;          // every tensor finite, fully written, max_rel within the tolerance
   double tolerance = 0;
   std::int64_t bits_vs_a = -1;    // elements differing bitwise from A (-1: A itself or not compared)
   std::string prev;               // ladders: the previous rung (empty: not a ladder, or the first rung)
   std::int64_t bits_vs_prev = -1; // ladders: elements differing bitwise from the previous rung
-  std::vector<float> output;      // the verified run's output, for comparisons the race does not make
+  std::vector<Named<float>> outputs;  // the verified run's outputs, for comparisons the race does not make
+  std::vector<float> output;      // the first of them (a mat-vec's y)
   std::uint64_t input_hash = 0;   // Workload::digest() of the problem (0: the op gives none)
   std::uint64_t output_hash = 0;  // fnv1a64 of the output's bits
   bool timed = false;

@@ -25,6 +25,14 @@ struct Workload {
   virtual std::uint64_t digest() const { return 0; }
 };
 
+// A named tensor, flattened row-major: an op's reference outputs are f64 (`Named<double>`), a
+// variant's outputs f32 (`Named<float>`). A mat-vec has one, "y"; the GDN step has "out", "S", "hist".
+template <class T>
+struct Named {
+  std::string name;
+  std::vector<T> data;
+};
+
 // Bytes a perfect kernel must move and multiply-accumulates it must do.
 struct Traffic {
   double bytes = 0;
@@ -36,11 +44,19 @@ struct Op {
   std::string description;
   // Builds the host data of a problem (deterministic in problem.seed).
   std::function<std::unique_ptr<Workload>(const Problem&)> generate;
-  // The CPU truth (Eigen, f64 accumulation).
+  // The CPU truth (Eigen, f64 accumulation) of an op with one output, "y"; an op with several sets
+  // `references` instead. references_of() gives either as named tensors.
   std::function<std::vector<double>(const Workload&)> reference;
+  std::function<std::vector<Named<double>>(const Workload&)> references;
   std::function<Traffic(const Problem&)> traffic;
   // Rejects shapes the op itself cannot have (empty string: fine).
   std::function<std::string(const Problem&)> validate = [](const Problem&) { return std::string(); };
+  // The op's own parameters (Problem::params) beyond the mat-vec shape; `klab list ops` shows them
+  // and `--set NAME=...` sweeps them. Mat-vec ops declare none (their shape is m x k).
+  std::vector<ParamDecl> params;
+  // A problem of this op at its declared defaults (shape {0, 0}: ops with params only).
+  Problem default_problem(Dist dist = Dist::uniform, std::uint64_t seed = 1) const;
+  std::vector<Named<double>> references_of(const Workload& w) const;
 };
 
 // A variant bound to one workload: device memory allocated, inputs uploaded.
@@ -51,8 +67,10 @@ class Instance {
   virtual void run(cudaStream_t stream) = 0;
   // Fill the outputs with the poison pattern.
   virtual void poison(cudaStream_t stream) = 0;
-  // Copy the outputs to the host (synchronous).
-  virtual std::vector<float> output() = 0;
+  // Copy the outputs to the host (synchronous): an op with one output overrides output() ("y"), one
+  // with several overrides outputs(), naming each as its op's reference does.
+  virtual std::vector<float> output();
+  virtual std::vector<Named<float>> outputs() { return {{"y", output()}}; }
   // Undo what run() changed in the inputs (stateful kernels); called outside the timed region.
   virtual void reset(cudaStream_t stream) {}
 };
@@ -111,6 +129,9 @@ class Registry {
   const std::map<std::string, Experiment>& experiments() const { return experiments_; }
   // Variants of `op`, in name order.
   std::vector<const Variant*> variants_of(const std::string& op) const;
+  // Refuses (klab::Error, with "did you mean") a parameter name (--set) that is not m, k, dist or one
+  // some op declares (Op::params).
+  void check_param_name(const std::string& name) const;
   // Names matching a shell-style glob (* and ?).
   static bool glob_match(const std::string& pattern, const std::string& text);
 
