@@ -12,8 +12,15 @@
 //   3  grid=fill,pdl=on      the same with PDL (pdl=off is its twin: what PDL gives)
 //   then grid=groups,xprep=launch (x prepared once per launch by a first PDL-chained kernel, one
 //   block per group, every load issued before the wait; packed.cu), best guess first:
-//   10 q8-dp4a rows=8 pdl=on   11 q8-dp4a rows=4 pdl=on   12 q8-dp4a rows=4 pdl=off (its twin)
-//   13 f16x2 rows=4 pdl=on     14 f32 rows=8 pdl=on (the bits of rung 0)
+//   10 q8-dp4a rows=8 pdl=on (the fastest measured: 73.6 / 62.1 / 57.2 / 56.4% of the ceiling, but
+//      latency-bound: Nsight DRAM 68.5%, long_scoreboard 21.8 cycles per issue), then the ring
+//      (grid=fill,xprep=launch,load=bulk|cp-async, q8-dp4a; packed_ring.hpp), not yet measured:
+//   11 load=bulk rows=8 pdl=on      S whole groups per block in flight in shared memory (TMA), not registers
+//   12 load=bulk rows=4 pdl=on      the same with half the group: twice the groups, finer balance at 5120-6144 rows
+//   13 load=cp-async rows=8 pdl=on  the same ring filled by per-thread cp.async: no mbarrier, no single issuer
+//   14 load=bulk rows=8 pdl=off     rung 11's twin: what PDL gives a persistent ring
+//   15 q8-dp4a rows=4 pdl=on   16 q8-dp4a rows=4 pdl=off (its twin)
+//   17 f16x2 rows=4 pdl=on     18 f32 rows=8 pdl=on (the bits of rung 0)
 //   Predicted (not measured): 10/11 ~12-13 / 8.5 / 6 / 6 us at the four seed shapes (balanced waves,
 //   no per-block x preparation, no persistent-loop tail); 13 ~ fill's f16x2 or better; 14 ~20 us on
 //   17408x5120 (A's structure less one FADD per weight, plus PDL).
@@ -49,13 +56,25 @@ std::vector<std::string> rungs() {
     out.push_back(packed(f, "fill", "off"));
     out.push_back(packed(f, "fill", "on"));
   }
-  for (const auto& [dot, rows, pdl] : std::vector<std::array<std::string, 3>>{
-           {"q8-dp4a", "8", "on"}, {"q8-dp4a", "4", "on"}, {"q8-dp4a", "4", "off"}, {"f16x2", "4", "on"}, {"f32", "8", "on"}})
-    out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", dot}, {"grid", "groups"}, {"xprep", "launch"}, {"pdl", pdl}, {"rows", rows}}));
+  auto xl = [](const std::string& dot, const std::string& rows, const std::string& pdl) {
+    return variant_name("q4_gemv", {{"map", "packed"}, {"dot", dot}, {"grid", "groups"}, {"xprep", "launch"}, {"pdl", pdl}, {"rows", rows}});
+  };
+  auto ring = [](const std::string& load, const std::string& rows, const std::string& pdl) {
+    return variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "fill"}, {"xprep", "launch"}, {"load", load}, {"pdl", pdl}, {"rows", rows}});
+  };
+  out.push_back(xl("q8-dp4a", "8", "on"));
+  out.push_back(ring("bulk", "8", "on"));
+  out.push_back(ring("bulk", "4", "on"));
+  out.push_back(ring("cp-async", "8", "on"));
+  out.push_back(ring("bulk", "8", "off"));
+  for (const auto& [dot, rows, pdl] :
+       std::vector<std::array<std::string, 3>>{{"q8-dp4a", "4", "on"}, {"q8-dp4a", "4", "off"}, {"f16x2", "4", "on"}, {"f32", "8", "on"}})
+    out.push_back(xl(dot, rows, pdl));
   return out;
 }
-// The xprep=launch rungs (indices in rungs()).
-constexpr std::size_t kXlQ8r8 = 10, kXlQ8r4 = 11, kXlQ8r4Off = 12, kXlF16 = 13, kXlF32 = 14;
+// The xprep=launch rungs and the ring rungs (indices in rungs()).
+constexpr std::size_t kXlQ8r8 = 10, kRingBulk8 = 11, kRingBulk4 = 12, kRingCp8 = 13, kRingBulk8Off = 14, kXlQ8r4 = 15, kXlQ8r4Off = 16,
+                      kXlF16 = 17, kXlF32 = 18;
 // Index of the fill/pdl=on and fill/pdl=off rungs of form i (0, 1, 2) in rungs().
 std::size_t fill_on(std::size_t form) { return 1 + 3 * form + 2; }
 std::size_t fill_off(std::size_t form) { return 1 + 3 * form + 1; }
@@ -94,7 +113,10 @@ Experiment q4_to_ceiling() {
                              "on the four seed shapes"};
   const Claim exact_faster{"exact-faster",
                            "the fastest exact rung (f32, any grid) is faster than today's fastest (block-per-thread,dot=offset,rows=8) on the four seed shapes"};
-  e.claims = {accurate, f32_bitwise, form_bitwise, ceiling, beats_peers, pdl_pays_claim, exact_faster};
+  const Claim ring_pays{"ring-pays",
+                        "the ring pays: grid=fill,xprep=launch,load=bulk,q8-dp4a,rows=8,pdl=on (S whole groups per block in flight in shared "
+                        "memory) is faster than grid=groups,xprep=launch,q8-dp4a,rows=8,pdl=on on the four seed shapes"};
+  e.claims = {accurate, f32_bitwise, form_bitwise, ceiling, beats_peers, pdl_pays_claim, exact_faster, ring_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -139,7 +161,8 @@ Experiment q4_to_ceiling() {
           form_ev += " " + kForms[f] + " " + std::to_string(b1) + ", " + std::to_string(b2);
         }
         // xprep=launch against grid=groups,pdl=on,rows=4 of its form (f32: covered by f32-bits).
-        for (const auto& [i, f] : std::vector<std::pair<std::size_t, std::size_t>>{{kXlQ8r8, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}}) {
+        for (const auto& [i, f] : std::vector<std::pair<std::size_t, std::size_t>>{
+                 {kXlQ8r8, 2}, {kRingBulk8, 2}, {kRingBulk4, 2}, {kRingCp8, 2}, {kRingBulk8Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -179,6 +202,13 @@ Experiment q4_to_ceiling() {
           pdl_ev += "; xprep=launch q8-dp4a rows=4" + fmt(" %.4f -> %.4f ms ", ms[kXlQ8r4Off].timing.summary.median, ms[kXlQ8r4].timing.summary.median) + speedup_text(c);
         }
         ctx.claim(pdl_pays_claim).settle(pdl_pays, pdl_ev);
+        {
+          const auto c = compare_times(ms[kXlQ8r8].timing.kept_ms, ms[kRingBulk8].timing.kept_ms, s.m);
+          std::string ev = s.str() + ": " + short_name(ms[kXlQ8r8]) + " " + speed(ms[kXlQ8r8]) + "; " + short_name(ms[kRingBulk8]) + " " +
+                           speed(ms[kRingBulk8]) + " " + speedup_text(c) + ";";
+          for (std::size_t i : {kRingBulk4, kRingCp8, kRingBulk8Off}) ev += " " + short_name(ms[i]) + " " + speed(ms[i]) + ";";
+          ctx.claim(ring_pays).settle(c.verdict == Verdict::faster, ev);
+        }
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

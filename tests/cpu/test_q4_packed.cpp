@@ -4,6 +4,7 @@
 // block-per-thread,dot=offset bit for bit, the f16x2 and q8 forms within their declared tolerances.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -16,6 +17,7 @@
 #include "klab/registry.hpp"
 #include "q4_gemv/packed.hpp"
 #include "q4_gemv/packed_kernels.hpp"
+#include "q4_gemv/packed_ring.hpp"
 #include "q4_gemv/q4_gemv.hpp"
 
 using namespace klab;
@@ -346,4 +348,138 @@ TEST_CASE("map=packed models at decode-like shapes: the rounding forms' error on
         MESSAGE(where << " " << std::string(pk::form_name(f)) << ": max_rel " << a.max_rel << ", rms_rel " << a.rms_rel);
       }
     }
+}
+
+// ---- load=bulk | cp-async: the ring (packed_ring.hpp, packed.cu packed_ring_kernel) ----
+
+TEST_CASE("map=packed ring plan: a stage is the group's run as packed lies it; every group taken once; stages fit") {
+  for (int R : {4, 8})
+    for (std::int64_t m : {1, 5, 13, 37})
+      for (std::int64_t k : {32, 96, 1056, 2080, 5120}) {
+        CAPTURE(R);
+        CAPTURE(m);
+        CAPTURE(k);
+        const pk::Geometry geo{m, k, R};
+        pk::RingPlan plan;
+        plan.W = int(geo.chunks());
+        plan.R = R;
+        plan.S = pk::ring_stages(plan.W, R);
+        plan.groups = int(geo.groups());
+        CHECK(plan.stage_bytes() == geo.chunks() * geo.tile_bytes());
+        CHECK(plan.stage_bytes() % 16 == 0);  // cp.async.bulk: sizes and addresses multiples of 16
+        CHECK(plan.groups * std::int64_t(plan.stage_bytes()) == geo.bytes());
+        int mismatches = 0;
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t b = 0; b < geo.nb(); ++b) {
+            const int warp = int(b / 32), lane = int(b % 32), r = int(i % R);
+            const std::int64_t g0 = plan.group_offset(i / R);
+            mismatches += g0 + plan.code_at(warp, lane, r) != geo.code_offset(i, b);
+            mismatches += g0 + plan.scales_at(warp, lane) + 2 * r != geo.scale_offset(i, b);
+          }
+        CHECK(mismatches == 0);
+        for (int grid : {1, 2, 3, 7, 264}) {
+          plan.grid = grid;
+          std::vector<int> taken(std::size_t(plan.groups), 0);
+          for (int j = 0; j < grid; ++j)
+            for (int n = 0; n < plan.mine(j); ++n) {
+              const auto g = plan.group_of(j, n);
+              REQUIRE(g < plan.groups);
+              ++taken[std::size_t(g)];
+            }
+          CHECK(std::count(taken.begin(), taken.end(), 1) == plan.groups);
+        }
+      }
+  // Stages: two 92 KB blocks per SM at k = 5120; never past the opt-in limit; at least two wherever
+  // two fit.
+  CHECK(pk::ring_stages(5, 8) == 4);
+  CHECK(pk::ring_stages(5, 4) == 8);
+  CHECK(pk::ring_stages(6, 8) == 3);
+  for (int R : {4, 8})
+    for (int W = 1; W <= 32; ++W) {
+      const int S = pk::ring_stages(W, R), stage = W * R * 576;
+      CAPTURE(R);
+      CAPTURE(W);
+      CHECK(S >= 1);
+      CHECK(S <= pk::kRingMaxStages);
+      CHECK(S * stage <= pk::kRingMaxSmem);
+      CHECK((S >= 2 || 2 * stage > pk::kRingMaxSmem));
+    }
+  CHECK(pk::ring_stages(24, 8) == 2);
+  CHECK(pk::ring_stages(25, 8) == 1);
+  CHECK(pk::ring_stages(32, 4) == 2);
+}
+
+TEST_CASE("map=packed transposed butterfly on the host: each row's bits are the plain butterfly's") {
+  Rng rng(21, 4);
+  for (int R : {1, 2, 4, 8})
+    for (int t = 0; t < 50; ++t) {
+      std::vector<std::vector<float>> v(32, std::vector<float>(std::size_t(R)));
+      for (auto& lane : v)
+        for (auto& f : lane) f = float(rng.uniform(-1, 1) * std::ldexp(1.0, int(rng.uniform() * 40) - 20));
+      const auto rows = pk::warp_rows_host(v);
+      REQUIRE(rows.size() == std::size_t(R));
+      for (int r = 0; r < R; ++r) {
+        std::array<float, 32> col{};
+        for (int l = 0; l < 32; ++l) col[std::size_t(l)] = v[std::size_t(l)][std::size_t(r)];
+        CAPTURE(R);
+        CAPTURE(r);
+        CHECK(bits(rows[std::size_t(r)]) == bits(q4_gemv::butterfly_host(col)));
+      }
+    }
+}
+
+TEST_CASE("map=packed ring models (load=bulk, cp-async): bit for bit grid=groups,xprep=launch,q8-dp4a of the same rows, any grid and stages") {
+  std::vector<test::Q4Case> cases;
+  // Ragged m (not a multiple of 4 or 8), k not a multiple of 1024 (a last warp part idle), one row.
+  for (Shape s : std::vector<Shape>{{1, 32}, {5, 96}, {13, 1056}, {37, 2080}, {7, 5120}, {61, 6144}, {129, 1024}, {38, 160}})
+    for (Dist d : {Dist::uniform, Dist::student_t}) cases.push_back(test::q4_generated(s, d, 3));
+  for (auto& c : test::q4_awkward_cases()) cases.push_back(std::move(c));
+  int compared = 0;
+  for (const auto& c : cases)
+    for (int R : {4, 8}) {
+      const auto want = q4_gemv::q4_model("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=" + std::to_string(R))(c.w, c.x);
+      for (pk::Load load : {pk::Load::bulk, pk::Load::cp_async})
+        for (int grid : {1, 3, 264})
+          for (int S : {0, 1, 2, 3}) {
+            CAPTURE(c.what);
+            CAPTURE(R);
+            CAPTURE(std::string(pk::load_name(load)));
+            CAPTURE(grid);
+            CAPTURE(S);
+            const auto y = pk::model_ring(load, R, grid, S, c.w, c.x);
+            CHECK(bitwise_diff(y, want) == 0);
+            ++compared;
+          }
+    }
+  CHECK(compared == int(cases.size()) * 2 * 2 * 3 * 4);
+}
+
+TEST_CASE("map=packed ring in the registry: four variants, named with load= only where it is not the default, each bound to its ring model") {
+  const std::vector<std::string> ring{
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=on,rows=8",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=on,rows=4",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=cp-async,pdl=on,rows=8",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=off,rows=8",
+  };
+  int with_load = 0;
+  for (const auto& name : packed_names()) {
+    const auto& axes = q4_gemv::q4_kernel(name).axes;
+    with_load += std::any_of(axes.begin(), axes.end(), [](const auto& a) { return a.first == "load"; });
+  }
+  CHECK(with_load == int(ring.size()));
+  const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
+  for (const auto& name : ring) {
+    CAPTURE(name);
+    const Variant& v = registry().variant(name);
+    const auto& kern = q4_gemv::q4_kernel(name);
+    REQUIRE(kern.layout != nullptr);
+    const int R = name.back() - '0';
+    CHECK(kern.layout->name == "tiles-r" + std::to_string(R));
+    CHECK(kern.rows_per_warp == R);
+    CHECK(v.tolerance == pk::form_tolerance(pk::Form::q8));
+    CHECK(v.can_implement(Problem{{37, 2080}, Dist::uniform, 1}).empty());
+    CHECK(v.can_implement(Problem{{5, 32800}, Dist::uniform, 1}).find("32768") != std::string::npos);
+    const pk::Load load = name.find("load=bulk") != std::string::npos ? pk::Load::bulk : pk::Load::cp_async;
+    CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), pk::model_ring(load, R, 5, 2, c.w, c.x)) == 0);
+  }
 }

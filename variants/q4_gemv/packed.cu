@@ -50,6 +50,7 @@
 #include "q4_gemv/lane_block.hpp"
 #include "q4_gemv/packed.hpp"
 #include "q4_gemv/packed_kernels.hpp"
+#include "q4_gemv/packed_ring.hpp"
 
 namespace klab::q4_gemv::packed {
 
@@ -377,6 +378,178 @@ packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
   }
 }
 
+// ---- load=bulk | cp-async: persistent blocks over a ring of shared-memory stages (packed_ring.hpp) ----
+// Why: grid=groups,xprep=launch,q8-dp4a,rows=8 is latency-bound (Nsight, 17408x5120, H200: DRAM
+// 68.5% of peak, long_scoreboard 21.8 cycles per issue, 64 registers, occupancy 41%): its loads sit
+// in registers and its blocks stop loading while they compute, reduce and exit. Here each block
+// keeps S whole groups (S x 576 R W bytes: 92 KB at k = 5120, two blocks per SM) in flight in
+// shared memory, independent of registers, and refills a stage as soon as the block has read it.
+// x comes prepared by xprep_kernel<q8> (g_xq) as in packed_xl_kernel; a thread reads its block's
+// words ONCE, after griddepcontrol.wait, and keeps them in registers across its groups.
+// Bits: every value a thread forms, the butterfly and the warps' sum are packed_xl_kernel<q8, R>'s
+// (the same functions on the same bytes), so y is bit for bit that kernel's (model_ring, the cpu
+// suite, asserts it against model_as(q8)).
+// Order of a block: trigger dependents; thread 0 initialises the stages' mbarriers (bulk); the
+// first min(S, mine) groups are issued (weights: independent of the predecessor); wait for the
+// predecessors (griddepcontrol.wait); read x's words; then per group n: wait for stage n % S
+// (mbarrier parity (n / S) & 1 / cp.async.wait_group S - 1), dots, transposed butterfly, the warp's
+// row totals to part[n & 1], __syncthreads (every read of stage n % S is done), refill it with group
+// n + S, threads r < R sum the warps in order and store y.
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) { return static_cast<std::uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+// Arms the barrier's current phase for `bytes` of transactions and arrives (thread 0, once per fill).
+__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+// Returns once the phase of parity `parity` has completed (every thread of the block polls).
+__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
+  const std::uint32_t a = smem_addr(bar);
+  std::uint32_t done;
+  do {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(a), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// One 1-D TMA copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to
+// shared memory, completing its bytes on `bar`; the weights are read once: L2 evict-first.
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned bytes, std::uint64_t* bar, std::uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most n of this thread's committed groups are pending (n is an immediate in PTX).
+__device__ __forceinline__ void cp_async_wait(int n) {
+  switch (n) {
+    case 0: asm volatile("cp.async.wait_group 0;" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;" ::: "memory"); break;
+    case 3: asm volatile("cp.async.wait_group 3;" ::: "memory"); break;
+    case 4: asm volatile("cp.async.wait_group 4;" ::: "memory"); break;
+    case 5: asm volatile("cp.async.wait_group 5;" ::: "memory"); break;
+    case 6: asm volatile("cp.async.wait_group 6;" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 7;" ::: "memory"); break;  // S <= kRingMaxStages = 8
+  }
+}
+
+template <int R, Load L>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+packed_ring_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S) {
+  static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
+  static_assert(L == Load::bulk || L == Load::cp_async);
+  asm volatile("griddepcontrol.launch_dependents;");
+  extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
+  __shared__ __align__(8) std::uint64_t full[kRingMaxStages];  // bulk: one mbarrier per stage
+  __shared__ float part[2][kMaxWarps][R];                      // (parity, warp, row)
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int nb = k / ref::kQ4Block;
+  const bool active = tid < nb;
+  RingPlan plan;
+  plan.W = blockDim.x >> 5;
+  plan.R = R;
+  plan.S = S;
+  plan.grid = int(gridDim.x);
+  plan.groups = (m + R - 1) / R;
+  const int j = int(blockIdx.x);
+  const int mine = plan.mine(j);
+  const unsigned stage_bytes = unsigned(plan.stage_bytes());
+  const int code0 = plan.code_at(warp, lane, 0), sc0 = plan.scales_at(warp, lane);
+
+  std::uint64_t policy = 0;
+  if constexpr (L == Load::bulk) {
+    if (tid == 0) {
+      for (int s = 0; s < S; ++s) mbar_init(&full[s], 1);
+      // The inits visible to the async proxy (the TMA unit) before any copy names the barriers.
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    }
+    __syncthreads();
+  }
+  // Fills stage s with the block's n-th group.
+  auto fill = [&](int n, int s) {
+    const std::uint8_t* src = packed + plan.group_offset(plan.group_of(j, n));
+    std::uint8_t* dst = ring + std::size_t(s) * stage_bytes;
+    if constexpr (L == Load::bulk) {
+      if (tid == 0) {
+        mbar_arrive_expect_tx(&full[s], stage_bytes);
+        bulk_g2s(dst, src, stage_bytes, &full[s], policy);
+      }
+    } else {
+      if (active) {
+        for (int r = 0; r < R; ++r) cp_async16(dst + code0 + r * (kChunk * 16), src + code0 + r * (kChunk * 16));
+        if constexpr (R == 8) cp_async16(dst + sc0, src + sc0);
+        else cp_async8(dst + sc0, src + sc0);
+      }
+    }
+  };
+  // The prologue: groups 0 .. S-1 (cp-async commits one group of copies per stage, empty or not,
+  // so that "group n done" is always "at most S - 1 pending" at step n).
+  for (int n = 0; n < S; ++n) {
+    if (n < mine) fill(n, n);
+    if constexpr (L == Load::cp_async) cp_async_commit();
+  }
+  // g_xq (prepared by xprep_kernel, which waited for our predecessor) from here on.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
+  if (active) xe = __ldcg(&g_xq[tid]), xo = __ldcg(&g_xq[kXqStride + tid]), cd = __ldcg(&g_xq[2 * kXqStride + tid]);
+  const float d = __uint_as_float(cd.y);
+
+  int s = 0;
+  unsigned parity = 0;
+  for (int n = 0; n < mine; ++n) {
+    const std::uint8_t* st = ring + std::size_t(s) * stage_bytes;
+    if constexpr (L == Load::bulk) mbar_wait(&full[s], parity);
+    else cp_async_wait(S - 1);
+    float p[R];
+    if (active) {
+      Scales<R> sc;
+      sc.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
+      for (int r = 0; r < R; ++r) {  // = packed_xl_kernel<q8>: row by row
+        const uint4 q = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
+        int se = int(cd.x), so = 0;
+        for (int w = 0; w < 4; ++w) q8_word(word_of(q, w), word_of(xe, w), word_of(xo, w), se, so);
+        p[r] = q8_finish(se, so, half_value(sc.get(r)), d);
+      }
+    } else {
+      for (int r = 0; r < R; ++r) p[r] = 0.f;
+    }
+    const float t = warp_rows<R>(p, lane);
+    if ((lane & (32 / R - 1)) == 0) part[n & 1][warp][lane / (32 / R)] = t;
+    // Every thread's reads of stage s are done (their values are in t): the stage may be refilled.
+    // part[n & 1] is complete. part[n & 1] is written again at step n + 2, after the barrier of
+    // step n + 1, which threads r < R reach only after reading it below.
+    __syncthreads();
+    if (n + S < mine) fill(n + S, s);
+    if constexpr (L == Load::cp_async) cp_async_commit();
+    if (tid < R) {
+      const std::int64_t row = plan.group_of(j, n) * R + tid;
+      if (row < m) {
+        float sum = part[n & 1][0][tid];
+        for (int w = 1; w < plan.W; ++w) sum = add_rn(sum, part[n & 1][w][tid]);
+        y[row] = sum;
+      }
+    }
+    if (++s == S) s = 0, parity ^= 1u;
+  }
+  // cp-async: what is still committed at exit is empty (fills stop at mine); bulk: every issued
+  // copy was waited for (fills stop at mine, each filled stage is consumed).
+}
+
 // ---- launching ----
 int warps_for(int k) { return (k / ref::kQ4Block + 31) / 32; }
 
@@ -459,6 +632,54 @@ int resident_warps_xl() {
   return n * warps_for(5120);
 }
 
+// ---- load=bulk | cp-async: the ring's launcher ----
+// Opts the ring kernel into up to kRingMaxSmem of dynamic shared memory and the largest shared
+// memory carveout (two 92 KB blocks per SM), once per kernel (the lab uses one device per process).
+template <int R, Load L>
+void ring_attributes() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, L>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, L>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  });
+}
+template <int R, Load L>
+int ring_blocks_per_sm(int warps) {
+  static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
+  auto& c = cache[std::size_t(warps)];
+  int n = c.load(std::memory_order_relaxed);
+  if (n == 0) {
+    ring_attributes<R, L>();
+    const RingPlan plan{warps, R, ring_stages(warps, R)};
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_ring_kernel<R, L>, warps * 32, std::size_t(plan.S) * plan.stage_bytes()));
+    if (n < 1) n = 1;
+    c.store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+template <int R, Load L>
+int resident_warps_ring() {
+  return ring_blocks_per_sm<R, L>(warps_for(5120)) * warps_for(5120);
+}
+
+template <int R, Load L, bool Pdl>
+void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
+  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
+          "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+  const int W = warps_for(k), nb = k / ref::kQ4Block;
+  RingPlan plan{W, R, ring_stages(W, R)};
+  plan.groups = int((static_cast<long long>(m) + R - 1) / R);
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L>(W)) * sm_count()));
+  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb);
+  KLAB_CUDA_LAUNCH("xprep_kernel");
+  launch_maybe_pdl(Pdl, packed_ring_kernel<R, L>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+                   stream, packed, y, m, k, plan.S);
+  KLAB_CUDA_LAUNCH("packed_ring_kernel");
+}
+
 // The raw launcher of a packed kernel: refuses (its weights come packed, through launch_packed).
 void refuse_raw(const std::uint8_t*, const std::uint16_t*, const float*, float*, int, int, cudaStream_t) {
   throw Error("q4_gemv launch: a map=packed kernel takes its weights in its own layout: pack them with Q4Kernel::layout "
@@ -532,6 +753,19 @@ Q4Kernel kernel_xl() {
   return kern;
 }
 
+// grid=fill,xprep=launch,load=L (q8-dp4a): persistent blocks over a ring of shared-memory stages.
+template <int R, Load L, bool Pdl>
+Q4Kernel kernel_ring() {
+  const std::vector<std::pair<std::string, std::string>> axes{{"map", "packed"},    {"dot", form_name(Form::q8)}, {"grid", "fill"},
+                                                              {"xprep", "launch"}, {"load", load_name(L)},        {"pdl", Pdl ? "on" : "off"},
+                                                              {"rows", std::to_string(R)}};
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_ring<R, L>, warps_for(5120)};
+  kern.layout = &layout<R>();
+  kern.launch_packed = &launch_ring<R, L, Pdl>;
+  kern.tolerance = form_tolerance(Form::q8);
+  return kern;
+}
+
 template <Form F, int R>
 void add_form(std::vector<Q4Kernel>& v) {
   v.push_back(kernel_of<F, R, true, true>());
@@ -553,6 +787,11 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_xl<Form::q8, 4, false>());
   v.push_back(kernel_xl<Form::f16x2, 4, true>());
   v.push_back(kernel_xl<Form::f32, 8, true>());
+  // load=bulk | cp-async (packed_ring_kernel), best guess first; pdl=off is bulk rows=8's twin.
+  v.push_back(kernel_ring<8, Load::bulk, true>());
+  v.push_back(kernel_ring<4, Load::bulk, true>());
+  v.push_back(kernel_ring<8, Load::cp_async, true>());
+  v.push_back(kernel_ring<8, Load::bulk, false>());
   return v;
 }
 

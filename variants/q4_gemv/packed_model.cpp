@@ -1,13 +1,16 @@
 // map=packed on the host: the repack and its inverse, the exact f16 fma the f16x2 model needs, and
 // the bit-models (packed.hpp's KLAB_HD arithmetic run on the CPU, summed in the kernel's order).
 #include <array>
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "klab/error.hpp"
 #include "q4_gemv/lane_block.hpp"
 #include "q4_gemv/packed.hpp"
 #include "q4_gemv/packed_kernels.hpp"
+#include "q4_gemv/packed_ring.hpp"
 
 namespace klab::q4_gemv::packed {
 
@@ -153,10 +156,128 @@ std::vector<float> model_as(Form f, const ref::Q4Matrix& w, std::span<const floa
   return y;
 }
 
+// ---- the ring (load=bulk | cp-async) ----
+std::vector<float> warp_rows_host(std::vector<std::vector<float>> v) {
+  const int R = int(v.at(0).size());
+  require(v.size() == 32 && (R == 1 || R == 2 || R == 4 || R == 8), "warp_rows_host: 32 lanes of 1, 2, 4 or 8 rows");
+  int o = 16;
+  // At offset o a lane keeps half its rows (the upper half where its offset bit is set) and adds
+  // its partner's value of them, which the partner sends (its lower half where the bit is set).
+  for (int n = R; n > 1; n /= 2, o /= 2) {
+    auto next = v;
+    for (int l = 0; l < 32; ++l) {
+      const int pl = l ^ o;
+      const bool hi = (l & o) != 0, phi = (pl & o) != 0;
+      for (int i = 0; i < n / 2; ++i) {
+        const float keep = hi ? v[std::size_t(l)][std::size_t(i + n / 2)] : v[std::size_t(l)][std::size_t(i)];
+        const float recv = phi ? v[std::size_t(pl)][std::size_t(i)] : v[std::size_t(pl)][std::size_t(i + n / 2)];
+        next[std::size_t(l)][std::size_t(i)] = add_rn(keep, recv);
+      }
+    }
+    v = std::move(next);
+  }
+  std::array<float, 32> t{};
+  for (int l = 0; l < 32; ++l) t[std::size_t(l)] = v[std::size_t(l)][0];
+  for (; o > 0; o /= 2) {
+    std::array<float, 32> next{};
+    for (int l = 0; l < 32; ++l) next[std::size_t(l)] = add_rn(t[std::size_t(l)], t[std::size_t(l ^ o)]);
+    t = next;
+  }
+  std::vector<float> out(static_cast<std::size_t>(R));
+  for (int r = 0; r < R; ++r) out[std::size_t(r)] = t[std::size_t(r * 32 / R)];
+  return out;
+}
+
+std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Matrix& w, std::span<const float> x) {
+  check_model_args(w, x);
+  if (auto why = packed_error(w.k); !why.empty()) throw Error("q4_gemv bit-model: " + why);
+  require(load == Load::bulk || load == Load::cp_async, "q4_gemv ring model: load=bulk or cp-async");
+  require(R == 4 || R == 8, "q4_gemv ring model: rows 4 or 8");
+  require(grid >= 1 && S >= 0 && S <= kRingMaxStages, "q4_gemv ring model: grid >= 1, 0 <= S <= 8");
+  const int nb = int(w.blocks_per_row());
+  RingPlan plan;
+  plan.W = (nb + kChunk - 1) / kChunk;
+  plan.R = R;
+  plan.S = S == 0 ? ring_stages(plan.W, R) : S;
+  plan.grid = grid;
+  plan.groups = int((w.m + R - 1) / R);
+  const auto packed = pack(w, R);
+  // The x words as xprep_kernel<q8> writes them (g_xq) and every thread reads them.
+  std::vector<Q8X> xq(static_cast<std::size_t>(nb));
+  for (int b = 0; b < nb; ++b) xq[std::size_t(b)] = q8_prep(&x[std::size_t(b) * 32]);
+  const std::size_t stage = std::size_t(plan.stage_bytes());
+  std::vector<float> y(std::size_t(w.m), std::numeric_limits<float>::quiet_NaN());
+  std::vector<std::uint8_t> ring(std::size_t(plan.S) * stage);
+  for (int j = 0; j < plan.grid; ++j) {
+    const int mine = plan.mine(j);
+    std::fill(ring.begin(), ring.end(), std::uint8_t(0xA5));  // stale bytes: whatever a read misses shows
+    auto fill = [&](int n, int s) {
+      const std::uint8_t* src = packed.data() + plan.group_offset(plan.group_of(j, n));
+      std::uint8_t* dst = ring.data() + std::size_t(s) * stage;
+      if (load == Load::bulk) {
+        std::memcpy(dst, src, stage);  // one bulk copy of the group's run
+      } else {
+        for (int tid = 0; tid < nb; ++tid) {  // active threads: their R code blocks and their scales
+          const int wp = tid / 32, l = tid % 32;
+          for (int r = 0; r < R; ++r) std::memcpy(dst + plan.code_at(wp, l, r), src + plan.code_at(wp, l, r), 16);
+          std::memcpy(dst + plan.scales_at(wp, l), src + plan.scales_at(wp, l), std::size_t(2 * R));
+        }
+      }
+    };
+    for (int n = 0; n < plan.S && n < mine; ++n) fill(n, n);
+    int s = 0;
+    for (int n = 0; n < mine; ++n) {
+      const std::uint8_t* st = ring.data() + std::size_t(s) * stage;
+      std::vector<std::vector<float>> part(std::size_t(plan.W));  // (warp, row)
+      for (int wp = 0; wp < plan.W; ++wp) {
+        std::vector<std::vector<float>> p(32, std::vector<float>(std::size_t(R), 0.f));
+        for (int l = 0; l < 32; ++l) {
+          const int tid = wp * 32 + l;
+          if (tid >= nb) continue;  // inactive: +0
+          const Q8X& X = xq[std::size_t(tid)];
+          for (int r = 0; r < R; ++r) {
+            std::uint32_t words[4];
+            block_words(st + plan.code_at(wp, l, r), words);
+            const std::uint8_t* sp = st + plan.scales_at(wp, l) + 2 * r;
+            const std::uint16_t sc = std::uint16_t(sp[0] | sp[1] << 8);
+            int se = X.c, so = 0;
+            for (int q = 0; q < 4; ++q) q8_word(words[q], X.xe[q], X.xo[q], se, so);
+            p[std::size_t(l)][std::size_t(r)] = q8_finish(se, so, half_value(sc), X.d);
+          }
+        }
+        part[std::size_t(wp)] = warp_rows_host(std::move(p));
+      }
+      // The barrier: stage s is read; refill it with group n + S.
+      if (n + plan.S < mine) fill(n + plan.S, s);
+      for (int r = 0; r < R; ++r) {
+        const std::int64_t row = plan.group_of(j, n) * R + r;
+        if (row >= w.m) continue;
+        float sum = part[0][std::size_t(r)];
+        for (int wp = 1; wp < plan.W; ++wp) sum = add_rn(sum, part[std::size_t(wp)][std::size_t(r)]);
+        y[std::size_t(row)] = sum;
+      }
+      if (++s == plan.S) s = 0;
+    }
+  }
+  return y;
+}
+
 namespace {
 template <Form F>
 std::vector<float> model(const ref::Q4Matrix& w, std::span<const float> x) {
   return model_as(F, w, x);
+}
+
+// The ring kernels' models: the grid the H200 takes at the seed shapes (132 SMs x 2 blocks); the
+// bits depend on neither grid nor stages (the cpu suite runs others).
+template <Load L, int R>
+std::vector<float> model_ring_of(const ref::Q4Matrix& w, std::span<const float> x) {
+  return model_ring(L, R, 264, 0, w, x);
+}
+Q4Model ring_model_for(const std::string& load, const std::string& rows) {
+  const bool bulk = load == load_name(Load::bulk);
+  if (rows == "8") return bulk ? &model_ring_of<Load::bulk, 8> : &model_ring_of<Load::cp_async, 8>;
+  return bulk ? &model_ring_of<Load::bulk, 4> : &model_ring_of<Load::cp_async, 4>;
 }
 }  // namespace
 
@@ -164,6 +285,15 @@ std::vector<Q4ModelEntry> packed_models() {
   std::vector<Q4ModelEntry> out;
   for (const auto& kern : packed_kernels()) {
     const std::string& dot = kern.axes.at(1).second;
+    std::string load, rows;
+    for (const auto& [a, v] : kern.axes) {
+      if (a == "load") load = v;
+      if (a == "rows") rows = v;
+    }
+    if (!load.empty()) {
+      out.push_back(Q4ModelEntry{kern.name, ring_model_for(load, rows)});
+      continue;
+    }
     out.push_back(Q4ModelEntry{kern.name, dot == form_name(Form::f32) ? &model<Form::f32> : dot == form_name(Form::f16x2) ? &model<Form::f16x2> : &model<Form::q8>});
   }
   return out;

@@ -50,8 +50,14 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
   if (a["map"] == "packed") {
     std::string d = "tiles of " + a["rows"] + " rows x 32 blocks repacked once (a group's codes and scales contiguous), one thread per "
                     "block of 32 weights, split-K over warps; ";
-    d += a["grid"] == "fill" ? "persistent blocks (as many as the SMs hold), next group's loads in flight during this one's math; "
-                             : "one thread block per group of rows; ";
+    if (a["load"] == "bulk" || a["load"] == "cp-async")
+      d += "persistent blocks (as many as the SMs hold) over a ring of shared-memory stages, each one whole group of rows (about 92 KB "
+           "per block at k = 5120), refilled as soon as read; " +
+           std::string(a["load"] == "bulk" ? "one TMA bulk copy per group (cp.async.bulk + mbarrier), issued by one thread; "
+                                           : "each thread cp.async-copies its own 16-byte pieces; ");
+    else
+      d += a["grid"] == "fill" ? "persistent blocks (as many as the SMs hold), next group's loads in flight during this one's math; "
+                               : "one thread block per group of rows; ";
     if (a["xprep"] == "launch") d += "x prepared once per launch by a first PDL-chained kernel (read from L2), every weight load issued before the wait; ";
     d += a["dot"] == "f32" ? "exact f32 offset dot (the bits of block-per-thread,dot=offset)"
          : a["dot"] == "f16x2" ? "code pairs to f16x2 by the 1024 magic (a LOP3 and an HFMA2), HFMA2 with x scaled per block to f16, f32 across blocks"

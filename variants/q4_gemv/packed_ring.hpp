@@ -1,0 +1,83 @@
+#pragma once
+// q4_gemv/map=packed,...,load=bulk|cp-async: the staged ring (issue 13), written once for the kernel
+// (packed.cu, packed_ring_kernel) and its CPU bit-model (packed_model.cpp, model_ring): the work
+// each persistent thread block takes, the ring's stages, and where a thread finds its bytes in a
+// stage. Arithmetic (the q8-dp4a form) is packed.hpp's, unchanged.
+//
+// Why (Nsight Compute on grid=groups,xprep=launch,q8-dp4a,rows=8 at 17408x5120, H200, reports/h200):
+// DRAM 68.5% of peak, issue 21.5%, long_scoreboard 21.8 cycles per issue: latency-bound. Its
+// blocks issue their loads once, wait, compute and exit; between a block's last load and its
+// successor's first nothing of that slot is in flight, and the loads sit in registers (64 per
+// thread, 41% occupancy). Here the loads go to shared memory, S stages deep per block, and stay
+// in flight across groups:
+//   - grid: persistent blocks (as many as the SMs hold, at most one per group); block j takes
+//     groups j, j + G, j + 2G, ... (G = grid), its n-th group in stage n % S, the (n / S)-th use of
+//     that stage (mbarrier parity (n / S) & 1);
+//   - a stage holds one whole group: W tiles of 576 R bytes (W = warps = chunks of 32 blocks), the
+//     group's contiguous run of the packed layout, copied as it lies: warp w's tile at w 576 R,
+//     row r's block of lane l at + 512 r + 16 l, the lane's R scales at + 512 R + 2 R l
+//     (packed.hpp's tile, byte for byte);
+//   - load=bulk: thread 0 brings a group in with ONE cp.async.bulk (TMA, 1-D) completing on the
+//     stage's mbarrier; load=cp-async: every thread copies its own R code blocks and its scales with
+//     cp.async (16 bytes; 8 for R = 4's scales) to the same offsets and waits for its own groups
+//     (cp.async.wait_group), so it reads only bytes it copied itself;
+//   - a stage is refilled (group n + S) only after the block's barrier that follows group n's
+//     reads (the barrier the warps' row totals need anyway).
+#include <cstdint>
+
+#include "q4_gemv/packed.hpp"
+
+namespace klab::q4_gemv::packed {
+
+enum class Load { ldg, bulk, cp_async };  // ldg: the register loads of packed_kernel / packed_xl_kernel
+KLAB_HD constexpr const char* load_name(Load l) { return l == Load::bulk ? "bulk" : l == Load::cp_async ? "cp-async" : "ldg"; }
+
+constexpr int kRingMaxStages = 8;
+// Dynamic shared memory a ring block aims at: two blocks per SM (228 KB of shared memory per SM on
+// the H200 less 1 KB per block reserved and ~2 KB static each). At k = 5120: R = 8 -> 4 stages
+// (92 KB), R = 4 -> 8 stages (92 KB); at k = 6144, R = 8 -> 3 stages (83 KB).
+constexpr int kRingBudget = 100 * 1024;
+// The most dynamic shared memory a ring block takes: sm_90 lets one block opt into 227 KB in all,
+// static included (the ring's: part[2][32][R] floats and 8 mbarriers, 2.1 KB at R = 8).
+constexpr int kRingMaxSmem = 220 * 1024;
+
+struct RingPlan {
+  int W = 1;       // warps per block = chunks (ceil(nb / 32)); the threads are W * 32
+  int R = 8;       // rows per group
+  int S = 1;       // stages
+  int grid = 1;    // persistent blocks
+  int groups = 0;  // ceil(m / R)
+  KLAB_HD int tile() const { return R * (kChunk * 16 + kChunk * 2); }
+  KLAB_HD int stage_bytes() const { return W * tile(); }
+  // Groups block j takes: j, j + grid, ... below groups.
+  KLAB_HD int mine(int j) const { return j < groups ? (groups - 1 - j) / grid + 1 : 0; }
+  KLAB_HD std::int64_t group_of(int j, int n) const { return std::int64_t(j) + std::int64_t(n) * grid; }
+  // Byte offset in the packed tensor of a group's run (= its first tile).
+  KLAB_HD std::int64_t group_offset(std::int64_t g) const { return g * stage_bytes(); }
+  // Offsets within a stage (= within the group's run).
+  KLAB_HD int code_at(int warp, int lane, int r) const { return warp * tile() + r * (kChunk * 16) + lane * 16; }
+  KLAB_HD int scales_at(int warp, int lane) const { return warp * tile() + R * (kChunk * 16) + lane * (2 * R); }
+};
+
+// Stages for a block of W warps and R rows: as many as kRingBudget holds (1 to 8); 2 where one
+// would not pipeline and two fit in kRingMaxSmem. k <= 32768: R = 8 takes 1 stage (up to 144 KB)
+// only past k = 24576 (W > 24), R = 4 never fewer than 2.
+KLAB_HD inline int ring_stages(int W, int R) {
+  const int stage = W * R * (kChunk * 16 + kChunk * 2);
+  int s = kRingBudget / stage;
+  s = s > kRingMaxStages ? kRingMaxStages : s;
+  if (s < 2) s = 2 * stage <= kRingMaxSmem ? 2 : 1;
+  return s;
+}
+
+// Host: the ring's bit-model. Simulates every block of a grid of `grid` blocks with S stages: the
+// stages filled on the kernel's schedule (prologue groups 0..S-1, group n + S after group n's
+// barrier; cp-async copies only active threads' pieces, the rest of a stage holds stale bytes),
+// each lane reading its words and scales at RingPlan's offsets, the q8-dp4a block values, the
+// transposed butterfly lane by lane, the warps summed in order. S = 0: ring_stages(W, R).
+std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Matrix& w, std::span<const float> x);
+// The transposed butterfly of packed.cu (warp_rows) on the host: v[l][i] lane l's value of row i
+// (R rows); returns the rows' warp totals (row r as lane r * 32 / R ends with it).
+std::vector<float> warp_rows_host(std::vector<std::vector<float>> v);
+
+}  // namespace klab::q4_gemv::packed
