@@ -178,10 +178,11 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
   }
   // Everything is validated and the environment known: the report opens here (replacing one in
   // `out`), and from now on each record reaches the file as it is added.
+  // The stop handlers first: a signal from here on closes the report as interrupted.
+  install_stop_handlers();
   Report report(env);
   report.open(out, "report", std::vector<std::string>(argv, argv + argc));
   g_open_report = report.file().string();
-  install_stop_handlers();
   int not_held = 0, held = 0, unevaluated = 0, skipped_exps = 0;
   try {
     for (const Experiment* e : exps) {

@@ -43,7 +43,18 @@ nlohmann::json base_environment(int argc, char** argv) {
 
 namespace {
 volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int sig) { g_stop_signal = sig; }
+// The first SIGINT or SIGTERM asks for a stop at the next record; a second one kills at once (the
+// default action), leaving the report without its end record. Only async-signal-safe calls here.
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
+  static const char msg[] = "klab: stopping at the next record boundary (signal again to stop at once)\n";
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+}
 
 long env_count(const char* name) {
   const char* v = std::getenv(name);

@@ -30,7 +30,7 @@ std::string utc_now();
 
 // SIGINT and SIGTERM: install_stop_handlers() makes them set a flag (stop_signal() returns the
 // signal, 0 before any) instead of killing the process; Report::add() throws Interrupted at the next
-// record boundary, so the run can close its report as "interrupted".
+// record boundary, so the run can close its report as "interrupted". A second signal kills at once.
 void install_stop_handlers();
 int stop_signal();
 struct Interrupted : std::exception {
