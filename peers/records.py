@@ -10,6 +10,7 @@ Definitions mirror klab's own, so that a peer's figures sit beside klab's in one
 import json
 import math
 import os
+import re
 from pathlib import Path
 import sys
 
@@ -279,10 +280,32 @@ def write_atomically(path, text):
         raise
 
 
+def csv_per_kind(report_dir, records):
+    """harness/src/report.cpp write_csv_per_kind(): REPORT/report-KIND.csv for each kind of
+    `records` (header and end records left out); a report.csv of schema 1 (one union CSV) goes,
+    as it no longer describes report.jsonl. Returns the files written."""
+    d = Path(report_dir)
+    kinds = {}
+    for r in records:
+        k = r.get("kind")
+        if k in ("header", "end"):
+            continue
+        kinds.setdefault(k, []).append(r)
+    files = []
+    for k, rs in kinds.items():
+        f = d / ("report-" + re.sub(r"[^A-Za-z0-9_-]", "_", str(k) or "unknown") + ".csv")
+        write_atomically(f, to_csv(rs))
+        files.append(f)
+    (d / "report.csv").unlink(missing_ok=True)
+    return files
+
+
 def merge(report_dir, peer_lines):
-    """Appends peer records (JSON Lines strings) to REPORT/report.jsonl and rewrites REPORT/report.csv
-    from all records: each file written whole to a temporary file and renamed (CSV first, as klab
-    does, so report.jsonl changes last). Returns the number of records appended."""
+    """Appends peer records (JSON Lines strings) to REPORT/report.jsonl and rewrites REPORT's CSVs
+    (report-KIND.csv) from all records: each file written whole to a temporary file and renamed (CSVs
+    first, as klab does, so report.jsonl changes last). The records carry their own "env"; in a
+    schema-2 report they land after the closing "end" record (reports/SCHEMA.md: records appended
+    by tools). Returns the number of records appended."""
     d = Path(report_dir)
     jsonl = d / "report.jsonl"
     old = jsonl.read_text(encoding="utf-8")
@@ -293,6 +316,6 @@ def merge(report_dir, peer_lines):
             raise ReportError(f"peer record {i} is not a record (an object with \"kind\")")
     text = old + ("" if not old or old.endswith("\n") else "\n") + "".join(l.rstrip("\n") + "\n" for l in new_lines)
     records = [json.loads(l) for l in text.splitlines() if l.strip()]
-    write_atomically(d / "report.csv", to_csv(records))
+    csv_per_kind(d, records)
     write_atomically(jsonl, text)
     return len(new_lines)

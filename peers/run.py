@@ -18,7 +18,7 @@ take) gets a `skip` record with the reason. The records join KLAB_REPORT's run: 
 against the reference on the CPU; every peer is recorded as skipped (no timing is ever made up).
 --unavailable REASON: no problems, no run: one skip record per peer with the reason (scripts/run,
 when python3 has no torch with a CUDA device). --merge: append the records to KLAB_REPORT's
-report.jsonl (and rewrite its report.csv), each written to a temporary file and renamed.
+report.jsonl (and rewrite its report-KIND.csv), each written to a temporary file and renamed.
 Exit: 0 ran, 2 bad options or files, 3 a dry run whose CPU check failed.
 """
 import argparse
@@ -56,7 +56,7 @@ def parse(argv):
                          f"when it has exactly one, else {GDN_DEFAULT_EXPERIMENT})")
     ap.add_argument("--dry-run", action="store_true", help="no GPU: check the repacking and the peers' arithmetic on the CPU")
     ap.add_argument("--unavailable", metavar="REASON", help="write one skip per peer with this reason (no problems needed)")
-    ap.add_argument("--merge", action="store_true", help="append the records to the klab report (report.jsonl, report.csv)")
+    ap.add_argument("--merge", action="store_true", help="append the records to the klab report (report.jsonl, report-KIND.csv)")
     a = ap.parse_args(argv)
     if (a.problems is None) == (a.unavailable is None):
         ap.error("give --problems DIR (a run) or --unavailable REASON (skips only), not both or neither")

@@ -27,6 +27,9 @@ modes both runs measured; used when both ran the same ceiling kernel on the same
 the drift of the --control GLOB variants, assumed unchanged (the largest |median ratio - 1| over
 them, every compared mode). The band used and where it came from are printed.
 
+A report that is not whole (schema 2: no closing record, or one saying failed or interrupted) gets
+a note naming its side; what it lacks is listed as found in one report only.
+
 Also listed: measurements found in one report only, timing modes found in one report only, changes
 of accuracy (max_rel), of verification and of bit-equality (bits_vs_a, bits_vs_prev; and, where both
 reports carry them, input_hash and output_hash: the same seed must give the same input bytes and the
@@ -277,6 +280,9 @@ def main(argv=None):
     (g_old, d_old), (g_new, d_new) = describe(old_r), describe(new_r)
     print(f"OLD {d_old}")
     print(f"NEW {d_new}")
+    for side, rep in (("OLD", old_r), ("NEW", new_r)):
+        if rep.incomplete():
+            print(f"note: {side} is {rep.incomplete()}; what it lacks is listed as in one report only")
     if g_old != g_new:
         print(f"note: different GPUs ({g_old} vs {g_new}): the ratios compare the machines as well as the code")
 

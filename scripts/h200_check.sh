@@ -8,7 +8,7 @@ B="$1"; OUT="$2"
 (time timeout 60 "$B/klab_gpu_tests") > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu-tests.log"
 for i in 1 2; do
   (timeout 100 "$B/klab" run f32-gemv-vs-cublas q4-vs-peers --timing stream --reps 20 --out "$OUT/det$i") > "$OUT/det$i.log" 2>&1
-  echo "det$i rc=$?" >> "$OUT/det$i.log"; rm -f "$OUT/det$i/report.csv"
+  echo "det$i rc=$?" >> "$OUT/det$i.log"; rm -f "$OUT/det$i"/report*.csv
 done
 {
   timeout 60 "$B/klab_bench" '--benchmark_filter=(unroll=4|block-per-thread,dot=offset,rows=8)/17408x5120'; echo "bench rc=$?"

@@ -25,5 +25,5 @@ echo "experiments: $EXPS" > "$OUT/run.log"
   echo "profile rc=$?"
 } > "$OUT/peers.log" 2>&1
 (time timeout 90 "$B/klab" run f32-gemv-vs-cublas q4-vs-peers --out "$OUT/run2") > "$OUT/run2.log" 2>&1; echo "run2 rc=$?" >> "$OUT/run2.log"
-rm -f "$OUT/run2/report.csv"
+rm -f "$OUT"/run2/report*.csv
 grep -E "^claims|ceiling:|rc=" "$OUT/run.log" "$OUT/run2.log"; tail -3 "$OUT/gpu-tests.log"; grep -E "rc=|added|measurement" "$OUT/peers.log"

@@ -1,9 +1,19 @@
 """Reading klab reports for plot.py, summarize.py and compare.py (standard library only).
 
 A report is a directory holding report.jsonl, or that file itself: one JSON object per line, each
-with "kind", "experiment" and "env" (reports/SCHEMA.md). load() checks the fields the scripts read
-and raises ReportError naming file:line and the field when one is missing or of the wrong type, or
-when the report holds no record at all. What the scripts compute from records (the seed ladder's
+with "kind" and "experiment" (reports/SCHEMA.md). Schema 1 (no header) puts the run's "env" on every
+record; schema 2 writes it once, in a "header" record on the first line, and closes the file with an
+"end" record (complete, failed or interrupted; a run killed hard leaves none). load() reads both: it
+attaches the header's env to each record that has none, so the scripts read every record the same
+way, and keeps the header and end records apart (Report.headers, Report.ends; Report.incomplete()
+says why a report is not whole). load() checks the fields the scripts read and raises ReportError
+naming file:line and the field when one is missing or of the wrong type, or when the report holds
+no record at all.
+
+    scripts/klab_report.py REPORT [--require-complete]
+
+prints one line: the schema, the record counts, and whether the report is complete (exit 0; 1 with
+--require-complete when it is not; 2 when it cannot be read). What the scripts compute from records (the seed ladder's
 rungs, the figures a report gives) lives here too, so the plots and the summary cannot disagree.
 """
 import json
@@ -43,6 +53,7 @@ _TYPES = {
     "mode": lambda v: v in MODES,
     "flush": lambda v: v in FLUSHES,
     "list of modes": lambda v: isinstance(v, list) and all(x in MODES for x in v),
+    "list of strings": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
 }
 # How a type is named in a message (the value sets are spelt out).
 _TYPE_NAMES = {"mode": "one of " + ", ".join(MODES), "flush": "one of " + ", ".join(FLUSHES),
@@ -101,6 +112,14 @@ _FIELDS = {
         ("pct_attainable", "number or null", False), ("attainable_gbps", "number or null", False),
     ],
 }
+# The report's own records (schema 2): the header (first line) and the closing record (last line).
+SCHEMA_VERSIONS = (1, 2)
+END_STATUSES = ("complete", "failed", "interrupted")
+_HEADER_FIELDS = [("schema_version", "integer", True), ("env", "object", True), ("start", "string", False),
+                  ("argv", "list of strings", False)]
+_END_FIELDS = [("status", "string", True), ("records", "integer", True), ("counts", "object", False),
+               ("error", "string", False), ("signal", "string", False), ("start", "string", False),
+               ("end", "string", False)]
 # What a record's "env" holds that the scripts read (checked when present).
 _ENV_FIELDS = [
     ("ceiling", "object", False), ("ceiling.read_gbps", "number or null", False),
@@ -203,17 +222,27 @@ def report_file(path):
 
 
 class Report:
-    def __init__(self, file, records):
+    def __init__(self, file, records, headers=(), ends=()):
         self.file = Path(file)
         self.dir = self.file.parent
-        self.records = records
+        self.records = records          # the data records (header and end records apart, below)
+        self.headers = list(headers)    # schema 2: one per run in the file (one, unless reports were joined)
+        self.ends = list(ends)          # closing records, as {"record": end, "header": its header, "n": records between}
+        self.cut = None                 # FILE:LINE of a last line cut short by a kill (left out), if any
+
+    @property
+    def schema_version(self):
+        return max((h["schema_version"] for h in self.headers), default=1)
 
     def of(self, kind, experiment=None):
         return [r for r in self.records if r["kind"] == kind and (experiment is None or r.get("experiment") == experiment)]
 
     @property
     def env(self):
-        """The environment of the run (the first record's; every record of one run holds the same)."""
+        """The environment of the run (the header's; schema 1: the first record's, every record of
+        one run holds the same)."""
+        if self.headers:
+            return self.headers[0]["env"]
         for r in self.records:
             if isinstance(r.get("env"), dict):
                 return r["env"]
@@ -222,8 +251,7 @@ class Report:
     def envs(self):
         """Distinct environments (by commit, date and device): more than one in a merged report."""
         seen, out = set(), []
-        for r in self.records:
-            e = r.get("env")
+        for e in [h["env"] for h in self.headers] + [r.get("env") for r in self.records]:
             if isinstance(e, dict):
                 key = (e.get("git_commit"), e.get("date"), get(e, "device.name"))
                 if key not in seen:
@@ -242,6 +270,49 @@ class Report:
                 counts[r["kind"]] = counts.get(r["kind"], 0) + 1
         return counts
 
+    def incomplete(self):
+        """None when the report is whole; else why not, in words starting "incomplete (...)". A
+        schema-1 report (no header) was written whole at the end of its run, so it is complete."""
+        problems = []
+        for h, run in self._runs():
+            end, n = run["end"], run["n"]
+            if end is None:
+                started = f" (started {h['start']})" if isinstance(h.get("start"), str) else ""
+                problems.append(f"incomplete (no closing record): the run{started} was killed or crashed after {n} records")
+                continue
+            e = end["record"]
+            if e["status"] == "failed":
+                problems.append(f"incomplete (the run failed after {n} records: {e.get('error', 'no error recorded')})")
+            elif e["status"] == "interrupted":
+                problems.append(f"incomplete (interrupted by {e.get('signal', 'a signal')} after {n} records)")
+            if e["records"] != n:
+                problems.append(f"incomplete (its closing record, {e['_where']}, counts {e['records']} records; "
+                                f"the file holds {n} between the header and it)")
+        if self.cut:
+            problems.append(f"its last line, {self.cut}, is cut short (killed while writing it) and was left out")
+        return "; ".join(problems) or None
+
+    def _runs(self):
+        """[(header, {"end": end or None, "n": data records after the header, up to its end})]."""
+        out = []
+        for h in self.headers:
+            end = next((e for e in self.ends if e["header"] is h), None)
+            out.append((h, {"end": end, "n": end["n"] if end else h["_n"]}))
+        return out
+
+    def status(self):
+        """One line: where, schema, records by kind, complete or why not."""
+        counts = {}
+        for r in self.records:
+            counts[r["kind"]] = counts.get(r["kind"], 0) + 1
+        what = ", ".join(f"{k} {n}" for k, n in counts.items()) or "none"
+        why = self.incomplete()
+        if self.schema_version == 1:
+            state = "complete (schema 1: written whole at the end of its run; no header or closing record)"
+        else:
+            state = why or "complete (closing record: " + ", ".join(e["record"]["status"] for e in self.ends) + ")"
+        return f"{self.file}: schema {self.schema_version}; {len(self.records)} records ({what}); {state}"
+
 
 def load(path):
     """Reads and checks a report; raises ReportError on a malformed line or an empty report."""
@@ -252,7 +323,9 @@ def load(path):
         raise ReportError(f"{f}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except OSError as e:
         raise ReportError(f"{f}: cannot read: {e.strerror}") from None
-    records = []
+    records, headers, ends = [], [], []
+    cut = None  # a last line cut short by a kill mid-write
+    header = None  # the header of the run the records belong to (schema 2)
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -260,15 +333,49 @@ def load(path):
         try:
             r = json.loads(line)
         except json.JSONDecodeError as e:
+            # A run killed mid-write can leave a last line cut short: say so rather than refuse it all.
+            # It is left out, and the report says so (Report.incomplete()).
+            last = not any(l.strip() for l in text.splitlines()[n:])
+            if last and header is not None and not ends and not text.endswith("\n"):
+                cut = where
+                continue
             raise ReportError(f"{where}: malformed JSON: {e.msg} (column {e.colno})") from None
         if not isinstance(r, dict) or not isinstance(r.get("kind"), str):
             raise ReportError(f"{where}: not a record (a JSON object with a string \"kind\")")
-        _check(r, where)
         r["_where"] = where
+        if r["kind"] == "header":
+            _check_fields(r, _HEADER_FIELDS, where, "header record")
+            if r["schema_version"] not in SCHEMA_VERSIONS:
+                raise ReportError(f"{where}: header record: schema_version {r['schema_version']} is not one this reader "
+                                  f"knows ({', '.join(map(str, SCHEMA_VERSIONS))}): a newer klab wrote it?")
+            _check_fields(r["env"], _ENV_FIELDS, where, "header record", "env.")
+            header = r
+            header["_n"] = 0
+            headers.append(r)
+            continue
+        if r["kind"] == "end":
+            _check_fields(r, _END_FIELDS, where, "end record")
+            if r["status"] not in END_STATUSES:
+                raise ReportError(f"{where}: end record: status '{r['status']}' is not one of {', '.join(END_STATUSES)}")
+            if header is None:
+                raise ReportError(f"{where}: end record without a header record before it")
+            if any(e["header"] is header for e in ends):
+                raise ReportError(f"{where}: a second end record for the header at {header['_where']}")
+            ends.append({"record": r, "header": header, "n": header["_n"]})
+            continue
+        _check(r, where)
+        # Schema 2: the header's env on every record that has none (records appended after the end
+        # record by peers/run.py --merge or scripts/profile_ncu.py carry their own).
+        if header is not None and "env" not in r:
+            r["env"] = header["env"]
+        if header is not None and not any(e["header"] is header for e in ends):
+            header["_n"] += 1
         records.append(r)
-    if not records:
+    if not records and not headers:
         raise ReportError(f"{f}: empty report (no records)")
-    return Report(f, records)
+    rep = Report(f, records, headers, ends)
+    rep.cut = cut
+    return rep
 
 
 # ---- numbers --------------------------------------------------------------------------------
@@ -588,3 +695,23 @@ def write_atomically(path, text):
     tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def main(argv=None):
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(description="Says whether a klab report is complete (one line).")
+    ap.add_argument("report", help="report directory or its report.jsonl")
+    ap.add_argument("--require-complete", action="store_true", help="exit 1 when the report is not complete")
+    a = ap.parse_args(argv)
+    try:
+        rep = load(a.report)
+    except ReportError as e:
+        print(f"klab_report.py: {e}", file=sys.stderr)
+        return 2
+    print(rep.status())
+    return 1 if a.require_complete and rep.incomplete() else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

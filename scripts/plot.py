@@ -463,6 +463,8 @@ def main(argv=None):
     out = Path(args.out) if args.out else report.dir / "plots"
     if plan:
         out.mkdir(parents=True, exist_ok=True)
+    if report.incomplete():
+        print(f"plot.py: note: {report.file} is {report.incomplete()}: the figures show only what it holds")
     for n in notes:
         print(f"plot.py: note: {n}")
     written = []

@@ -16,7 +16,9 @@ problem to the report: DRAM throughput as % of peak, achieved occupancy, registe
 issue-slot utilisation and the top three warp-stall reasons of the longest kernel; SASS thread
 instructions executed per multiply-accumulate (per weight, for a mat-vec) summed over all its
 kernels; and each kernel's duration under the profiler. Without ncu it says so and exits 0 having
-changed nothing: it never estimates. The report is rewritten atomically (temp file, then rename).
+changed nothing: it never estimates. The report is rewritten atomically (temp file, then rename);
+the records are appended at its end, each with the run's env (after the closing "end" record of a
+schema-2 report: reports/SCHEMA.md).
 Exit status: 0, 1 (ncu failed on every variant), 2 (bad arguments or report).
 """
 import argparse

@@ -277,6 +277,8 @@ def block_header(ctx):
                  f"Report: [{ctx.label}]({ctx.link(rep.dir)}/)"
                  + (f" ([summary.md]({ctx.link(rep.dir / 'summary.md')}) holds every table and claim)"
                     if (rep.dir / "summary.md").is_file() else "") + ".")
+    if rep.incomplete():
+        lines.append(f"- **This report is {rep.incomplete()}**: the results below are only what it holds.")
     if len(rep.envs()) > 1:
         lines.append(f"- This report merges {len(rep.envs())} runs (different commit, date or device); the line above is the first's.")
     c = env.get("ceiling")

@@ -10,7 +10,8 @@ its claims and their state, its measurements per problem (variant | median ms (m
 % of ceiling | GMAC/s | max_rel | bits vs A | verdict vs A; reports with timing modes add the
 headline's mode, % of attainable (vs a read of exactly the op's bytes in that mode) and, when the
 headline is not launch, a launch column, and name the variants timed in launch mode only), the seed ladder, error-budget and GDN tables where the report has those
-records, figures from REPORT/plots/ that exist, and what was skipped and why.
+records, figures from REPORT/plots/ that exist, and what was skipped and why. A report that is not
+whole (schema 2: no closing record, or one that says failed or interrupted) says so in its first line.
 Exit status: 0 written, 2 on a malformed or empty report or bad arguments. Standard library only.
 """
 import argparse
@@ -266,8 +267,11 @@ def evidence_lines(evidence):
 
 def summarize(report, plots):
     plan, _ = kr.chart_plan(report)
-    lines = [f"# klab report: {', '.join(report.experiments()) or 'no experiment'}", "",
-             f"From `{report.file.name}` ({len(report.records)} records); regenerate with "
+    lines = [f"# klab report: {', '.join(report.experiments()) or 'no experiment'}", ""]
+    why = report.incomplete()
+    if why:
+        lines += [f"**This report is {why}.** The tables below hold only what was written before that.", ""]
+    lines += [f"From `{report.file.name}` ({len(report.records)} records); regenerate with "
              f"`scripts/summarize.py` and `scripts/plot.py` on this directory.", ""]
     if report.experiments():
         lines += ["Contents: [environment](#environment)"
@@ -331,6 +335,8 @@ def main(argv=None):
     except OSError as e:
         print(f"summarize.py: cannot write {out}: {e.strerror}", file=sys.stderr)
         return 2
+    if report.incomplete():
+        print(f"summarize.py: note: {report.file} is {report.incomplete()}", file=sys.stderr)
     print(f"summarize.py: {out}")
     return 0
 

@@ -26,12 +26,14 @@ namespace {
 
 // Exit statuses (documented in `klab --help` and README.md): 0 done; 1 a failure (CUDA error, a
 // device required by --require-device and missing); 2 bad input; 3 a claim did not hold (--strict);
-// 4 done, but device work was skipped for want of a device (the report says what and why).
+// 4 done, but device work was skipped for want of a device (the report says what and why);
+// 130 / 143 interrupted by SIGINT / SIGTERM (the report closed as "interrupted" at a record boundary).
 constexpr int kExitUsage = 2;
 constexpr int kExitSkipped = 4;
 const char* const kExitHelp =
     "\nExit status: 0 done; 1 a failure (CUDA error; --require-device without a device); 2 bad input;\n"
-    "3 a claim did not hold (--strict); 4 done, but device work was skipped for want of a device.\n";
+    "3 a claim did not hold (--strict); 4 done, but device work was skipped for want of a device;\n"
+    "130 / 143 interrupted (SIGINT / SIGTERM): the report keeps the records so far, closed as interrupted.\n";
 // The big read: 1 GiB, far over any L2, so this is DRAM bandwidth.
 constexpr std::int64_t kCeilingBytes = std::int64_t(1) << 30;
 
@@ -131,6 +133,10 @@ void check_run_options(const RunOptions& o) {
   require(o.device >= 0, "--device must be >= 0");
 }
 
+// The report a run has open (empty before it is opened and after it is closed as complete or
+// interrupted): main() names it when an error ends the run.
+std::string g_open_report;
+
 // Runs experiments and writes one report; the shared back end of `run` and `ab`.
 int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions& opt, std::string out, bool strict,
                     bool require_device, int argc, char** argv) {
@@ -170,31 +176,52 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
     env["no_device_reason"] = no_device_reason();
     std::cerr << "no CUDA device (" << no_device_reason() << "): experiments that need one are skipped" << std::endl;
   }
+  // Everything is validated and the environment known: the report opens here (replacing one in
+  // `out`), and from now on each record reaches the file as it is added.
+  // The stop handlers first: a signal from here on closes the report as interrupted.
+  install_stop_handlers();
   Report report(env);
+  report.open(out, "report", std::vector<std::string>(argv, argv + argc));
+  g_open_report = report.file().string();
   int not_held = 0, held = 0, unevaluated = 0, skipped_exps = 0;
-  for (const Experiment* e : exps) {
-    Context ctx(registry(), *e, opt, report, dev ? &*dev : nullptr, ceiling ? &*ceiling : nullptr, timer.get());
-    if (e->needs_device && !dev) {
-      ctx.skip(e->name, no_device_reason());
-      ++skipped_exps;
-    } else {
-      ctx.log(e->description);
-      e->run(ctx);
+  try {
+    for (const Experiment* e : exps) {
+      if (int sig = stop_signal()) throw Interrupted(sig);
+      Context ctx(registry(), *e, opt, report, dev ? &*dev : nullptr, ceiling ? &*ceiling : nullptr, timer.get());
+      if (e->needs_device && !dev) {
+        ctx.skip(e->name, no_device_reason());
+        ++skipped_exps;
+      } else {
+        ctx.log(e->description);
+        e->run(ctx);
+      }
+      not_held += ctx.finish();
+      for (const auto& c : ctx.claims()) {
+        held += c.state == ClaimState::held;
+        unevaluated += c.state == ClaimState::not_evaluated;
+        std::cout << "  [" << std::setw(13) << std::left << to_string(c.state) << "] " << e->name << ": " << c.text
+                  << (c.evidence.empty() ? "" : "  (" + c.evidence + ")") << "\n";
+      }
     }
-    not_held += ctx.finish();
-    for (const auto& c : ctx.claims()) {
-      held += c.state == ClaimState::held;
-      unevaluated += c.state == ClaimState::not_evaluated;
-      std::cout << "  [" << std::setw(13) << std::left << to_string(c.state) << "] " << e->name << ": " << c.text
-                << (c.evidence.empty() ? "" : "  (" + c.evidence + ")") << "\n";
-    }
+  } catch (const Interrupted& i) {
+    report.close(EndStatus::interrupted, signal_name(i.signal));
+    g_open_report.clear();
+    std::cout << std::flush;
+    std::cerr << "klab: interrupted (" << signal_name(i.signal) << "): report " << report.file().string() << " closed as "
+              << "interrupted after " << report.records().size() << " records" << std::endl;
+    return 128 + i.signal;
+  } catch (const std::exception& e) {
+    // The error itself is printed by main(); the report keeps what finished before it.
+    report.close(EndStatus::failed, e.what());
+    throw;
   }
   timer.reset();
   if (stream) cudaStreamDestroy(stream);
-  report.write(out, "report");
+  report.close(EndStatus::complete);
+  g_open_report.clear();
   std::cout << "claims: " << held << " held, " << not_held << " not held, " << unevaluated << " not evaluated";
   if (skipped_exps) std::cout << "; " << skipped_exps << " experiment(s) skipped (no device)";
-  std::cout << "\nreport: " << (std::filesystem::path(out) / "report.jsonl").string() << " (+ report.csv)" << std::endl;
+  std::cout << "\nreport: " << report.file().string() << " (+ report-KIND.csv per record kind)" << std::endl;
   if (strict && not_held > 0) return 3;
   return skipped_exps > 0 ? kExitSkipped : 0;
 }
@@ -343,8 +370,13 @@ void usage(std::ostream& os) {
   os << "\n`klab COMMAND --help` for a command's options.\n" << kExitHelp;
 }
 
-// Only the commands that write a report say that none was written.
-std::string no_report(const std::string& cmd) { return cmd == "run" || cmd == "ab" ? "; no report written" : ""; }
+// Only the commands that write a report say what became of it: none written (the error came before
+// it was opened), or the records written before the error, closed as failed.
+std::string no_report(const std::string& cmd) {
+  if (cmd != "run" && cmd != "ab") return "";
+  if (!g_open_report.empty()) return "; report " + g_open_report + " holds the records before the error (closed as failed)";
+  return "; no report written";
+}
 
 }  // namespace
 

@@ -1,13 +1,18 @@
 #include "klab/report.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "klab/error.hpp"
 
@@ -17,24 +22,129 @@ namespace klab {
 extern const char* const kGitCommit;
 extern const bool kGitDirty;
 
+std::string utc_now() {
+  auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return date;
+}
+
 nlohmann::json base_environment(int argc, char** argv) {
   std::string cmd;
   for (int i = 0; i < argc; ++i) {
     if (i) cmd += ' ';
     cmd += argv[i];
   }
-  auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
-  return {{"git_commit", kGitCommit}, {"git_dirty", kGitDirty}, {"date", date}, {"command", cmd}, {"host", host},
+  return {{"git_commit", kGitCommit}, {"git_dirty", kGitDirty}, {"date", utc_now()}, {"command", cmd}, {"host", host},
           {"klab_version", "0.1"}};
 }
 
+namespace {
+volatile std::sig_atomic_t g_stop_signal = 0;
+// The first SIGINT or SIGTERM asks for a stop at the next record; a second one kills at once (the
+// default action), leaving the report without its end record. Only async-signal-safe calls here.
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
+  static const char msg[] = "klab: stopping at the next record boundary (signal again to stop at once)\n";
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+}
+
+long env_count(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  require(*end == 0 && n >= 0, std::string(name) + " must be a non-negative integer (got '" + v + "')");
+  return n;
+}
+}  // namespace
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a sleep or a blocking read returns early
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int stop_signal() { return g_stop_signal; }
+
+std::string signal_name(int sig) {
+  if (sig == SIGINT) return "SIGINT";
+  if (sig == SIGTERM) return "SIGTERM";
+  return "signal " + std::to_string(sig);
+}
+
+void Report::open(const std::filesystem::path& dir, const std::string& stem, const std::vector<std::string>& argv) {
+  require(!out_.is_open(), "report already open: " + file().string());
+  stall_after_ = env_count("KLAB_TEST_STALL_AFTER_RECORDS");
+  fail_after_ = env_count("KLAB_TEST_FAIL_AFTER_RECORDS");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  require(!ec, "cannot create report directory " + dir.string() + ": " + ec.message());
+  dir_ = dir;
+  stem_ = stem;
+  // The previous report's CSVs go with it (this run writes its own at the end): STEM.csv (schema 1's
+  // union CSV) and STEM-KIND.csv.
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() == ".csv" && (name == stem + ".csv" || name.rfind(stem + "-", 0) == 0))
+      std::filesystem::remove(e.path(), ec);
+  }
+  out_.open(file(), std::ios::binary | std::ios::trunc);
+  require(static_cast<bool>(out_), "cannot write " + file().string());
+  start_ = env_.value("date", utc_now());
+  nlohmann::json header = {{"kind", "header"}, {"schema_version", kReportSchemaVersion}, {"start", start_},
+                           {"argv", argv}, {"env", env_}};
+  out_ << header.dump() << "\n";
+  out_.flush();
+  require(static_cast<bool>(out_), "writing " + file().string() + " failed (disk full?)");
+}
+
 void Report::add(nlohmann::json record) {
-  record["env"] = env_;
+  if (out_.is_open()) {
+    out_ << record.dump() << "\n";
+    out_.flush();
+    require(static_cast<bool>(out_), "writing " + file().string() + " failed (disk full?)");
+  }
   records_.push_back(std::move(record));
+  after_record();
+}
+
+void Report::after_record() {
+  const long n = static_cast<long>(records_.size());
+  if (n == fail_after_) throw std::runtime_error("test hook KLAB_TEST_FAIL_AFTER_RECORDS: failing after record " + std::to_string(n));
+  if (n == stall_after_) {
+    std::cerr << "klab: test hook: stalling after record " << n << std::endl;
+    for (int i = 0; i < 600 && !stop_signal(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (int sig = stop_signal()) throw Interrupted(sig);
+}
+
+void Report::close(EndStatus status, const std::string& detail) {
+  std::map<std::string, long> counts;
+  for (const auto& r : records_) ++counts[r.value("kind", "")];
+  static const char* const kStatus[] = {"complete", "failed", "interrupted"};
+  nlohmann::json end = {{"kind", "end"}, {"status", kStatus[static_cast<int>(status)]},
+                        {"records", records_.size()}, {"counts", counts}, {"start", start_}, {"end", utc_now()}};
+  if (status == EndStatus::failed) end["error"] = detail;
+  if (status == EndStatus::interrupted) end["signal"] = detail;
+  if (out_.is_open()) {
+    out_ << end.dump() << "\n";
+    out_.flush();
+    const bool ok = static_cast<bool>(out_);
+    out_.close();
+    require(ok, "writing " + file().string() + " failed (disk full?)");
+    write_csv_per_kind(dir_, stem_, records_);
+  }
 }
 
 void write_atomically(const std::filesystem::path& file, const std::string& text) {
@@ -55,15 +165,25 @@ void write_atomically(const std::filesystem::path& file, const std::string& text
   }
 }
 
-void Report::write(const std::filesystem::path& dir, const std::string& stem) const {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  require(!ec, "cannot create report directory " + dir.string() + ": " + ec.message());
-  std::string jsonl;
-  for (const auto& r : records_) jsonl += r.dump() + "\n";
-  // CSV first: the JSONL is the report of record, so it appears last and only if both succeeded.
-  write_atomically(dir / (stem + ".csv"), to_csv(records_));
-  write_atomically(dir / (stem + ".jsonl"), jsonl);
+std::vector<std::filesystem::path> write_csv_per_kind(const std::filesystem::path& dir, const std::string& stem,
+                                                      const std::vector<nlohmann::json>& records) {
+  std::vector<std::string> kinds;
+  std::map<std::string, std::vector<nlohmann::json>> by_kind;
+  for (const auto& r : records) {
+    const std::string k = r.value("kind", "");
+    if (k == "header" || k == "end") continue;
+    if (!by_kind.count(k)) kinds.push_back(k);
+    by_kind[k].push_back(r);
+  }
+  std::vector<std::filesystem::path> files;
+  for (const auto& k : kinds) {
+    std::string safe = k.empty() ? "unknown" : k;
+    for (char& c : safe)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '_';
+    files.push_back(dir / (stem + "-" + safe + ".csv"));
+    write_atomically(files.back(), to_csv(by_kind[k]));
+  }
+  return files;
 }
 
 std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& file) {

@@ -67,7 +67,7 @@ TEST_CASE("refusals exit non-zero, name the problem and write no report") {
     const std::string cmd = c.args.substr(0, c.args.find(' '));
     CHECK(r.out.find("klab " + cmd + ": klab " + cmd + ":") == std::string::npos);
     CHECK((r.out.find("no report written") != std::string::npos) == writes);
-    CHECK_FALSE(fs::exists(dir / "report.jsonl"));
+    CHECK_FALSE(fs::exists(dir));  // no report file, not even its directory
     fs::remove_all(dir);
   }
 }
@@ -119,7 +119,7 @@ TEST_CASE("without a device: --require-device fails with no report; env keeps st
   auto r = klab_cli("run f32-gemv-vs-cublas --require-device --out " + dir.string());
   CHECK(r.code == 1);
   CHECK(r.out.find("--require-device") != std::string::npos);
-  CHECK_FALSE(fs::exists(dir / "report.jsonl"));
+  CHECK_FALSE(fs::exists(dir));
   // stdout alone (stderr to /dev/null) must parse as JSON; the SKIP goes to stderr.
   auto e = klab_cli("env", /*stdout_only=*/true);
   CHECK(e.code == 4);

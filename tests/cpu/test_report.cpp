@@ -1,8 +1,9 @@
-// Reports: written atomically, read back with the same records, CSV beside, malformed input refused.
+// Reports: a header, records flushed as added, a closing record, one CSV per kind; malformed input refused.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <unistd.h>
 
 #include "klab/error.hpp"
@@ -19,38 +20,95 @@ fs::path temp_dir(const std::string& name) {
 }
 }  // namespace
 
-TEST_CASE("report round trip: every record comes back with its environment") {
+TEST_CASE("report round trip: a header with the environment once, the records as added, a closing record") {
   auto dir = temp_dir("report");
   char arg0[] = "klab", arg1[] = "run";
   char* argv[] = {arg0, arg1};
+  // A previous report in the directory is replaced whole, its CSVs included (schema 1's too).
+  fs::create_directories(dir);
+  std::ofstream(dir / "report.jsonl") << "{\"kind\":\"old\"}\n{\"kind\":\"old\"}\n{\"kind\":\"old\"}\n";
+  std::ofstream(dir / "report.csv") << "old\n";
+  std::ofstream(dir / "report-gdn_op.csv") << "old\n";
+  std::ofstream(dir / "notes.csv") << "kept\n";
   Report r(base_environment(2, argv));
+  r.open(dir, "report", {"klab", "run"});
+  CHECK_FALSE(fs::exists(dir / "report.csv"));
+  CHECK_FALSE(fs::exists(dir / "report-gdn_op.csv"));
+  CHECK(fs::exists(dir / "notes.csv"));
   r.add({{"kind", "measurement"}, {"variant", "a/b=c"}, {"timing", {{"median_ms", 1.5}, {"samples_ms", {1.0, 2.0}}}}});
+  // Flushed as added: the file already holds the header and the first record.
+  auto so_far = read_jsonl(dir / "report.jsonl");
+  REQUIRE(so_far.size() == 2);
+  CHECK(so_far[0]["kind"] == "header");
+  CHECK(so_far[1]["kind"] == "measurement");
   r.add({{"kind", "claim"}, {"text", "x, \"quoted\""}, {"state", "held"}});
-  r.write(dir, "report");
+  r.add({{"kind", "claim"}, {"text", "y"}, {"state", "not_held"}});
+  r.close(EndStatus::complete);
   auto back = read_jsonl(dir / "report.jsonl");
-  REQUIRE(back.size() == 2);
-  CHECK(back[0]["kind"] == "measurement");
-  CHECK(back[0]["timing"]["median_ms"] == 1.5);
-  CHECK(back[0]["env"]["command"] == "klab run");
-  CHECK(back[0]["env"].contains("git_commit"));
-  CHECK(back[0]["env"].contains("date"));
-  CHECK(back[1]["text"] == "x, \"quoted\"");
-  // No temporary files are left behind.
-  int files = 0;
-  for (auto& e : fs::directory_iterator(dir)) {
-    ++files;
-    CHECK(e.path().string().find(".tmp.") == std::string::npos);
-  }
-  CHECK(files == 2);
-  // CSV: a header with dotted paths, samples (arrays) left out, quotes escaped.
-  std::ifstream csv(dir / "report.csv");
-  std::string header, row1, row2;
-  std::getline(csv, header);
-  std::getline(csv, row1);
-  std::getline(csv, row2);
+  REQUIRE(back.size() == 5);
+  const auto& h = back[0];
+  CHECK(h["kind"] == "header");
+  CHECK(h["schema_version"] == kReportSchemaVersion);
+  CHECK(kReportSchemaVersion == 2);
+  CHECK(h["argv"] == nlohmann::json::array({"klab", "run"}));
+  CHECK(h["env"]["command"] == "klab run");
+  CHECK(h["env"].contains("git_commit"));
+  CHECK(h["start"] == h["env"]["date"]);
+  // The environment is in the header only.
+  CHECK(back[1]["kind"] == "measurement");
+  CHECK_FALSE(back[1].contains("env"));
+  CHECK(back[1]["timing"]["median_ms"] == 1.5);
+  CHECK(back[2]["text"] == "x, \"quoted\"");
+  const auto& end = back[4];
+  CHECK(end["kind"] == "end");
+  CHECK(end["status"] == "complete");
+  CHECK(end["records"] == 3);
+  CHECK(end["counts"] == nlohmann::json({{"claim", 2}, {"measurement", 1}}));
+  CHECK(end["start"] == h["start"]);
+  CHECK(end.contains("end"));
+  CHECK_FALSE(end.contains("error"));
+  // One CSV per record kind, no temporary files left behind.
+  std::set<std::string> files;
+  for (auto& e : fs::directory_iterator(dir)) files.insert(e.path().filename().string());
+  CHECK(files == std::set<std::string>{"report.jsonl", "report-measurement.csv", "report-claim.csv", "notes.csv"});
+  // CSV: a header with dotted paths, samples (arrays) left out, quotes escaped, one row per record.
+  std::ifstream mcsv(dir / "report-measurement.csv");
+  std::string header, row1, row2, row3;
+  std::getline(mcsv, header);
   CHECK(header.find("timing.median_ms") != std::string::npos);
   CHECK(header.find("samples_ms") == std::string::npos);
-  CHECK(row2.find("\"x, \"\"quoted\"\"\"") != std::string::npos);
+  CHECK(header.find("text") == std::string::npos);  // claim columns stay in the claims' CSV
+  std::ifstream ccsv(dir / "report-claim.csv");
+  std::getline(ccsv, header);
+  std::getline(ccsv, row1);
+  std::getline(ccsv, row2);
+  CHECK_FALSE(std::getline(ccsv, row3));
+  CHECK(header == "kind,state,text");
+  CHECK(row1.find("\"x, \"\"quoted\"\"\"") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a failed or interrupted report says so in its closing record, with the CSVs of what there is") {
+  auto dir = temp_dir("failed");
+  Report r(nlohmann::json{{"date", "2026-01-01T00:00:00Z"}});
+  r.open(dir, "report", {"klab"});
+  r.add({{"kind", "skip"}, {"what", "x"}, {"reason", "y"}});
+  r.close(EndStatus::failed, "CUDA error: boom");
+  auto back = read_jsonl(dir / "report.jsonl");
+  REQUIRE(back.size() == 3);
+  CHECK(back[2]["status"] == "failed");
+  CHECK(back[2]["error"] == "CUDA error: boom");
+  CHECK(back[2]["records"] == 1);
+  CHECK(fs::exists(dir / "report-skip.csv"));
+  Report s(nlohmann::json::object());
+  s.open(dir, "report", {"klab"});
+  s.close(EndStatus::interrupted, "SIGINT");
+  back = read_jsonl(dir / "report.jsonl");
+  REQUIRE(back.size() == 2);  // the failed report was replaced
+  CHECK(back[1]["status"] == "interrupted");
+  CHECK(back[1]["signal"] == "SIGINT");
+  CHECK(back[1]["records"] == 0);
+  CHECK_FALSE(fs::exists(dir / "report-skip.csv"));
   fs::remove_all(dir);
 }
 

@@ -259,6 +259,35 @@ class Records(unittest.TestCase):
         line = rec.dumps({"kind": "skip", "x": float("nan"), "y": [float("inf")]})
         self.assertEqual(line, '{"kind":"skip","x":null,"y":[null]}')
 
+    def test_merge_into_a_schema_2_report(self):
+        """klab's report of schema 2: env once in the header, a closing record. The peers take the
+        header's env; their records, with their own env, land after the end record; the report stays
+        complete and every record reads with an env."""
+        tmp = Path(tempfile.mkdtemp(prefix="klab-peers-test-"))
+        try:
+            env = klab_env()
+            own = {k: v for k, v in klab_record().items() if k != "env"}
+            lines = [json.dumps({"kind": "header", "schema_version": 2, "start": "2026-01-01T00:00:00Z", "env": env}),
+                     json.dumps(own),
+                     json.dumps({"kind": "end", "status": "complete", "records": 1, "counts": {"measurement": 1}})]
+            (tmp / "report.jsonl").write_text("\n".join(lines) + "\n")
+            klab = rec.KlabReport.load(tmp)
+            self.assertEqual(klab.env, env)
+            penv = rec.peer_env(klab, {}, "peers/run.py")
+            s = rec.skip("q4-vs-peers", "q4_gemv/impl=x on 64x256", "torch is missing", penv)
+            self.assertEqual(rec.merge(tmp, [rec.dumps(s)]), 1)
+            self.assertEqual((tmp / "report.jsonl").read_text().splitlines()[:3], lines)
+            self.assertEqual(sorted(p.name for p in tmp.glob("*.csv")), ["report-measurement.csv", "report-skip.csv"])
+            sys.path.insert(0, str(ROOT / "scripts"))
+            import klab_report
+            loaded = klab_report.load(tmp)
+            self.assertIsNone(loaded.incomplete())
+            self.assertEqual([r["kind"] for r in loaded.records], ["measurement", "skip"])
+            self.assertEqual(loaded.records[0]["env"], env)
+            self.assertIn("peers", loaded.records[1]["env"])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def test_merge_appends_atomically_and_the_scripts_read_the_result(self):
         tmp = Path(tempfile.mkdtemp(prefix="klab-peers-test-"))
         try:
@@ -281,10 +310,14 @@ class Records(unittest.TestCase):
             self.assertEqual(lines[:2], klab_lines, "klab's own lines are kept as they were")
             self.assertEqual(len(lines), 4)
             self.assertEqual([p.name for p in tmp.iterdir() if ".tmp." in p.name], [], "no temporary file left")
-            csv = (tmp / "report.csv").read_text().splitlines()
-            self.assertEqual(len(csv), 5)
+            # One CSV per record kind (klab's report-KIND.csv), peer records in them.
+            self.assertFalse((tmp / "report.csv").exists())
+            csv = (tmp / "report-measurement.csv").read_text().splitlines()
+            self.assertEqual(len(csv), 3)
             self.assertIn("variant", csv[0].split(","))
-            self.assertIn("q4_gemv/impl=gemlite-a16w4", csv[3])
+            self.assertIn("q4_gemv/impl=gemlite-a16w4", csv[2])
+            self.assertEqual(len((tmp / "report-claim.csv").read_text().splitlines()), 2)
+            self.assertIn("torch is missing", (tmp / "report-skip.csv").read_text())
             # klab's own records are still the only "own" match; the peer's is not taken for klab's.
             merged = rec.KlabReport.load(tmp)
             self.assertEqual([m["variant"] for m in merged.match("q4-vs-peers", "64x256", "uniform")], [klab_record()["variant"]])
