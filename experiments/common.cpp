@@ -12,6 +12,25 @@ std::vector<Shape> shapes_for(const Context& ctx, std::vector<Shape> full, std::
   return ctx.options().quick ? quick : full;
 }
 
+std::vector<Problem> op_problems(const Context& ctx, const Op& op, Dist dist) {
+  std::vector<Problem> out{op.default_problem(dist, ctx.options().seed)};
+  for (const auto& d : op.params) {
+    std::vector<std::int64_t> values{ctx.options().quick && !d.quick.empty() ? d.quick.front() : d.def};
+    if (auto it = ctx.options().set.find(d.name); it != ctx.options().set.end()) {
+      values.clear();
+      for (const auto& v : it->second) values.push_back(std::stoll(v));  // parse_set made them digits
+    }
+    std::vector<Problem> next;
+    for (const auto& p : out)
+      for (auto v : values) {
+        next.push_back(p);
+        next.back().params[d.name] = v;
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
 std::vector<std::string> shape_keys(const std::vector<Shape>& shapes) {
   std::vector<std::string> out;
   for (const auto& s : shapes) out.push_back(s.str());

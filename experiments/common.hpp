@@ -14,6 +14,11 @@ namespace klab::experiments {
 // Seed shapes, or (with --quick) small shapes that still exercise every code path.
 std::vector<Shape> shapes_for(const Context& ctx, std::vector<Shape> full, std::vector<Shape> quick);
 
+// The problems of an op that declares its parameters (Op::params): each parameter at its default
+// (--quick: its first quick value), or at every value --set gives it (a sweep, nvbench's -a); the
+// cartesian product, in the declared order, each with `dist` and the run's seed.
+std::vector<Problem> op_problems(const Context& ctx, const Op& op, Dist dist);
+
 // Names of evaluations for ClaimRef::needs / settle: a shape ("17408x5120"), or a shape and
 // an input distribution ("17408x5120/uniform", one per distribution and shape).
 std::vector<std::string> shape_keys(const std::vector<Shape>& shapes);
@@ -48,5 +53,7 @@ void register_q4_ceiling(Registry& r);
 void register_gdn(Registry& r);
 // The GDN q4 tier: gdn-q4-per-op, gdn-q4-gates, gdn-q4-layer, and error-budget (no device needed).
 void register_gdn_q4(Registry& r);
+// gdn-q4-layer: op gdn_step raced through race() (f32 vs q4 tier, host-facing, every q4 kernel).
+void register_gdn_layer(Registry& r);
 
 }  // namespace klab::experiments

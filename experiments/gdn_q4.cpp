@@ -5,8 +5,7 @@
 //   gdn-q4-gates   the seed's wiring evidence: the shape gate (wrong key assignments refused before
 //                  running) and the magnitude gate (q4 vs f32 max_rel < 1e-1), with deliberately
 //                  miswired runs that pass the shape gate and must trip the magnitude gate
-//   gdn-q4-layer   time per layer per token, f32 vs q4 tier, host-facing vs device-resident; every
-//                  q4_gemv variant raced inside the GDN step through set_q4_variant
+//   (gdn-q4-layer, the step raced through race(), is gdn_layer.cpp)
 //   error-budget   (error_budget.cpp) q4 weights under several input distributions, no device needed
 // The q4 mat-vec is kDefaultQ4Variant unless KLAB_GDN_Q4_VARIANT names another q4_gemv variant.
 #include <algorithm>
@@ -422,153 +421,6 @@ void run_gates(Context& ctx) {
 // The kernel's arithmetic family: its axes without those q4_gemv documents as changing no bit (scale
 // read, f16 conversion, rows per warp: policy.hpp, lane_block.cu). Kernels of one family must give
 // the same bits.
-std::string family(const q4_gemv::Q4Kernel& k) {
-  std::string f;
-  for (const auto& [a, v] : k.axes)
-    if (a != "scale" && a != "f16" && a != "rows") f += (f.empty() ? "" : ",") + a + "=" + v;
-  return f;
-}
-
-// ---- gdn-q4-layer: its claims, settled below.
-const Claim kLayerFaster{"q4-faster", "the q4 tier is faster than the f32 tier per layer per token, device-resident (the seed, RTX 5090: f32 0.40-0.47 ms, q4 0.156 ms)"};
-const Claim kLayerBitwise{"step-run-bitwise", "host-facing steps and one device-resident run give bitwise equal q4 outputs"};
-const Claim kLayerTrip{"round-trip-cost", "the host round trip of the q4 tier costs under 0.05 ms per layer per token (the seed: 0.01-0.04 ms)"};
-const Claim kLayerFamilies{"families-bitwise",
-                           "inside the GDN step, q4_gemv variants that differ only in axes documented to change no bit (scale read, f16 conversion, rows per warp) give "
-                           "bitwise equal layer outputs"};
-const Claim kLayerDefault{"default-fastest-exact",
-                          "the default q4 variant (kDefaultQ4Variant) is the fastest exact one (f32 arithmetic, no declared tolerance) inside the GDN step, "
-                          "or within 2% of it; the rounding forms (f16x2, q8 activations) are raced beside it, not candidates"};
-
-void run_layer(Context& ctx) {
-  const Geometry g = geometry_for(ctx);
-  const int T = ctx.options().quick ? 8 : 16;
-  const std::size_t H = std::size_t(g.hidden);
-  const std::string variant = chosen_variant();
-  const auto w = rg::random_weights(g, ctx.options().seed);
-  const auto q = rg::quantize_projections(w);
-  const auto h = make_inputs(g, T, ctx.options().seed);
-  GdnDevice dev(g, 2);
-  dev.set_stream(ctx.timer().stream());
-  dev.set_q4_variant(variant);
-  dev.load_f32(0, w);  // layer 0: f32 tier
-  put_all(dev.q4_pool(), q);
-  if (auto why = dev.load_q4(1, w, kQkv, kZ, kOut); !why.empty()) throw Error("gdn-q4-layer: " + why);  // layer 1: q4 tier
-
-  // Verification before timing: host-facing steps and one device-resident run give the same bits on
-  // the q4 tier (step-run-bitwise); the q4 outputs against the f32 ones are recorded beside the q4 timings.
-  std::vector<float> y_step(std::size_t(T) * H), y_run(std::size_t(T) * H), y_f32(std::size_t(T) * H);
-  dev.reset();
-  for (int t = 0; t < T; ++t) dev.step(1, token(h, g, t), std::span<float>(y_step.data() + std::size_t(t) * H, H));
-  dev.reset();
-  dev.run(1, T, h, y_run);
-  dev.run(0, T, h, y_f32);
-  const std::int64_t d = bitwise_diff(y_step, y_run);
-  ctx.claim(kLayerBitwise).set(d == 0, std::to_string(d) + "/" + std::to_string(y_run.size()) + " q4 outputs differ between host-facing steps and one device-resident run of " + std::to_string(T) + " tokens");
-  const Accuracy a = accuracy(y_run, y_f32);
-
-  // Bytes a perfect step moves: the big three (f32, or q4 codes + f16 scales), the small f32 weights,
-  // S and the history read and written.
-  const double C = g.conv_dim(), V = g.value_dim(), Hd = g.hidden, nv = g.nv;
-  const double big = C * Hd + V * Hd + Hd * V;
-  const double rest = 4.0 * (2 * nv * Hd + C * g.ck + 2 * nv + g.dv) + 4.0 * 2 * (nv * g.dk * g.dv + double(g.ck - 1) * C);
-  const TimingOptions opt = ctx.options().timing();
-  auto reset = [&](cudaStream_t) { dev.reset(); };
-  std::map<std::pair<std::string, std::string>, Timing> times;
-  for (int layer : {0, 1}) {
-    const std::string tier = layer == 0 ? "f32" : "q4";
-    times[{tier, "host-facing"}] = ctx.timer().time([&](cudaStream_t) {
-      for (int t = 0; t < T; ++t) dev.step(layer, token(h, g, t), std::span<float>(y_step.data() + std::size_t(t) * H, H));
-    }, opt, reset);
-    times[{tier, "device-resident"}] = ctx.timer().time([&](cudaStream_t) { dev.run(layer, T, h, y_run); }, opt, reset);
-  }
-  for (const auto& [key, t] : times) {
-    const auto& [tier, mode] = key;
-    auto rec = ctx.record("gdn_timing");
-    rec["tier"] = tier;
-    rec["mode"] = mode;
-    const Summary& sm = t.summary;
-    rec["ms_per_layer_token"] = {{"median", sm.median / T}, {"min", sm.min / T}, {"max", sm.max / T}};
-    rec["layers"] = 1;
-    rec["tokens"] = T;
-    std::vector<double> samples;
-    for (double ms : t.kept_ms) samples.push_back(ms / T);
-    rec["samples_ms"] = samples;
-    rec["fixture"] = std::string(ctx.options().quick ? "small" : "qwen35-27b") + " seeded, " + g.str();
-    rec["geometry"] = to_json(g);
-    rec["projections"] = dev.describe(tier == "f32" ? 0 : 1);
-    const double bytes = (tier == "f32" ? 4.0 * big : 0.5625 * big) + rest;
-    rec["bytes_per_step"] = bytes;
-    add_rates(ctx, rec, bytes, sm.median / T);
-    rec["timing"] = klab::to_json(t);
-    if (tier == "q4") rec["q4_vs_f32_out"] = klab::to_json(a);
-    ctx.add(std::move(rec));
-  }
-  const Timing& f32_dev = times[{"f32", "device-resident"}];
-  const Timing& q4_dev = times[{"q4", "device-resident"}];
-  const Timing& q4_host = times[{"q4", "host-facing"}];
-  const Comparison c = compare_times(f32_dev.kept_ms, q4_dev.kept_ms, ctx.options().seed);
-  ctx.claim(kLayerFaster).set(c.verdict == Verdict::faster,
-            fmt("device-resident per layer per token: f32 %.4f ms, q4 %.4f ms, ", f32_dev.summary.median / T, q4_dev.summary.median / T) +
-                speedup_text(c) +
-                " (the seed, RTX 5090: f32 0.40-0.47 ms, q4 0.156 ms)");
-  const double trip = (q4_host.summary.median - q4_dev.summary.median) / T;
-  ctx.claim(kLayerTrip).set(trip < 0.05, fmt("q4 tier: host-facing %.4f ms - device-resident %.4f ms = %.4f ms per layer per token", q4_host.summary.median / T,
-                                q4_dev.summary.median / T, trip) + " (the seed: 0.01-0.04 ms)");
-
-  // Every q4_gemv kernel inside the GDN step, by name, with no new code.
-  std::map<std::string, std::vector<float>> first_of_family;  // family -> outputs of its first variant
-  bool bits_ok = true;
-  std::string ev_bits, fastest, fastest_exact;
-  double best = 0, best_exact = 0, default_ms = 0;
-  for (const auto& kern : q4_gemv::q4_kernels()) {
-    dev.set_q4_variant(kern.name);
-    dev.reset();
-    std::vector<float> y(std::size_t(T) * H);
-    dev.run(1, T, h, y);
-    auto [it, fresh] = first_of_family.emplace(family(kern), y);
-    const std::int64_t bits = bitwise_diff(y, it->second);
-    if (bits != 0) {
-      bits_ok = false;
-      ev_bits += kern.name + fmt(": %g elements differ; ", double(bits));
-    }
-    const Accuracy av = accuracy(y, y_run);
-    const Timing t = ctx.timer().time([&](cudaStream_t) { dev.run(1, T, h, y); }, opt, reset);
-    const double ms = t.summary.median / T;
-    if (best == 0 || ms < best) {
-      best = ms;
-      fastest = kern.name;
-    }
-    // Exact kernels: f32 arithmetic, held to the default 1e-5 (no declared tolerance). The rounding
-    // forms (f16x2, q8 activations) change the tier's accuracy, so they are raced and reported but
-    // are no candidates for the default.
-    const bool exact = ctx.registry().variant(kern.name).tolerance == 0;
-    if (exact && (best_exact == 0 || ms < best_exact)) {
-      best_exact = ms;
-      fastest_exact = kern.name;
-    }
-    if (kern.name == gdn::kDefaultQ4Variant) default_ms = ms;
-    auto rec = ctx.record("gdn_q4_variant");
-    rec["variant"] = kern.name;
-    rec["mode"] = "device-resident";
-    rec["tokens"] = T;
-    rec["ms_per_layer_token"] = {{"median", ms}, {"min", t.summary.min / T}, {"max", t.summary.max / T}};
-    rec["family"] = family(kern);
-    rec["bits_vs_first_of_family"] = bits;
-    rec["vs_chosen_variant"] = klab::to_json(av);
-    rec["timing"] = klab::to_json(t);
-    add_rates(ctx, rec, 0.5625 * big + rest, ms);
-    ctx.add(std::move(rec));
-  }
-  dev.set_q4_variant(variant);
-  ctx.claim(kLayerFamilies).set(bits_ok, (ev_bits.empty() ? std::string("every variant equals the first of its family bit for bit") : ev_bits) + ", " +
-                            std::to_string(q4_gemv::q4_kernels().size()) + " variants in " + std::to_string(first_of_family.size()) + " families, " +
-                            std::to_string(T) + " tokens");
-  ctx.claim(kLayerDefault).set(default_ms > 0 && default_ms <= 1.02 * best_exact,
-            std::string("default ") + gdn::kDefaultQ4Variant + fmt(" %.4f ms; fastest exact ", default_ms) + fastest_exact +
-                fmt(" %.4f ms; fastest of all (rounding forms included) ", best_exact) + fastest + fmt(" %.4f ms per layer per token", best));
-}
-
 }  // namespace
 
 void register_gdn_q4(Registry& r) {
@@ -583,12 +435,6 @@ void register_gdn_q4(Registry& r) {
       .description = "GDN q4 wiring evidence: shape gate (wrong keys refused before running), magnitude gate (q4 vs f32 max_rel < 1e-1), deliberate miswirings",
       .claims = {kGateShape, kGateMagnitude, kGateMiswiringTrips, kGateSeparated},
       .run = run_gates,
-  });
-  r.add(Experiment{
-      .name = "gdn-q4-layer",
-      .description = "GDN step time per layer per token: f32 vs q4 tier, host-facing vs device-resident; every q4_gemv variant raced inside the step",
-      .claims = {kLayerFaster, kLayerBitwise, kLayerTrip, kLayerFamilies, kLayerDefault},
-      .run = run_layer,
   });
   r.add(make_error_budget());
 }

@@ -244,7 +244,12 @@ int cmd_list(const std::vector<std::string>& args) {
     for (const auto& [name, item] : map)
       if (Registry::glob_match(filter, name)) std::cout << "  " << std::setw(56) << std::left << name << " " << line(item) << "\n";
   };
-  if (what == "all" || what == "ops") show("ops", r.ops(), [](const Op& o) { return o.description; });
+  if (what == "all" || what == "ops") show("ops", r.ops(), [](const Op& o) {
+    // The op's parameters (--set NAME=...) with their defaults; a mat-vec's are m and k.
+    std::string ps;
+    for (const auto& d : o.params) ps += (ps.empty() ? "" : ", ") + d.name + "=" + std::to_string(d.def);
+    return o.description + " [params: " + (ps.empty() ? "m, k" : ps) + "]";
+  });
   if (what == "all" || what == "variants")
     show("variants", r.variants(), [](const Variant& v) { return (v.peer ? "[peer] " : "") + v.description; });
   if (what == "all" || what == "experiments")

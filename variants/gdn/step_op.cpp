@@ -1,0 +1,222 @@
+#include "gdn/step_op.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "gdn/gdn_device.hpp"
+#include "gdn/inputs.hpp"
+#include "klab/cuda.hpp"
+#include "klab/error.hpp"
+#include "klab/metrics.hpp"
+#include "klab/ref/gdn_q4.hpp"
+#include "q4_gemv/q4_gemv.hpp"
+
+namespace klab::gdn {
+
+namespace rg = ref::gdn;
+
+namespace {
+constexpr int kQkv = 1, kZ = 2, kOut = 3;  // the pool keys of the q4 tier's three projections
+// The last token's intermediates the op names, beside out, S and hist.
+const std::vector<std::pair<const char*, What>> kIntermediates{
+    {"q", What::Q}, {"k", What::K}, {"beta", What::BETA}, {"g", What::G}, {"onn", What::ONN}};
+
+// The GDN step's inputs are heavy-tailed like LLM activations when the problem asks for outlier;
+// any distribution of the problem is taken as given. Token t from stream 1000 + t (gdn/inputs.hpp).
+std::vector<float> step_inputs(const rg::Geometry& g, int T, const Problem& p) { return inputs(g.hidden, T, p.dist, p.seed, 1000); }
+
+// What a variant of gdn_step runs: the tier, the q4 kernel (q4 tier), and the host-facing API.
+struct StepConfig {
+  bool q4 = false;
+  std::string q4_kernel;  // a q4_gemv variant name (q4 tier)
+  bool host = false;      // T host-facing step() calls instead of one device-resident run
+};
+
+class StepInstance final : public Instance {
+ public:
+  StepInstance(const StepWorkload& wl, const StepConfig& c)
+      : c_(c), g_(wl.w.g), T_(wl.T), dev_(wl.w.g, 1), h_(DeviceBuffer<float>::from(wl.h)), y_(wl.h.size()), host_h_(wl.h) {
+    if (c.q4) {
+      const auto q = rg::quantize_projections(wl.w);
+      dev_.q4_pool().put(kQkv, q.qkv);
+      dev_.q4_pool().put(kZ, q.z);
+      dev_.q4_pool().put(kOut, q.out);
+      dev_.set_q4_variant(c.q4_kernel);
+      if (auto why = dev_.load_q4(0, wl.w, kQkv, kZ, kOut); !why.empty()) throw Error("gdn_step: " + why);
+    } else {
+      dev_.load_f32(0, wl.w);
+    }
+    KLAB_CUDA(cudaDeviceSynchronize());
+  }
+  void run(cudaStream_t s) override {
+    dev_.set_stream(s);
+    if (!c_.host) {
+      dev_.enqueue_run(0, T_, h_.get(), y_.get(), s);
+      return;
+    }
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    KLAB_CUDA(cudaStreamIsCapturing(s, &st));
+    require(st == cudaStreamCaptureStatusNone, "host-facing steps copy and synchronise on every token (no graph can hold them)");
+    const std::size_t H = std::size_t(g_.hidden);
+    host_y_.resize(host_h_.size());
+    for (int t = 0; t < T_; ++t)
+      dev_.step(0, std::span<const float>(host_h_.data() + std::size_t(t) * H, H), std::span<float>(host_y_.data() + std::size_t(t) * H, H));
+    y_.upload(host_y_.data(), host_y_.size());
+  }
+  void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
+  void reset(cudaStream_t s) override {
+    dev_.set_stream(s);
+    dev_.reset();
+  }
+  std::vector<Named<float>> outputs() override {
+    KLAB_CUDA(cudaDeviceSynchronize());
+    std::vector<Named<float>> out{{"out", y_.download()}, {"S", dev_.get(0, What::S)}, {"hist", dev_.get(0, What::HIST)}};
+    for (const auto& [name, w] : kIntermediates) out.push_back({name, dev_.get(0, w)});
+    return out;
+  }
+
+ private:
+  StepConfig c_;
+  rg::Geometry g_;
+  int T_;
+  GdnDevice dev_;
+  DeviceBuffer<float> h_, y_;
+  std::vector<float> host_h_, host_y_;
+};
+
+std::string axes_value(const q4_gemv::Q4Kernel& k) {
+  std::string s;
+  for (const auto& [a, v] : k.axes) s += (s.empty() ? "" : "+") + a + "=" + v;
+  return s;
+}
+
+std::string can_step(const Problem& p, bool q4) {
+  const rg::Geometry g = step_geometry(p);
+  if (auto why = GdnDevice::can_implement(g, 1); !why.empty()) return why;
+  if (q4 && p.param("weights") != 1) return "the q4 tier runs on q4 weights (weights=1)";
+  return "";
+}
+}  // namespace
+
+std::uint64_t StepWorkload::digest() const {
+  const std::int64_t dims[] = {w.g.hidden, w.g.nk, w.g.nv, w.g.dk, w.g.dv, w.g.ck, T, q4 ? 1 : 0};
+  std::uint64_t d = fnv1a64(dims, sizeof dims);
+  for (const auto* t : {&w.w_qkv, &w.w_z, &w.w_b, &w.w_a, &w.w_out, &w.a_log, &w.dt_bias, &w.conv_w, &w.norm_w, &h})
+    d = fnv1a64(std::span<const float>(*t), d);
+  return d;
+}
+
+rg::Geometry step_geometry(const Problem& p) {
+  rg::Geometry g;
+  g.hidden = int(p.param("hidden"));
+  g.nk = int(p.param("nk"));
+  g.nv = int(p.param("nv"));
+  g.dk = int(p.param("dk"));
+  g.dv = int(p.param("dv"));
+  g.ck = int(p.param("ck"));
+  return g;
+}
+
+double step_bytes(const rg::Geometry& g, bool q4) {
+  const double C = g.conv_dim(), V = g.value_dim(), Hd = g.hidden, nv = g.nv;
+  const double big = C * Hd + V * Hd + Hd * V;
+  const double small = 4.0 * (2 * nv * Hd + C * g.ck + 2 * nv + g.dv);
+  const double state = 4.0 * 2 * (nv * g.dk * g.dv + double(g.ck - 1) * C);
+  return (q4 ? 0.5625 : 4.0) * big + small + state;
+}
+
+const StepWorkload& step_workload_of(const klab::Workload& w) {
+  const auto* s = dynamic_cast<const StepWorkload*>(&w);
+  require(s != nullptr, "gdn_step: handed another op's workload");
+  return *s;
+}
+
+Op make_step_op() {
+  Op op;
+  op.name = "gdn_step";
+  op.description = "one GDN layer (Qwen3.5's Gated DeltaNet) over T tokens from a zero state: out, S, hist and the last token's intermediates";
+  const rg::Geometry q = rg::qwen35_27b();
+  op.params = {
+      {"hidden", "model width", q.hidden, {q.hidden}, {256}},
+      {"nk", "key heads", q.nk, {q.nk}, {2}},
+      {"nv", "value heads (a multiple of nk)", q.nv, {q.nv}, {6}},
+      {"dk", "key head dim", q.dk, {q.dk}, {32}},
+      {"dv", "value head dim", q.dv, {q.dv}, {48}},
+      {"ck", "conv kernel width", q.ck, {q.ck}, {4}},
+      {"tokens", "tokens per run (T)", 16, {16}, {8}},
+      {"weights", "0: seeded f32 weights; 1: their big three quantised to q4 (the q4 tier's weights)", 1, {0, 1}, {1}},
+  };
+  op.validate = [](const Problem& p) -> std::string {
+    for (const char* n : {"hidden", "nk", "nv", "dk", "dv", "ck", "tokens", "weights"})
+      if (!p.has(n)) return std::string("missing parameter '") + n + "'";
+    if (auto why = step_geometry(p).validate(); !why.empty()) return why;
+    if (p.param("tokens") < 1 || p.param("tokens") > 4096) return "tokens must be in 1..4096";
+    if (p.param("weights") != 0 && p.param("weights") != 1) return "weights must be 0 (f32) or 1 (q4)";
+    if (p.param("weights") == 1)
+      if (auto why = rg::q4_geometry_error(step_geometry(p)); !why.empty()) return why;
+    return "";
+  };
+  op.generate = [](const Problem& p) -> std::unique_ptr<klab::Workload> {
+    auto wl = std::make_unique<StepWorkload>();
+    wl->problem = p;
+    const rg::Geometry g = step_geometry(p);
+    wl->T = int(p.param("tokens"));
+    wl->q4 = p.param("weights") == 1;
+    wl->w = rg::random_weights(g, p.seed);
+    if (wl->q4) wl->w = rg::with_q4(wl->w, rg::quantize_projections(wl->w));
+    wl->h = step_inputs(g, wl->T, p);
+    return wl;
+  };
+  op.references = [](const klab::Workload& w) {
+    const auto& wl = step_workload_of(w);
+    const rg::Geometry& g = wl.w.g;
+    rg::State st = rg::State::zeros(g);
+    rg::Intermediates im;
+    std::vector<double> out;
+    out.reserve(wl.h.size());
+    for (int t = 0; t < wl.T; ++t) {
+      const auto y = rg::step(wl.w, st, token(wl.h, g.hidden, t), &im);
+      out.insert(out.end(), y.begin(), y.end());
+    }
+    std::vector<Named<double>> r{{"out", std::move(out)}, {"S", st.S}, {"hist", st.hist}};
+    for (const auto& [name, what] : kIntermediates) r.push_back({name, im.get(what, st)});
+    return r;
+  };
+  op.traffic = [](const Problem& p) {
+    const rg::Geometry g = step_geometry(p);
+    const double T = double(p.param("tokens"));
+    const double big = double(g.conv_dim()) * g.hidden + 2.0 * double(g.value_dim()) * g.hidden;
+    const double macs = big + 2.0 * g.nv * g.hidden + 3.0 * g.nv * g.dk * g.dv + double(g.conv_dim()) * g.ck;
+    return Traffic{T * step_bytes(g, p.param("weights") == 1), T * macs};
+  };
+  return op;
+}
+
+std::string q4_step_variant(const std::string& q4_variant) {
+  return variant_name("gdn_step", {{"tier", "q4"}, {"proj", axes_value(q4_gemv::q4_kernel(q4_variant))}});
+}
+
+void register_all(Registry& r) {
+  r.add(make_step_op());
+  // The GDN tiers keep the f32 GDN tier's 1e-4 (three mat-vecs and a recurrence in f32 against f64);
+  // a q4 kernel that rounds x on purpose (f16x2, q8 activations) carries its own tolerance into the step.
+  auto variant = [](std::vector<std::pair<std::string, std::string>> axes, StepConfig c, std::string desc, double tol) {
+    Variant v;
+    v.op = "gdn_step";
+    v.axes = std::move(axes);
+    v.name = variant_name(v.op, v.axes);
+    v.description = std::move(desc);
+    v.tolerance = tol;
+    v.can_implement = [q4 = c.q4](const Problem& p) { return can_step(p, q4); };
+    v.make = [c](const klab::Workload& w) -> std::unique_ptr<Instance> { return std::make_unique<StepInstance>(step_workload_of(w), c); };
+    return v;
+  };
+  r.add(variant({{"tier", "f32"}}, StepConfig{}, "the f32 tier: the big three as f32 warp-row mat-vecs, one device-resident run of T tokens", 1e-4));
+  for (const auto& k : q4_gemv::q4_kernels())
+    r.add(variant({{"tier", "q4"}, {"proj", axes_value(k)}}, StepConfig{true, k.name, false},
+                  "the q4 tier, its big three on " + k.name + ", one device-resident run of T tokens", std::max(1e-4, k.tolerance)));
+  r.add(variant({{"tier", "q4"}, {"api", "host"}}, StepConfig{true, kDefaultQ4Variant, true},
+                std::string("the q4 tier on ") + kDefaultQ4Variant + " through the host-facing step(): a copy in, a copy out and a sync per token", 1e-4));
+}
+
+}  // namespace klab::gdn

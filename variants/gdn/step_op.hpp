@@ -1,0 +1,46 @@
+#pragma once
+// The op gdn_step: one GDN layer over T tokens from a zero state (seed-digest.md section 2), as a
+// registry op, so the f32 and q4 tiers race through race() like every mat-vec: poisoned outputs,
+// the f64 reference, bits against A, both timing modes.
+//
+// Parameters (Op::params): the geometry (hidden, nk, nv, dk, dv, ck; defaults Qwen3.5-27B's), tokens
+// (T) per run, and weights: 0 = the seeded f32 weights, 1 = those weights with the three big
+// projections quantised to q4 and dequantised back (the q4 tier's weights). With weights=1 the f32
+// tier (reading the dequantised values) and the q4 tier (reading the codes) compute the same
+// function, so both meet the same reference.
+//
+// Named outputs: "out" (T, hidden) the layer output of every token, "S" (nv, dk, dv) and "hist"
+// (ck-1, conv_dim) the state after the last token, and the last token's intermediates "q", "k"
+// (nk*dk, normalised), "beta", "g" (nv), "onn" (nv*dv).
+//
+// Bytes (Traffic, per run of T tokens): per token the big three (4 bytes per weight, or 0.5625 with
+// weights=1: codes and f16 scales), the small f32 weights, and S and the conv history read and
+// written once; the same model the GDN experiments quote.
+#include <string>
+
+#include "klab/ref/gdn.hpp"
+#include "klab/registry.hpp"
+
+namespace klab::gdn {
+
+struct StepWorkload : klab::Workload {
+  ref::gdn::LayerWeights w;  // with weights=1: the big three dequant(q4(w))
+  std::vector<float> h;      // (T, hidden)
+  int T = 0;
+  bool q4 = false;
+  std::uint64_t digest() const override;
+};
+
+ref::gdn::Geometry step_geometry(const Problem& p);
+// Bytes a perfect step moves for one token of geometry g (q4: the big three as codes and scales).
+double step_bytes(const ref::gdn::Geometry& g, bool q4);
+Op make_step_op();
+const StepWorkload& step_workload_of(const klab::Workload& w);
+
+// Registers gdn_step and its variants: tier=f32, tier=q4 with every raw q4_gemv kernel
+// (proj=<its axes, ',' as '+'>), and tier=q4,api=host (host-facing steps; launch mode only).
+void register_all(Registry& r);
+// The gdn_step variant that runs the q4 tier on `q4_variant` (a q4_gemv variant name).
+std::string q4_step_variant(const std::string& q4_variant);
+
+}  // namespace klab::gdn
