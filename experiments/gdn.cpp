@@ -3,7 +3,7 @@
 //                     weights; and the transformers fixtures' weights), the output against the fixtures
 //   gdn-reset-replay  after T tokens, reset, replay token 0: bitwise equal
 //   gdn-cross-layer   same weights in layer 0 and layer nl-1: bitwise equal; unloaded layer refused
-//   gdn-roundtrip     host-facing step vs device-resident run: bitwise equal, and what the round trip costs
+//   (gdn-roundtrip, the step's host APIs raced through race(), is gdn_layer.cpp)
 //   gdn-drift         >= 1024 tokens against the f64 reference: does the error grow with t?
 // All at the Qwen3.5-27B geometry (nl 48 where layers matter); --quick uses a small geometry that keeps
 // nv != nk, dk != dv and dv not a multiple of 32.
@@ -319,79 +319,6 @@ void run_cross_layer(Context& ctx) {
             std::to_string(ok) + "/" + std::to_string(ops.size()) + " operations on never-loaded layer 1 refused, naming it" + (evidence.empty() ? "" : ": " + evidence));
 }
 
-// ---- gdn-roundtrip ---------------------------------------------------------------------------------
-
-const Claim kTripBitwise{"bitwise", "host-facing step and device-resident run give bitwise equal outputs, final state and OUT over T tokens"};
-const Claim kTripCost{"round-trip-cost", "the host round trip costs under 0.05 ms per layer per token (seed, RTX 5090: 0.01-0.04 ms)"};
-const Claim kTripRunFaster{"run-faster", "the device-resident run is faster than the host-facing step"};
-
-void run_roundtrip(Context& ctx) {
-  const Geometry g = geometry_for(ctx);
-  const int T = ctx.options().quick ? 8 : 16;
-  const std::size_t H = std::size_t(g.hidden);
-  const auto w = rg::random_weights(g, ctx.options().seed);
-  GdnDevice dev(g, 1);
-  const cudaStream_t s = ctx.timer().stream();
-  dev.set_stream(s);
-  dev.load_f32(0, w);
-  const auto h = make_inputs(g, T, ctx.options().seed);
-
-  // Verification before timing: T host-facing steps against one device-resident run of T tokens.
-  std::vector<float> y_step(std::size_t(T) * H), y_run(std::size_t(T) * H);
-  dev.reset();
-  for (int t = 0; t < T; ++t) dev.step(0, token(h, g, t), std::span<float>(y_step.data() + std::size_t(t) * H, H));
-  const auto st_step = dev.save_state(0);
-  const auto out_step = dev.get(0, What::OUT);
-  dev.reset();
-  dev.run(0, T, h, y_run);
-  const auto st_run = dev.save_state(0);
-  const auto out_run = dev.get(0, What::OUT);
-  const std::int64_t d_y = bitwise_diff(y_step, y_run);
-  const std::int64_t d_st = bitwise_diff(st_step.S, st_run.S) + bitwise_diff(st_step.hist, st_run.hist) + bitwise_diff(out_step, out_run);
-  ctx.claim(kTripBitwise).set(d_y == 0 && d_st == 0,
-            std::to_string(d_y) + "/" + std::to_string(y_step.size()) + " outputs and " + std::to_string(d_st) + " state/OUT elements differ over " +
-                std::to_string(T) + " tokens");
-
-  // Timing: a repetition is T tokens from a zero state (reset outside the timed region).
-  DeviceBuffer<float> d_hseq = DeviceBuffer<float>::from(h), d_yseq(std::size_t(T) * H);
-  KLAB_CUDA(cudaDeviceSynchronize());  // the upload ran on the legacy stream; the timer's stream does not wait for it
-  const TimingOptions opt = ctx.options().timing();
-  auto reset = [&](cudaStream_t) { dev.reset(); };
-  const Timing t_step = ctx.timer().time([&](cudaStream_t) {
-    for (int t = 0; t < T; ++t) dev.step(0, token(h, g, t), std::span<float>(y_step.data() + std::size_t(t) * H, H));
-  }, opt, reset);
-  const Timing t_run = ctx.timer().time([&](cudaStream_t) { dev.run(0, T, h, y_run); }, opt, reset);
-  const Timing t_dev = ctx.timer().time([&](cudaStream_t st) { dev.enqueue_run(0, T, d_hseq.get(), d_yseq.get(), st); }, opt, reset);
-
-  // Bytes a perfect step moves: every weight once, S read and written, the history read and written.
-  const double C = g.conv_dim(), V = g.value_dim(), Hd = g.hidden, nv = g.nv;
-  const double bytes = 4.0 * (C * Hd + V * Hd + 2 * nv * Hd + Hd * V + C * g.ck + 2 * nv + g.dv) +
-                       4.0 * 2 * (nv * g.dk * g.dv + double(g.ck - 1) * C);
-  auto add = [&](const std::string& mode, const Timing& t) {
-    auto rec = ctx.record("gdn_roundtrip");
-    rec["mode"] = mode;
-    rec["geometry"] = to_json(g);
-    rec["tokens"] = T;
-    rec["timing"] = to_json(t);
-    const Summary& sm = t.summary;
-    rec["ms_per_layer_token"] = {{"median", sm.median / T}, {"min", sm.min / T}, {"max", sm.max / T}};
-    rec["bytes_per_step"] = bytes;
-    add_rates(ctx, rec, bytes, sm.median / T);
-    ctx.add(std::move(rec));
-  };
-  add("host-step", t_step);
-  add("device-run", t_run);
-  add("device-enqueue", t_dev);
-  const double per_step = t_step.summary.median / T, per_run = t_run.summary.median / T, per_dev = t_dev.summary.median / T;
-  const double trip = per_step - per_run;
-  ctx.log(fmt("per layer per token: host step %.4f ms, device run %.4f ms, device only %.4f ms; round trip %.4f ms", per_step, per_run, per_dev, trip));
-  // The seed measured 0.01-0.04 ms per layer per token on an RTX 5090 (not the ~13 ms/token once guessed).
-  ctx.claim(kTripCost).set(trip < 0.05, fmt("host-facing %.4f ms - device-resident %.4f ms = %.4f ms per layer per token", per_step, per_run, trip));
-  const Comparison c = compare_times(t_step.kept_ms, t_run.kept_ms, ctx.options().seed);
-  ctx.claim(kTripRunFaster).set(c.verdict == Verdict::faster,
-            "device-resident run against host-facing steps: " + speedup_text(c));
-}
-
 // ---- gdn-drift -------------------------------------------------------------------------------------
 
 const Claim kDriftSeeded{"seeded", "the layer output stays within 1e-4 (max_rel) of the f64 reference at every token, seeded weights (1024 tokens; --quick 128)"};
@@ -513,12 +440,6 @@ void register_gdn(Registry& r) {
       .description = "GDN step, nl 48: same weights in layer 0 and layer 47 give the same bits (per-layer state offsets); unloaded layers refused",
       .claims = {kCrossBitwise, kCrossIsolated, kCrossRefused},
       .run = run_cross_layer,
-  });
-  r.add(Experiment{
-      .name = "gdn-roundtrip",
-      .description = "GDN step: host-facing step (copy in, step, copy out, sync per token) vs device-resident run of T tokens: bits and time",
-      .claims = {kTripBitwise, kTripCost, kTripRunFaster},
-      .run = run_roundtrip,
   });
   r.add(Experiment{
       .name = "gdn-drift",

@@ -1,4 +1,4 @@
-// gdn-q4-layer: the GDN step (op gdn_step, variants/gdn/step_op.hpp) raced through race(): the f32
+// gdn-roundtrip and gdn-q4-layer: the GDN step (op gdn_step, variants/gdn/step_op.hpp) raced through race(): the f32
 // tier (A), the q4 tier on its default q4 mat-vec, the same through the host-facing API, and the q4
 // tier on every other raw q4_gemv kernel. All run on the q4 weights (weights=1), so every tier meets
 // the same f64 reference; time is per run of T tokens, quoted per layer per token.
@@ -99,6 +99,39 @@ void settle(Context& ctx, const std::vector<Measured>& ms, const Problem& p) {
                                         fmt(" %.4f ms per layer per token", best_exact));
 }
 
+// ---- gdn-roundtrip: the f32 tier's host APIs against the device-resident run, weights=0.
+const Claim kTripBitwise{"bitwise", "host-facing step and device-resident run give bitwise equal outputs, final state and OUT over T tokens"};
+const Claim kTripCost{"round-trip-cost", "the host round trip costs under 0.05 ms per layer per token (seed, RTX 5090: 0.01-0.04 ms)"};
+const Claim kTripRunFaster{"run-faster", "the device-resident run is faster than the host-facing step"};
+
+void run_roundtrip(Context& ctx) {
+  const Op& op = ctx.registry().op("gdn_step");
+  // A: T host-facing steps; B: GdnDevice::run (one copy each way, one sync); C: enqueue_run alone.
+  const auto vs = lookup(ctx, {"gdn_step/tier=f32,api=host", "gdn_step/tier=f32,api=run", "gdn_step/tier=f32"});
+  for (Problem p : op_problems(ctx, op, Dist::outlier)) {
+    if (!ctx.options().set.count("weights")) p.params["weights"] = 0;  // the f32 tier's own weights unless swept
+    const auto ms = race(ctx, op, vs, p, RaceOptions{.tolerance = 1e-4, .tolerance_for = {}});
+    const Measured* host = find(ms, vs[0]->name);
+    const Measured* run = find(ms, vs[1]->name);
+    const Measured* dev = find(ms, vs[2]->name);
+    const std::string key = p.key();
+    const double T = double(p.param("tokens"));
+    if (host && dev && host->verified && dev->verified)
+      ctx.claim(kTripBitwise).settle(key, host->bits_vs_a == 0 && dev->bits_vs_a == 0,
+                                     fmt("elements differing from the host-facing steps (out, S, hist, intermediates): run %g, device-resident %g, over %g tokens",
+                                         double(run ? run->bits_vs_a : -1), double(dev->bits_vs_a), T));
+    const ModeResult* hl = host ? host->mode(TimingMode::launch) : nullptr;
+    const ModeResult* rl = run ? run->mode(TimingMode::launch) : nullptr;
+    if (hl && rl) {
+      const double trip = (hl->timing.summary.median - rl->timing.summary.median) / T;
+      // The seed measured 0.01-0.04 ms per layer per token on an RTX 5090 (not the ~13 ms/token once guessed).
+      ctx.claim(kTripCost).settle(key, trip < 0.05, fmt("launch mode: host-facing %.4f ms - device-resident run %.4f ms = %.4f ms per layer per token",
+                                                        hl->timing.summary.median / T, rl->timing.summary.median / T, trip));
+      if (rl->vs_a) ctx.claim(kTripRunFaster).settle(key, rl->vs_a->verdict == Verdict::faster, "device-resident run against host-facing steps: " + speedup_text(*rl->vs_a));
+    }
+  }
+}
+
 void run_layer(Context& ctx) {
   const Op& op = ctx.registry().op("gdn_step");
   std::vector<std::string> names{"gdn_step/tier=f32", gdn::q4_step_variant(gdn::kDefaultQ4Variant), "gdn_step/tier=q4,api=host"};
@@ -119,6 +152,12 @@ void run_layer(Context& ctx) {
 }  // namespace
 
 void register_gdn_layer(Registry& r) {
+  r.add(Experiment{
+      .name = "gdn-roundtrip",
+      .description = "GDN step (op gdn_step, f32 tier): host-facing steps vs GdnDevice::run vs the device-resident run alone: bits and time",
+      .claims = {kTripBitwise, kTripCost, kTripRunFaster},
+      .run = run_roundtrip,
+  });
   r.add(Experiment{
       .name = "gdn-q4-layer",
       .description = "GDN step (op gdn_step) raced: f32 vs q4 tier, host-facing vs device-resident; every q4_gemv variant inside the step",

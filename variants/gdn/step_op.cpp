@@ -29,7 +29,10 @@ std::vector<float> step_inputs(const rg::Geometry& g, int T, const Problem& p) {
 struct StepConfig {
   bool q4 = false;
   std::string q4_kernel;  // a q4_gemv variant name (q4 tier)
-  bool host = false;      // T host-facing step() calls instead of one device-resident run
+  // How the T tokens are driven: "" one enqueue_run on device buffers (capturable); "run": GdnDevice::run
+  // (one copy in, T steps, one copy out, one sync); "host": T host-facing step() calls (a copy in,
+  // a copy out and a sync per token). The two host APIs cannot be captured in a graph.
+  std::string api;
 };
 
 class StepInstance final : public Instance {
@@ -50,17 +53,21 @@ class StepInstance final : public Instance {
   }
   void run(cudaStream_t s) override {
     dev_.set_stream(s);
-    if (!c_.host) {
+    if (c_.api.empty()) {
       dev_.enqueue_run(0, T_, h_.get(), y_.get(), s);
       return;
     }
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     KLAB_CUDA(cudaStreamIsCapturing(s, &st));
-    require(st == cudaStreamCaptureStatusNone, "host-facing steps copy and synchronise on every token (no graph can hold them)");
+    require(st == cudaStreamCaptureStatusNone, "api=" + c_.api + " copies to and from the host and synchronises (no graph can hold it)");
     const std::size_t H = std::size_t(g_.hidden);
     host_y_.resize(host_h_.size());
-    for (int t = 0; t < T_; ++t)
-      dev_.step(0, std::span<const float>(host_h_.data() + std::size_t(t) * H, H), std::span<float>(host_y_.data() + std::size_t(t) * H, H));
+    if (c_.api == "run") {
+      dev_.run(0, T_, host_h_, host_y_);
+    } else {
+      for (int t = 0; t < T_; ++t)
+        dev_.step(0, std::span<const float>(host_h_.data() + std::size_t(t) * H, H), std::span<float>(host_y_.data() + std::size_t(t) * H, H));
+    }
     y_.upload(host_y_.data(), host_y_.size());
   }
   void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
@@ -213,10 +220,14 @@ void register_all(Registry& r) {
   };
   r.add(variant({{"tier", "f32"}}, StepConfig{}, "the f32 tier: the big three as f32 warp-row mat-vecs, one device-resident run of T tokens", 1e-4));
   for (const auto& k : q4_gemv::q4_kernels())
-    r.add(variant({{"tier", "q4"}, {"proj", axes_value(k)}}, StepConfig{true, k.name, false},
+    r.add(variant({{"tier", "q4"}, {"proj", axes_value(k)}}, StepConfig{true, k.name, ""},
                   "the q4 tier, its big three on " + k.name + ", one device-resident run of T tokens", std::max(1e-4, k.tolerance)));
-  r.add(variant({{"tier", "q4"}, {"api", "host"}}, StepConfig{true, kDefaultQ4Variant, true},
+  r.add(variant({{"tier", "q4"}, {"api", "host"}}, StepConfig{true, kDefaultQ4Variant, "host"},
                 std::string("the q4 tier on ") + kDefaultQ4Variant + " through the host-facing step(): a copy in, a copy out and a sync per token", 1e-4));
+  r.add(variant({{"tier", "f32"}, {"api", "host"}}, StepConfig{false, "", "host"},
+                "the f32 tier through the host-facing step(): a copy in, a copy out and a sync per token", 1e-4));
+  r.add(variant({{"tier", "f32"}, {"api", "run"}}, StepConfig{false, "", "run"},
+                "the f32 tier through GdnDevice::run: one copy in, T steps, one copy out, one sync", 1e-4));
 }
 
 }  // namespace klab::gdn

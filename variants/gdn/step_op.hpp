@@ -38,7 +38,8 @@ Op make_step_op();
 const StepWorkload& step_workload_of(const klab::Workload& w);
 
 // Registers gdn_step and its variants: tier=f32, tier=q4 with every raw q4_gemv kernel
-// (proj=<its axes, ',' as '+'>), and tier=q4,api=host (host-facing steps; launch mode only).
+// (proj=<its axes, ',' as '+'>), and the host APIs (launch mode only): tier=q4,api=host,
+// tier=f32,api=host (T host-facing steps) and tier=f32,api=run (GdnDevice::run).
 void register_all(Registry& r);
 // The gdn_step variant that runs the q4 tier on `q4_variant` (a q4_gemv variant name).
 std::string q4_step_variant(const std::string& q4_variant);
