@@ -3,6 +3,9 @@
 
 #include <set>
 
+#include "f32_gemv/kernels.hpp"
+#include "gdn/q4_pool.hpp"
+#include "gdn/step_op.hpp"
 #include "klab/catalog.hpp"
 #include "klab/error.hpp"
 #include "klab/registry.hpp"
@@ -133,4 +136,26 @@ TEST_CASE("an op with one output names it y; an instance without output() says i
     void poison(cudaStream_t) override {}
   } many;
   CHECK_THROWS_WITH_AS(many.outputs(), doctest::Contains("names its outputs"), Error);
+}
+
+TEST_CASE("kernels other families compose are chosen one way: by their registered variant names") {
+  for (const auto& k : f32_gemv::f32_kernels()) CHECK(registry().has_variant(k.name));
+  CHECK_THROWS_WITH_AS(f32_gemv::f32_kernel("f32_gemv/impl=nope"), doctest::Contains("f32_gemv/impl=warp-row,unroll=1"), Error);
+  // The GDN step's variants name the q4 kernel they run; each is registered under that derived name.
+  CHECK(registry().has_variant(gdn::q4_step_variant(gdn::kDefaultQ4Variant)));
+  CHECK(gdn::q4_step_variant(gdn::kDefaultQ4Variant) == "gdn_step/tier=q4,proj=map=block-per-thread+dot=offset+rows=8");
+  const Op& step = registry().op("gdn_step");
+  const Problem p = step.default_problem();
+  CHECK(step.validate(p).empty());
+  CHECK(p.param("hidden") == 5120);
+  CHECK(p.param("weights") == 1);
+  // 16 tokens of the Qwen3.5-27B layer on the q4 tier: the q4 bytes of the big three per token.
+  const Traffic t = step.traffic(p);
+  CHECK(t.bytes == doctest::Approx(16 * gdn::step_bytes(gdn::step_geometry(p), true)));
+  Problem f = p;
+  f.params["weights"] = 0;
+  CHECK(step.traffic(f).bytes > 5 * t.bytes);  // 4 bytes a weight against 0.5625
+  CHECK(registry().variant(gdn::q4_step_variant(gdn::kDefaultQ4Variant)).can_implement(f).find("weights=1") != std::string::npos);
+  f.params["tokens"] = 0;
+  CHECK(step.validate(f).find("tokens") != std::string::npos);
 }

@@ -3,7 +3,9 @@
 //   unroll=1: one load in flight per lane, one accumulator (the plain kernel).
 //   unroll=4: four independent 16-byte loads issued before their first use, four accumulators
 //             summed at the end: more bytes in flight per warp to hide DRAM latency.
+#include "f32_gemv/kernels.hpp"
 #include "f32_gemv/variants.hpp"
+#include "klab/error.hpp"
 
 #include "klab/cuda.hpp"
 
@@ -55,17 +57,20 @@ __global__ void warp_row_kernel(const float* __restrict__ w, const float* __rest
 }
 
 template <int Unroll>
+void launch_warp_row(const float* w, const float* x, float* y, int m, int k, cudaStream_t s) {
+  const unsigned grid = unsigned((m + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  if (k % 4 == 0) warp_row_kernel<true, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, x, y, m, k);
+  else warp_row_kernel<false, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, x, y, m, k);
+  KLAB_CUDA_LAUNCH("warp_row_kernel");
+}
+
+template <int Unroll>
 class WarpRow : public Instance {
  public:
   explicit WarpRow(const Workload& wl)
       : m_(int(wl.problem.shape.m)), k_(int(wl.problem.shape.k)), w_(DeviceBuffer<float>::from(wl.w)),
         x_(DeviceBuffer<float>::from(wl.x)), y_(std::size_t(m_)) {}
-  void run(cudaStream_t s) override {
-    const unsigned grid = unsigned((m_ + kWarpsPerBlock - 1) / kWarpsPerBlock);
-    if (k_ % 4 == 0) warp_row_kernel<true, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w_.get(), x_.get(), y_.get(), m_, k_);
-    else warp_row_kernel<false, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w_.get(), x_.get(), y_.get(), m_, k_);
-    KLAB_CUDA_LAUNCH("warp_row_kernel");
-  }
+  void run(cudaStream_t s) override { launch_warp_row<Unroll>(w_.get(), x_.get(), y_.get(), m_, k_, s); }
   void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
   std::vector<float> output() override { return y_.download(); }
 
@@ -89,5 +94,19 @@ Variant warp_row_variant() {
 }
 template Variant warp_row_variant<1>();
 template Variant warp_row_variant<4>();
+
+const std::vector<F32Kernel>& f32_kernels() {
+  static const std::vector<F32Kernel> ks{{warp_row_variant<1>().name, &launch_warp_row<1>}, {warp_row_variant<4>().name, &launch_warp_row<4>}};
+  return ks;
+}
+
+const F32Kernel& f32_kernel(const std::string& name) {
+  std::string known;
+  for (const auto& k : f32_kernels()) {
+    if (k.name == name) return k;
+    known += (known.empty() ? "" : ", ") + k.name;
+  }
+  throw Error("unknown f32 kernel '" + name + "' (known: " + known + ")");
+}
 
 }  // namespace klab::f32_gemv

@@ -111,7 +111,7 @@ class GdnDevice {
   // The keys a q4 layer is bound to (nullopt for any other layer).
   std::optional<Q4Keys> q4_keys(int layer) const;
   // What computes the layer's big projections, e.g. "q4/q4_gemv/scale=per-lane,... keys qkv=1 z=2 out=3"
-  // or "f32/warp-row"; "" when none.
+  // or "f32/f32_gemv/impl=warp-row,unroll=1"; "" when none.
   std::string describe(int layer) const;
 
   // The resident q4 pool of this device (q4_pool.hpp). Clearing it, erasing or re-putting a key

@@ -1,0 +1,25 @@
+#pragma once
+// The f32_gemv kernels as raw launchers, by their registry names: what other families compose
+// (the GDN step's f32 projections and its b|a projection run one of these, chosen by name), so a
+// kernel lives in one place and is chosen one way. Each launcher is the kernel its variant times.
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+namespace klab::f32_gemv {
+
+struct F32Kernel {
+  std::string name;  // the variant's name, e.g. "f32_gemv/impl=warp-row,unroll=1"
+  // Enqueues y = W x on `stream`: w (m, k) row-major, x (k), y (m), device pointers (w and x from
+  // cudaMalloc: 16-byte aligned rows when k % 4 == 0). No allocation, no sync. Deterministic: the
+  // same inputs give the same bits on every run.
+  void (*launch)(const float* w, const float* x, float* y, int m, int k, cudaStream_t stream);
+};
+
+// Our f32 kernels (the cuBLAS peer has no raw launcher), in registration order.
+const std::vector<F32Kernel>& f32_kernels();
+// The kernel named `name`; throws klab::Error naming the known ones when there is none.
+const F32Kernel& f32_kernel(const std::string& name);
+
+}  // namespace klab::f32_gemv
