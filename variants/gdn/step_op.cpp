@@ -40,7 +40,7 @@ class StepInstance final : public Instance {
   StepInstance(const StepWorkload& wl, const StepConfig& c)
       : c_(c), g_(wl.w.g), T_(wl.T), dev_(wl.w.g, 1), h_(DeviceBuffer<float>::from(wl.h)), y_(wl.h.size()), host_h_(wl.h) {
     if (c.q4) {
-      const auto q = rg::quantize_projections(wl.w);
+      const auto& q = wl.q;
       dev_.q4_pool().put(kQkv, q.qkv);
       dev_.q4_pool().put(kZ, q.z);
       dev_.q4_pool().put(kOut, q.out);
@@ -170,7 +170,10 @@ Op make_step_op() {
     wl->T = int(p.param("tokens"));
     wl->q4 = p.param("weights") == 1;
     wl->w = rg::random_weights(g, p.seed);
-    if (wl->q4) wl->w = rg::with_q4(wl->w, rg::quantize_projections(wl->w));
+    if (wl->q4) {
+      wl->q = rg::quantize_projections(wl->w);
+      wl->w = rg::with_q4(wl->w, wl->q);
+    }
     wl->h = step_inputs(g, wl->T, p);
     return wl;
   };

@@ -19,12 +19,14 @@
 #include <string>
 
 #include "klab/ref/gdn.hpp"
+#include "klab/ref/gdn_q4.hpp"
 #include "klab/registry.hpp"
 
 namespace klab::gdn {
 
 struct StepWorkload : klab::Workload {
   ref::gdn::LayerWeights w;  // with weights=1: the big three dequant(q4(w))
+  ref::gdn::Q4Projections q;  // with weights=1: q4(w)'s codes and scales, quantised once for every instance
   std::vector<float> h;      // (T, hidden)
   int T = 0;
   bool q4 = false;
