@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # The reference run on a lent GPU machine (no network, no Debian packages), from prebuilt binaries:
 # the whole standard run, the Python peers merged into it, Nsight Compute over the q4 kernels at
-# 17408x5120, the gpu suite, and a second run of the mat-vec races of the same binary (for
-# scripts/compare.py: two runs of one commit). Each step has its own time limit so that one slow
-# step cannot eat the others; every log and report lands under OUT.
-#   scripts/h200_reference.sh BIN OUT
+# 17408x5120, the gpu suite, a second run of the mat-vec races of the same binary (for
+# scripts/compare.py: two runs of one commit), and compute-sanitizer's four tools over the whole gpu
+# suite (run side by side once the timings are done: they time nothing). Each step has its own time
+# limit so that one slow step cannot eat the others; every log and report lands under OUT.
+#   scripts/h200_reference.sh BIN OUT [SANITIZER_SECONDS]
 set -uo pipefail
-B="$1"; OUT="$2"
-mkdir -p "$OUT/run" "$OUT/run2"
+B="$1"; OUT="$2"; SAN_S="${3:-240}"
+mkdir -p "$OUT/run" "$OUT/run2" "$OUT/sanitizer"
 EXPS=$("$B/klab" list experiments | sed -n 's/^  \([^ ]*\).*/\1/p' | tr '\n' ' ')
 echo "experiments: $EXPS" > "$OUT/run.log"
-(time timeout 340 "$B/klab" run $EXPS --out "$OUT/run") >> "$OUT/run.log" 2>&1; echo "run rc=$?" >> "$OUT/run.log"
-(time timeout 30 "$B/klab_gpu_tests") > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu-tests.log"
+(time timeout 400 "$B/klab" run $EXPS --out "$OUT/run") >> "$OUT/run.log" 2>&1; echo "run rc=$?" >> "$OUT/run.log"
+(time timeout 60 "$B/klab_gpu_tests") > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu-tests.log"
 {
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ps .carry/peers/wheels/*.whl
   mkdir -p /tmp/p
@@ -26,4 +27,17 @@ echo "experiments: $EXPS" > "$OUT/run.log"
 } > "$OUT/peers.log" 2>&1
 (time timeout 90 "$B/klab" run f32-gemv-vs-cublas q4-vs-peers --out "$OUT/run2") > "$OUT/run2.log" 2>&1; echo "run2 rc=$?" >> "$OUT/run2.log"
 rm -f "$OUT"/run2/report*.csv
+# compute-sanitizer over the whole gpu suite, the four tools side by side. A tool that does not
+# finish inside SANITIZER_SECONDS leaves a partial log ending in "rc=124": inconclusive, not a pass.
+# Reports raised inside cuBLAS are named by the frames in the log; nothing is silenced.
+S=/usr/local/cuda/bin/compute-sanitizer
+for tool in memcheck racecheck initcheck synccheck; do
+  extra=""
+  [ "$tool" = memcheck ] && extra="--leak-check full"
+  [ "$tool" = initcheck ] && extra="--track-unused-memory no"
+  ( timeout "$SAN_S" $S --tool $tool $extra --print-limit 200 "$B/klab_gpu_tests" > "$OUT/sanitizer/$tool.log" 2>&1
+    echo "$tool rc=$?" >> "$OUT/sanitizer/$tool.log" ) &
+done
+wait
 grep -E "^claims|ceiling:|rc=" "$OUT/run.log" "$OUT/run2.log"; tail -3 "$OUT/gpu-tests.log"; grep -E "rc=|added|measurement" "$OUT/peers.log"
+for f in "$OUT"/sanitizer/*.log; do echo "$(basename $f): $(grep -E 'ERROR SUMMARY|rc=' $f | tr '\n' ' ')"; done
