@@ -1,7 +1,9 @@
 // klab_bench: Google Benchmark over the same registry, for microbenchmark users: one benchmark per
-// (variant, seed shape), timed manually with CUDA events, L2 flushed outside the timed region,
-// bytes_per_second from the op's byte model. Filters and JSON out are Google Benchmark's own
-// (--benchmark_filter=REGEX, --benchmark_format=json). Without a device every case is skipped.
+// (variant, seed shape) (ops with declared parameters: their defaults), timed manually with CUDA
+// events, L2 flushed outside the timed region, bytes_per_second from the op's byte model. Variants
+// are chosen as `klab run` chooses them (--variants FILTER: a fragment or a glob); Google Benchmark's
+// own --benchmark_filter=REGEX and --benchmark_format=json work as usual. Without a device every case
+// is skipped.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -11,6 +13,8 @@
 #include "klab/catalog.hpp"
 #include "klab/cuda.hpp"
 #include "klab/device.hpp"
+#include "klab/error.hpp"
+#include "klab/experiment.hpp"
 #include "klab/metrics.hpp"
 #include "klab/timing.hpp"
 
@@ -38,25 +42,24 @@ Shared* shared() {
 // Cases that failed (a CUDA error, a failed verification): the exit status says so.
 int g_errors = 0;
 
-void bench_case(benchmark::State& state, const Op* op, const Variant* v, Shape shape);
+void bench_case(benchmark::State& state, const Op* op, const Variant* v, const Problem& p);
 
-void bench(benchmark::State& state, const Op* op, const Variant* v, Shape shape) {
+void bench(benchmark::State& state, const Op* op, const Variant* v, Problem p) {
   try {
-    bench_case(state, op, v, shape);
+    bench_case(state, op, v, p);
   } catch (const std::exception& e) {
     ++g_errors;
     state.SkipWithError((std::string("error: ") + e.what()).c_str());
   }
 }
 
-void bench_case(benchmark::State& state, const Op* op, const Variant* v, Shape shape) {
+void bench_case(benchmark::State& state, const Op* op, const Variant* v, const Problem& p) {
   Shared* sh = shared();
   if (!sh) {
     state.SkipWithError(("skipped: " + no_device_reason()).c_str());
     for (auto _ : state) {}
     return;
   }
-  Problem p{shape, Dist::uniform, 1};
   if (auto why = v->can_implement(p); !why.empty()) {
     state.SkipWithError(("skipped: " + why).c_str());
     for (auto _ : state) {}
@@ -69,7 +72,15 @@ void bench_case(benchmark::State& state, const Op* op, const Variant* v, Shape s
   inst->poison(sh->stream);
   inst->run(sh->stream);
   KLAB_CUDA(cudaStreamSynchronize(sh->stream));
-  const Accuracy acc = accuracy(inst->output(), op->reference(*work));
+  // Every named output against the reference's tensor of that name; the worst counts.
+  const auto outs = inst->outputs();
+  const auto refs = op->references_of(*work);
+  require(outs.size() == refs.size(), v->name + ": " + std::to_string(outs.size()) + " outputs, the reference has " + std::to_string(refs.size()));
+  Accuracy acc;
+  for (std::size_t t = 0; t < outs.size(); ++t) {
+    const Accuracy a = accuracy(outs[t].data, refs[t].data);
+    if (t == 0 || !a.finite() || a.max_rel > acc.max_rel) acc = a;
+  }
   const double tol = v->tolerance > 0 ? v->tolerance : 1e-5;
   if (!acc.finite() || acc.max_rel > tol) {
     ++g_errors;
@@ -102,14 +113,45 @@ void bench_case(benchmark::State& state, const Op* op, const Variant* v, Shape s
   state.counters["GMAC/s"] = benchmark::Counter(t.macs * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+// The problems a variant is benchmarked on: the seed's mat-vec shapes, or an op's declared defaults.
+std::vector<Problem> problems_of(const Op& op) {
+  std::vector<Problem> ps;
+  if (!op.params.empty()) ps.push_back(op.default_problem());
+  else
+    for (const auto& s : seed_shapes()) ps.push_back(Problem{s, Dist::uniform, 1});
+  return ps;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --variants FILTER: the filter of `klab run` and `klab list` (a fragment of the name, or a glob with
+  // * or ?), applied before Google Benchmark's own --benchmark_filter (a regex over NAME/PROBLEM).
+  RunOptions sel;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--variants" && i + 1 < argc) sel.variants = argv[++i];
+    else if (a.rfind("--variants=", 0) == 0) sel.variants = a.substr(11);
+    else if (a == "--variants") {
+      std::cerr << "klab_bench: --variants needs a FILTER (a fragment of a variant's name, or a glob)" << std::endl;
+      return 2;
+    } else args.push_back(argv[i]);
+  }
+  argc = int(args.size());
+  argv = args.data();
+  int registered = 0;
   for (const auto& [name, v] : registry().variants()) {
     const Op* op = &registry().op(v.op);
-    if (!op->generate) continue;
-    for (const auto& s : seed_shapes())
-      benchmark::RegisterBenchmark((name + "/" + s.str()).c_str(), bench, op, &v, s)->UseManualTime()->Unit(benchmark::kMicrosecond);
+    if (!op->generate || !sel.selects(name)) continue;
+    for (const auto& p : problems_of(*op)) {
+      benchmark::RegisterBenchmark((name + "/" + p.key()).c_str(), bench, op, &v, p)->UseManualTime()->Unit(benchmark::kMicrosecond);
+      ++registered;
+    }
+  }
+  if (registered == 0) {
+    std::cerr << "klab_bench: no variant matches --variants '" << sel.variants << "'" << std::endl;
+    return 2;
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;

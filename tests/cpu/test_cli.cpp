@@ -140,6 +140,24 @@ TEST_CASE("klab_bench: a filter that matches nothing (or is no regex) exits 2; w
   CHECK(bench("--benchmark_filter=no-such-benchmark") == 2);
   CHECK(bench("'--benchmark_filter=('") == 2);
   if (!klab::has_device()) CHECK(bench("--benchmark_filter=unroll=1/5120x6144") == 4);
+  // --variants: the filter of klab run and list (a fragment, or a glob), before Google Benchmark's regex.
+  CHECK(bench("--variants no-such-variant") == 2);
+  CHECK(bench("--variants") == 2);
+  auto listed = [](const std::string& args) {
+    const std::string cmd = std::string(KLAB_BENCH) + " " + args + " --benchmark_list_tests 2>/dev/null";
+    std::string out;
+    if (FILE* f = popen(cmd.c_str(), "r")) {
+      char buf[512];
+      while (std::fgets(buf, sizeof buf, f)) out += buf;
+      pclose(f);
+    }
+    return out;
+  };
+  const auto some = listed("--variants 'f32_gemv/*unroll=4'");
+  CHECK(some.find("f32_gemv/impl=warp-row,unroll=4/17408x5120") != std::string::npos);
+  CHECK(some.find("unroll=1") == std::string::npos);
+  // An op with declared parameters is benchmarked at its defaults, named by its problem.
+  CHECK(listed("--variants gdn_step/tier=f32,api=run").find("gdn_step/tier=f32,api=run/ck=4,dk=128,dv=128,hidden=5120") != std::string::npos);
 }
 
 TEST_CASE("klab ab --set sweeps every m x k x dist, one race each, named by its problem") {
