@@ -19,8 +19,15 @@
 //   12 load=bulk rows=4 pdl=on      the same with half the group: twice the groups, finer balance at 5120-6144 rows
 //   13 load=cp-async rows=8 pdl=on  the same ring filled by per-thread cp.async: no mbarrier, no single issuer
 //   14 load=bulk rows=8 pdl=off     rung 11's twin: what PDL gives a persistent ring
-//   15 q8-dp4a rows=4 pdl=on   16 q8-dp4a rows=4 pdl=off (its twin)
-//   17 f16x2 rows=4 pdl=on     18 f32 rows=8 pdl=on (the bits of rung 0)
+//   then grid=half (the ring in half an SM's shared memory, packed_ring.hpp), not yet measured; the
+//   trial (reports/h200/q4-ring-trial/) put rung 11 at 77.2 / 60.1 / 48.7 / 49.8% against rung 10's
+//   73.3 / 62.0 / 56.9 / 56.1%: its two 92 KB blocks fill the SM, so no next launch overlaps it:
+//   15 xprep=block per-sm=1 pdl=on  one block per SM (1.03x balance at every seed shape), the next launch's blocks co-reside and load during this one; no prep kernel
+//   16 xprep=block per-sm=2 pdl=on  two blocks of 2 stages per SM: twice the consumer warps, grid=fill's balance
+//   17 xprep=launch per-sm=1 pdl=on rung 15 with the prep kernel: what co-residency alone gives over rung 11
+//   18 xprep=block per-sm=1 pdl=off rung 15's twin: co-residency needs PDL
+//   19 q8-dp4a rows=4 pdl=on   20 q8-dp4a rows=4 pdl=off (its twin)
+//   21 f16x2 rows=4 pdl=on     22 f32 rows=8 pdl=on (the bits of rung 0)
 //   Predicted (not measured): 10/11 ~12-13 / 8.5 / 6 / 6 us at the four seed shapes (balanced waves,
 //   no per-block x preparation, no persistent-loop tail); 13 ~ fill's f16x2 or better; 14 ~20 us on
 //   17408x5120 (A's structure less one FADD per weight, plus PDL).
@@ -67,14 +74,22 @@ std::vector<std::string> rungs() {
   out.push_back(ring("bulk", "4", "on"));
   out.push_back(ring("cp-async", "8", "on"));
   out.push_back(ring("bulk", "8", "off"));
+  auto half = [](const std::string& xprep, const std::string& per_sm, const std::string& pdl) {
+    return variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "half"}, {"xprep", xprep}, {"load", "bulk"}, {"per-sm", per_sm},
+                                    {"pdl", pdl}, {"rows", "8"}});
+  };
+  out.push_back(half("block", "1", "on"));
+  out.push_back(half("block", "2", "on"));
+  out.push_back(half("launch", "1", "on"));
+  out.push_back(half("block", "1", "off"));
   for (const auto& [dot, rows, pdl] :
        std::vector<std::array<std::string, 3>>{{"q8-dp4a", "4", "on"}, {"q8-dp4a", "4", "off"}, {"f16x2", "4", "on"}, {"f32", "8", "on"}})
     out.push_back(xl(dot, rows, pdl));
   return out;
 }
-// The xprep=launch rungs and the ring rungs (indices in rungs()).
-constexpr std::size_t kXlQ8r8 = 10, kRingBulk8 = 11, kRingBulk4 = 12, kRingCp8 = 13, kRingBulk8Off = 14, kXlQ8r4 = 15, kXlQ8r4Off = 16,
-                      kXlF16 = 17, kXlF32 = 18;
+// The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
+constexpr std::size_t kXlQ8r8 = 10, kRingBulk8 = 11, kRingBulk4 = 12, kRingCp8 = 13, kRingBulk8Off = 14, kHalf1 = 15, kHalf2 = 16, kHalf1Xl = 17,
+                      kHalf1Off = 18, kXlQ8r4 = 19, kXlQ8r4Off = 20, kXlF16 = 21, kXlF32 = 22;
 // Index of the fill/pdl=on and fill/pdl=off rungs of form i (0, 1, 2) in rungs().
 std::size_t fill_on(std::size_t form) { return 1 + 3 * form + 2; }
 std::size_t fill_off(std::size_t form) { return 1 + 3 * form + 1; }
@@ -116,7 +131,11 @@ Experiment q4_to_ceiling() {
   const Claim ring_pays{"ring-pays",
                         "the ring pays: grid=fill,xprep=launch,load=bulk,q8-dp4a,rows=8,pdl=on (S whole groups per block in flight in shared "
                         "memory) is faster than grid=groups,xprep=launch,q8-dp4a,rows=8,pdl=on on the four seed shapes"};
-  e.claims = {accurate, f32_bitwise, form_bitwise, ceiling, beats_peers, pdl_pays_claim, exact_faster, ring_pays};
+  const Claim half_pays{"half-pays",
+                        "the ring in half an SM pays: grid=half,xprep=block,load=bulk,per-sm=1,pdl=on,rows=8 (the next launch co-resides and "
+                        "loads during this one) is faster than both grid=groups,xprep=launch,q8-dp4a,rows=8,pdl=on and "
+                        "grid=fill,xprep=launch,load=bulk,rows=8,pdl=on on the four seed shapes"};
+  e.claims = {accurate, f32_bitwise, form_bitwise, ceiling, beats_peers, pdl_pays_claim, exact_faster, ring_pays, half_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -162,7 +181,8 @@ Experiment q4_to_ceiling() {
         }
         // xprep=launch against grid=groups,pdl=on,rows=4 of its form (f32: covered by f32-bits).
         for (const auto& [i, f] : std::vector<std::pair<std::size_t, std::size_t>>{
-                 {kXlQ8r8, 2}, {kRingBulk8, 2}, {kRingBulk4, 2}, {kRingCp8, 2}, {kRingBulk8Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}}) {
+                 {kXlQ8r8, 2}, {kRingBulk8, 2}, {kRingBulk4, 2}, {kRingCp8, 2}, {kRingBulk8Off, 2}, {kHalf1, 2}, {kHalf2, 2}, {kHalf1Xl, 2},
+                 {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -208,6 +228,14 @@ Experiment q4_to_ceiling() {
                            speed(ms[kRingBulk8]) + " " + speedup_text(c) + ";";
           for (std::size_t i : {kRingBulk4, kRingCp8, kRingBulk8Off}) ev += " " + short_name(ms[i]) + " " + speed(ms[i]) + ";";
           ctx.claim(ring_pays).settle(c.verdict == Verdict::faster, ev);
+        }
+        {
+          const auto vs_groups = compare_times(ms[kXlQ8r8].timing.kept_ms, ms[kHalf1].timing.kept_ms, s.m);
+          const auto vs_fill = compare_times(ms[kRingBulk8].timing.kept_ms, ms[kHalf1].timing.kept_ms, s.m);
+          std::string ev = s.str() + ": " + short_name(ms[kHalf1]) + " " + speed(ms[kHalf1]) + "; vs " + short_name(ms[kXlQ8r8]) + " " +
+                           speedup_text(vs_groups) + "; vs " + short_name(ms[kRingBulk8]) + " " + speedup_text(vs_fill) + ";";
+          for (std::size_t i : {kHalf2, kHalf1Xl, kHalf1Off}) ev += " " + short_name(ms[i]) + " " + speed(ms[i]) + ";";
+          ctx.claim(half_pays).settle(vs_groups.verdict == Verdict::faster && vs_fill.verdict == Verdict::faster, ev);
         }
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,

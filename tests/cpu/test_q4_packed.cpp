@@ -466,7 +466,7 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     const auto& axes = q4_gemv::q4_kernel(name).axes;
     with_load += std::any_of(axes.begin(), axes.end(), [](const auto& a) { return a.first == "load"; });
   }
-  CHECK(with_load == int(ring.size()));
+  CHECK(with_load == int(ring.size()) + 4);  // + the four grid=half variants (all load=bulk), below
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -481,5 +481,90 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     CHECK(v.can_implement(Problem{{5, 32800}, Dist::uniform, 1}).find("32768") != std::string::npos);
     const pk::Load load = name.find("load=bulk") != std::string::npos ? pk::Load::bulk : pk::Load::cp_async;
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), pk::model_ring(load, R, 5, 2, c.w, c.x)) == 0);
+  }
+}
+
+// ---- grid=half: the ring in half an SM (packed_ring.hpp half_stages, packed.cu launch_half) ----
+
+TEST_CASE("map=packed grid=half stages: within half an SM per launch, so two launches' blocks co-reside on the H200 at the seed shapes") {
+  CHECK(pk::half_stages(5, 8, 1) == 4);  // k = 5120: 4 x 23040 = 90 KB
+  CHECK(pk::half_stages(5, 8, 2) == 2);  // 2 x 23040 per block, two blocks
+  CHECK(pk::half_stages(6, 8, 1) == 4);  // k = 6144: 4 x 27648 = 108 KB
+  CHECK(pk::half_stages(6, 8, 2) == 2);
+  CHECK(pk::half_smem(5, 8, 1) == 4 * 23040 + 2 * 5 * 8 * 4);
+  // Two launches x P blocks per SM, each with its ring and part[2][W][R], 96 bytes of static shared
+  // memory (8 mbarriers, part_s[1][1][8]; 128 allowed) and the 1 KB the H200 reserves per block,
+  // within its 228 KB per SM.
+  for (int W : {5, 6})
+    for (int P : {1, 2}) {
+      const int smem = pk::half_smem(W, 8, P);
+      CAPTURE(W);
+      CAPTURE(P);
+      CHECK(P * smem <= pk::kHalfSmBudget);
+      CHECK(2 * P * (smem + 128 + 1024) <= 228 * 1024);
+    }
+  for (int R : {4, 8})
+    for (int P : {1, 2})
+      for (int W = 1; W <= 32; ++W) {
+        const int S = pk::half_stages(W, R, P), stage = W * R * 576;
+        CAPTURE(R);
+        CAPTURE(P);
+        CAPTURE(W);
+        CHECK(S >= 1);
+        CHECK(S <= pk::kRingMaxStages);
+        CHECK(S * stage <= pk::kRingMaxSmem);                           // the kernel's opt-in
+        const int part = pk::half_part_bytes(W, R);
+        CHECK(pk::half_smem(W, R, P) == S * stage + part);
+        CHECK(pk::half_smem(W, R, P) + 128 <= pk::kRingMaxSmem);                          // the kernel's opt-in
+        CHECK((S == 1 || S * stage + part <= pk::kHalfSmBudget / P));                     // beyond one stage, within the share
+        CHECK((S == pk::kRingMaxStages || (S + 1) * stage + part > pk::kHalfSmBudget / P));  // as many as the share holds
+      }
+}
+
+TEST_CASE("map=packed grid=half models: bit for bit grid=groups,xprep=launch,q8-dp4a,rows=8 on ragged shapes, at 132 and 264 blocks") {
+  const std::vector<std::string> half{
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=block,load=bulk,per-sm=1,pdl=on,rows=8",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=block,load=bulk,per-sm=2,pdl=on,rows=8",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=1,pdl=on,rows=8",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=block,load=bulk,per-sm=1,pdl=off,rows=8",
+  };
+  const auto names = packed_names();
+  std::vector<test::Q4Case> cases;
+  // Ragged m; more groups than 132 blocks (a block takes 2 to 5 groups over a 4-stage ring: refills);
+  // k at the seed widths and not a multiple of 1024.
+  for (Shape s : std::vector<Shape>{{5, 96}, {37, 2080}, {1061, 160}, {2053, 192}, {300, 5120}, {61, 6144}})
+    for (Dist d : {Dist::uniform, Dist::student_t}) cases.push_back(test::q4_generated(s, d, 5));
+  for (auto& c : test::q4_awkward_cases()) cases.push_back(std::move(c));
+  for (const auto& name : half) {
+    CAPTURE(name);
+    CHECK(std::find(names.begin(), names.end(), name) != names.end());
+    const Variant& v = registry().variant(name);
+    const auto& kern = q4_gemv::q4_kernel(name);
+    REQUIRE(kern.layout != nullptr);
+    CHECK(kern.layout->name == "tiles-r8");
+    CHECK(kern.rows_per_warp == 8);
+    CHECK(v.tolerance == pk::form_tolerance(pk::Form::q8));
+    CHECK(v.can_implement(Problem{{37, 2080}, Dist::uniform, 1}).empty());
+    CHECK(v.can_implement(Problem{{17408, 5120}, Dist::uniform, 1}).empty());
+    CHECK(v.can_implement(Problem{{5, 32768}, Dist::uniform, 1}).empty());
+    CHECK(v.can_implement(Problem{{5, 32800}, Dist::uniform, 1}).find("32768") != std::string::npos);
+    CHECK(v.can_implement(Problem{{5, 48}, Dist::uniform, 1}).find("32") != std::string::npos);
+    CHECK(kern.resident_warps_per_sm() == (name.find("per-sm=2") != std::string::npos ? 10 : 5));
+  }
+  const auto want_of = q4_gemv::q4_model("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8");
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    const auto want = want_of(c.w, c.x);
+    for (const auto& name : half) {
+      CAPTURE(name);
+      CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), want) == 0);
+    }
+    // The kernel's schedules at both grids, with every stage count up to the ring's largest.
+    for (int grid : {132, 264})
+      for (int S : {1, 2, 4, 8}) {
+        CAPTURE(grid);
+        CAPTURE(S);
+        CHECK(bitwise_diff(pk::model_ring(pk::Load::bulk, 8, grid, S, c.w, c.x), want) == 0);
+      }
   }
 }

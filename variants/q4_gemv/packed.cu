@@ -446,15 +446,20 @@ __device__ __forceinline__ void cp_async_wait(int n) {
   }
 }
 
-template <int R, Load L>
+// XB (xprep=block, grid=half; packed_ring.hpp): each thread prepares its block of x itself, after
+// griddepcontrol.wait, by q8_prep on x read through L2 (ld.cg) -- the values xprep_kernel<q8> would
+// have written to g_xq, so the same bits -- instead of reading g_xq. x is unused otherwise.
+// Half (grid=half): the warps' row totals in dynamic shared memory after the S stages, part[2][W][R]
+// (grid=fill: static, part[2][32][R]); the arithmetic and its order are unchanged.
+template <int R, Load L, bool XB = false, bool Half = false>
 __global__ void __launch_bounds__(kMaxWarps * 32)
-packed_ring_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S) {
+packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int S) {
   static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
   static_assert(L == Load::bulk || L == Load::cp_async);
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
   __shared__ __align__(8) std::uint64_t full[kRingMaxStages];  // bulk: one mbarrier per stage
-  __shared__ float part[2][kMaxWarps][R];                      // (parity, warp, row)
+  __shared__ float part_s[Half ? 1 : 2][Half ? 1 : kMaxWarps][R];  // (parity, warp, row); Half: after the ring
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int nb = k / ref::kQ4Block;
   const bool active = tid < nb;
@@ -468,6 +473,11 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ 
   const int mine = plan.mine(j);
   const unsigned stage_bytes = unsigned(plan.stage_bytes());
   const int code0 = plan.code_at(warp, lane, 0), sc0 = plan.scales_at(warp, lane);
+  float* const part_d = reinterpret_cast<float*>(ring + std::size_t(S) * stage_bytes);  // Half: [2][W][R]
+  auto part = [&](int par, int w, int r) -> float& {
+    if constexpr (Half) return part_d[(par * plan.W + w) * R + r];
+    else return part_s[par][w][r];
+  };
 
   std::uint64_t policy = 0;
   if constexpr (L == Load::bulk) {
@@ -503,10 +513,25 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ 
     if (n < mine) fill(n, n);
     if constexpr (L == Load::cp_async) cp_async_commit();
   }
-  // g_xq (prepared by xprep_kernel, which waited for our predecessor) from here on.
+  // g_xq (prepared by xprep_kernel, which waited for our predecessor) or x (XB) from here on.
   asm volatile("griddepcontrol.wait;" ::: "memory");
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
-  if (active) xe = __ldcg(&g_xq[tid]), xo = __ldcg(&g_xq[kXqStride + tid]), cd = __ldcg(&g_xq[2 * kXqStride + tid]);
+  if constexpr (XB) {
+    if (active) {  // = xprep_kernel<q8> for block tid, kept in registers
+      const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(tid) * 8;
+      float xv[32];
+      for (int w = 0; w < 8; ++w) {
+        const float4 v = __ldcg(xb + w);
+        xv[4 * w] = v.x, xv[4 * w + 1] = v.y, xv[4 * w + 2] = v.z, xv[4 * w + 3] = v.w;
+      }
+      const Q8X X = q8_prep(xv);
+      xe = make_uint4(X.xe[0], X.xe[1], X.xe[2], X.xe[3]);
+      xo = make_uint4(X.xo[0], X.xo[1], X.xo[2], X.xo[3]);
+      cd = make_uint4(std::uint32_t(X.c), float_bits(X.d), 0, 0);
+    }
+  } else {
+    if (active) xe = __ldcg(&g_xq[tid]), xo = __ldcg(&g_xq[kXqStride + tid]), cd = __ldcg(&g_xq[2 * kXqStride + tid]);
+  }
   const float d = __uint_as_float(cd.y);
 
   int s = 0;
@@ -529,7 +554,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ 
       for (int r = 0; r < R; ++r) p[r] = 0.f;
     }
     const float t = warp_rows<R>(p, lane);
-    if ((lane & (32 / R - 1)) == 0) part[n & 1][warp][lane / (32 / R)] = t;
+    if ((lane & (32 / R - 1)) == 0) part(n & 1, warp, lane / (32 / R)) = t;
     // Every thread's reads of stage s are done (their values are in t): the stage may be refilled.
     // part[n & 1] is complete. part[n & 1] is written again at step n + 2, after the barrier of
     // step n + 1, which threads r < R reach only after reading it below.
@@ -539,8 +564,8 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ 
     if (tid < R) {
       const std::int64_t row = plan.group_of(j, n) * R + tid;
       if (row < m) {
-        float sum = part[n & 1][0][tid];
-        for (int w = 1; w < plan.W; ++w) sum = add_rn(sum, part[n & 1][w][tid]);
+        float sum = part(n & 1, 0, tid);
+        for (int w = 1; w < plan.W; ++w) sum = add_rn(sum, part(n & 1, w, tid));
         y[row] = sum;
       }
     }
@@ -676,7 +701,46 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
   launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb);
   KLAB_CUDA_LAUNCH("xprep_kernel");
   launch_maybe_pdl(Pdl, packed_ring_kernel<R, L>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
-                   stream, packed, y, m, k, plan.S);
+                   stream, packed, x, y, m, k, plan.S);
+  KLAB_CUDA_LAUNCH("packed_ring_kernel");
+}
+
+// ---- grid=half: the ring in half an SM (packed_ring.hpp, half_stages) ----
+template <int R, bool XB>
+void half_attributes() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, Load::bulk, XB, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, Load::bulk, XB, true>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  });
+}
+// Warps one launch keeps per SM at k = 5120 (the lab's resident-warps figure): P blocks of W warps.
+template <int P>
+int resident_warps_half() {
+  return P * warps_for(5120);
+}
+
+// Grid = min(groups, P x SMs), whatever the occupancy query says: P blocks per SM is the design
+// (half the shared memory; the other half is the next launch's). Blocks never wait on each other,
+// so a grid larger than what is resident only runs later, never deadlocks.
+template <int R, bool XB, int P, bool Pdl>
+void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
+  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
+          "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+  half_attributes<R, XB>();
+  const int W = warps_for(k), nb = k / ref::kQ4Block;
+  RingPlan plan{W, R, half_stages(W, R, P)};
+  plan.groups = int((static_cast<long long>(m) + R - 1) / R);
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(P) * sm_count()));
+  if constexpr (!XB) {
+    launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb);
+    KLAB_CUDA_LAUNCH("xprep_kernel");
+  }
+  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, XB, true>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)),
+                   std::size_t(half_smem(W, R, P)), stream, packed, x, y, m, k, plan.S);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
 
@@ -766,6 +830,20 @@ Q4Kernel kernel_ring() {
   return kern;
 }
 
+// grid=half,xprep=X,load=bulk,per-sm=P (q8-dp4a): the ring in half an SM, P persistent blocks per SM.
+template <int R, bool XB, int P, bool Pdl>
+Q4Kernel kernel_half() {
+  const std::vector<std::pair<std::string, std::string>> axes{{"map", "packed"},        {"dot", form_name(Form::q8)},
+                                                              {"grid", "half"},         {"xprep", XB ? "block" : "launch"},
+                                                              {"load", load_name(Load::bulk)}, {"per-sm", std::to_string(P)},
+                                                              {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}};
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_half<P>, warps_for(5120)};
+  kern.layout = &layout<R>();
+  kern.launch_packed = &launch_half<R, XB, P, Pdl>;
+  kern.tolerance = form_tolerance(Form::q8);
+  return kern;
+}
+
 template <Form F, int R>
 void add_form(std::vector<Q4Kernel>& v) {
   v.push_back(kernel_of<F, R, true, true>());
@@ -792,6 +870,12 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_ring<4, Load::bulk, true>());
   v.push_back(kernel_ring<8, Load::cp_async, true>());
   v.push_back(kernel_ring<8, Load::bulk, false>());
+  // grid=half (packed_ring.hpp): the ring in half an SM so that the next launch co-resides, best
+  // guess first; xprep=launch isolates the residency, pdl=off is the first one's twin.
+  v.push_back(kernel_half<8, true, 1, true>());
+  v.push_back(kernel_half<8, true, 2, true>());
+  v.push_back(kernel_half<8, false, 1, true>());
+  v.push_back(kernel_half<8, true, 1, false>());
   return v;
 }
 

@@ -274,6 +274,14 @@ template <Load L, int R>
 std::vector<float> model_ring_of(const ref::Q4Matrix& w, std::span<const float> x) {
   return model_ring(L, R, 264, 0, w, x);
 }
+// grid=half,per-sm=P (load=bulk): the H200's grid (132 SMs x P blocks) and the kernel's stages
+// (half_stages); xprep=block prepares x with the same q8_prep as xprep_kernel, so one model serves
+// both xprep values.
+template <int R, int P>
+std::vector<float> model_half_of(const ref::Q4Matrix& w, std::span<const float> x) {
+  const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
+  return model_ring(Load::bulk, R, 132 * P, half_stages(W, R, P), w, x);
+}
 Q4Model ring_model_for(const std::string& load, const std::string& rows) {
   const bool bulk = load == load_name(Load::bulk);
   if (rows == "8") return bulk ? &model_ring_of<Load::bulk, 8> : &model_ring_of<Load::cp_async, 8>;
@@ -285,10 +293,16 @@ std::vector<Q4ModelEntry> packed_models() {
   std::vector<Q4ModelEntry> out;
   for (const auto& kern : packed_kernels()) {
     const std::string& dot = kern.axes.at(1).second;
-    std::string load, rows;
+    std::string load, rows, per_sm;
     for (const auto& [a, v] : kern.axes) {
       if (a == "load") load = v;
       if (a == "rows") rows = v;
+      if (a == "per-sm") per_sm = v;
+    }
+    if (!per_sm.empty()) {
+      require(load == load_name(Load::bulk) && rows == "8" && (per_sm == "1" || per_sm == "2"), "q4_gemv models: no grid=half model for " + kern.name);
+      out.push_back(Q4ModelEntry{kern.name, per_sm == "1" ? &model_half_of<8, 1> : &model_half_of<8, 2>});
+      continue;
     }
     if (!load.empty()) {
       out.push_back(Q4ModelEntry{kern.name, ring_model_for(load, rows)});

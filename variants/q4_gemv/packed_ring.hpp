@@ -70,6 +70,45 @@ KLAB_HD inline int ring_stages(int W, int R) {
   return s;
 }
 
+// ---- grid=half: the ring in half an SM, so that the next launch co-resides (packed.cu, packed_ring_kernel) ----
+// Why (H200, reports/h200/q4-ring-trial/, stream mode, % of the read ceiling at 17408x5120 /
+// 10240x5120 / 6144x5120 / 5120x6144): grid=fill,load=bulk,rows=8 77.2 / 60.1 / 48.7 / 49.8 against
+// grid=groups,xprep=launch,rows=8 73.3 / 62.0 / 56.9 / 56.1. grid=fill's two 92 KB blocks fill an
+// SM's 228 KB of shared memory, so the next launch's blocks cannot become resident before this
+// launch's blocks exit: every launch starts with empty rings and pays the DRAM latency with nothing
+// in flight (the PDL trigger at the kernel's start buys nothing), and the xprep hop (main N done ->
+// prep N+1 -> main N+1) sits on that critical path. grid=half caps a launch at half an SM's shared
+// memory: P persistent blocks per SM (per-sm=P), each a ring of at most kHalfSmBudget / P bytes.
+// With PDL the next launch's blocks become resident while this one runs and issue their first S
+// groups (the weights do not depend on us) before their griddepcontrol.wait: the ~50 KB per SM
+// the latency needs at the launch boundary (~1.5 us x 4.6 TB/s / 132) are already in flight.
+// Balance: per-sm=1 takes 132 blocks: ceil(groups / 132) / (groups / 132) = 1.03 / 1.03 / 1.03 /
+// 1.03 at the seed shapes (rows=8: 2176, 1280, 768, 640 groups), against grid=fill's 264 blocks
+// (1.09 / 1.03 / 1.03 / 1.24).
+// xprep=block: each persistent thread prepares its block of x itself (q8_prep, once per launch,
+// after griddepcontrol.wait): no prep kernel, no g_xq (so also safe on concurrent streams), the
+// same values as xprep_kernel<q8> writes, so the same bits.
+// 110 KB of dynamic shared memory per SM per launch (the ring and the warps' row totals, part[2][W][R]
+// floats, which grid=half keeps in dynamic shared memory: grid=fill's static part[2][32][R], 2 KB
+// per block, would leave four per-sm=2 blocks at k = 6144 256 bytes short of an SM): two launches'
+// blocks (+ ~0.1 KB static and 1 KB reserved per block) fit the H200's 228 KB; at k = 5120 rows=8
+// per-sm=1 takes 4 stages (90 KB), per-sm=2 2 stages each (2 x 45 KB); at k = 6144 4 stages
+// (108 KB) / 2 x 2 (2 x 54 KB).
+constexpr int kHalfSmBudget = 110 * 1024;
+KLAB_HD inline int half_part_bytes(int W, int R) { return 2 * W * R * 4; }
+// Stages of a grid=half block: as many as kHalfSmBudget / P holds, 1 to 8; at least 1 (no overlap
+// within the block, still across its SM's blocks and launches): at R = 8 one stage from W = 13
+// (per-sm=1) or W = 7 (per-sm=2), and past W = 24 / 12 one stage exceeds the share (the next launch
+// then waits, as grid=fill's). A stage never exceeds kRingMaxSmem (W <= 32).
+KLAB_HD inline int half_stages(int W, int R, int P) {
+  const int stage = W * R * (kChunk * 16 + kChunk * 2);
+  int s = (kHalfSmBudget / P - half_part_bytes(W, R)) / stage;
+  return s < 1 ? 1 : s > kRingMaxStages ? kRingMaxStages : s;
+}
+// Dynamic shared memory of a grid=half block: its S stages, then part[2][W][R] (16-byte aligned:
+// a stage is a multiple of 16 bytes).
+KLAB_HD inline int half_smem(int W, int R, int P) { return half_stages(W, R, P) * W * R * (kChunk * 16 + kChunk * 2) + half_part_bytes(W, R); }
+
 // Host: the ring's bit-model. Simulates every block of a grid of `grid` blocks with S stages: the
 // stages filled on the kernel's schedule (prologue groups 0..S-1, group n + S after group n's
 // barrier; cp-async copies only active threads' pieces, the rest of a stage holds stale bytes),

@@ -50,7 +50,12 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
   if (a["map"] == "packed") {
     std::string d = "tiles of " + a["rows"] + " rows x 32 blocks repacked once (a group's codes and scales contiguous), one thread per "
                     "block of 32 weights, split-K over warps; ";
-    if (a["load"] == "bulk" || a["load"] == "cp-async")
+    if (a["grid"] == "half")
+      d += a["per-sm"] + " persistent block(s) per SM in half an SM's shared memory (about 110 KB per launch), so that the next PDL "
+           "launch's blocks co-reside and load their first groups while this one runs; a ring of whole groups per block, one TMA bulk "
+           "copy per group (cp.async.bulk + mbarrier); " +
+           std::string(a["xprep"] == "block" ? "x quantised by each block's threads once per launch (no prep kernel); " : "");
+    else if (a["load"] == "bulk" || a["load"] == "cp-async")
       d += "persistent blocks (as many as the SMs hold) over a ring of shared-memory stages, each one whole group of rows (about 92 KB "
            "per block at k = 5120), refilled as soon as read; " +
            std::string(a["load"] == "bulk" ? "one TMA bulk copy per group (cp.async.bulk + mbarrier), issued by one thread; "
