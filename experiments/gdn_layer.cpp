@@ -116,10 +116,11 @@ void run_roundtrip(Context& ctx) {
     const Measured* dev = find(ms, vs[2]->name);
     const std::string key = p.key();
     const double T = double(p.param("tokens"));
-    if (host && dev && host->verified && dev->verified)
-      ctx.claim(kTripBitwise).settle(key, host->bits_vs_a == 0 && dev->bits_vs_a == 0,
+    // A (host) is the reference of bits_vs_a: run and the device-resident run must both differ by 0.
+    if (host && run && dev && host->verified && run->verified && dev->verified)
+      ctx.claim(kTripBitwise).settle(key, run->bits_vs_a == 0 && dev->bits_vs_a == 0,
                                      fmt("elements differing from the host-facing steps (out, S, hist, intermediates): run %g, device-resident %g, over %g tokens",
-                                         double(run ? run->bits_vs_a : -1), double(dev->bits_vs_a), T));
+                                         double(run->bits_vs_a), double(dev->bits_vs_a), T));
     const ModeResult* hl = host ? host->mode(TimingMode::launch) : nullptr;
     const ModeResult* rl = run ? run->mode(TimingMode::launch) : nullptr;
     if (hl && rl) {
