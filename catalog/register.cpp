@@ -4,6 +4,7 @@
 #include "baselines/baselines.hpp"
 #include "common.hpp"
 #include "f32_gemv/variants.hpp"
+#include "gdn_recurrence/variants.hpp"
 #include "q4_gemv/variants.hpp"
 
 namespace klab {
@@ -14,12 +15,14 @@ const Registry& registry() {
     // Ops and their variants first, then the peers (they attach to registered ops), then experiments.
     f32_gemv::register_all(reg);
     q4_gemv::register_all(reg);
+    gdn_recurrence::register_all(reg);
     baselines::register_all(reg);
     experiments::register_f32_gemv(reg);
     experiments::register_q4_gemv(reg);
     experiments::register_q4_ceiling(reg);
     experiments::register_gdn(reg);
     experiments::register_gdn_q4(reg);
+    experiments::register_gdn_recurrence(reg);
     return reg;
   }();
   return r;
