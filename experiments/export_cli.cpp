@@ -134,6 +134,8 @@ void export_q4(const Registry& reg, const Options& o, Dist dist, st::Writer& w) 
   w.add_f64("y", {m}, y);
   common_metadata(w, "q4_gemv", dist, o.seed);
   w.metadata("shape", shape.str());
+  w.metadata("problem", p.key());
+  w.metadata("input_hash", hash_hex(work->digest()));
   w.metadata("m", std::to_string(m));
   w.metadata("k", std::to_string(k));
   w.metadata("bytes", num(t.bytes));
