@@ -48,5 +48,7 @@ void register_q4_ceiling(Registry& r);
 void register_gdn(Registry& r);
 // The GDN q4 tier: gdn-q4-per-op, gdn-q4-gates, gdn-q4-layer, and error-budget (no device needed).
 void register_gdn_q4(Registry& r);
+// Issue 14: gdn-recurrence, the recurrence's variants at batch 1, 8, 32 (fla's records join it: peers/run.py).
+void register_gdn_recurrence(Registry& r);
 
 }  // namespace klab::experiments
