@@ -1,7 +1,8 @@
 // Every registered variant of every generated op against the op's reference, on several seeds,
 // distributions and awkward sizes (1 row, odd rows, k not a multiple of 4 / 32 where the variant
 // accepts it; a variant that refuses a shape says why through can_implement). Problem by problem:
-// each problem is generated once and every variant runs on it.
+// each problem is generated once and every variant runs on it. Ops with params (gdn_recurrence) on
+// their declared problems, each named output against its reference, then a replay after reset().
 #include <doctest/doctest.h>
 
 #include <cstring>
