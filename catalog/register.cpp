@@ -5,6 +5,7 @@
 #include "common.hpp"
 #include "f32_gemv/variants.hpp"
 #include "gdn/step_op.hpp"
+#include "gdn_recurrence/variants.hpp"
 #include "q4_gemv/variants.hpp"
 
 namespace klab {
@@ -16,6 +17,7 @@ const Registry& registry() {
     f32_gemv::register_all(reg);
     q4_gemv::register_all(reg);
     gdn::register_all(reg);
+    gdn_recurrence::register_all(reg);
     baselines::register_all(reg);
     experiments::register_f32_gemv(reg);
     experiments::register_q4_gemv(reg);
@@ -23,6 +25,7 @@ const Registry& registry() {
     experiments::register_gdn(reg);
     experiments::register_gdn_q4(reg);
     experiments::register_gdn_layer(reg);
+    experiments::register_gdn_recurrence(reg);
     return reg;
   }();
   return r;

@@ -55,5 +55,7 @@ void register_gdn(Registry& r);
 void register_gdn_q4(Registry& r);
 // gdn-q4-layer: op gdn_step raced through race() (f32 vs q4 tier, host-facing, every q4 kernel).
 void register_gdn_layer(Registry& r);
+// Issue 14: gdn-recurrence, the recurrence's variants at batch 1, 8, 32 (fla's records join it: peers/run.py).
+void register_gdn_recurrence(Registry& r);
 
 }  // namespace klab::experiments

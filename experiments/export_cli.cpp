@@ -16,6 +16,8 @@
 #include "klab/ref/safetensors.hpp"
 #include "klab/registry.hpp"
 #include "klab/report.hpp"
+#include "gdn_recurrence/op.hpp"
+#include "klab/metrics.hpp"
 #include "q4_gemv/op.hpp"
 
 namespace klab::experiments {
@@ -132,6 +134,8 @@ void export_q4(const Registry& reg, const Options& o, Dist dist, st::Writer& w) 
   w.add_f64("y", {m}, y);
   common_metadata(w, "q4_gemv", dist, o.seed);
   w.metadata("shape", shape.str());
+  w.metadata("problem", p.key());
+  w.metadata("input_hash", hash_hex(work->digest()));
   w.metadata("m", std::to_string(m));
   w.metadata("k", std::to_string(k));
   w.metadata("bytes", num(t.bytes));
@@ -144,53 +148,32 @@ void export_q4(const Registry& reg, const Options& o, Dist dist, st::Writer& w) 
   w.metadata("bytes_model", "m*k/2 (codes) + m*(k/32)*2 (scales) + 4k (x) + 4m (y)");
 }
 
-// gdn_recurrence: one step of operators 4-5 for `batch` sequences of Qwen3.5-27B's heads.
-void export_gdn(const Options& o, Dist dist, st::Writer& w) {
-  const gdn::Geometry g = gdn::qwen35_27b();
-  const std::int64_t B = o.batch, nk = g.nk, nv = g.nv, dk = g.dk, dv = g.dv;
-  const std::size_t KD = std::size_t(nk * dk), V = std::size_t(nv * dv), SN = std::size_t(nv * dk * dv), nb = std::size_t(B);
-  // Inputs, each from its own stream of the seed. q, k, v and S0 follow --input; S0 is scaled by
-  // 1/sqrt(dk) (a state that has absorbed many unit-norm keys). The gates span the ranges of
-  // ref::gdn::random_weights: exp(A_log) in [1, 16), softplus(a + dt_bias) in [1e-3, 1e-1), so
-  // g = -exp(A_log) softplus(...) in (-1.6, -1e-3]; beta = sigmoid(4u), u in [-1, 1): (0.018, 0.98).
-  const auto q = generate(dist, nb * KD, o.seed, 10);
-  const auto k = generate(dist, nb * KD, o.seed, 11);
-  const auto v = generate(dist, nb * V, o.seed, 12);
-  const auto ug = generate(Dist::uniform, 2 * nb * std::size_t(nv), o.seed, 13);
-  const auto ub = generate(Dist::uniform, nb * std::size_t(nv), o.seed, 14);
-  const auto S0 = generate(dist, nb * SN, o.seed, 15, 1.0 / std::sqrt(double(dk)));
-  std::vector<float> gate(nb * std::size_t(nv)), beta(nb * std::size_t(nv));
-  for (std::size_t i = 0; i < gate.size(); ++i) {
-    const double a = 1.0 + 7.5 * (double(ug[2 * i]) + 1.0);                    // [1, 16)
-    const double sp = 1e-3 + (1e-1 - 1e-3) * 0.5 * (double(ug[2 * i + 1]) + 1.0);  // [1e-3, 1e-1)
-    gate[i] = float(-a * sp);
-    beta[i] = float(gdn::sigmoid(4.0 * double(ub[i])));
-  }
-  // The reference, sequence by sequence, on the f32 inputs taken exactly into f64.
-  std::vector<double> o_ref(nb * V), S_ref(nb * SN), qn(nb * KD), kn(nb * KD);
-  auto d = [](std::span<const float> s) { return std::vector<double>(s.begin(), s.end()); };
-  for (std::size_t b = 0; b < nb; ++b) {
-    const auto qb = d(std::span(q).subspan(b * KD, KD)), kb = d(std::span(k).subspan(b * KD, KD)), vb = d(std::span(v).subspan(b * V, V));
-    const auto gb = d(std::span(gate).subspan(b * nv, nv)), bb = d(std::span(beta).subspan(b * nv, nv));
-    std::vector<double> S = d(std::span(S0).subspan(b * SN, SN));
-    gdn::recurrence(g, qb, kb, vb, gb, bb, S, std::span(o_ref).subspan(b * V, V), std::span(qn).subspan(b * KD, KD),
-                    std::span(kn).subspan(b * KD, KD));
-    std::copy(S.begin(), S.end(), S_ref.begin() + std::ptrdiff_t(b * SN));
-  }
-  w.add_f32("q", {B, nk, dk}, q);
-  w.add_f32("k", {B, nk, dk}, k);
-  w.add_f32("v", {B, nv, dv}, v);
-  w.add_f32("g", {B, nv}, gate);
-  w.add_f32("beta", {B, nv}, beta);
-  w.add_f32("S0", {B, nv, dk, dv}, S0);
-  w.add_f64("o", {B, nv, dv}, o_ref);
-  w.add_f64("S", {B, nv, dk, dv}, S_ref);
-  w.add_f64("qn", {B, nk, dk}, qn);
-  w.add_f64("kn", {B, nk, dk}, kn);
-  // Bytes a perfect kernel moves: q, k, v, g, beta and o once, the state read and written once.
-  const double bytes = double(B) * (4.0 * double(2 * KD + V) + 8.0 * double(nv) + 8.0 * double(SN) + 4.0 * double(V));
-  // Multiply-accumulates: S^T k, the rank-1 update and S^T q, dk*dv each per value head.
-  const double macs = 3.0 * double(B) * double(SN);
+// gdn_recurrence: one step of operators 4-5 for `batch` sequences of Qwen3.5-27B's heads: exactly
+// the workload the op generates for (its default heads, batch, dist, seed), the one `klab run
+// gdn-recurrence` races (variants/gdn_recurrence/op.cpp: ONE generator), and its f64 reference.
+void export_gdn(const Registry& reg, const Options& o, Dist dist, st::Writer& w) {
+  const Op& op = reg.op("gdn_recurrence");
+  Problem p = op.default_problem(dist, o.seed);
+  p.params["batch"] = o.batch;
+  if (auto why = op.validate(p); !why.empty()) throw Error("gdn_recurrence " + p.key() + ": " + why);
+  const auto work = op.generate(p);
+  const auto& wl = gdn_recurrence::workload_of(*work);
+  const gdn_recurrence::Reference ref = gdn_recurrence::reference_f64(wl);
+  const std::int64_t B = wl.batch, nk = wl.nk, nv = wl.nv, dk = wl.dk, dv = wl.dv;
+  w.add_f32("q", {B, nk, dk}, wl.q);
+  w.add_f32("k", {B, nk, dk}, wl.k);
+  w.add_f32("v", {B, nv, dv}, wl.v);
+  w.add_f32("g", {B, nv}, wl.g);
+  w.add_f32("beta", {B, nv}, wl.beta);
+  w.add_f32("S0", {B, nv, dk, dv}, wl.S0);
+  w.add_f64("o", {B, nv, dv}, ref.o);
+  w.add_f64("S", {B, nv, dk, dv}, ref.S);
+  w.add_f64("qn", {B, nk, dk}, ref.qn);
+  w.add_f64("kn", {B, nk, dk}, ref.kn);
+  // Bytes a perfect kernel moves (q, k, v, g, beta and o once, the state read and written once) and
+  // its multiply-accumulates (S^T k, the rank-1 update, S^T q): the op's own traffic model.
+  const Traffic t = op.traffic(p);
+  const double bytes = t.bytes, macs = t.macs;
   common_metadata(w, "gdn_recurrence", dist, o.seed);
   w.metadata("shape", std::to_string(B) + "x" + std::to_string(nv) + "x" + std::to_string(dk) + "x" + std::to_string(dv));
   w.metadata("batch", std::to_string(B));
@@ -198,6 +181,10 @@ void export_gdn(const Options& o, Dist dist, st::Writer& w) {
   w.metadata("nv", std::to_string(nv));
   w.metadata("dk", std::to_string(dk));
   w.metadata("dv", std::to_string(dv));
+  // What klab's records of the same problem carry: its parameters ("batch=1,dk=128,dv=128,nk=16,nv=48")
+  // and the hash of every input byte (Workload::digest), so peers' records line up with ours.
+  w.metadata("problem", p.key());
+  w.metadata("input_hash", hash_hex(wl.digest()));
   w.metadata("scale", num(1.0 / std::sqrt(double(dk))));
   w.metadata("l2norm_eps", num(gdn::kL2NormEps));
   w.metadata("bytes", num(bytes));
@@ -236,7 +223,7 @@ int export_command(const Registry& reg, const std::vector<std::string>& args, in
   st::Writer w;
   try {
     if (o.op == "q4_gemv") export_q4(reg, o, dist, w);
-    else export_gdn(o, dist, w);
+    else export_gdn(reg, o, dist, w);
     w.write(o.out);
   } catch (const std::invalid_argument& e) {  // the writer's and the reference's refusals
     throw Error(std::string("") + e.what());

@@ -31,8 +31,13 @@ class Problem:
         self.bytes = float(f.meta("bytes"))
         self.macs = float(f.meta("macs"))
         self.git_commit = f.meta("git_commit", "")
+        # What klab's own records of this problem carry (harness/src/race.cpp to_json): its
+        # parameters, its key and the hash of every input byte (absent from exports before them).
+        self.input_hash = f.meta("input_hash")
         if self.op == "q4_gemv":
             self.m, self.k = int(f.meta("m")), int(f.meta("k"))
+            self.params = {"m": self.m, "k": self.k}
+            self.key = self.shape
             m, k = self.m, self.k
             self.codes = f.get("codes", "U8", (m, k // 2))
             self.scales = f.get("scales", "F16", (m, k // R.GROUP)).view(np.uint16)  # the f16 bits
@@ -51,7 +56,12 @@ class Problem:
             self.S0 = f.get("S0", "F32", (B, self.nv, self.dk, self.dv))
             self.o = f.get("o", "F64", (B, self.nv, self.dv))
             self.S = f.get("S", "F64", (B, self.nv, self.dk, self.dv))
-            self.m, self.k = B, self.nv  # the record's m, k: batch and value heads
+            # The op's parameters, as klab's gdn_recurrence records name them; its records have no
+            # m x k shape: `shape` is the parameters' key ("batch=1,dk=128,dv=128,nk=16,nv=48").
+            self.params = {"batch": B, "dk": self.dk, "dv": self.dv, "nk": self.nk, "nv": self.nv}
+            self.key = f.meta("problem") or ",".join(f"{n}={v}" for n, v in sorted(self.params.items()))
+            self.shape = self.key
+            self.m = self.k = None
 
     def label(self):
         return f"{self.shape}/{self.dist}/seed={self.seed}"

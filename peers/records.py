@@ -174,10 +174,13 @@ def rates(bytes_, macs, median_ms, read_gbps, attainable_gbps):
 def measurement(*, experiment, op, variant, axes, shape, m, k, dist, seed, acc, verified, tolerance, bytes_, macs,
                 modes, stream_unavailable, klab, env, extra=None):
     """One measurement record as klab writes it. `modes`: {mode: (samples_ms, launches, copies, blocking,
-    attainable_gbps, attainable_pdl)} for the modes timed (empty when the peer was not timed)."""
+    attainable_gbps, attainable_pdl)} for the modes timed (empty when the peer was not timed). `m`, `k`: None
+    for an op whose dimensions are all parameters (then the record has neither, as klab's)."""
     r = {"kind": "measurement", "experiment": experiment, "op": op, "variant": variant, "peer": True, "axes": dict(axes),
-         "shape": shape, "m": int(m), "k": int(k), "dist": dist, "seed": int(seed), "accuracy": acc,
+         "shape": shape, "dist": dist, "seed": int(seed), "accuracy": acc,
          "verified": bool(verified), "tolerance": tolerance, "bits_vs_a": None, "bytes": float(bytes_), "macs": float(macs)}
+    if m is not None:
+        r["m"], r["k"] = int(m), int(k)
     read_gbps = klab.read_gbps()
     if modes:
         mj = {}

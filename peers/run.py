@@ -38,7 +38,8 @@ import records as rec  # noqa: E402
 import st_numpy  # noqa: E402
 from gpu_timing import Timer, copies_for  # noqa: E402
 
-GDN_DEFAULT_EXPERIMENT = "gdn-recurrence-peers"
+# klab's experiment of the recurrence (experiments/gdn_recurrence.cpp): the peers join it.
+GDN_DEFAULT_EXPERIMENT = "gdn-recurrence"
 
 
 def parse(argv):
@@ -86,7 +87,7 @@ def denominators(problem, klab, experiment):
         matches = klab.match(experiment, problem.shape, problem.dist, op="q4_gemv")
     else:
         matches = [r for r in klab.measurements(experiment, "gdn_recurrence")
-                   if r.get("shape") == problem.shape or r.get("batch") == problem.batch]
+                   if (r.get("problem") == problem.key or r.get("shape") == problem.shape) and r.get("dist") == problem.dist]
     for r in matches:
         if isinstance(r.get("bytes"), (int, float)) and r["bytes"] > 0:
             return float(r["bytes"]), float(r.get("macs") or problem.macs), f"klab report ({r.get('variant')})", matches
@@ -194,6 +195,10 @@ def run_gpu(torch, timer, problem, peers, avail, klab, env, args, experiment, ou
             extra["accuracy_outputs"] = dict(zip(names, accs))
         if problem.op == "gdn_recurrence":
             extra["batch"] = problem.batch
+        extra["params"] = problem.params
+        extra["problem"] = problem.key
+        if problem.input_hash:
+            extra["input_hash"] = problem.input_hash
         if ok and timing_error:
             extra["not_timed"] = timing_error
         r = rec.measurement(experiment=experiment, op=problem.op, variant=peer.variant, axes=peer.axes, shape=problem.shape,

@@ -1,5 +1,5 @@
 // klab_bench: Google Benchmark over the same registry, for microbenchmark users: one benchmark per
-// (variant, seed shape) (ops with declared parameters: their defaults), timed manually with CUDA
+// (variant, seed shape) (ops with declared parameters: Op::declared_problems), timed manually with CUDA
 // events, L2 flushed outside the timed region, bytes_per_second from the op's byte model. Variants
 // are chosen as `klab run` chooses them (--variants FILTER: a fragment or a glob); Google Benchmark's
 // own --benchmark_filter=REGEX and --benchmark_format=json work as usual. Without a device every case
@@ -79,7 +79,7 @@ void bench_case(benchmark::State& state, const Op* op, const Variant* v, const P
   Accuracy acc;
   for (std::size_t t = 0; t < outs.size(); ++t) {
     const Accuracy a = accuracy(outs[t].data, refs[t].data);
-    if (t == 0 || !a.finite() || a.max_rel > acc.max_rel) acc = a;
+    if (t == 0 || !a.finite() || a.max_rel > acc.max_rel || a.unwritten > acc.unwritten) acc = a;
   }
   const double tol = v->tolerance > 0 ? v->tolerance : 1e-5;
   if (!acc.finite() || acc.max_rel > tol) {
@@ -113,10 +113,10 @@ void bench_case(benchmark::State& state, const Op* op, const Variant* v, const P
   state.counters["GMAC/s"] = benchmark::Counter(t.macs * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-// The problems a variant is benchmarked on: the seed's mat-vec shapes, or an op's declared defaults.
+// The problems a variant is benchmarked on: the seed's mat-vec shapes, or an op's declared problems.
 std::vector<Problem> problems_of(const Op& op) {
   std::vector<Problem> ps;
-  if (!op.params.empty()) ps.push_back(op.default_problem());
+  if (!op.params.empty()) ps = op.declared_problems(false);
   else
     for (const auto& s : seed_shapes()) ps.push_back(Problem{s, Dist::uniform, 1});
   return ps;

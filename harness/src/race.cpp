@@ -159,6 +159,10 @@ nlohmann::json to_json(const Measured& m) {
     j["shape"] = m.problem.shape.str();
     j["m"] = m.problem.shape.m;
     j["k"] = m.problem.shape.k;
+  } else {
+    // An op whose dimensions are all params: its parameters stand for the shape the scripts group
+    // and label by ("batch=1,dk=128,dv=128,nk=16,nv=48"), as `problem` below.
+    j["shape"] = m.problem.key();
   }
   nlohmann::json params = nlohmann::json::object();
   for (const auto& [k, v] : m.problem.params) params[k] = v;

@@ -26,6 +26,24 @@ Problem Op::default_problem(Dist dist, std::uint64_t seed) const {
   return p;
 }
 
+std::vector<Problem> Op::declared_problems(bool quick, Dist dist, std::uint64_t seed) const {
+  if (params.empty()) return {};
+  std::vector<Problem> out{default_problem(dist, seed)};
+  for (const auto& d : params) {
+    const auto& vals = quick ? d.quick : d.seed;
+    if (vals.empty()) continue;
+    std::vector<Problem> next;
+    for (const auto& p : out)
+      for (std::int64_t v : vals) {
+        Problem q = p;
+        q.params[d.name] = v;
+        next.push_back(std::move(q));
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
 std::vector<Named<double>> Op::references_of(const Workload& w) const {
   if (references) return references(w);
   require(bool(reference), "op " + name + " has neither reference nor references");

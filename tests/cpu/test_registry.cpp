@@ -117,6 +117,16 @@ TEST_CASE("an op's declared parameters: defaults, --set names checked against ev
   } catch (const Error& e) {
     CHECK(std::string(e.what()).find("--set: unknown parameter 'bacth'; did you mean 'batch'") != std::string::npos);
   }
+  // Every combination of the declared seed values (quick: quick values); none for a mat-vec op.
+  const auto seed = r.op("toy").declared_problems(false, Dist::uniform, 3);
+  REQUIRE(seed.size() == 3);
+  CHECK(seed[0].key() == "batch=1,dk=128");
+  CHECK(seed[2].key() == "batch=32,dk=128");
+  CHECK(seed[2].seed == 3);
+  const auto quick = r.op("toy").declared_problems(true);
+  REQUIRE(quick.size() == 1);
+  CHECK(quick[0].key() == "batch=2,dk=16");
+  CHECK(Op{}.declared_problems(false).empty());
 }
 
 TEST_CASE("an op with one output names it y; an instance without output() says it has named outputs") {

@@ -394,7 +394,7 @@ class Runner(unittest.TestCase):
         self.assertTrue(rs and all(r["kind"] == "skip" for r in rs), "a dry run writes skips only")
         what = sorted(r["what"] for r in rs)
         self.assertEqual(what, sorted([
-            "gdn_recurrence/impl=fla-fused-recurrent on 1x48x128x128/uniform/seed=1",
+            "gdn_recurrence/impl=fla-fused-recurrent on batch=1,dk=128,dv=128,nk=16,nv=48/uniform/seed=1",
             "q4_gemv/impl=gemlite-a16w4 on 40x160/student-t/seed=1", "q4_gemv/impl=gemlite-a16w4 on 64x256/uniform/seed=1",
             "q4_gemv/impl=torch-int4pack on 40x160/student-t/seed=1", "q4_gemv/impl=torch-int4pack on 64x256/uniform/seed=1"]))
         for r in rs:
@@ -475,7 +475,15 @@ class RunnerPlumbing(unittest.TestCase):
             self.assertEqual(q["peer_config"]["inner_k_tiles"], 8)
             g = by["gdn_recurrence/impl=fla-fused-recurrent"]
             self.assertEqual(sorted(g["accuracy_outputs"]), ["S", "o"])
-            self.assertEqual((g["shape"], g["batch"], g["m"], g["k"], g["experiment"]), ("1x48x128x128", 1, 1, 48, "gdn-recurrence-peers"))
+            # As klab's own records of the op (harness/src/race.cpp): shape = the parameters' key, params,
+            # no m x k; the export's input_hash; the experiment klab's gdn-recurrence.
+            key = "batch=1,dk=128,dv=128,nk=16,nv=48"
+            self.assertEqual((g["shape"], g["problem"], g["batch"], g["experiment"]), (key, key, 1, "gdn-recurrence"))
+            self.assertEqual(g["params"], {"batch": 1, "dk": 128, "dv": 128, "nk": 16, "nv": 48})
+            self.assertNotIn("m", g)
+            self.assertRegex(g["input_hash"], r"^0x[0-9a-f]{16}$")
+            self.assertEqual(q["params"], {"m": 64, "k": 256})
+            self.assertEqual((q["m"], q["k"], q["problem"]), (64, 256, "64x256"))
             self.assertIsNone(g["attainable_gbps"])  # the report has no recurrence of klab's own
             self.assertIn("export metadata", g["bytes_source"])
             self.assertGreater(fake_torch.stats["graph_captures"], 0)

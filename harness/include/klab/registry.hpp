@@ -56,6 +56,10 @@ struct Op {
   std::vector<ParamDecl> params;
   // A problem of this op at its declared defaults (shape {0, 0}: ops with params only).
   Problem default_problem(Dist dist = Dist::uniform, std::uint64_t seed = 1) const;
+  // The problems its declarations name: every combination of each parameter's seed values (with
+  // `quick`, its quick values; a parameter that declares none: its default). Empty for ops without
+  // params. Tests and klab_bench sweep these; validate() may still refuse one.
+  std::vector<Problem> declared_problems(bool quick, Dist dist = Dist::uniform, std::uint64_t seed = 1) const;
   std::vector<Named<double>> references_of(const Workload& w) const;
 };
 

@@ -1,0 +1,113 @@
+// gdn-recurrence (issue 14): the recurrence's variants (variants/gdn_recurrence/) raced at batch 1, 8
+// and 32 of Qwen3.5-27B's heads (48 value heads, 16 key heads, dk = dv = 128), L2-cold, launch and
+// stream mode. A is impl=seed, the step's kernels today. fla's fused_recurrent_gated_delta_rule joins
+// the same report as peer records of this experiment (peers/run.py, on the same exported bytes:
+// `klab export --op gdn_recurrence --batch B`); it is timed in another process, so no claim here
+// names it: the report's tables set it beside ours.
+#include <algorithm>
+#include <limits>
+
+#include "common.hpp"
+#include "gdn_recurrence/variants.hpp"
+
+namespace klab::experiments {
+
+namespace {
+
+std::string batch_key(std::int64_t b) { return "batch=" + std::to_string(b); }
+
+// The timed, verified variant of ours with the lowest headline median (nullptr: none).
+const Measured* fastest(const std::vector<Measured>& ms, bool fused_only) {
+  const Measured* best = nullptr;
+  for (const auto& m : ms) {
+    if (m.skipped || !m.timed || !m.verified || m.variant->peer) continue;
+    if (fused_only && m.variant->axes.front().second != "fused") continue;
+    if (!best || m.timing.summary.median < best->timing.summary.median) best = &m;
+  }
+  return best;
+}
+
+std::string mode_name(const Measured& m) { return m.mode(TimingMode::stream) ? "stream" : "launch"; }
+
+}  // namespace
+
+void register_gdn_recurrence(Registry& r) {
+  Experiment e;
+  e.name = "gdn-recurrence";
+  e.description = "GDN recurrence (q/k norm + delta rule, f32 state in place): seed vs S-read-once vs fused one-launch kernels at batch 1, 8, 32";
+  const Claim accurate{"accurate", "every variant is within 1e-4 (max_rel) of the f64 reference, on o and on the updated S, at batch 1, 8 and 32"};
+  const Claim once_bits{"once-bitwise", "impl=once (S kept in registers) gives impl=seed's o and S bit for bit at batch 1, 8 and 32"};
+  const Claim once_faster{"once-faster", "reading S once (impl=once) is faster than impl=seed (S read twice) at batch 1, 8 and 32"};
+  const Claim fused_faster{"fused-faster", "the fastest fused one-launch variant is faster than impl=seed at batch 1, 8 and 32"};
+  // Issue 14's goals (H200, stream mode); fla took ~8 us at batch 1, ~76 us at batch 32 there.
+  const Claim b1_goal{"batch1-2.5us", "the fastest of ours takes at most 2.5 us at batch 1 (headline: stream mode)"};
+  const Claim b32_goal{"batch32-50us", "the fastest of ours takes at most 50 us at batch 32 (headline: stream mode)"};
+  e.claims = {accurate, once_bits, once_faster, fused_faster, b1_goal, b32_goal};
+  e.run = [=](Context& ctx) {
+    const Op& op = ctx.registry().op("gdn_recurrence");
+    // Ladder order, seed (A) first: the kernel table's order.
+    std::vector<std::string> names;
+    for (const auto& k : gdn_recurrence::recurrence_kernels()) names.push_back(k.name);
+    const auto vs = lookup(ctx, names);
+    const std::size_t i_once = std::find(names.begin(), names.end(), "gdn_recurrence/impl=once") - names.begin();
+    // Full: the op's defaults (Qwen3.5-27B's heads) at the seed's batches; --quick: the op's quick values.
+    std::vector<Problem> problems;
+    if (ctx.options().quick) {
+      Problem p = op.default_problem(Dist::uniform, ctx.options().seed);
+      for (const auto& d : op.params)
+        if (!d.quick.empty()) p.params[d.name] = d.quick.front();
+      problems.push_back(p);
+    } else {
+      for (std::int64_t b : {1, 8, 32}) {
+        Problem p = op.default_problem(Dist::uniform, ctx.options().seed);
+        p.params["batch"] = b;
+        problems.push_back(p);
+      }
+    }
+    const std::vector<std::string> all{batch_key(1), batch_key(8), batch_key(32)};
+    for (const Claim& c : {accurate, once_bits, once_faster, fused_faster}) ctx.claim(c).needs(all);
+    ctx.claim(b1_goal).needs({batch_key(1)});
+    ctx.claim(b32_goal).needs({batch_key(32)});
+
+    for (const Problem& p : problems) {
+      const std::int64_t B = p.param("batch");
+      const std::string key = batch_key(B);
+      auto ms = race(ctx, op, vs, p, RaceOptions{.tolerance = gdn_recurrence::kTolerance, .tolerance_for = {}});
+      if (ms.size() != vs.size()) continue;  // no device, or outside the --set slice
+      // Accuracy: only when every variant ran (a skipped one leaves the claim not evaluated here).
+      if (std::none_of(ms.begin(), ms.end(), [](const Measured& m) { return m.skipped; })) {
+        bool all_ok = true;
+        double worst = 0;
+        for (const auto& m : ms) {
+          all_ok = all_ok && m.verified;
+          worst = std::max(worst, m.acc.max_rel);
+        }
+        ctx.claim(accurate).settle(key, all_ok, key + fmt(": worst max_rel %.3g over o and S", worst));
+      }
+      const Measured& seed = ms[0];
+      if (i_once < ms.size() && !ms[i_once].skipped && !seed.skipped) {
+        const Measured& once = ms[i_once];
+        ctx.claim(once_bits).settle(key, once.bits_vs_a == 0,
+                                    key + ": " + std::to_string(once.bits_vs_a) + " of " + std::to_string(once.acc.n) + " o and S elements differ");
+        if (once.timed && seed.timed && once.vs_a)
+          ctx.claim(once_faster).settle(key, once.vs_a->verdict == Verdict::faster,
+                                        key + fmt(": seed %.2f us, once %.2f us, ", seed.timing.summary.median * 1e3, once.timing.summary.median * 1e3) +
+                                            speedup_text(*once.vs_a) + " (" + mode_name(once) + ")");
+      }
+      if (const Measured* f = fastest(ms, true); f && seed.timed && f->vs_a)
+        ctx.claim(fused_faster).settle(key, f->vs_a->verdict == Verdict::faster,
+                                       key + ": " + f->variant->name + fmt(" %.2f us vs seed %.2f us, ", f->timing.summary.median * 1e3,
+                                                                           seed.timing.summary.median * 1e3) + speedup_text(*f->vs_a));
+      const Measured* best = fastest(ms, false);
+      if (!best) continue;
+      const double us = best->timing.summary.median * 1e3;
+      const std::string evidence = key + ": " + best->variant->name + fmt(" %.2f us, %.0f GB/s, %.1f%% of the size-matched read", us,
+                                                                         best->gbps, best->pct_attainable) + " (" + mode_name(*best) + ")";
+      if (B == 1) ctx.claim(b1_goal).settle(key, us <= 2.5, evidence);
+      if (B == 32) ctx.claim(b32_goal).settle(key, us <= 50.0, evidence);
+    }
+  };
+  r.add(std::move(e));
+}
+
+}  // namespace klab::experiments

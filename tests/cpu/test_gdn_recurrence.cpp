@@ -1,0 +1,112 @@
+// The gdn_recurrence op without a GPU: its parameters, workload (deterministic, the export's), reference,
+// traffic, and the kernel table's names and refusals. The kernels themselves are checked on the GPU
+// (tests/gpu/test_variants.cpp) and in every race.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "gdn_recurrence/variants.hpp"
+#include "klab/catalog.hpp"
+#include "klab/error.hpp"
+#include "klab/ref/gdn.hpp"
+
+using namespace klab;
+namespace gr = klab::gdn_recurrence;
+
+TEST_CASE("gdn_recurrence: declared parameters, problems and refusals") {
+  const Op& op = registry().op("gdn_recurrence");
+  const Problem d = op.default_problem();
+  CHECK(d.key() == "batch=1,dk=128,dv=128,nk=16,nv=48");
+  CHECK(op.validate(d).empty());
+  const auto seed = op.declared_problems(false);
+  REQUIRE(seed.size() == 3);
+  CHECK(seed[1].key() == "batch=8,dk=128,dv=128,nk=16,nv=48");
+  const auto quick = op.declared_problems(true);
+  REQUIRE(quick.size() == 1);
+  CHECK(quick[0].key() == "batch=2,dk=32,dv=32,nk=2,nv=4");
+  Problem bad = d;
+  bad.params["nv"] = 40;
+  CHECK(op.validate(bad).find("multiple of nk") != std::string::npos);
+  Problem none{Shape{64, 64}, Dist::uniform, 1};
+  CHECK(op.validate(none).find("no parameter nv") != std::string::npos);
+  // Traffic: the export's byte model (6.36 MB at batch 1) and 3 dk dv MACs per value head.
+  const Traffic t = op.traffic(d);
+  CHECK(t.bytes == 4.0 * (4096 + 6144) + 8.0 * 48 + 8.0 * 786432 + 4.0 * 6144);
+  CHECK(t.macs == 3.0 * 786432);
+}
+
+TEST_CASE("gdn_recurrence: the workload is deterministic, in its stated ranges, and its reference is ref::gdn's") {
+  const Op& op = registry().op("gdn_recurrence");
+  const Problem p = op.declared_problems(true, Dist::normal, 4)[0];
+  const auto w1 = op.generate(p), w2 = op.generate(p);
+  const auto& a = gr::workload_of(*w1);
+  CHECK(a.digest() == gr::workload_of(*w2).digest());
+  CHECK(a.q.size() == 2u * 2 * 32);
+  CHECK(a.S0.size() == 2u * 4 * 32 * 32);
+  for (float g : a.g) CHECK((g < 0 && g > -1.6f));
+  for (float b : a.beta) CHECK((b > 0.01f && b < 0.99f));
+  Problem other = p;
+  other.seed = 5;
+  CHECK(gr::workload_of(*op.generate(other)).digest() != a.digest());
+  const auto refs = op.references_of(a);
+  REQUIRE(refs.size() == 2);
+  CHECK(refs[0].name == "o");
+  CHECK(refs[1].name == "S");
+  // Sequence 1 by hand through ref::gdn::recurrence.
+  ref::gdn::Geometry g;
+  g.nk = 2, g.nv = 4, g.dk = 32, g.dv = 32;
+  auto d = [](const std::vector<float>& x, std::size_t at, std::size_t n) {
+    return std::vector<double>(x.begin() + std::ptrdiff_t(at), x.begin() + std::ptrdiff_t(at + n));
+  };
+  std::vector<double> S = d(a.S0, 4096, 4096), o(128), qn(64), kn(64);
+  ref::gdn::recurrence(g, d(a.q, 64, 64), d(a.k, 64, 64), d(a.v, 128, 128), d(a.g, 4, 4), d(a.beta, 4, 4), S, o, qn, kn);
+  CHECK(std::equal(o.begin(), o.end(), refs[0].data.begin() + 128));
+  CHECK(std::equal(S.begin(), S.end(), refs[1].data.begin() + 4096));
+  CHECK_THROWS_AS(gr::workload_of(Workload{}), Error);
+}
+
+TEST_CASE("gdn_recurrence: every kernel of the table is a registered variant and runs the op's default and seed problems") {
+  const Op& op = registry().op("gdn_recurrence");
+  REQUIRE(gr::recurrence_kernels().size() >= 3);
+  CHECK(gr::recurrence_kernels()[0].name == "gdn_recurrence/impl=seed");
+  for (const auto& k : gr::recurrence_kernels()) {
+    CAPTURE(k.name);
+    CHECK(registry().has_variant(k.name));
+    CHECK(&gr::recurrence_kernel(k.name) == &k);
+    const Variant& v = registry().variant(k.name);
+    CHECK(v.tolerance == gr::kTolerance);
+    for (const Problem& p : op.declared_problems(false)) CHECK(v.can_implement(p) == "");
+  }
+  CHECK(registry().variants_of("gdn_recurrence").size() == gr::recurrence_kernels().size());
+  CHECK_THROWS_WITH_AS(gr::recurrence_kernel("gdn_recurrence/impl=nope"), doctest::Contains("impl=seed"), Error);
+}
+
+TEST_CASE("gdn_recurrence: check_args refuses what a kernel cannot take, naming why") {
+  const auto& fused = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=32,rows=4,pdl=off");
+  const auto& seed = gr::recurrence_kernel("gdn_recurrence/impl=seed");
+  gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, 1);
+  CHECK(a.S_stride == 48 * 128 * 128);
+  CHECK(gr::check_args(fused, a).find("null") != std::string::npos);
+  alignas(16) static float buf[64];
+  a.q = a.k = a.v = a.g = a.beta = buf;
+  a.S = a.o = buf;
+  CHECK(gr::check_args(fused, a) == "");
+  CHECK(gr::check_args(seed, a).find("workspace") != std::string::npos);  // its qk_norm writes there
+  CHECK(seed.workspace_floats(a) == 2u * 16 * 128);
+  a.normalize_qk = false;
+  CHECK(seed.workspace_floats(a) == 0u);
+  CHECK(gr::check_args(seed, a) == "");
+  a.S = buf + 1;
+  CHECK(gr::check_args(fused, a).find("16-byte aligned") != std::string::npos);
+  CHECK(gr::check_args(seed, a) == "");  // 4-byte loads: any float pointer
+  a.S = buf;
+  a.dv = 126;
+  a.S_stride = a.o_stride = a.v_stride = 48 * 126;
+  CHECK(gr::check_args(fused, a).find("dv (126) is not a multiple of 4") != std::string::npos);
+  a = gr::dense_args(16, 48, 102, 128, 1);
+  CHECK(fused.can_implement(a).find("dk (102) is not a multiple of rows=4") != std::string::npos);
+  a.nv = 40;
+  CHECK(gr::check_args(fused, a).find("multiple of nk") != std::string::npos);
+  const auto& once = gr::recurrence_kernel("gdn_recurrence/impl=once");
+  CHECK(once.can_implement(gr::dense_args(16, 48, 256, 128, 1)).find("dk > 128") != std::string::npos);
+}

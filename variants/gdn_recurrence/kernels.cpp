@@ -1,0 +1,54 @@
+#include "gdn_recurrence/kernels.hpp"
+
+#include <cstdint>
+
+#include "klab/error.hpp"
+#include "klab/registry.hpp"
+
+namespace klab::gdn_recurrence {
+
+RecurrenceArgs dense_args(int nk, int nv, int dk, int dv, int batch) {
+  RecurrenceArgs a;
+  a.nk = nk, a.nv = nv, a.dk = dk, a.dv = dv, a.batch = batch;
+  a.q_stride = a.k_stride = std::int64_t(nk) * dk;
+  a.v_stride = a.o_stride = std::int64_t(nv) * dv;
+  a.gb_stride = nv;
+  a.S_stride = std::int64_t(nv) * dk * dv;
+  return a;
+}
+
+const std::vector<RecurrenceKernel>& recurrence_kernels() {
+  static const std::vector<RecurrenceKernel> all = [] {
+    std::vector<RecurrenceKernel> v = seed_kernels();
+    for (auto& k : fused_kernels()) v.push_back(std::move(k));
+    for (auto& k : v) k.name = variant_name("gdn_recurrence", k.axes);
+    return v;
+  }();
+  return all;
+}
+
+const RecurrenceKernel& recurrence_kernel(const std::string& name) {
+  std::string known;
+  for (const auto& k : recurrence_kernels()) {
+    if (k.name == name) return k;
+    known += (known.empty() ? "" : ", ") + k.name;
+  }
+  throw Error("no gdn_recurrence kernel '" + name + "' (known: " + known + ")");
+}
+
+std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a) {
+  if (a.nk <= 0 || a.nv <= 0 || a.dk <= 0 || a.dv <= 0 || a.batch <= 0) return "nk, nv, dk, dv and batch must be positive";
+  if (a.nv % a.nk != 0) return "nv must be a multiple of nk";
+  if (auto why = kern.can_implement(a); !why.empty()) return why;
+  if (!a.q || !a.k || !a.v || !a.g || !a.beta || !a.S || !a.o) return "a null tensor pointer";
+  if (kern.workspace_floats(a) > 0 && !a.workspace) return "no workspace (" + std::to_string(kern.workspace_floats(a)) + " floats needed)";
+  if (kern.vec4) {
+    auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+    if (!aligned(a.S) || !aligned(a.o) || !aligned(a.v)) return "S, o and v must be 16-byte aligned (float4 loads and stores)";
+    if (a.dv % 4 != 0 || a.S_stride % 4 != 0 || a.o_stride % 4 != 0 || a.v_stride % 4 != 0)
+      return "dv and the S, o and v strides must be multiples of 4 floats (float4 loads and stores)";
+  }
+  return "";
+}
+
+}  // namespace klab::gdn_recurrence

@@ -1,0 +1,74 @@
+#pragma once
+// The kernel interface every gdn_recurrence variant implements, and the table of them by registry
+// name: what the race's instances call, and what GdnDevice can call to run the step's recurrence
+// through a named variant (recurrence_kernel("gdn_recurrence/impl=fused,cols=32,rows=4")).
+//
+// Per sequence b and value head h (key head kh = h / (nv/nk)), all f32, device pointers:
+//   q, k   at q + b*q_stride + kh*dk, k + b*k_stride + kh*dk   (dk floats; RAW when normalize_qk)
+//   v      at v + b*v_stride + h*dv                             (dv floats)
+//   g, beta at g[b*gb_stride + h], beta[b*gb_stride + h]        (g: log-domain decay; beta post-sigmoid)
+//   S      at S + b*S_stride + h*dk*dv, (dk, dv) row-major      (read, then written in place)
+//   o      at o + b*o_stride + h*dv                             (dv floats, written)
+// normalize_qk: q, k are raw; the kernel forms qn = q rsqrt(|q|^2 + 1e-6) / sqrt(dk) and
+// kn = k rsqrt(|k|^2 + 1e-6) per key head (ref::gdn::kL2NormEps). Otherwise q and k are taken as
+// already normalised (q already scaled): the step's qk_norm kernel output.
+// Then: S *= exp(g); t = (v - S^T kn) beta; S += kn t^T; o = S^T qn (the updated S).
+// Strides are in floats. Variants that load 16 bytes at a time (fused) need S, o and v 16-byte
+// aligned (every pointer, stride and dv a multiple of 4 floats): check_args says which is not.
+// No variant writes q, k, v, g or beta; none uses atomics: same inputs, same bits.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace klab::gdn_recurrence {
+
+struct RecurrenceArgs {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const float* g = nullptr;
+  const float* beta = nullptr;
+  float* S = nullptr;
+  float* o = nullptr;
+  int nk = 0, nv = 0, dk = 0, dv = 0, batch = 1;
+  std::int64_t q_stride = 0, k_stride = 0, v_stride = 0, gb_stride = 0, S_stride = 0, o_stride = 0;
+  bool normalize_qk = true;
+  // Scratch of workspace_floats(args) floats (device; the seed's normalised q and k), or null when
+  // the kernel needs none.
+  float* workspace = nullptr;
+};
+
+// The arguments of `batch` densely packed sequences ((batch, nk, dk) q and k, (batch, nv, dv) v and
+// o, (batch, nv) g and beta, (batch, nv, dk, dv) S): the race's layout and the export's.
+RecurrenceArgs dense_args(int nk, int nv, int dk, int dv, int batch);
+
+struct RecurrenceKernel {
+  std::string name;  // the variant's registry name: "gdn_recurrence/" + its axes
+  std::vector<std::pair<std::string, std::string>> axes;
+  std::string description;
+  // Why the kernel cannot run these dimensions (empty: it can). Reads nk, nv, dk, dv, batch.
+  std::string (*can_implement)(const RecurrenceArgs&) = nullptr;
+  // Floats of scratch it needs (0: none).
+  std::size_t (*workspace_floats)(const RecurrenceArgs&) = nullptr;
+  // Enqueues the step on `stream` (no allocation, no sync).
+  void (*launch)(const RecurrenceArgs&, cudaStream_t stream) = nullptr;
+  bool vec4 = false;  // loads S, v and stores S, o 16 bytes at a time (alignment: check_args)
+};
+
+// Every kernel, in ladder order (seed first).
+const std::vector<RecurrenceKernel>& recurrence_kernels();
+// By registry name; throws klab::Error naming the known ones.
+const RecurrenceKernel& recurrence_kernel(const std::string& name);
+// Why `a` cannot be handed to `kern` (dimensions, nv % nk, null pointers, alignment, workspace);
+// empty when it can. Launchers do not check; callers do, once.
+std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a);
+
+// The kernels of each file (kernels_seed.cu, kernels_fused.cu), gathered by recurrence_kernels().
+std::vector<RecurrenceKernel> seed_kernels();
+std::vector<RecurrenceKernel> fused_kernels();
+
+}  // namespace klab::gdn_recurrence

@@ -1,0 +1,213 @@
+// gdn_recurrence/impl=fused,cols=C,rows=R,pdl=P: the whole recurrence in ONE launch, S read once
+// and written once, 16 bytes at a time.
+//
+// Block (h, tile, b) owns columns [C tile, C tile + C) of value head h of sequence b: grid
+// (nv * ceil(dv/C), batch), so at batch 1 and C = 32 the 48 heads give 192 blocks for 132 SMs.
+// Threads: Q = C/4 column quads x (32/Q) row slots per warp; G = dk/R row groups over the block's
+// warps (W = G Q / 32 of them). Thread (warp w, lane l) owns the 4 columns c0 = C tile + 4 (l % Q)
+// and the R rows i = rg + G r (rg = w (32/Q) + l / Q, r < R): R float4 of S in registers, loaded
+// before anything else (a warp's load covers 32/Q whole rows of the tile: C*4 contiguous bytes each).
+//
+// q/k L2 norm fused: every warp sums |q|^2 and |k|^2 of its key head (lane-strided fma, then a
+// butterfly: the same bits in every warp and every block of that key head), so no launch, no
+// shared memory and no barrier precede the math. Then, per thread and column (fixed order):
+//   kn[i] = k[i] inv_k;  qn[i] = (q[i] inv_q) / sqrt(dk)      (inv = 1 / sqrt(sum x^2 + 1e-6))
+//   s[i] = exp(g) S[i][c]                                      (the decayed state, in registers)
+//   kv[c] = sum over the thread's rows r of s kn (fma, r increasing), then a butterfly over the
+//          warp's row slots, then the warps' partials added in warp order 0..W-1 (each thread adds
+//          them itself from shared memory: every thread gets the same bits, one barrier)
+//   t[c] = (v[c] - kv[c]) beta
+//   S[i][c] = fma(kn[i], t[c], s[i])   stored
+//   o[c] = the same reduction of S[i][c] qn[i], summed over warps by warp 0's first row slot.
+// Deterministic (no atomics, fixed order); not the seed's order (its norm is a block_sum, its rows
+// 8 groups of 16), hence a tolerance, not bits, against seed.
+//
+// PDL (pdl=on: launched with programmatic stream serialization): the S loads are issued BEFORE
+// griddepcontrol.wait, the q, k, v, g, beta loads after it; dependents are let go (launch_dependents)
+// once every S store of the block is done (after the second barrier). Contract for a caller: no
+// kernel that may still run when this one starts writes this S (true in the GDN step: S of a layer
+// is written only by that layer's recurrence; true in the race: a stream graph rotates >= 2 copies
+// and a predecessor lets this launch go only after its own S stores). pdl=off: the same kernel
+// launched plainly (wait and launch_dependents are then no-ops): the twin that measures PDL.
+#include "gdn_recurrence/kernels.hpp"
+
+#include "klab/cuda.hpp"
+#include "klab/ref/gdn.hpp"
+
+namespace klab::gdn_recurrence {
+
+namespace {
+
+constexpr float kEps = static_cast<float>(ref::gdn::kL2NormEps);
+constexpr int kMaxThreads = 512;
+
+__device__ __forceinline__ float4 f4_add(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
+
+// The sum over the lanes of a warp that share a column quad (lanes l, l ^ Q, l ^ 2Q, ...): a
+// butterfly, so every one of them holds the same bits.
+template <int Q>
+__device__ __forceinline__ float4 row_slot_sum(float4 p) {
+#pragma unroll
+  for (int off = Q; off < 32; off *= 2) {
+    p.x += __shfl_xor_sync(0xffffffffu, p.x, off);
+    p.y += __shfl_xor_sync(0xffffffffu, p.y, off);
+    p.z += __shfl_xor_sync(0xffffffffu, p.z, off);
+    p.w += __shfl_xor_sync(0xffffffffu, p.w, off);
+  }
+  return p;
+}
+
+template <int C, int R>
+__global__ void __launch_bounds__(kMaxThreads) fused_kernel(RecurrenceArgs a) {
+  constexpr int Q = C / 4, RW = 32 / Q;
+  extern __shared__ float4 red[];  // (2, W, Q): the warps' kv partials, then their o partials
+  const int nk = a.nk, nv = a.nv, dk = a.dk, dv = a.dv;
+  const int tiles = (dv + C - 1) / C;
+  const int h = blockIdx.x / tiles, tile = blockIdx.x % tiles, b = blockIdx.y;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, W = blockDim.x >> 5;
+  const int cq = lane % Q, rs = lane / Q;
+  const int G = W * RW;  // == dk / R (check_args)
+  const int rg = w * RW + rs;
+  const int c0 = tile * C + 4 * cq;
+  const bool live = c0 < dv;  // dv % 4 == 0: a quad is wholly in or out
+  float* Sh = a.S + b * a.S_stride + static_cast<std::int64_t>(h) * dk * dv + c0;
+
+  // The state first: it depends on no predecessor (PDL contract above).
+  float4 s[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+    s[r] = live ? *reinterpret_cast<const float4*>(Sh + static_cast<std::int64_t>(rg + G * r) * dv) : make_float4(0.f, 0.f, 0.f, 0.f);
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+
+  const int kh = h / (nv / nk);  // key head of value head h
+  const float* qh = a.q + b * a.q_stride + static_cast<std::int64_t>(kh) * dk;
+  const float* kh_ = a.k + b * a.k_stride + static_cast<std::int64_t>(kh) * dk;
+  float kn[R], qn[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    kn[r] = kh_[rg + G * r];
+    qn[r] = qh[rg + G * r];
+  }
+  const float alpha = expf(a.g[b * a.gb_stride + h]);
+  const float beta = a.beta[b * a.gb_stride + h];
+  const float4 v = live ? *reinterpret_cast<const float4*>(a.v + b * a.v_stride + static_cast<std::int64_t>(h) * dv + c0)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+  if (a.normalize_qk) {
+    // ss = sum_j x[j]^2 (lane-strided fma, then a butterfly); inv = 1 / sqrt(ss + eps)
+    float pk = 0.f, pq = 0.f;
+    for (int j = lane; j < dk; j += 32) {
+      const float kj = kh_[j], qj = qh[j];
+      pk = fmaf(kj, kj, pk);
+      pq = fmaf(qj, qj, pq);
+    }
+    for (int off = 16; off > 0; off /= 2) {
+      pk += __shfl_xor_sync(0xffffffffu, pk, off);
+      pq += __shfl_xor_sync(0xffffffffu, pq, off);
+    }
+    const float inv_k = 1.f / sqrtf(pk + kEps), inv_q = 1.f / sqrtf(pq + kEps);
+    const float scale = 1.f / sqrtf(static_cast<float>(dk));
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      kn[r] = kn[r] * inv_k;
+      qn[r] = (qn[r] * inv_q) * scale;
+    }
+  }
+
+  // s = exp(g) S; kv partial = sum_r s kn
+  float4 p = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    s[r] = make_float4(alpha * s[r].x, alpha * s[r].y, alpha * s[r].z, alpha * s[r].w);
+    p.x = fmaf(s[r].x, kn[r], p.x);
+    p.y = fmaf(s[r].y, kn[r], p.y);
+    p.z = fmaf(s[r].z, kn[r], p.z);
+    p.w = fmaf(s[r].w, kn[r], p.w);
+  }
+  p = row_slot_sum<Q>(p);
+  if (rs == 0) red[w * Q + cq] = p;
+  __syncthreads();
+  // kv = the warps' partials in warp order; t = (v - kv) beta
+  float4 kv = red[cq];
+  for (int ww = 1; ww < W; ++ww) kv = f4_add(kv, red[ww * Q + cq]);
+  const float4 t = make_float4((v.x - kv.x) * beta, (v.y - kv.y) * beta, (v.z - kv.z) * beta, (v.w - kv.w) * beta);
+
+  // S = s + kn t^T (stored); o partial = sum_r S qn
+  p = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    s[r].x = fmaf(kn[r], t.x, s[r].x);
+    s[r].y = fmaf(kn[r], t.y, s[r].y);
+    s[r].z = fmaf(kn[r], t.z, s[r].z);
+    s[r].w = fmaf(kn[r], t.w, s[r].w);
+    if (live) *reinterpret_cast<float4*>(Sh + static_cast<std::int64_t>(rg + G * r) * dv) = s[r];
+    p.x = fmaf(s[r].x, qn[r], p.x);
+    p.y = fmaf(s[r].y, qn[r], p.y);
+    p.z = fmaf(s[r].z, qn[r], p.z);
+    p.w = fmaf(s[r].w, qn[r], p.w);
+  }
+  p = row_slot_sum<Q>(p);
+  float4* red_o = red + W * Q;
+  if (rs == 0) red_o[w * Q + cq] = p;
+  __syncthreads();
+  // Every S store of this block is done: dependents may start (they read only their own state first).
+  asm volatile("griddepcontrol.launch_dependents;");
+  if (w == 0 && rs == 0 && live) {
+    float4 o = red_o[cq];
+    for (int ww = 1; ww < W; ++ww) o = f4_add(o, red_o[ww * Q + cq]);
+    *reinterpret_cast<float4*>(a.o + b * a.o_stride + static_cast<std::int64_t>(h) * dv + c0) = o;
+  }
+}
+
+template <int C, int R>
+int threads_for(const RecurrenceArgs& a) {
+  return a.dk / R * (C / 4);  // G row groups of Q quads
+}
+
+template <int C, int R>
+std::string can(const RecurrenceArgs& a) {
+  if (a.dk % R != 0) return "dk (" + std::to_string(a.dk) + ") is not a multiple of rows=" + std::to_string(R);
+  if ((a.dk / R) % (32 / (C / 4)) != 0)
+    return "dk / rows (" + std::to_string(a.dk / R) + " row groups) is not a multiple of the " + std::to_string(32 / (C / 4)) +
+           " row slots of a warp";
+  if (threads_for<C, R>(a) > kMaxThreads)
+    return "dk / rows * cols / 4 = " + std::to_string(threads_for<C, R>(a)) + " threads, over " + std::to_string(kMaxThreads);
+  if (a.dv % 4 != 0) return "dv (" + std::to_string(a.dv) + ") is not a multiple of 4 (16-byte loads)";
+  if (a.batch > 65535) return "batch over 65535 (grid.y)";
+  return "";
+}
+
+template <int C, int R, bool Pdl>
+void launch(const RecurrenceArgs& a, cudaStream_t s) {
+  const int tiles = (a.dv + C - 1) / C;
+  const int threads = threads_for<C, R>(a);
+  const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+  launch_maybe_pdl(Pdl, fused_kernel<C, R>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads),
+                   smem, s, a);
+}
+
+std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
+
+template <int C, int R, bool Pdl>
+RecurrenceKernel fused() {
+  RecurrenceKernel k;
+  k.axes = {{"impl", "fused"}, {"cols", std::to_string(C)}, {"rows", std::to_string(R)}, {"pdl", Pdl ? "on" : "off"}};
+  k.description = "one launch, q/k norm fused, S read once into registers as float4: " + std::to_string(C) + " columns x all rows per block, " +
+                  std::to_string(R) + " rows x 4 columns per thread" + (Pdl ? ", programmatic dependent launch (S loads before the wait)" : "");
+  k.can_implement = can<C, R>;
+  k.workspace_floats = no_workspace;
+  k.launch = launch<C, R, Pdl>;
+  k.vec4 = true;
+  return k;
+}
+
+}  // namespace
+
+// At dk = dv = 128 and batch 1: blocks (threads) 384 (128) for cols=16, 192 (256 or 128) for
+// cols=32, 96 (256) for cols=64: the last leaves 36 of 132 SMs idle at batch 1 (kept: it may win
+// at batch 32, where every configuration fills the GPU).
+std::vector<RecurrenceKernel> fused_kernels() {
+  return {fused<32, 4, false>(), fused<16, 4, false>(), fused<16, 8, false>(), fused<32, 8, false>(), fused<64, 8, false>(),
+          fused<32, 4, true>(),  fused<16, 4, true>()};
+}
+
+}  // namespace klab::gdn_recurrence
