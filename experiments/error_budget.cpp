@@ -438,4 +438,6 @@ Experiment make_error_budget() {
   return e;
 }
 
+void register_error_budget(Registry& r) { r.add(make_error_budget()); }
+
 }  // namespace klab::experiments
