@@ -22,8 +22,12 @@ const Registry& registry() {
     experiments::register_f32_gemv(reg);
     experiments::register_q4_gemv(reg);
     experiments::register_q4_ceiling(reg);
-    experiments::register_gdn(reg);
-    experiments::register_gdn_q4(reg);
+    experiments::register_gdn_oracle(reg);
+    experiments::register_gdn_guards(reg);
+    experiments::register_gdn_drift(reg);
+    experiments::register_gdn_q4_per_op(reg);
+    experiments::register_gdn_q4_gates(reg);
+    experiments::register_error_budget(reg);
     experiments::register_gdn_layer(reg);
     experiments::register_gdn_recurrence(reg);
     return reg;

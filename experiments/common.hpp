@@ -50,9 +50,15 @@ void register_f32_gemv(Registry& r);
 void register_q4_gemv(Registry& r);
 // Issue 13: q4-to-ceiling, the ladder from block-per-thread,dot=offset,rows=8 through map=packed.
 void register_q4_ceiling(Registry& r);
-void register_gdn(Registry& r);
-// The GDN q4 tier: gdn-q4-per-op, gdn-q4-gates, gdn-q4-layer, and error-budget (no device needed).
-void register_gdn_q4(Registry& r);
+// The GDN step's f32 tier: gdn-f32-oracle; gdn-reset-replay and gdn-cross-layer; gdn-drift.
+void register_gdn_oracle(Registry& r);
+void register_gdn_guards(Registry& r);
+void register_gdn_drift(Registry& r);
+// The GDN step's q4 tier: gdn-q4-per-op, gdn-q4-gates.
+void register_gdn_q4_per_op(Registry& r);
+void register_gdn_q4_gates(Registry& r);
+// error-budget: q4 weights under several input distributions (no device needed).
+void register_error_budget(Registry& r);
 // gdn-q4-layer: op gdn_step raced through race() (f32 vs q4 tier, host-facing, every q4 kernel).
 void register_gdn_layer(Registry& r);
 // Issue 14: gdn-recurrence, the recurrence's variants at batch 1, 8, 32 (fla's records join it: peers/run.py).
