@@ -5,8 +5,11 @@
                        [--seed 12345] [--markdown] [--fail-on-regression [GLOB]]...
 
 OLD and NEW are report directories (holding report.jsonl) or .jsonl files. Measurements are matched
-by (experiment, variant, shape, dist, timing mode), GDN timings by (experiment, tier, mode, layers,
-tokens, fixture, timing mode). A measurement is compared in each timing mode present in both reports,
+by (experiment, variant, problem, dist, timing mode), where the problem is the record's "problem"
+(Problem::key(): "17408x5120" for a mat-vec, "ck=4,dk=128,...,tokens=16,weights=1" for an op with
+its own parameters, such as gdn_step) or, in reports from before named parameters, its "shape" (the
+same string for a mat-vec, so old and new reports line up); schema-1 GDN timings (gdn_timing) by
+(experiment, tier, mode, layers, tokens, fixture, timing mode). A measurement is compared in each timing mode present in both reports,
 NEW's headline first (reports from before the timing modes were timed in "launch"; --mode MODE
 compares only the modes named). For each match: the ratio of median times NEW/OLD (< 1: NEW is
 faster) with a percentile bootstrap 95% interval from the repetitions (timing.samples_ms, less
@@ -109,8 +112,11 @@ def items_of(report):
     out = {}
     for r in report.records:
         if r["kind"] == "measurement":
-            key = ("measurement", r["experiment"], r["variant"], r["shape"], r["dist"])
-            item = Item(key, r["experiment"], r["variant"], f"{r['shape']} {r['dist']}", r, measurement_views(r))
+            # The problem: Problem::key() ("17408x5120", "ck=4,...,tokens=16,weights=1"), or an old
+            # record's shape (a mat-vec's problem is its shape, so old and new reports line up).
+            problem = kr.problem_of(r)
+            key = ("measurement", r["experiment"], r["variant"], problem, r["dist"])
+            item = Item(key, r["experiment"], r["variant"], f"{problem} {r['dist']}", r, measurement_views(r))
         elif r["kind"] == "gdn_timing":
             fixture = r.get("fixture", "")
             key = ("gdn_timing", r["experiment"], r["tier"], r["mode"], r["layers"], r["tokens"], fixture)

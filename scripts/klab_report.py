@@ -54,6 +54,8 @@ _TYPES = {
     "flush": lambda v: v in FLUSHES,
     "list of modes": lambda v: isinstance(v, list) and all(x in MODES for x in v),
     "list of strings": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    "list of objects": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+    "positive integer": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
 }
 # How a type is named in a message (the value sets are spelt out).
 _TYPE_NAMES = {"mode": "one of " + ", ".join(MODES), "flush": "one of " + ", ".join(FLUSHES),
@@ -63,7 +65,11 @@ _TYPE_NAMES = {"mode": "one of " + ", ".join(MODES), "flush": "one of " + ", ".j
 # parent: then the field is required when the parent is present.
 _FIELDS = {
     "measurement": [
-        ("experiment", "string", True), ("variant", "string", True), ("shape", "string", True),
+        # A mat-vec has "shape" (MxK); every record of a harness with named parameters has "problem"
+        # (Problem::key(): "17408x5120", "ck=4,dk=128,...") and "params". One of the two is required
+        # (_check); schema-1-era records have only "shape".
+        ("experiment", "string", True), ("variant", "string", True), ("shape", "string", False),
+        ("problem", "string", False), ("params", "object", False), ("tensors", "list of objects", False),
         ("dist", "string", True), ("op", "string", False), ("a", "string", False),
         ("axes", "object", False), ("verified", "boolean", False), ("tolerance", "number or null", False),
         ("bits_vs_a", "integer or null", False), ("bits_vs_prev", "integer or null", False),
@@ -145,6 +151,12 @@ _MODE_FIELDS = [
     ("vs_a.ci95_hi", "number or null", "vs_a"), ("vs_a.speedup", "number or null", "vs_a"),
     ("vs_a.verdict", "string", "vs_a"),
 ]
+# One entry of a measurement's "tensors" (an op with named outputs other than a single "y").
+_TENSOR_FIELDS = [
+    ("name", "string", True), ("accuracy", "object", False), ("accuracy.max_rel", "number or null", False),
+    ("accuracy.rms_rel", "number or null", False), ("hash", "string", False),
+    ("bits_vs_a", "integer or null", False), ("bits_vs_prev", "integer or null", False),
+]
 CLAIM_STATES = ("held", "not_held", "not_evaluated")
 # The GDN readback names in the order of the decode step (seed-digest section 3).
 GDN_OPS = ("XC", "XCV", "Z", "Q", "K", "A", "B", "BETA", "G", "ON", "ONN", "OUT", "S", "HIST")
@@ -196,8 +208,18 @@ def _check(record, where):
             raise ReportError(f"{where}: {kind} record: field 'env' should be an object")
         _check_fields(record["env"], _ENV_FIELDS, where, f"{kind} record", "env.")
     _check_fields(record, _FIELDS.get(kind, []), where, f"{kind} record")
-    if kind == "measurement" and isinstance(record.get("modes"), dict):
-        _check_modes(record, where)
+    if kind == "measurement":
+        if "shape" not in record and "problem" not in record:
+            raise ReportError(f"{where}: measurement record lacks the field 'problem' (string; or 'shape', in reports "
+                              "from before named parameters)")
+        if isinstance(record.get("modes"), dict):
+            _check_modes(record, where)
+        for i, t in enumerate(record.get("tensors") or []):
+            _check_fields(t, _TENSOR_FIELDS, where, "measurement record", f"tensors[{i}].")
+        if is_gdn_step(record):
+            # Time per layer per token is the timing over params.tokens.
+            _check_fields(record, [("params", "object", True), ("params.tokens", "positive integer", True)], where,
+                          "gdn_step measurement record")
     cm = get(record, "env.ceiling.modes")
     if isinstance(cm, dict):
         for mode, entry in cm.items():
@@ -546,8 +568,56 @@ def short_variant(r):
     return name.split("/", 1)[1] if "/" in name else name
 
 
+def problem_of(r):
+    """The problem of a measurement: its "problem" (Problem::key(): "17408x5120" for a mat-vec,
+    "ck=4,dk=128,...,tokens=16,weights=1" for an op with its own parameters), else its "shape"
+    (reports from before named parameters). A mat-vec's problem is its shape, so old and new
+    reports give the same key."""
+    p = r.get("problem")
+    return p if isinstance(p, str) else r.get("shape", "")
+
+
+def has_shape(r):
+    return isinstance(r.get("shape"), str)
+
+
+def params_of(r):
+    """The problem's named parameters: "params", else {m, k} of an old record's shape."""
+    p = r.get("params")
+    if isinstance(p, dict):
+        return p
+    return {k: r[k] for k in ("m", "k") if isinstance(r.get(k), int)}
+
+
 def problem_label(r, with_dist=True):
-    return f"{r['shape']} {r['dist']}" if with_dist else r["shape"]
+    return f"{problem_of(r)} {r['dist']}" if with_dist else problem_of(r)
+
+
+def split_problem(problem):
+    """'ck=4,dk=128' -> [('ck', '4'), ('dk', '128')]; a shape ('64x64') or a shape first
+    ('64x64,batch=8') gives ('', '64x64') for it."""
+    out = []
+    for part in str(problem).split(","):
+        name, eq, value = part.partition("=")
+        out.append((name, value) if eq else ("", part))
+    return out
+
+
+def varying_params(problems):
+    """{problem: short label} for a set of problems: shapes as they are; problems with named
+    parameters by the parameters whose values differ among them (all of them when one problem)."""
+    problems = list(dict.fromkeys(problems))
+    parsed = {p: split_problem(p) for p in problems}
+    values = {}
+    for p in problems:
+        for name, value in parsed[p]:
+            values.setdefault(name, set()).add(value)
+    vary = {n for n, v in values.items() if len(v) > 1 or n == ""}
+    out = {}
+    for p in problems:
+        parts = [(n, v) for n, v in parsed[p] if n in vary] or parsed[p]
+        out[p] = ",".join(v if n == "" else f"{n}={v}" for n, v in parts)
+    return out
 
 
 def group(records, key):
@@ -559,7 +629,7 @@ def group(records, key):
 
 
 def problem_key(r):
-    return (r.get("op") or "", r["shape"], r["dist"])
+    return (r.get("op") or "", problem_of(r), r["dist"])
 
 
 # ---- ladders --------------------------------------------------------------------------------
@@ -619,7 +689,7 @@ def bits_label(rung):
 
 
 def ladders(report):
-    """{(experiment, op, shape, dist): rungs} for every ladder experiment."""
+    """{(experiment, op, problem, dist): rungs} for every ladder experiment."""
     out = {}
     for e in report.experiments():
         if not is_ladder(e):
@@ -627,6 +697,121 @@ def ladders(report):
         for key, recs in group(report.of("measurement", e), problem_key).items():
             out[(e,) + key] = ladder_rungs(recs)
     return out
+
+
+# ---- the GDN step (op gdn_step) -------------------------------------------------------------
+# Schema 1 wrote the GDN step's times as kinds of their own (gdn_timing, gdn_q4_variant,
+# gdn_roundtrip); since named parameters they are measurement records of op gdn_step, one layer over
+# params.tokens tokens: time per layer and token = the timing / tokens, the tier and the round trip
+# from the variant's axes (reports/SCHEMA.md).
+
+GDN_STEP_OP = "gdn_step"
+# The round trip of a gdn_step variant, from its "api" axis, named as gdn_timing's "mode": T
+# host-facing steps (a copy in, a copy out and a sync per token), GdnDevice::run (one of each per run
+# of T tokens), or the device-resident run alone (no api axis).
+ROUND_TRIPS = {"host": "host-facing", "run": "device-run", None: "device-resident"}
+ROUND_TRIP_ORDER = ("host-facing", "device-run", "device-resident")
+TIER_ORDER = ("f32", "q4")
+
+
+def is_gdn_step(r):
+    return r.get("op") == GDN_STEP_OP or str(r.get("variant", "")).startswith(GDN_STEP_OP + "/")
+
+
+def variant_axes(r):
+    """The variant's axes: "axes", else parsed from its name ("op/a=1,b=2"; a value may hold '=')."""
+    axes = r.get("axes")
+    if isinstance(axes, dict):
+        return {str(k): str(v) for k, v in axes.items()}
+    out = {}
+    for part in short_variant(r).split(","):
+        k, eq, v = part.partition("=")
+        if eq:
+            out[k] = v
+    return out
+
+
+def round_trip_order(mode):
+    return (ROUND_TRIP_ORDER.index(mode), mode) if mode in ROUND_TRIP_ORDER else (len(ROUND_TRIP_ORDER), mode)
+
+
+def tier_order(tier):
+    return (TIER_ORDER.index(tier), tier) if tier in TIER_ORDER else (len(TIER_ORDER), tier)
+
+
+def _per_layer_token(view, n):
+    t = view["timing"]
+    return {"timing": t, "median": t["median_ms"] / n, "min": t["min_ms"] / n, "max": t["max_ms"] / n,
+            "samples": [x / n for x in kept_samples(t)], "gbps": view.get("gbps"), "pct_ceiling": pct_ceiling(view),
+            "pct_attainable": pct_attainable(view), "vs_a": view.get("vs_a")}
+
+
+def gdn_step_rows(records):
+    """The gdn_step measurements among `records`, in file order, as dicts: record, experiment,
+    variant, tier, mode (the round trip: host-facing, device-run, device-resident), projections (the
+    q4 kernel, the proj axis; None for f32), tokens, layers (1), problem, dist, bytes_per_step (the
+    op's bytes / tokens), headline (timing mode) and views: {timing mode: {median, min, max (ms per
+    layer and token), samples (kept repetitions, per layer and token), gbps, pct_ceiling,
+    pct_attainable, vs_a, timing}} ({} when not timed)."""
+    rows = []
+    for r in records:
+        if r.get("kind") != "measurement" or not is_gdn_step(r):
+            continue
+        axes, params = variant_axes(r), params_of(r)
+        tokens = params["tokens"]
+        layers = params.get("layers", 1) if isinstance(params.get("layers"), int) and params.get("layers", 1) > 0 else 1
+        api = axes.get("api")
+        n = tokens * layers
+        rows.append({
+            "record": r, "experiment": r["experiment"], "variant": r["variant"], "tier": axes.get("tier", "n/a"),
+            "mode": ROUND_TRIPS.get(api, f"api={api}"), "projections": axes.get("proj"), "tokens": tokens, "layers": layers,
+            "problem": problem_of(r), "dist": r["dist"],
+            "bytes_per_step": r["bytes"] / n if is_finite(r.get("bytes")) else None,
+            "headline": timing_mode(r), "views": {m: _per_layer_token(v, n) for m, v in mode_views(r)},
+        })
+    return rows
+
+
+def q4_kernel_rows(rows):
+    """The q4 tier's device-resident runs, one per q4 mat-vec kernel inside the step."""
+    return [s for s in rows if s["tier"] == "q4" and s["projections"] and s["mode"] == "device-resident"]
+
+
+def gdn_tier_rows(rows):
+    """Per tier and round trip, one row (the schema-1 gdn_timing table): every row but the q4
+    device-resident ones beyond the first of each problem (the race's own q4 kernel: gdn-q4-layer
+    races its default second, after the f32 tier), sorted by problem, tier and round trip."""
+    seen, out = set(), []
+    for s in rows:
+        key = (s["problem"], s["dist"], s["tier"], s["mode"])
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(s)
+    problems = list(dict.fromkeys((s["problem"], s["dist"]) for s in out))
+    return sorted(out, key=lambda s: (problems.index((s["problem"], s["dist"])), tier_order(s["tier"]), round_trip_order(s["mode"])))
+
+
+def gdn_common_mode(rows, prefer="launch"):
+    """The timing mode to show a set of GDN step rows in, so that they compare like with like:
+    `prefer` when every timed row has it (launch: the host-facing API has no stream timing, and the
+    round-trip claims are launch), else the mode most rows have as their headline."""
+    timed = [s for s in rows if s["views"]]
+    if not timed:
+        return None
+    if all(prefer in s["views"] for s in timed):
+        return prefer
+    heads = [s["headline"] for s in timed]
+    return max(dict.fromkeys(heads), key=heads.count)
+
+
+def gdn_view(s, mode):
+    """(mode, view) of a GDN step row in `mode`, else in its headline (None, None when not timed)."""
+    if mode in s["views"]:
+        return mode, s["views"][mode]
+    if s["headline"] in s["views"]:
+        return s["headline"], s["views"][s["headline"]]
+    return None, None
 
 
 # ---- the figures a report gives -------------------------------------------------------------
@@ -653,12 +838,20 @@ def chart_plan(report):
         if is_ladder(e):
             groups = group(em, problem_key)
             dists = {k[2] for k in groups}
-            for (op, shape, dist), recs in groups.items():
+            for (op, problem, dist), recs in groups.items():
                 rungs = ladder_rungs(recs)
                 if len(rungs) < 2 or not any(r["speedup_prev"] is not None for r in rungs):
-                    notes.append(f"{e} {shape} {dist}: fewer than two timed rungs: no ladder figure")
+                    notes.append(f"{e} {problem} {dist}: fewer than two timed rungs: no ladder figure")
                     continue
-                plan.append((chart_name("ladder", e, shape, dist if len(dists) > 1 else ""), "ladder", e, rungs))
+                plan.append((chart_name("ladder", e, problem, dist if len(dists) > 1 else ""), "ladder", e, rungs))
+        # The GDN step (op gdn_step): time per layer and token by tier and round trip, and every q4
+        # kernel inside the step (the figures the schema-1 kinds gdn_timing and gdn_q4_variant gave).
+        steps = gdn_step_rows(em)
+        if any(s["views"] for s in steps):
+            plan.append((chart_name("gdn-timing", e), "gdn_step", e, steps))
+            q4 = q4_kernel_rows(steps)
+            if len({s["projections"] for s in q4}) > 1:
+                plan.append((chart_name("gdn-q4-kernels", e), "gdn_q4_kernels", e, steps))
     if not any(is_ladder(e) for e in report.experiments()):
         notes.append("no ladder experiment (name containing 'ladder'): no seed-ladder figure")
     for kind, prefix, what in (("error_budget", "error-budget", "error-budget"), ("gdn_timing", "gdn-timing", "GDN timing")):

@@ -82,15 +82,23 @@ def wrap(text, width=22):
 
 
 def problem_labels(recs):
-    """Label per problem key: the shape, plus the distribution and op only where they vary."""
+    """Label per problem key: the shape (an op with named parameters: the parameters that vary
+    among the figure's problems, all of them when there is one, a line each), plus the
+    distribution and op only where they vary."""
     keys = list(kr.group(recs, kr.problem_key))
     ops = {k[0] for k in keys}
     dists = {k[2] for k in keys}
+    short = kr.varying_params(k[1] for k in keys)
     labels = {}
-    for op, shape, dist in keys:
-        parts = ([op] if len(ops) > 1 else []) + [shape] + ([dist] if len(dists) > 1 else [])
-        labels[(op, shape, dist)] = "\n".join(parts)
+    for op, problem, dist in keys:
+        parts = ([op] if len(ops) > 1 else []) + short[problem].split(",") + ([dist] if len(dists) > 1 else [])
+        labels[(op, problem, dist)] = "\n".join(parts)
     return labels
+
+
+def problem_word(recs):
+    """What the x axis holds: shapes (mat-vecs) or problems (ops with named parameters)."""
+    return "shape" if all(kr.has_shape(r) for r in recs) else "problem"
 
 
 def bar_layout(n_series):
@@ -222,7 +230,7 @@ def draw_bandwidth_part(plt, report, e, recs, labels, keys, indexed, part):
     ax.set_ylabel("% of the measured read ceiling (median; bars: min..max)")
     cold = kr.get(report.env, "options.l2_cold")
     timing = f", {mode} timing" + (f" ({', '.join(other_modes)} where marked)" if other_modes else "") if mode else ""
-    ax.set_title(f"{e}: bandwidth per variant and shape{timing}{part}\n{gpu_label(report)}" + (", L2-cold" if cold else ", L2-hot" if cold is False else ""), fontsize=10)
+    ax.set_title(f"{e}: bandwidth per variant and {problem_word(recs)}{timing}{part}\n{gpu_label(report)}" + (", L2-cold" if cold else ", L2-hot" if cold is False else ""), fontsize=10)
     ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(3, len(handles)), frameon=False)
     return fig
 
@@ -261,7 +269,7 @@ def draw_accuracy_part(plt, report, e, recs, labels, keys, indexed, part):
                 tol_label = None
     ax.set_xticklabels([labels[k] for k in keys], fontsize=8)
     ax.set_ylabel("max_rel vs the CPU reference (max|y-ref| / max|ref|)")
-    ax.set_title(f"{e}: accuracy per variant and shape{part}\n{gpu_label(report)}", fontsize=10)
+    ax.set_title(f"{e}: accuracy per variant and {problem_word(recs)}{part}\n{gpu_label(report)}", fontsize=10)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(3, len(indexed) + 1), frameon=False)
     return fig
 
@@ -304,7 +312,7 @@ def draw_ladder(plt, report, e, rungs):
     ax.set_xticks(xs)
     ax.set_xticklabels(ticks, fontsize=7)
     ax.set_ylabel("speed-up over the previous rung (ratio of median times)")
-    ax.set_title(f"{e}: {r0['shape']} {r0['dist']}, what each rung gave\n{gpu_label(report)}", fontsize=10)
+    ax.set_title(f"{e}: {kr.problem_of(r0)} {r0['dist']}, what each rung gave\n{gpu_label(report)}", fontsize=10)
     handles = [Patch(color=EQUAL, label="bitwise equal to the previous rung"),
                Patch(color=CHANGED, label="bits changed vs the previous rung"),
                Patch(color=UNKNOWN, label="bit-equality not recorded"), Patch(color=BASE, label="rung 0 (baseline)")]
@@ -428,8 +436,93 @@ def draw_gdn_timing(plt, report, e, recs):
     return fig
 
 
+def draw_gdn_step(plt, report, e, steps):
+    """gdn_step measurements: ms per layer and token (min..max) by tier and round trip, as the
+    schema-1 gdn_timing figure, in one timing mode (launch where every bar has it: the host-facing
+    API has no stream timing); the q4 tier on its race's own kernel (the other kernels have a figure
+    of their own)."""
+    rows = [s for s in kr.gdn_tier_rows(steps) if s["views"]]
+    mode = kr.gdn_common_mode(rows)
+    problems = list(dict.fromkeys((s["problem"], s["dist"]) for s in rows))
+    short = kr.varying_params(p for p, _ in problems)
+    tiers = sorted(dict.fromkeys(s["tier"] for s in rows), key=kr.tier_order)
+    cats = [(t, p) for p in problems for t in tiers if any(s["tier"] == t and (s["problem"], s["dist"]) == p for s in rows)]
+    modes = sorted(dict.fromkeys(s["mode"] for s in rows), key=kr.round_trip_order)
+    width, offs = bar_layout(len(modes))
+    fig, ax = plt.subplots(figsize=(min(MAX_WIDTH_IN, max(6.0, 1.5 + 1.4 * len(cats))), 4.6))
+    top = 0.0
+    for mi, rt in enumerate(modes):
+        xs, ys, lo, hi = [], [], [], []
+        for ci, (tier, prob) in enumerate(cats):
+            s = next((s for s in rows if s["tier"] == tier and s["mode"] == rt and (s["problem"], s["dist"]) == prob), None)
+            if s is None:
+                continue
+            own, v = kr.gdn_view(s, mode)
+            x = ci + offs[mi]
+            xs.append(x)
+            ys.append(v["median"])
+            lo.append(max(v["median"] - v["min"], 0))
+            hi.append(max(v["max"] - v["median"], 0))
+            top = max(top, v["max"])
+            ax.text(x, v["max"], f"{v['median']:.3g}" + (f"\n{own}" if own != mode else ""), ha="center", va="bottom", fontsize=7)
+        if xs:
+            ax.bar(xs, ys, width * 0.95, label=rt, **style_kwargs(mi))
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+    ax.set_ylim(0, top * 1.25 if top > 0 else 1)
+    ax.set_xticks(range(len(cats)))
+    tokens = {p: sorted({s["tokens"] for s in rows if (s["problem"], s["dist"]) == p}) for p in problems}
+    ax.set_xticklabels([f"{t}\n1 layer x {'/'.join(map(str, tokens[p]))} tokens"
+                        + ("\n" + short[p[0]].replace(",", "\n") if len(problems) > 1 else "") for t, p in cats], fontsize=8)
+    ax.set_ylabel("ms per layer and token (median; bars: min..max)")
+    ax.set_title(f"{e}: GDN step time by tier and round-trip mode, {mode} timing\n{gpu_label(report)}", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig
+
+
+def draw_gdn_q4_kernels(plt, report, e, steps):
+    """Every q4 mat-vec kernel inside the GDN step (the q4 tier's device-resident run on each; the
+    schema-1 gdn_q4_variant records): ms per layer and token, one horizontal bar each (the figure
+    grows in height, not width), fastest first, the f32 tier's device-resident time as a line."""
+    rows = kr.q4_kernel_rows(steps)
+    mode = kr.gdn_common_mode(rows, prefer=None) or "launch"
+    problems = list(dict.fromkeys((s["problem"], s["dist"]) for s in rows))
+    short = kr.varying_params(p for p, _ in problems)
+    entries, untimed = [], []
+    for s in rows:
+        own, v = kr.gdn_view(s, mode)
+        label = wrap(s["projections"].replace("+", ","), 48) + (f"\n[{short[s['problem']]}]" if len(problems) > 1 else "")
+        if v is None:
+            untimed.append((0.0, 0.0, 0.0, label, "failed verification" if s["record"].get("verified") is False else "not timed", s))
+        else:
+            entries.append((v["median"], v["min"], v["max"], label, own, s))
+    # Fastest first; a kernel not timed (it failed verification) last, saying so.
+    entries = sorted(entries, key=lambda t: t[0]) + untimed
+    fig, ax = plt.subplots(figsize=(9.0, max(3.0, 1.2 + 0.45 * len(entries))))
+    ys = list(range(len(entries)))
+    meds = [t[0] for t in entries]
+    ax.barh(ys, meds, 0.7, xerr=[[max(t[0] - t[1], 0) for t in entries], [max(t[2] - t[0], 0) for t in entries]],
+            color=[CYCLE[0] if t[5]["record"].get("verified") is not False else UNKNOWN for t in entries],
+            ecolor="black", error_kw={"elinewidth": 0.8, "capsize": 2})
+    for y, t in zip(ys, entries):
+        ax.text(t[2], y, (f" {t[0]:.4g}" + (f" ({t[4]})" if t[4] != mode else "")) if t[4] in kr.MODES else f" {t[4]}", va="center", fontsize=7)
+    f32 = [s for s in steps if s["tier"] == "f32" and s["mode"] == "device-resident" and s["views"]]
+    for s in f32[:1]:
+        own, v = kr.gdn_view(s, mode)
+        ax.axvline(v["median"], color="#b71c1c", linestyle="--", linewidth=1.0, label=f"f32 tier, device-resident ({v['median']:.4g} ms, {own})")
+    ax.set_yticks(ys)
+    ax.set_yticklabels([t[3] for t in entries], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(meds + [v["median"] for s in f32[:1] for _, v in [kr.gdn_view(s, mode)]]) * 1.3)
+    ax.set_xlabel(f"ms per layer and token (median; bars: min..max), {mode} timing")
+    ax.set_title(f"{e}: every q4 kernel inside the GDN step (q4 tier, device-resident)\n{gpu_label(report)}", fontsize=10)
+    if f32:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig
+
+
 DRAW = {"bandwidth": draw_bandwidth, "accuracy": draw_accuracy, "ladder": draw_ladder,
-        "error_budget": draw_error_budget, "gdn_op": draw_gdn_ops, "gdn_timing": draw_gdn_timing}
+        "error_budget": draw_error_budget, "gdn_op": draw_gdn_ops, "gdn_timing": draw_gdn_timing,
+        "gdn_step": draw_gdn_step, "gdn_q4_kernels": draw_gdn_q4_kernels}
 
 
 def main(argv=None):

@@ -4,7 +4,8 @@
     scripts/profile_ncu.py REPORT_DIR [--klab BIN] [--ncu PATH] [--variants GLOB] [--experiments GLOB]
                        [--shapes GLOB] [--timeout S] [--dry-run]
 
-For each distinct (variant, shape, dist, seed) timed in REPORT_DIR/report.jsonl (optionally only
+For each distinct (variant, shape, dist, seed) timed in REPORT_DIR/report.jsonl (mat-vecs only: a
+measurement without a "shape", such as gdn_step's, is left out; optionally only
 variants / experiments / shapes matching the globs), runs
 
     ncu --csv --print-units base --clock-control none --profile-from-start off --metrics ...
@@ -101,10 +102,12 @@ def summarize_kernels(kernels, macs):
 
 
 def timed_problems(records, variants, experiments, shapes="*"):
-    """(experiment, variant, shape, dist, seed, macs) of every timed measurement, first occurrence."""
+    """(experiment, variant, shape, dist, seed, macs) of every timed measurement, first occurrence.
+    Only mat-vecs: `klab profile-one` takes --shape, so a measurement of an op without a shape
+    (no "shape" key: its problem is named parameters, e.g. gdn_step) is left out."""
     seen, out = set(), []
     for r in records:
-        if r.get("kind") != "measurement" or "timing" not in r:
+        if r.get("kind") != "measurement" or "timing" not in r or not isinstance(r.get("shape"), str):
             continue
         if not fnmatch.fnmatchcase(r["variant"], variants) or not fnmatch.fnmatchcase(r.get("experiment", ""), experiments):
             continue

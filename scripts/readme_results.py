@@ -24,7 +24,8 @@ block needs, the block says so in one line. Blocks (BLOCKS below, in this order)
   q4-to-ceiling   the same for experiment q4-to-ceiling
   profile         Nsight Compute readings ("profile" records, scripts/profile_ncu.py)
   gdn-correctness the claims of the GDN correctness experiments
-  gdn-timing      the GDN step per tier and round trip (gdn_timing records of gdn-q4-layer)
+  gdn-timing      the GDN step per tier and round trip, and every q4 kernel inside it: gdn-q4-layer's
+                  measurements of op gdn_step (time / params.tokens), or its schema-1 gdn_timing records
   error-budget    rms_rel by input distribution, and the seed's own ratio
   not-held        every claim not held, then every claim not evaluated
 
@@ -183,7 +184,7 @@ class Context:
 
 
 def by_problem(recs):
-    return kr.group(recs, lambda r: (r["shape"], r["dist"]))
+    return kr.group(recs, lambda r: (kr.problem_of(r), r["dist"]))
 
 
 def problem_records(report, experiment, shape, prefer_dist="uniform"):
@@ -383,7 +384,7 @@ def block_seed_ladder(ctx):
     if not ladder:
         return missing("No `seed-ladder` measurements in this report.")
     shape, dist = LADDER_PROBLEM
-    recs = [r for r in rep.of("measurement", "seed-ladder") if r["shape"] == shape and r["dist"] == dist]
+    recs = [r for r in rep.of("measurement", "seed-ladder") if kr.problem_of(r) == shape and r["dist"] == dist]
     rungs_recs = [r for r in recs if not r.get("peer")]
     peers = [r for r in recs if r.get("peer")]
     if len(rungs_recs) < 2:
@@ -542,7 +543,10 @@ def block_gdn_timing(ctx):
     rep = ctx.report
     recs = rep.of("gdn_timing", GDN_TIMING_EXPERIMENT)
     if not recs:
-        return missing(f"No `gdn_timing` records of `{GDN_TIMING_EXPERIMENT}` in this report.")
+        steps = kr.gdn_step_rows(rep.of("measurement", GDN_TIMING_EXPERIMENT))
+        if any(s["views"] for s in steps):
+            return gdn_step_block(ctx, steps)
+        return missing(f"No timed `gdn_step` measurement (or schema-1 `gdn_timing` record) of `{GDN_TIMING_EXPERIMENT}` in this report.")
     ceiling = kr.get(rep.env, "ceiling.read_gbps")
 
     def pct_c(r):
@@ -594,6 +598,88 @@ def block_gdn_timing(ctx):
                   f"the table gives the median (min..max). {flush_text} Bytes per step: what a perfect step of one layer "
                   "moves (the big three projections' weights, f32 or q4 codes and scales; the small f32 weights; S and the "
                   "conv history read and written), the numerator of GB/s."]
+    return lines
+
+
+def gdn_step_block(ctx, steps):
+    """The gdn-timing block from measurements of op gdn_step (reports since named parameters): the
+    tier x round-trip table of the schema-1 gdn_timing records, in one timing mode (launch when every
+    row has it), the round trip and q4 vs f32 from it, then every q4 kernel inside the step."""
+    rep = ctx.report
+    tiers = [s for s in kr.gdn_tier_rows(steps) if s["views"]]
+    mode = kr.gdn_common_mode(tiers)
+    problems = list(dict.fromkeys((s["problem"], s["dist"]) for s in tiers))
+    att = any(v["pct_attainable"] is not None for s in tiers for v in s["views"].values())
+    stream = mode != "stream" and any("stream" in s["views"] for s in tiers)
+    head = ["tier", "mode", f"ms per layer and token (min..max), {mode}", "bytes per step", "GB/s", "% ceiling"] + \
+        (["% attainable"] if att else []) + (["stream: ms per layer and token"] if stream else []) + ["projections"]
+    lines = []
+    for prob in problems:
+        rows, med = [], {}
+        group = [s for s in tiers if (s["problem"], s["dist"]) == prob]
+        for s in group:
+            own, v = kr.gdn_view(s, mode)
+            med[(s["tier"], s["mode"])] = v
+            sv = s["views"].get("stream")
+            rows.append([s["tier"], s["mode"], f"{f_ms(v['median'])} ({f_ms(v['min'])}..{f_ms(v['max'])})" + ("" if own == mode else f" ({own})"),
+                         f_mb(s["bytes_per_step"]), f_int(v["gbps"]), f_pct(v["pct_ceiling"])]
+                        + ([f_pct(v["pct_attainable"])] if att else []) + ([f_ms(sv["median"]) if sv else "n/a"] if stream else [])
+                        + [f"`{s['projections']}`" if s["projections"] else "f32" if s["tier"] == "f32" else "the default q4 kernel (kDefaultQ4Variant)"])
+        if len(problems) > 1:
+            lines += [f"{prob[0]}, {prob[1]} inputs:", ""]
+        lines += sm.table(head, rows)
+        trips = [f"{t} {rt} {f_ms(med[(t, rt)]['median'] - med[(t, 'device-resident')]['median'])} ms"
+                 for t in dict.fromkeys(s["tier"] for s in group) for rt in ("host-facing", "device-run")
+                 if (t, rt) in med and (t, "device-resident") in med]
+        if trips:
+            lines.append(f"Host round trip ({mode} timing, minus device-resident, per layer and token): {', '.join(trips)}.")
+        f32, q4 = (next((s for s in group if s["tier"] == t and s["mode"] == "device-resident"), None) for t in ("f32", "q4"))
+        if f32 and q4:
+            races = []
+            for m in dict.fromkeys([mode] + [m for m in kr.MODES if m in f32["views"] and m in q4["views"]]):
+                if m in f32["views"] and m in q4["views"]:
+                    a, b = ({"timing": {"samples_ms": x["views"][m]["samples"], "median_ms": x["views"][m]["median"]}} for x in (f32, q4))
+                    races.append(f"{m} {f_race(race((GDN_TIMING_EXPERIMENT, prob, 'q4 vs f32', m), a, b))}")
+            lines.append(f"q4 tier vs f32 tier, device-resident: {'; '.join(races)} (x = ratio of medians; the interval is of the time ratio).")
+        lines.append("")
+    kernels = kr.q4_kernel_rows(steps)
+    if len({s["projections"] for s in kernels}) > 1:
+        kmode = kr.gdn_common_mode(kernels, prefer=None)
+        first = {}
+        for s in kernels:
+            if s["views"]:
+                first.setdefault((s["problem"], s["dist"]), s["variant"])
+
+        def order(s):  # by problem, then fastest first; not timed last
+            own, v = kr.gdn_view(s, kmode)
+            return (problems.index((s["problem"], s["dist"])) if (s["problem"], s["dist"]) in problems else len(problems),
+                    v is None, v["median"] if v else 0.0)
+        rows = []
+        for s in sorted(kernels, key=order):
+            own, v = kr.gdn_view(s, kmode)
+            r = s["record"]
+            timed = ([f_ms(v["median"]) + ("" if own == kmode else f" ({own})"), f_pct(v["pct_ceiling"]), f_vs_a(v["vs_a"])] if v else
+                     ["not timed" + (" (failed verification)" if r.get("verified") is False else ""), "n/a", "n/a"])
+            rows.append([f"`{s['projections']}`" + (" (the tier's row above)" if first.get((s["problem"], s["dist"])) == s["variant"] else "")]
+                        + timed + [kr.fmt_err(kr.get(r, "accuracy.max_rel")) + (" FAILED" if r.get("verified") is False else ""),
+                                   kr.fmt_num(r.get("tolerance"))] + ([s["problem"]] if len(problems) > 1 else []))
+        lines += [f"Every q4 mat-vec kernel inside the step (q4 tier, device-resident, {kmode} timing), fastest first; vs f32 tier = "
+                  "the harness's race against A, the f32 tier:", ""]
+        lines += sm.table(["q4 kernel (proj)", "ms per layer and token", "% ceiling", "vs f32 tier", "max_rel", "tolerance"]
+                          + (["problem"] if len(problems) > 1 else []), rows)
+    r0 = tiers[0]
+    reps = kr.get(r0["views"][mode]["timing"] if mode in r0["views"] else {}, "reps")
+    flush = flush_phrase(kr.get(rep.env, "options.flush"), kr.get(rep.env, "options.l2_cold"))
+    l2 = kr.get(rep.env, "device.l2_bytes")
+    tokens = sorted({s["tokens"] for s in tiers})
+    flush_text = (f"{flush[0].upper() + flush[1:]}, so only token 0 follows a flush: later tokens may find weights "
+                  f"left in L2 ({sm.mib(l2) if kr.is_finite(l2) else 'its size is not in the report'}) by the token before, "
+                  "and the figures are not L2-cold per token."
+                  if "not flushed" not in flush else flush[0].upper() + flush[1:] + ".")
+    lines += [f"How it was timed: measurements of op `gdn_step` (one layer over {'/'.join(map(str, tokens))} tokens from a zero state, "
+              f"raced by the harness{f'; {reps} repetitions' if isinstance(reps, int) else ''}); each time is the run's and divided by "
+              f"the tokens (`params.tokens`); the table gives the median (min..max) in {mode} mode (the host-facing API has launch "
+              f"timing only). {flush_text} Bytes per step: the op's byte model (`bytes`) over the tokens, the numerator of GB/s."]
     return lines
 
 

@@ -10,7 +10,10 @@ its claims and their state, its measurements per problem (variant | median ms (m
 % of ceiling | GMAC/s | max_rel | bits vs A | verdict vs A; reports with timing modes add the
 headline's mode, % of attainable (vs a read of exactly the op's bytes in that mode) and, when the
 headline is not launch, a launch column, and name the variants timed in launch mode only), the seed ladder, error-budget and GDN tables where the report has those
-records, figures from REPORT/plots/ that exist, and what was skipped and why. A report that is not
+records (the GDN step per layer and token from gdn_step measurements, or schema-1 gdn_timing records),
+the named outputs of ops that have several (per output max_rel and bits vs A), figures from
+REPORT/plots/ that exist, and what was skipped and why. Measurements are grouped by problem (the
+shape of a mat-vec; an op's own parameters, "ck=4,dk=128,...", otherwise). A report that is not
 whole (schema 2: no closing record, or one that says failed or interrupted) says so in its first line.
 Exit status: 0 written, 2 on a malformed or empty report or bad arguments. Standard library only.
 """
@@ -160,7 +163,7 @@ def ladder_lines(rungs):
     modal, _ = measurement_columns([rung["record"] for rung in rungs])
     modes = list(dict.fromkeys(kr.timing_mode(rung["record"]) for rung in rungs if kr.timed(rung["record"])))
     timing = f" ({', '.join(modes)} timing)" if modal and modes else ""
-    head = (f"Seed ladder, {r0['shape']} {r0['dist']}{timing}: speed-up per rung = median(previous) / median(rung); "
+    head = (f"Seed ladder, {kr.problem_of(r0)} {r0['dist']}{timing}: speed-up per rung = median(previous) / median(rung); "
             "bits compared with the previous rung.")
     rows = []
     for rung in rungs:
@@ -218,6 +221,57 @@ def gdn_timing_lines(recs):
         table(("tier", "mode", "layers", "tokens", "ms per layer and token (min..max)", "ms per token, all layers")
               + (("GB/s", "% of ceiling", "% of attainable") if rates else ())
               + (("timing",) if timings else ()) + (("fixture",) if fixtures else ()), rows)
+
+
+def tensor_lines(recs):
+    """Per named output (ops with outputs other than a single "y": the "tensors" of each record):
+    max_rel against the reference and the elements differing bit for bit from A's same output."""
+    recs = [r for r in recs if isinstance(r.get("tensors"), list) and r["tensors"]]
+    if not recs:
+        return []
+    names = list(dict.fromkeys(t["name"] for r in recs for t in r["tensors"]))
+    rows = []
+    for r in recs:
+        by = {t["name"]: t for t in r["tensors"]}
+        cells = []
+        for n in names:
+            t = by.get(n)
+            if t is None:
+                cells.append("")
+                continue
+            b = t.get("bits_vs_a")
+            cells.append(kr.fmt_err(kr.get(t, "accuracy.max_rel")) + ("" if b is None else f"; {b} bits"))
+        rows.append((r["variant"],) + tuple(cells))
+    return ["Per output: max_rel against the reference; elements differing bit for bit from A's same output (bits):", ""] + \
+        table(("variant",) + tuple(names), rows)
+
+
+def gdn_step_lines(steps):
+    """The GDN step (op gdn_step) per layer and token: the tables the schema-1 gdn_timing records
+    gave, from measurement records (time per run of T tokens / T)."""
+    lines = []
+    for (problem, dist), rows in kr.group(steps, lambda s: (s["problem"], s["dist"])).items():
+        launch = any(s["headline"] not in (None, "launch") and "launch" in s["views"] for s in rows)
+        out = []
+        for s in rows:
+            mode, v = kr.gdn_view(s, s["headline"])
+            if v is None:
+                t, rates = "not timed" + (" (failed verification)" if s["record"].get("verified") is False else ""), ("", "", "", "")
+            else:
+                t = f"{v['median']:.4g} ({v['min']:.4g}..{v['max']:.4g})"
+                rates = (kr.mode_label(v["timing"]), kr.fmt_num(v["gbps"], 4), kr.fmt_num(v["pct_ceiling"]), kr.fmt_num(v["pct_attainable"]))
+            row = (s["tier"], s["mode"], s["projections"] or "", t) + rates
+            if launch:
+                lv = s["views"].get("launch")
+                row += ("(the headline)" if mode == "launch" else f"{lv['median']:.4g}" if lv else "n/a",)
+            out.append(row + (verdict_vs_a(s["record"]),))
+        tokens = sorted({s["tokens"] for s in rows})
+        lines += [f"GDN step per layer and token ({dist} inputs, {', '.join(map(str, tokens))} tokens per run; {problem}): "
+                  "the measurement's time / tokens; mode = the round trip (host-facing: a copy in, a copy out and a sync per "
+                  "token; device-run: one of each per run; device-resident: the run alone):", ""]
+        lines += table(("tier", "mode", "projections (q4 kernel)", "ms per layer and token (min..max)", "timing", "GB/s",
+                        "% of ceiling", "% of attainable") + (("launch: ms per layer and token",) if launch else ()) + ("verdict vs A",), out)
+    return lines
 
 
 def figures_for(report, plan, e, plots):
@@ -292,12 +346,16 @@ def summarize(report, plots):
         if kr.is_ladder(e):
             for _, recs in kr.group(meas, kr.problem_key).items():
                 lines += ladder_lines(kr.ladder_rungs(recs))
-        for (op, shape, dist), recs in kr.group(meas, kr.problem_key).items():
+        for (op, problem, dist), recs in kr.group(meas, kr.problem_key).items():
             ceil = next((r["ceiling_gbps"] for r in recs if kr.is_finite(r.get("ceiling_gbps"))), None)
-            lines += [f"{op + ' ' if op else ''}{shape}, {dist} inputs" + (f" (ceiling {ceil:.0f} GB/s):" if ceil else ":"), ""]
+            lines += [f"{op + ' ' if op else ''}{problem}, {dist} inputs" + (f" (ceiling {ceil:.0f} GB/s):" if ceil else ":"), ""]
             modal, launch = measurement_columns(recs)
             lines += table(measurement_header(modal, launch), measurement_rows(recs, modal, launch))
+            lines += tensor_lines(recs)
             lines += stream_notes(recs)
+        steps = kr.gdn_step_rows(meas)
+        if steps:
+            lines += gdn_step_lines(steps)
         if report.of("error_budget", e):
             lines += error_budget_lines(report.of("error_budget", e))
         if report.of("gdn_op", e):

@@ -320,7 +320,8 @@ class Missing(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             text = doc.read_text()
             for line in ("No `seed-ladder` measurements in this report.", "No `q4-vs-peers` measurements in this report.",
-                         "No `gdn_timing` records of `gdn-q4-layer` in this report.", "No `error_budget` records in this report.",
+                         "No timed `gdn_step` measurement (or schema-1 `gdn_timing` record) of `gdn-q4-layer` in this report.",
+                         "No `error_budget` records in this report.",
                          "No claims in this report.", "- Claims: none in this report."):
                 self.assertIn(line, text)
             self.assertIn("No claims of the GDN correctness experiments", text)

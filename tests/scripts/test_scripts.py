@@ -873,4 +873,9 @@ if __name__ == "__main__":
         print(f"FAIL: matplotlib is not importable by {sys.executable} ({e}): plot.py cannot run. Install "
               "python3-matplotlib (apt), or point KLAB_PYTHON at an interpreter that has it.", file=sys.stderr)
         sys.exit(1)
+    # The tests on a report with named parameters (gdn_step) run here too: ctest's "scripts" test.
+    sys.path.insert(0, str(HERE))
+    from test_gdn_step import (CompareTest as GdnStepCompareTest, PlotTest as GdnStepPlotTest,  # noqa: E402,F401
+                               ProfileTest as GdnStepProfileTest, ReadmeTest as GdnStepReadmeTest,
+                               ReadTest as GdnStepReadTest, SummarizeTest as GdnStepSummarizeTest)
     unittest.main(verbosity=2)
