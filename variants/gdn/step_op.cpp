@@ -208,8 +208,11 @@ std::string q4_step_variant(const std::string& q4_variant) {
 
 void register_all(Registry& r) {
   r.add(make_step_op());
-  // The GDN tiers keep the f32 GDN tier's 1e-4 (three mat-vecs and a recurrence in f32 against f64);
-  // a q4 kernel that rounds x on purpose (f16x2, q8 activations) carries its own tolerance into the step.
+  // The GDN tiers keep the f32 GDN tier's 1e-4 (three mat-vecs and a recurrence in f32 against f64).
+  // A q4 kernel that rounds x on purpose (f16x2, q8 activations) brings its per-mat-vec tolerance
+  // three times over: three rounded mat-vecs lie on the path to out (qkv and z into onn, then out_proj).
+  // Measured on the H200, 2026-12-01 (gpu suite, small geometry, student-t inputs, seed 2): the q8
+  // forms reach max_rel 0.064 on onn against 0.05 per mat-vec (reports/h200/gdn-recurrence-trial/gpu.log).
   auto variant = [](std::vector<std::pair<std::string, std::string>> axes, StepConfig c, std::string desc, double tol) {
     Variant v;
     v.op = "gdn_step";
@@ -224,7 +227,7 @@ void register_all(Registry& r) {
   r.add(variant({{"tier", "f32"}}, StepConfig{}, "the f32 tier: the big three as f32 warp-row mat-vecs, one device-resident run of T tokens", 1e-4));
   for (const auto& k : q4_gemv::q4_kernels())
     r.add(variant({{"tier", "q4"}, {"proj", axes_value(k)}}, StepConfig{true, k.name, ""},
-                  "the q4 tier, its big three on " + k.name + ", one device-resident run of T tokens", std::max(1e-4, k.tolerance)));
+                  "the q4 tier, its big three on " + k.name + ", one device-resident run of T tokens", std::max(1e-4, 3 * k.tolerance)));
   r.add(variant({{"tier", "q4"}, {"api", "host"}}, StepConfig{true, kDefaultQ4Variant, "host"},
                 std::string("the q4 tier on ") + kDefaultQ4Variant + " through the host-facing step(): a copy in, a copy out and a sync per token", 1e-4));
   r.add(variant({{"tier", "f32"}, {"api", "host"}}, StepConfig{false, "", "host"},
