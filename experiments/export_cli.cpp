@@ -1,5 +1,5 @@
 #include "export_cli.hpp"
-#include "long_options.hpp"
+#include "command_options.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -61,7 +61,10 @@ struct Options {
 
 Options parse(const std::vector<std::string>& args) {
   Options o;
-  const auto lo = parse_long_options(args, {"--op", "--shape", "--batch", "--input", "--seed", "--out"}, "export");
+  namespace po = boost::program_options;
+  po::options_description d;
+  for (const char* name : {"op", "shape", "batch", "input", "seed", "out"}) d.add_options()(name, po::value<std::string>(), "");
+  const auto lo = parse_command_options(args, d, "export");
   o.help = lo.help;
   for (const auto& [a, value] : lo.values) {
     if (a == "--op") o.op = value;

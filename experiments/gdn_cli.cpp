@@ -1,5 +1,5 @@
 #include "gdn_cli.hpp"
-#include "long_options.hpp"
+#include "command_options.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,10 @@
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include "gdn/gdn_device.hpp"
 #include "klab/device.hpp"
@@ -21,7 +24,7 @@ namespace klab::experiments {
 
 const char* const kGdnUsage =
     "klab gdn --weights FILE [--inputs FILE] [--expect FILE] [--backend reference|gpu] [--layer-prefix P] [--dk N] [--tokens N] "
-    "[--tolerance X]";
+    "[--tolerance X] [--json]";
 
 namespace {
 
@@ -46,6 +49,8 @@ const char* kHelp =
     "  --dk N               key head dim (default: the file's metadata dk, else the value head dim)\n"
     "  --tokens N           step only the first N tokens (final states are then not compared)\n"
     "  --tolerance X        max_rel allowed against --expect (default 1e-4, the seed's criterion)\n"
+    "  --json               one JSON object on stdout instead of the table: the run, every operator's\n"
+    "                       statistics and comparison, and the verdict (the exit status is the same)\n"
     "  --help               this help\n\n"
     "Exit: 0 ran (and matched), 2 bad options or files, 3 outside the tolerance.\n"
     "Fixtures from scripts/gen_gdn_fixture.py hold weights, inputs and expectations in one file:\n"
@@ -55,7 +60,7 @@ struct Options {
   std::string weights, inputs, expect, backend = "reference", layer_prefix;
   int dk = 0, tokens = 0;
   double tolerance = kDefaultTolerance;
-  bool help = false;
+  bool help = false, json = false;
 };
 
 long long parse_int(const std::string& opt, const std::string& v) {
@@ -72,9 +77,14 @@ double parse_double(const std::string& opt, const std::string& v) {
 
 Options parse(const std::vector<std::string>& args) {
   Options o;
-  const auto lo = parse_long_options(
-      args, {"--weights", "--inputs", "--expect", "--backend", "--layer-prefix", "--dk", "--tokens", "--tolerance"}, "gdn");
+  namespace po = boost::program_options;
+  po::options_description d;
+  for (const char* name : {"weights", "inputs", "expect", "backend", "layer-prefix", "dk", "tokens", "tolerance"})
+    d.add_options()(name, po::value<std::string>(), "");
+  d.add_options()("json", "");
+  const auto lo = parse_command_options(args, d, "gdn");
   o.help = lo.help;
+  o.json = lo.has("--json");
   for (const auto& [a, value] : lo.values) {
     if (a == "--weights") o.weights = value;
     else if (a == "--inputs") o.inputs = value;
@@ -170,13 +180,16 @@ int gdn_command(const std::vector<std::string>& args, int, char**) {
     require(ex->tokens >= T, o.expect + " expects " + std::to_string(ex->tokens) + " tokens, fewer than the " + std::to_string(T) + " to run");
   }
 
-  std::cout << "klab gdn: backend " << o.backend << (o.backend == "gpu" ? " (GPU f32 tier)" : " (CPU, f64 accumulation)") << ", " << T << " of " << in.tokens << " tokens\n"
+  // With --json the table and the header go nowhere; one JSON object is printed at the end.
+  std::ostringstream sink;
+  std::ostream& text = o.json ? static_cast<std::ostream&>(sink) : std::cout;
+  text << "klab gdn: backend " << o.backend << (o.backend == "gpu" ? " (GPU f32 tier)" : " (CPU, f64 accumulation)") << ", " << T << " of " << in.tokens << " tokens\n"
             << "  weights  " << o.weights << "  layer '" << prefix << "'  " << g.str() << "\n"
             << "  inputs   " << inputs_file << "\n";
   if (ef) {
-    std::cout << "  expect   " << o.expect;
-    if (!ef->meta("class").empty()) std::cout << "  (" << ef->meta("class") << ", transformers " << ef->meta("transformers_version", "?") << ")";
-    std::cout << "\n";
+    text << "  expect   " << o.expect;
+    if (!ef->meta("class").empty()) text << "  (" << ef->meta("class") << ", transformers " << ef->meta("transformers_version", "?") << ")";
+    text << "\n";
   }
 
   // Step the layer; gather per-operator statistics and every token's output.
@@ -253,6 +266,27 @@ int gdn_command(const std::vector<std::string>& args, int, char**) {
     final_state(gdn::What::HIST, state.hist, ex->hist);
   }
 
+  const bool finite_run = std::all_of(stats.begin(), stats.end(), [](const Stat& s) { return s.nonfinite == 0; });
+  const int status = ex ? (all_ok ? 0 : kExitMismatch) : (finite_run ? 0 : kExitMismatch);
+  if (o.json) {
+    nlohmann::json j{{"command", "gdn"}, {"backend", o.backend}, {"tokens", T}, {"tokens_in_file", in.tokens}, {"weights", o.weights},
+                     {"layer_prefix", prefix}, {"inputs", inputs_file},
+                     {"geometry", {{"hidden", g.hidden}, {"nk", g.nk}, {"nv", g.nv}, {"dk", g.dk}, {"dv", g.dv}, {"ck", g.ck}, {"eps", g.eps}}}};
+    nlohmann::json ops = nlohmann::json::array();
+    for (std::size_t i = 0; i < whats.size(); ++i) {
+      const bool final_only = whats[i] == gdn::What::S || whats[i] == gdn::What::HIST;
+      nlohmann::json r{{"op", gdn::to_string(whats[i])}, {"over", final_only ? "final" : "tokens"}, {"n", stats[i].n},
+                       {"max_abs", stats[i].max_abs}, {"rms", stats[i].rms()}, {"nonfinite", stats[i].nonfinite}};
+      if (!vs[i].empty()) r["vs_expect"] = vs[i];
+      ops.push_back(r);
+    }
+    j["ops"] = ops;
+    if (ex) j["expect"] = {{"file", o.expect}, {"tolerance", o.tolerance}, {"within", all_ok}};
+    j["finite"] = finite_run;
+    j["exit"] = status;
+    std::cout << j.dump(2) << std::endl;
+    return status;
+  }
   std::printf("\n%-5s %-10s %12s %11s %11s  %s\n", "op", "over", "n", "max|x|", "rms|x|", ex ? "vs expect" : "");
   for (std::size_t i = 0; i < whats.size(); ++i) {
     const bool final_only = whats[i] == gdn::What::S || whats[i] == gdn::What::HIST;
@@ -262,14 +296,13 @@ int gdn_command(const std::vector<std::string>& args, int, char**) {
     std::printf("%-5s %-10s %12lld %11s %11s  %s\n", gdn::to_string(whats[i]).c_str(), over.c_str(), static_cast<long long>(stats[i].n),
                 sci(stats[i].max_abs).c_str(), sci(stats[i].rms()).c_str(), note.c_str());
   }
-  const bool finite_run = std::all_of(stats.begin(), stats.end(), [](const Stat& s) { return s.nonfinite == 0; });
   std::cout << "\n";
   if (!ex) {
     std::cout << "no --expect: nothing compared" << (finite_run ? "" : " (NON-FINITE values above)") << std::endl;
-    return finite_run ? 0 : kExitMismatch;
+    return status;
   }
   std::cout << "expect: " << (all_ok ? "every comparison within" : "OUTSIDE") << " max_rel " << sci(o.tolerance) << std::endl;
-  return all_ok ? 0 : kExitMismatch;
+  return status;
 }
 
 }  // namespace klab::experiments

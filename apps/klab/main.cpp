@@ -81,7 +81,7 @@ void add_run_options(po::options_description& d, RunOptions& o, std::string& out
     ("variants", po::value<std::string>(&o.variants),
      "race only the variants whose names match (a glob; without * or ? a fragment of the name)")
     ("set", po::value<std::vector<std::string>>(&sets)->composing(),
-     "NAME=V1,V2,... (m, k, dist; repeatable, or NAME=..,NAME=.. in one): run: only the experiment's problems with "
+     "NAME=V1,V2,... (m, k, dist, or a parameter an op declares, see `klab list ops`; repeatable, or NAME=..,NAME=.. in one): run: the experiment's problems with "
      "these values; ab: the problems to race (every m x k x dist)")
     ("timing", po::value<std::string>(&timing)->default_value("both"),
      "timing modes: launch (one launch between events), stream (back to back in a CUDA graph over cold copies: "

@@ -14,6 +14,8 @@
 #include <memory>
 #include <string>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "cli_util.hpp"
@@ -137,6 +139,19 @@ TEST_CASE("klab gdn exits 3 past the tolerance and names the token or state") {
     CHECK(has(r.out, "OUTSIDE"));
     // The same file passes under a looser tolerance.
     CHECK(klab_cli("gdn --weights " + p.string() + " --expect " + p.string() + " --tolerance 1e-2").code == 0);
+    // --json: one JSON object on stdout with the same verdict and exit status, and nothing else there.
+    auto js = klab_cli("gdn --weights " + p.string() + " --expect " + p.string() + " --json", true);
+    CHECK(js.code == 3);
+    nlohmann::json j;
+    REQUIRE_NOTHROW(j = nlohmann::json::parse(js.out));
+    CHECK(j["expect"]["within"] == false);
+    CHECK(j["exit"] == 3);
+    CHECK(j["geometry"]["hidden"] == fx.g.hidden);
+    REQUIRE(j["ops"].size() == 14);
+    bool named = false;
+    for (const auto& op : j["ops"])
+      if (op["op"] == "OUT") named = op["vs_expect"].get<std::string>().find("(token 4,") != std::string::npos;
+    CHECK(named);
     fs::remove(p);
   }
   SUBCASE("the final state off") {
