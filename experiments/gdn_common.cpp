@@ -29,12 +29,6 @@ void put_all(gdn::Q4Pool& pool, const rg::Q4Projections& q, int kq, int kz, int 
   pool.put(ko, q.out);
 }
 
-std::string chosen_variant() {
-  const char* env = std::getenv("KLAB_GDN_Q4_VARIANT");
-  const std::string v = env && *env ? env : gdn::kDefaultQ4Variant;
-  return gdn::q4_kernel_by_name(v).name;
-}
-
 void Worst::see(double r, bool fin, const std::string& at) {
   if (!fin) {
     finite = false;

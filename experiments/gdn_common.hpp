@@ -45,8 +45,6 @@ std::map<rg::What, std::vector<float>> snapshot(const gdn::GdnDevice& dev, int l
 // The three big projections into the pool under keys kq, kz, ko.
 void put_all(gdn::Q4Pool& pool, const rg::Q4Projections& q, int kq = kQkv, int kz = kZ, int ko = kOut);
 
-// The q4 mat-vec: $KLAB_GDN_Q4_VARIANT or the default (an unknown name is a klab::Error naming the known ones).
-std::string chosen_variant();
 
 // The worst max_rel over intermediates, and where it was.
 struct Worst {

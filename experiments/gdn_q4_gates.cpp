@@ -2,7 +2,7 @@
 // over the resident Q4Pool, q4_pool.hpp): the shape gate (wrong key assignments refused before
 // running) and the magnitude gate (q4 vs f32 max_rel < 1e-1), with deliberately miswired runs that
 // pass the shape gate and must trip the magnitude gate.
-// The q4 mat-vec is kDefaultQ4Variant unless KLAB_GDN_Q4_VARIANT names another q4_gemv variant.
+// The q4 mat-vec is gdn::kDefaultQ4Variant (gdn-q4-layer races every other one inside the step).
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -82,7 +82,7 @@ const Claim kGateSeparated{"separated", "at the layer output, every miswiring's 
 void run_gates(Context& ctx) {
   const std::uint64_t seed = ctx.options().seed;
   const int T = ctx.options().quick ? 4 : 8;
-  const std::string variant = chosen_variant();
+  const std::string variant = gdn::kDefaultQ4Variant;
   // Part 1, at a geometry whose three big projections have pairwise different shapes (Qwen3.5-27B:
   // 10240x5120, 6144x5120, 5120x6144).
   const Geometry g = geometry_for(ctx);

@@ -2,7 +2,7 @@
 // q4_pool.hpp), the seed's table A1: every operator, q4 tier vs f32 tier (same weights and inputs), at
 // the first and last token, on the transformers fixtures and at Qwen3.5-27B; and the q4 tier against
 // the f64 reference step on dequant(q4) weights (its wiring).
-// The q4 mat-vec is kDefaultQ4Variant unless KLAB_GDN_Q4_VARIANT names another q4_gemv variant.
+// The q4 mat-vec is gdn::kDefaultQ4Variant (gdn-q4-layer races every other one inside the step).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -51,7 +51,7 @@ void per_op_case(Context& ctx, const std::string& label, const rg::LayerWeights&
   // Layer 0: f32 tier; layer 1: q4 tier; same small weights, same inputs.
   GdnDevice dev(g, 2);
   dev.set_stream(ctx.timer().stream());
-  dev.set_q4_variant(chosen_variant());
+  dev.set_q4_variant(gdn::kDefaultQ4Variant);
   dev.load_f32(0, w);
   put_all(dev.q4_pool(), q);
   if (auto why = dev.load_q4(1, w, kQkv, kZ, kOut); !why.empty()) throw Error(label + ": " + why);
