@@ -98,8 +98,11 @@ def verdict_vs_a(r):
     s = v.get("speedup")
     speed = f" x{s:.3f}" if kr.is_finite(s) else ""
     ci = ""
-    if kr.is_finite(v.get("ci95_lo")) and kr.is_finite(v.get("ci95_hi")):
-        ci = f" (time ratio {v['ci95_lo']:.3f}..{v['ci95_hi']:.3f})"
+    # One direction on the line: the speed-up median(A)/median(B) and its interval (1/hi..1/lo of
+    # the time ratio's), never the time ratio beside a speed-up.
+    lo, hi = v.get("ci95_lo"), v.get("ci95_hi")
+    if kr.is_finite(lo) and kr.is_finite(hi) and lo > 0 and hi > 0:
+        ci = f" (speed-up 95% CI x{1 / hi:.3f}..x{1 / lo:.3f})"
     return f"{v['verdict']}{speed}{ci}"
 
 

@@ -427,7 +427,7 @@ class SummarizeTest(TempDir):
         # 4096*4096 MACs / 0.02005 ms = 836.8 GMAC/s.
         self.assertIn(f"| {WR1} (A) | 0.02005 (0.0199..0.0203) | 3349 | 83.7 | 836.8 | 1.20e-07 | A | A |", md)
         # cuBLAS: 0.02105 ms -> 3190 GB/s, 79.7%, 797 GMAC/s; 37 bits differ; vs_a from the record.
-        self.assertIn(f"| {CUB} | 0.02105 (0.0209..0.0213) | 3190 | 79.7 | 797 | 2.40e-07 | 37 | slower x0.953 (time ratio 1.040..1.058) |", md)
+        self.assertIn(f"| {CUB} | 0.02105 (0.0209..0.0213) | 3190 | 79.7 | 797 | 2.40e-07 | 37 | slower x0.953 (speed-up 95% CI x0.945..x0.962) |", md)
         self.assertIn(f"| {WR4} | not timed | n/a | n/a | n/a | 5.00e-01 FAILED | 33 | not timed (failed verification) |", md)
         self.assertIn(f"- {WR4} on 4096x4096 uniform seed 1: fixture reason: k must be a multiple of 512", md)
 
@@ -444,7 +444,7 @@ class SummarizeTest(TempDir):
         # Worked out in modes_report().
         self.assertIn("| f32_gemv/impl=a (A) | stream, K=8, 3 copies | 0.002 (0.0019..0.0021) | 2000 | 50 | 80 | 0.004 (25, 50) | 500 | n/a | A | A |", md)
         self.assertIn("| f32_gemv/impl=b | launch | 0.005 (0.0045..0.0055) | 800 | 20 | 40 | (the headline) | 200 | n/a | n/a | "
-                      "slower x0.800 (time ratio 1.200..1.300) |", md)
+                      "slower x0.800 (speed-up 95% CI x0.769..x0.833) |", md)
         self.assertIn("- f32_gemv/impl=b: launch timing only: captures a cuBLAS handle", md)
         # GDN: the round trip is "mode", the timing's mode its own column.
         self.assertIn("| tier | mode | layers | tokens | ms per layer and token (min..max) | ms per token, all layers | GB/s | "
