@@ -90,6 +90,7 @@ GdnDevice::GdnDevice(const Geometry& g, int nl, int slots) : g_(g), nl_(nl), slo
   }
   q4_ = std::make_unique<Q4Tier>();
   q4_->kernel = &q4_kernel_by_name(kDefaultQ4Variant);
+  set_recurrence_variant(kDefaultRecurrence);
   h_in_ = DeviceBuffer<float>(std::size_t(g.hidden));
   if (S_.size()) KLAB_CUDA(cudaMemset(S_.get(), 0, S_.bytes()));
   if (hist_.size()) KLAB_CUDA(cudaMemset(hist_.get(), 0, hist_.bytes()));
@@ -161,6 +162,34 @@ void GdnDevice::set_q4_variant(const std::string& variant) {
   q4_->kernel = &k;
 }
 std::string GdnDevice::q4_variant() const { return q4_->kernel ? q4_->kernel->name : ""; }
+
+namespace {
+// The recurrence arguments of one layer and slot: the step's normalised q and k, v the value part of
+// xcv, dense (batch 1).
+gdn_recurrence::RecurrenceArgs rec_args(const Geometry& g, const float* q, const float* k, const float* xcv, const float* g_, const float* beta,
+                                        float* S, float* o) {
+  gdn_recurrence::RecurrenceArgs a;
+  a.q = q;
+  a.k = k;
+  a.v = xcv + 2 * std::size_t(g.nk) * std::size_t(g.dk);
+  a.g = g_;
+  a.beta = beta;
+  a.S = S;
+  a.o = o;
+  a.nk = g.nk, a.nv = g.nv, a.dk = g.dk, a.dv = g.dv, a.batch = 1;
+  a.normalize_qk = false;
+  return a;
+}
+}  // namespace
+
+void GdnDevice::set_recurrence_variant(const std::string& variant) {
+  const auto& k = gdn_recurrence::recurrence_kernel(variant);  // an unknown name throws here, nothing changed
+  gdn_recurrence::RecurrenceArgs probe = rec_args(g_, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  if (auto why = k.can_implement(probe); !why.empty()) throw Error("GdnDevice::set_recurrence_variant: " + variant + ": " + why);
+  require(k.workspace_floats(probe) == 0, "GdnDevice::set_recurrence_variant: " + variant + " needs a workspace with the step's normalised q and k");
+  rec_ = &k;
+}
+std::string GdnDevice::recurrence_variant() const { return rec_ ? rec_->name : ""; }
 
 std::string GdnDevice::small_weights_error(int layer, const LayerWeights& w, const char* who) const {
   const std::string at = std::string("GdnDevice::") + who + ": " + layer_str(layer) + ": ";
@@ -321,7 +350,11 @@ void GdnDevice::enqueue_step(int layer, int slot, const float* d_h, float* d_y, 
   // 3-4. q, k, v are views of xcv; q/k L2 norm per key head (q also / sqrt(dk))
   kernels::qk_norm(L.xcv.get(), L.q.get(), L.k.get(), g.nk, g.dk, s);
   // 5. delta-rule recurrence per value head on this layer's and slot's S
-  kernels::recurrence(L.q.get(), L.k.get(), L.xcv.get(), L.beta.get(), L.g.get(), S_of(layer, slot), L.on.get(), g.nk, g.nv, g.dk, g.dv, s);
+  // Operator 5 through the chosen gdn_recurrence variant (checked once per step on the host: dims,
+  // pointers, alignment of its loads).
+  const auto rargs = rec_args(g, L.q.get(), L.k.get(), L.xcv.get(), L.g.get(), L.beta.get(), S_of(layer, slot), L.on.get());
+  if (auto why = gdn_recurrence::check_args(*rec_, rargs); !why.empty()) throw Error("GdnDevice: " + rec_->name + ": " + why);
+  rec_->launch(rargs, s);
   // 6. gated RMSNorm per value head
   kernels::gated_norm(L.on.get(), L.zv.get(), L.norm_w.get(), L.onn.get(), g.nv, g.dv, static_cast<float>(g.eps), s);
   // 7. y = W_out onn

@@ -43,6 +43,7 @@
 
 #include "gdn/projection.hpp"
 #include "gdn/q4_pool.hpp"
+#include "gdn_recurrence/kernels.hpp"
 #include "klab/cuda.hpp"
 #include "klab/ref/gdn.hpp"
 
@@ -63,6 +64,10 @@ struct HostState {
 // is exact. Both check sizes against the geometry (klab::Error).
 ref::gdn::State to_ref(const HostState& s);
 HostState from_ref(const Geometry& g, const ref::gdn::State& s);
+
+// The recurrence the step runs unless told otherwise: the step's own two-pass kernel, now the
+// gdn_recurrence family's A (the same code and bits the step ran before the family existed).
+inline constexpr const char* kDefaultRecurrence = "gdn_recurrence/impl=seed";
 
 class GdnDevice {
  public:
@@ -122,6 +127,13 @@ class GdnDevice {
   // klab::Error naming the known ones otherwise, nothing changed).
   void set_q4_variant(const std::string& variant);
   std::string q4_variant() const;
+  // The gdn_recurrence variant that runs operator 5 (the recurrence) of every layer from the next
+  // step on, by its registry name (gdn_recurrence/kernels.hpp), fed the step's own normalised q and k
+  // (operators 3-4 stay the step's: their Q and K are readable intermediates). Default
+  // kDefaultRecurrence. klab::Error, nothing changed, for an unknown name or one that cannot take this
+  // geometry.
+  void set_recurrence_variant(const std::string& variant);
+  std::string recurrence_variant() const;
 
   // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
   void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);
@@ -176,6 +188,7 @@ class GdnDevice {
   DeviceBuffer<float> S_;     // (slots, nl, nv, dk, dv)
   DeviceBuffer<float> hist_;  // (slots, nl, ck-1, conv_dim)
   std::unique_ptr<Q4Tier> q4_;  // before layers_: their q4 projections refer to it
+  const gdn_recurrence::RecurrenceKernel* rec_ = nullptr;
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer<float> h_in_;                // step(): (hidden)
   DeviceBuffer<float> h_seq_, y_seq_;       // run(): (T, hidden), grown on demand

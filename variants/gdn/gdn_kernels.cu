@@ -94,70 +94,6 @@ __global__ void qk_norm_kernel(const float* __restrict__ xcv, float* __restrict_
   for (int i = threadIdx.x; i < dk; i += blockDim.x) out[i] = is_k ? x[i] * inv : (x[i] * inv) * scale;
 }
 
-constexpr int kRecCols = 32;   // value columns per block: one per lane, so a warp reads 128 contiguous bytes of a row
-constexpr int kRecGroups = 8;  // row groups per block: warp y takes rows y, y+8, y+16, ...
-
-// Layout (one layer, one slot): S[h][i][c] at (h*dk + i)*dv + c; i < dk indexes k (rows), c < dv
-// indexes v (columns). q, k (nk, dk); v = xcv + 2*nk*dk, (nv, dv); beta, g (nv); o (nv, dv).
-// Grid (nv, ceil(dv/32)), block (32, 8): block (h, tile) owns columns c = 32 tile + lane of head h;
-// thread (lane, grp) owns column c and rows i = grp, grp + 8, ... in increasing order.
-// Columns are independent; only kv = S^T k and o = S^T q sum over rows across threads. They do it
-// in a fixed order (each thread's rows in increasing i, then the 8 group partials in group order
-// 0..7 by one thread), so the result never depends on scheduling: deterministic and bitwise
-// reproducible, though not the serial i-order of the CPU formula (hence a tolerance against it).
-__global__ void __launch_bounds__(kRecCols * kRecGroups)
-recurrence_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ xcv, const float* __restrict__ beta,
-                  const float* __restrict__ g, float* __restrict__ S, float* __restrict__ o, int nk, int nv, int dk, int dv) {
-  __shared__ float part[kRecGroups][kRecCols];
-  __shared__ float t_shared[kRecCols];
-  const int h = blockIdx.x;
-  const int kh = h / (nv / nk);  // key head of value head h (repeat_interleave, as an index)
-  const int lane = threadIdx.x, grp = threadIdx.y;
-  const int c = blockIdx.y * kRecCols + lane;
-  const bool live = c < dv;
-  const float* qh = q + static_cast<std::size_t>(kh) * dk;
-  const float* kk = k + static_cast<std::size_t>(kh) * dk;
-  const float* v = xcv + 2 * static_cast<std::size_t>(nk) * dk + static_cast<std::size_t>(h) * dv;
-  float* Sh = S + static_cast<std::size_t>(h) * dk * dv;
-  // alpha = exp(g)   (the decay; g is in the log domain)
-  const float alpha = expf(g[h]);
-  const float b = beta[h];
-
-  // Pass 1. kv[c] = sum_i (alpha S[i][c]) k[i]   (S^T k over the decayed S; S itself untouched yet).
-  // alpha*S is rounded on its own (__fmul_rn: never fused) so pass 2 recomputes the same bits.
-  float acc = 0.f;
-  if (live)
-    for (int i = grp; i < dk; i += kRecGroups) acc = fmaf(__fmul_rn(alpha, Sh[static_cast<std::size_t>(i) * dv + c]), kk[i], acc);
-  part[grp][lane] = acc;
-  __syncthreads();
-  if (grp == 0) {
-    float kv = 0.f;
-    for (int r = 0; r < kRecGroups; ++r) kv += part[r][lane];
-    // t[c] = (v[c] - kv[c]) * beta
-    t_shared[lane] = live ? (v[c] - kv) * b : 0.f;
-  }
-  __syncthreads();  // also orders the reads of `part` above before its reuse below
-  const float t = t_shared[lane];
-
-  // Pass 2. S[i][c] = alpha S[i][c] + k[i] t[c]   (decay and rank-1 update, written once);
-  //         o[c] = sum_i S[i][c] q[i]              (with the UPDATED S)
-  acc = 0.f;
-  if (live)
-    for (int i = grp; i < dk; i += kRecGroups) {
-      float* s_ptr = Sh + static_cast<std::size_t>(i) * dv + c;
-      const float s = fmaf(kk[i], t, __fmul_rn(alpha, *s_ptr));
-      *s_ptr = s;
-      acc = fmaf(s, qh[i], acc);
-    }
-  part[grp][lane] = acc;
-  __syncthreads();
-  if (grp == 0 && live) {
-    float sum = 0.f;
-    for (int r = 0; r < kRecGroups; ++r) sum += part[r][lane];
-    o[static_cast<std::size_t>(h) * dv + c] = sum;
-  }
-}
-
 // o, z, onn (nv, dv); norm_w (dv). One block per value head.
 __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __restrict__ z, const float* __restrict__ norm_w,
                                   float* __restrict__ onn, int dv, float eps) {
@@ -188,13 +124,6 @@ void conv_silu(const float* xc, const float* conv_w, float* hist, float* xcv, in
 void qk_norm(const float* xcv, float* q, float* k, int nk, int dk, cudaStream_t stream) {
   qk_norm_kernel<<<2 * nk, reduce_threads(dk), 0, stream>>>(xcv, q, k, nk, dk);
   KLAB_CUDA_LAUNCH("qk_norm_kernel");
-}
-
-void recurrence(const float* q, const float* k, const float* xcv, const float* beta, const float* g, float* S, float* o,
-                int nk, int nv, int dk, int dv, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(nv), static_cast<unsigned>((dv + kRecCols - 1) / kRecCols));
-  recurrence_kernel<<<grid, dim3(kRecCols, kRecGroups), 0, stream>>>(q, k, xcv, beta, g, S, o, nk, nv, dk, dv);
-  KLAB_CUDA_LAUNCH("recurrence_kernel");
 }
 
 void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream) {

@@ -30,11 +30,8 @@ void conv_silu(const float* xc, const float* conv_w, float* hist, float* xcv, in
 // q, k (nk, dk). The expansion to value heads is an index (vh / (nv/nk)) in the recurrence: no copy.
 void qk_norm(const float* xcv, float* q, float* k, int nk, int dk, cudaStream_t stream);
 
-// Operator 5, per value head h with key head kh = h / (nv/nk), v = xcv[2*nk*dk + h*dv ...]:
-//   S *= exp(g[h]); kv = S^T k; t = (v - kv) * beta[h]; S += k t^T; o = S^T q   (updated S)
-// S (nv, dk, dv) updated in place; o (nv, dv).
-void recurrence(const float* q, const float* k, const float* xcv, const float* beta, const float* g, float* S, float* o,
-                int nk, int nv, int dk, int dv, cudaStream_t stream);
+// Operator 5, the recurrence, is a gdn_recurrence variant chosen by name (GdnDevice::
+// set_recurrence_variant; gdn_recurrence/kernels.hpp).
 
 // Operator 6, one block per value head h:
 //   onn[h][c] = o[h][c] * rsqrt(mean_c o[h][c]^2 + eps) * norm_w[c] * silu(z[h][c])

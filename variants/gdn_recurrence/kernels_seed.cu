@@ -4,9 +4,12 @@
 //   seed  two launches: qk_norm (one block per (q or k, key head, sequence): block_sum of squares)
 //         into the workspace, then the recurrence: grid (nv, ceil(dv/32), batch), block (32, 8);
 //         pass 1 reads S for kv = S^T k, pass 2 reads S again, writes it, sums o = S^T q. S crosses
-//         the memory bus three times (read, read, write). The code of both kernels is
-//         variants/gdn/gdn_kernels.cu's (a family never includes another's files, so it is copied
-//         here, batch and strides added): the same arithmetic, so the same bits as the step's.
+//         the memory bus three times (read, read, write). Its recurrence kernel is the one the GDN
+//         step runs (GdnDevice calls it by name, kDefaultRecurrence, with normalize_qk = false and
+//         the step's own q/k norm): the code moved here from variants/gdn/gdn_kernels.cu on
+//         2026-12-01, batch and strides added, the arithmetic unchanged. The q/k norm below is
+//         still a copy of the step's qk_norm kernel (the step keeps its own: its Q and K are
+//         readable intermediates).
 //   once  the same two launches, the same threads, the same arithmetic order; pass 1 keeps each
 //         thread's decayed S column slice (ceil(dk/8) <= 16 values) in registers and pass 2 updates
 //         them there: S read once, written once. Bitwise equal to seed by construction (every
