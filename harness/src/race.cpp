@@ -1,6 +1,7 @@
 #include "klab/race.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -78,7 +79,13 @@ void time_race(Context& ctx, const Workload& work, std::vector<Measured>& out, c
           for (auto& inst : insts) inst->reset(st);
         };
         std::string why;
-        auto sub = timer.stream_subject(bodies, opt, reset_all, why);
+        // Enough launches that the graph's own launch cost is amortised: 32 (TimingOptions), or
+        // fewer for a big op once the graph moves 2 GB (a GDN step of 16 tokens moves ~1 GB: 2
+        // launches, not 32), never fewer than the copies.
+        TimingOptions sopt = opt;
+        const double per = std::max(m.traffic.bytes, 1.0);
+        sopt.min_launches = std::clamp(int(std::ceil(2e9 / per)), int(bodies.size()), std::max(opt.min_launches, int(bodies.size())));
+        auto sub = timer.stream_subject(bodies, sopt, reset_all, why);
         if (sub) sl.subjects.emplace_back(mode, std::move(sub));
         else {
           m.stream_unavailable = why;
