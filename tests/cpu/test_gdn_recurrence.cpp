@@ -110,3 +110,34 @@ TEST_CASE("gdn_recurrence: check_args refuses what a kernel cannot take, naming 
   const auto& once = gr::recurrence_kernel("gdn_recurrence/impl=once");
   CHECK(once.can_implement(gr::dense_args(16, 48, 256, 128, 1)).find("dk > 128") != std::string::npos);
 }
+
+TEST_CASE("gdn_recurrence: the fused configurations added after the H200 trial are registered and refuse what their geometry cannot take") {
+  const Op& op = registry().op("gdn_recurrence");
+  const Problem quick = op.declared_problems(true).front();  // dk = dv = 32
+  REQUIRE(quick.param("dk") == 32);
+  // Each added configuration: registered, its can_implement at the quick problem ("" = runs there).
+  const std::vector<std::pair<std::string, bool>> added{
+      {"cols=8,rows=4,pdl=on", false},  // 32 / 4 = 8 row groups, a warp holds 16 row slots
+      {"cols=8,rows=2,pdl=on", true},    {"cols=16,rows=2,pdl=on", true},
+      {"cols=16,rows=8,pdl=on", false},  // 4 row groups, 8 row slots
+      {"cols=32,rows=8,pdl=on", true},   {"cols=32,rows=16,pdl=on", false},  // 2 row groups, 4 row slots
+      {"cols=64,rows=16,pdl=off", true}};                                     // dv = 32 < 64: half the quads idle
+  for (const auto& [axes, runs_quick] : added) {
+    const std::string name = "gdn_recurrence/impl=fused," + axes;
+    CAPTURE(name);
+    REQUIRE(registry().has_variant(name));
+    const Variant& v = registry().variant(name);
+    for (const Problem& p : op.declared_problems(false)) CHECK(v.can_implement(p) == "");
+    if (runs_quick) CHECK(v.can_implement(quick) == "");
+    else CHECK(v.can_implement(quick).find("row slots of a warp") != std::string::npos);
+  }
+  // rows=16 is compiled with a launch bound of 256 threads (255 registers): dk = 512 at cols=64 would need 512.
+  const auto& r16 = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=64,rows=16,pdl=off");
+  CHECK(r16.can_implement(gr::dense_args(16, 48, 256, 128, 1)) == "");
+  CHECK(r16.can_implement(gr::dense_args(16, 48, 512, 128, 1)).find("over the launch bound 256 of rows=16") != std::string::npos);
+  // rows <= 8 keep the bound 512: cols=64,rows=8 takes dk = 256 (512 threads), not dk = 512.
+  const auto& r8 = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=64,rows=8,pdl=off");
+  CHECK(r8.can_implement(gr::dense_args(16, 48, 256, 128, 1)) == "");
+  CHECK(r8.can_implement(gr::dense_args(16, 48, 512, 128, 1)).find("over the launch bound 512 of rows=8") != std::string::npos);
+  CHECK(gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=8,rows=2,pdl=on").can_implement(gr::dense_args(16, 48, 128, 132, 1)) == "");  // a partial last tile
+}

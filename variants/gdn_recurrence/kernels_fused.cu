@@ -39,7 +39,10 @@ namespace klab::gdn_recurrence {
 namespace {
 
 constexpr float kEps = static_cast<float>(ref::gdn::kL2NormEps);
-constexpr int kMaxThreads = 512;
+// The launch bound, per rows R: 512 threads (at most 128 registers a thread) up to R = 8; 256 (at
+// most 255) for R = 16, whose 16 float4 of S (64 registers) plus kn, qn (32) would not fit in 128
+// without spills. The registered configurations up to R = 8 keep the bound they were measured with.
+constexpr int max_threads(int R) { return R >= 16 ? 256 : 512; }
 
 __device__ __forceinline__ float4 f4_add(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
 
@@ -58,7 +61,9 @@ __device__ __forceinline__ float4 row_slot_sum(float4 p) {
 }
 
 template <int C, int R>
-__global__ void __launch_bounds__(kMaxThreads) fused_kernel(RecurrenceArgs a) {
+__global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a) {
+  static_assert(C >= 4 && C <= 128 && (C & (C - 1)) == 0, "cols: a power of two from 4 to 128 (C/4 column quads divide a warp)");
+  static_assert(R >= 1 && R <= 16, "rows: 1 to 16 float4 of S a thread (registers)");
   constexpr int Q = C / 4, RW = 32 / Q;
   extern __shared__ float4 red[];  // (2, W, Q): the warps' kv partials, then their o partials
   const int nk = a.nk, nv = a.nv, dk = a.dk, dv = a.dv;
@@ -169,8 +174,9 @@ std::string can(const RecurrenceArgs& a) {
   if ((a.dk / R) % (32 / (C / 4)) != 0)
     return "dk / rows (" + std::to_string(a.dk / R) + " row groups) is not a multiple of the " + std::to_string(32 / (C / 4)) +
            " row slots of a warp";
-  if (threads_for<C, R>(a) > kMaxThreads)
-    return "dk / rows * cols / 4 = " + std::to_string(threads_for<C, R>(a)) + " threads, over " + std::to_string(kMaxThreads);
+  if (threads_for<C, R>(a) > max_threads(R))
+    return "dk / rows * cols / 4 = " + std::to_string(threads_for<C, R>(a)) + " threads, over the launch bound " +
+           std::to_string(max_threads(R)) + " of rows=" + std::to_string(R);
   if (a.dv % 4 != 0) return "dv (" + std::to_string(a.dv) + ") is not a multiple of 4 (16-byte loads)";
   if (a.batch > 65535) return "batch over 65535 (grid.y)";
   return "";
@@ -205,9 +211,22 @@ RecurrenceKernel fused() {
 // At dk = dv = 128 and batch 1: blocks (threads) 384 (128) for cols=16, 192 (256 or 128) for
 // cols=32, 96 (256) for cols=64: the last leaves 36 of 132 SMs idle at batch 1 (kept: it may win
 // at batch 32, where every configuration fills the GPU).
+//
+// Added after the first H200 trial (reports/h200/gdn-recurrence-trial/rec.log, stream mode: best
+// at batch 1 cols=16,rows=4,pdl=on 4.03 us; at batch 32 cols=32,rows=8,pdl=off 53.0 us), not yet
+// measured on the H200:
+//   batch 1, more blocks and warps (the whole 3.1 MB of S is in flight at once there: latency, not
+//   bytes, bounds it): cols=8,rows=4 (768 x 64), cols=8,rows=2 (768 x 128), cols=16,rows=2 (384 x
+//   256), all pdl=on, and the pdl=on twin of cols=16,rows=8 (384 x 64);
+//   batch 32, more bytes in flight a thread: the pdl=on twin of cols=32,rows=8, and rows=16
+//   (16 float4 = 256 bytes of S a thread, launch bound 256): cols=32,rows=16,pdl=on (192 x 64 at
+//   batch 1), cols=64,rows=16,pdl=off (96 x 128).
 std::vector<RecurrenceKernel> fused_kernels() {
   return {fused<32, 4, false>(), fused<16, 4, false>(), fused<16, 8, false>(), fused<32, 8, false>(), fused<64, 8, false>(),
-          fused<32, 4, true>(),  fused<16, 4, true>()};
+          fused<32, 4, true>(),  fused<16, 4, true>(),
+          // not yet measured on the H200 (above)
+          fused<8, 4, true>(), fused<8, 2, true>(), fused<16, 2, true>(), fused<16, 8, true>(), fused<32, 8, true>(),
+          fused<32, 16, true>(), fused<64, 16, false>()};
 }
 
 }  // namespace klab::gdn_recurrence
