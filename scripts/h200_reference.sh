@@ -4,15 +4,17 @@
 # 17408x5120, the gpu suite, a second run of the mat-vec races of the same binary (for
 # scripts/compare.py: two runs of one commit), and compute-sanitizer's four tools over the whole gpu
 # suite (run side by side once the timings are done: they time nothing). Each step has its own time
-# limit so that one slow step cannot eat the others; every log and report lands under OUT.
-#   scripts/h200_reference.sh BIN OUT [SANITIZER_SECONDS]
+# limit so that one slow step cannot eat the others; every log and report lands under OUT. PART
+# splits it in two for machines that limit one command's time: main (the run, the gpu suite, the
+# peers, Nsight Compute) and checks (the second run and the sanitizers); all (default) does both.
+#   scripts/h200_reference.sh BIN OUT [all|main|checks] [SANITIZER_SECONDS]
 set -uo pipefail
-B="$1"; OUT="$2"; SAN_S="${3:-240}"
+B="$1"; OUT="$2"; PART="${3:-all}"; SAN_S="${4:-240}"
 mkdir -p "$OUT/run" "$OUT/run2" "$OUT/sanitizer"
+if [ "$PART" != checks ]; then
 EXPS=$("$B/klab" list experiments | sed -n 's/^  \([^ ]*\).*/\1/p' | tr '\n' ' ')
 echo "experiments: $EXPS" > "$OUT/run.log"
-(time timeout 400 "$B/klab" run $EXPS --out "$OUT/run") >> "$OUT/run.log" 2>&1; echo "run rc=$?" >> "$OUT/run.log"
-(time timeout 60 "$B/klab_gpu_tests") > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu-tests.log"
+(time timeout 420 "$B/klab" run $EXPS --out "$OUT/run") >> "$OUT/run.log" 2>&1; echo "run rc=$?" >> "$OUT/run.log"
 {
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ps .carry/peers/wheels/*.whl
   mkdir -p /tmp/p
@@ -21,12 +23,21 @@ echo "experiments: $EXPS" > "$OUT/run.log"
   PYTHONPATH=/tmp/ps timeout 70 python3 peers/run.py --problems /tmp/p --report "$OUT/run" --out "$OUT/run/peers.jsonl" \
     --merge --q4-experiment q4-to-ceiling
   echo "peers rc=$?"
-  timeout 60 python3 scripts/profile_ncu.py "$OUT/run" --klab "$B/klab" --experiments q4-to-ceiling --shapes 17408x5120 \
+  timeout 50 python3 scripts/profile_ncu.py "$OUT/run" --klab "$B/klab" --experiments q4-to-ceiling --shapes 17408x5120 \
     --variants 'q4_gemv/map=*'
   echo "profile rc=$?"
 } > "$OUT/peers.log" 2>&1
-(time timeout 90 "$B/klab" run f32-gemv-vs-cublas q4-vs-peers --out "$OUT/run2") > "$OUT/run2.log" 2>&1; echo "run2 rc=$?" >> "$OUT/run2.log"
-rm -f "$OUT"/run2/report*.csv
+grep -E "^claims|ceiling:|rc=" "$OUT/run.log"; grep -E "rc=|added|measurement" "$OUT/peers.log"
+fi
+[ "$PART" = main ] && exit 0
+(time timeout 90 "$B/klab_gpu_tests") > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu-tests.log"
+tail -3 "$OUT/gpu-tests.log"
+# RUN2=0 leaves out the second run (when device time is short).
+if [ "${RUN2:-1}" != 0 ]; then
+  (time timeout 90 "$B/klab" run f32-gemv-vs-cublas q4-vs-peers --out "$OUT/run2") > "$OUT/run2.log" 2>&1; echo "run2 rc=$?" >> "$OUT/run2.log"
+  rm -f "$OUT"/run2/report*.csv
+  grep -E "^claims|rc=" "$OUT/run2.log"
+fi
 # compute-sanitizer over the whole gpu suite, the four tools side by side. A tool that does not
 # finish inside SANITIZER_SECONDS leaves a partial log ending in "rc=124": inconclusive, not a pass.
 # Reports raised inside cuBLAS are named by the frames in the log; nothing is silenced.
@@ -39,5 +50,4 @@ for tool in memcheck racecheck initcheck synccheck; do
     echo "$tool rc=$?" >> "$OUT/sanitizer/$tool.log" ) &
 done
 wait
-grep -E "^claims|ceiling:|rc=" "$OUT/run.log" "$OUT/run2.log"; tail -3 "$OUT/gpu-tests.log"; grep -E "rc=|added|measurement" "$OUT/peers.log"
 for f in "$OUT"/sanitizer/*.log; do echo "$(basename $f): $(grep -E 'ERROR SUMMARY|rc=' $f | tr '\n' ' ')"; done
