@@ -1,14 +1,22 @@
 // klab: the command line. Every command validates all of its input before it touches the device
 // or writes a file; an error prints one clear line and exits non-zero with no report written.
 #include <boost/program_options.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "cli.hpp"
 #include "common.hpp"
@@ -54,6 +62,7 @@ std::string timestamp() {
 struct Parsed {
   po::variables_map vm;
   std::vector<std::string> positional;
+  std::vector<po::option> options;  // as given, in order (original_tokens: the words of each)
 };
 
 // Parses `args` against `desc`; positional words go to "args".
@@ -71,12 +80,13 @@ Parsed parse(const std::vector<std::string>& args, po::options_description& desc
       throw Error("unknown option '" + (o.original_tokens.empty() ? o.string_key : o.original_tokens.front()) + "'");
   po::store(parsed, p.vm);
   po::notify(p.vm);
+  p.options = parsed.options;
   if (p.vm.count("args")) p.positional = p.vm["args"].as<std::vector<std::string>>();
   return p;
 }
 
 void add_run_options(po::options_description& d, RunOptions& o, std::string& out, std::string& timing, std::string& seed,
-                     std::vector<std::string>& sets) {
+                     std::vector<std::string>& sets, std::string& shard, std::string& devices) {
   d.add_options()
     ("variants", po::value<std::string>(&o.variants),
      "race only the variants whose names match (a glob; without * or ? a fragment of the name)")
@@ -92,6 +102,12 @@ void add_run_options(po::options_description& d, RunOptions& o, std::string& out
     ("seed", po::value<std::string>(&seed)->default_value("1"), "problem seed (a non-negative integer)")
     ("hot", po::bool_switch(&o.hot), "leave L2 warm between repetitions (default: L2-cold)")
     ("device", po::value<int>(&o.device)->default_value(0), "CUDA device index")
+    ("shard", po::value<std::string>(&shard),
+     "I/N: race only this run's races number I, I+N, I+2N, ... (every race() call numbered in order; 0 <= I < N); "
+     "the others are skipped without records. Merge the N reports with scripts/merge_reports.py")
+    ("devices", po::value<std::string>(&devices),
+     "D1,D2,...: one klab per device (--device Di --shard i/N --out OUT/shard-i, its output in OUT/shard-i.log), "
+     "then scripts/merge_reports.py OUT OUT/shard-*")
     ("quick", po::bool_switch(&o.quick), "small problems: a smoke run, not a measurement")
     ("strict", "exit 3 when a claim did not hold")
     ("require-device", "fail (exit 1, no report) when there is no CUDA device, instead of skipping device work (exit 4)")
@@ -139,7 +155,7 @@ std::string g_open_report;
 
 // Runs experiments and writes one report; the shared back end of `run` and `ab`.
 int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions& opt, std::string out, bool strict,
-                    bool require_device, int argc, char** argv) {
+                    bool require_device, bool sharded, int argc, char** argv) {
   check_run_options(opt);
   if (require_device && !has_device()) {
     std::cerr << "klab: " << no_device_reason() << " and --require-device was given; no report written" << std::endl;
@@ -155,6 +171,7 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
                     {"headline", has_stream ? "stream" : "launch"}};
   if (!opt.variants.empty()) env["options"]["variants"] = opt.variants;
   if (!opt.set.empty()) env["options"]["set"] = opt.set;
+  if (sharded) env["options"]["shard"] = {{"index", opt.shard_index}, {"count", opt.shard_count}};
   std::optional<DeviceInfo> dev;
   std::optional<Ceiling> ceiling;
   std::unique_ptr<Timer> timer;
@@ -184,10 +201,11 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
   report.open(out, "report", std::vector<std::string>(argv, argv + argc));
   g_open_report = report.file().string();
   int not_held = 0, held = 0, unevaluated = 0, skipped_exps = 0;
+  std::size_t races = 0;  // race() calls so far, run-wide: the race numbers of --shard
   try {
     for (const Experiment* e : exps) {
       if (int sig = stop_signal()) throw Interrupted(sig);
-      Context ctx(registry(), *e, opt, report, dev ? &*dev : nullptr, ceiling ? &*ceiling : nullptr, timer.get());
+      Context ctx(registry(), *e, opt, report, dev ? &*dev : nullptr, ceiling ? &*ceiling : nullptr, timer.get(), &races);
       if (e->needs_device && !dev) {
         ctx.skip(e->name, no_device_reason());
         ++skipped_exps;
@@ -220,6 +238,9 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
   report.close(EndStatus::complete);
   g_open_report.clear();
   std::cout << "claims: " << held << " held, " << not_held << " not held, " << unevaluated << " not evaluated";
+  if (sharded)
+    std::cout << "; shard " << opt.shard_index << "/" << opt.shard_count << " (" << races << " races in the run, this shard raced "
+              << (races + opt.shard_count - 1 - opt.shard_index) / opt.shard_count << ")";
   if (skipped_exps) std::cout << "; " << skipped_exps << " experiment(s) skipped (no device)";
   std::cout << "\nreport: " << report.file().string() << " (+ report-KIND.csv per record kind)" << std::endl;
   if (strict && not_held > 0) return 3;
@@ -257,15 +278,129 @@ int cmd_list(const std::vector<std::string>& args) {
   return 0;
 }
 
+// "0,1" -> {0, 1}: device indices, each once.
+std::vector<int> parse_devices(const std::string& text) {
+  const std::string what = "--devices must be a comma-separated list of device indices, each once (e.g. 0,1; got '" + text + "')";
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string word = text.substr(start, end - start);
+    require(!word.empty() && word.size() <= 4 && word.find_first_not_of("0123456789") == std::string::npos, what);
+    const int d = std::stoi(word);
+    require(std::find(out.begin(), out.end(), d) == out.end(), what);
+    out.push_back(d);
+    start = end + 1;
+  }
+  return out;
+}
+
+// Starts `argv` (argv[0] a path, or a name looked up in PATH) with stdout and stderr to `log` (empty:
+// inherited); returns its pid.
+pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<char*> cargs;
+  for (const auto& a : args) cargs.push_back(const_cast<char*>(a.c_str()));
+  cargs.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (!log.empty()) {
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  }
+  // Its own process group: a Ctrl-C at the terminal reaches this process alone, which passes it on
+  // once (wait_child); a second signal would stop the child at once, without its end record.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, cargs[0], &fa, &attr, cargs.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&fa);
+  require(rc == 0, "cannot start " + args[0] + ": " + std::strerror(rc));
+  return pid;
+}
+
+// Waits for `pid`; its exit status (128 + the signal when one killed it). A SIGINT or SIGTERM to
+// this process meanwhile is passed on to every pid in `all` (once).
+int wait_child(pid_t pid, const std::vector<pid_t>& all) {
+  static bool forwarded = false;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    require(errno == EINTR, std::string("waitpid: ") + std::strerror(errno));
+    if (int sig = stop_signal(); sig && !forwarded) {
+      forwarded = true;
+      for (pid_t p : all) ::kill(p, sig);
+    }
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// --devices: the run as one klab per device, each a shard (--device D --shard i/N --out OUT/shard-i),
+// then the shards merged into OUT by scripts/merge_reports.py (the one implementation of the merge).
+// `args`: the command's words; every option but --devices and --out is passed on as given.
+int run_on_devices(const std::string& cmd, const Parsed& p, const std::vector<int>& devices, std::string out) {
+  require(!p.vm.count("shard"), "--devices makes the shards itself: give --devices or --shard, not both");
+  require(p.vm["device"].defaulted(), "--devices names the devices: give --devices or --device, not both");
+  if (!has_device()) throw Error("--devices: " + no_device_reason() + "; nothing to run on");
+  int n = 0;
+  KLAB_CUDA(cudaGetDeviceCount(&n));
+  for (int d : devices)
+    require(d < n, "--devices: there is no device " + std::to_string(d) + " (this machine has " + std::to_string(n) + " CUDA device(s))");
+  if (out.empty()) out = "out/run-" + timestamp();
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  require(!ec, "cannot create report directory " + out + ": " + ec.message());
+  std::vector<std::string> passed;
+  for (const auto& o : p.options)
+    if (o.string_key != "devices" && o.string_key != "out") passed.insert(passed.end(), o.original_tokens.begin(), o.original_tokens.end());
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const int count = static_cast<int>(devices.size());
+  install_stop_handlers();  // a signal now reaches the shards (wait_child) and the merge still runs
+  std::vector<pid_t> pids;
+  std::vector<std::string> dirs, logs;
+  for (int i = 0; i < count; ++i) {
+    dirs.push_back(out + "/shard-" + std::to_string(i));
+    logs.push_back(dirs.back() + ".log");
+    std::vector<std::string> a{self, cmd};
+    a.insert(a.end(), passed.begin(), passed.end());
+    for (const std::string& w : {std::string("--device"), std::to_string(devices[i]), std::string("--shard"),
+                                 std::to_string(i) + "/" + std::to_string(count), std::string("--out"), dirs.back()})
+      a.push_back(w);
+    pids.push_back(spawn(a, logs.back()));
+    std::cerr << "klab: shard " << i << "/" << count << " on device " << devices[i] << ": pid " << pids.back() << ", output in "
+              << logs.back() << std::endl;
+  }
+  std::vector<int> codes;
+  for (int i = 0; i < count; ++i) {
+    codes.push_back(wait_child(pids[i], pids));
+    std::cerr << "klab: shard " << i << "/" << count << " (device " << devices[i] << ") exited " << codes.back() << std::endl;
+  }
+  std::vector<std::string> merge{"python3", std::string(KLAB_SOURCE_DIR) + "/scripts/merge_reports.py", out};
+  merge.insert(merge.end(), dirs.begin(), dirs.end());
+  const int merged = wait_child(spawn(merge, ""), {});
+  if (merged != 0) {
+    std::cerr << "klab: merging the shards failed (scripts/merge_reports.py exited " << merged << "); the shards' reports are in "
+              << out << "/shard-*" << std::endl;
+    return 1;
+  }
+  // The worst of the shards: a failure or an interrupt first, then a claim not held (--strict), then skips.
+  for (int c : codes)
+    if (c != 0 && c != 3 && c != kExitSkipped) return c;
+  for (int c : {3, kExitSkipped})
+    if (std::find(codes.begin(), codes.end(), c) != codes.end()) return c;
+  return 0;
+}
+
 // The options run and ab share: declared on a description, then turned into RunOptions.
 struct RunCli {
   RunOptions opt;
-  std::string out, timing, seed;
+  std::string out, timing, seed, shard, devices;
   std::vector<std::string> sets;
   // Declares the shared options on `d` (beside the command's own), parses `args`, and fills opt;
   // nothing (after printing the help) when --help was asked for.
   std::optional<Parsed> parse_args(const std::vector<std::string>& args, po::options_description& d) {
-    add_run_options(d, opt, out, timing, seed, sets);
+    add_run_options(d, opt, out, timing, seed, sets, shard, devices);
     auto p = parse(args, d);
     if (p.vm.count("help")) {
       std::cout << d << kExitHelp;
@@ -275,10 +410,18 @@ struct RunCli {
     opt.seed = parse_seed(seed);
     opt.set = parse_sets(sets);
     for (const auto& [name, values] : opt.set) registry().check_param_name(name);
+    if (p.vm.count("shard")) std::tie(opt.shard_index, opt.shard_count) = parse_shard(shard);
+    if (p.vm.count("devices")) device_list = parse_devices(devices);
     return p;
   }
-  int run(const std::vector<const Experiment*>& exps, const Parsed& p, int argc, char** argv) const {
-    return run_experiments(exps, opt, out, p.vm.count("strict") > 0, p.vm.count("require-device") > 0, argc, argv);
+  std::vector<int> device_list;
+  int run(const std::string& cmd, const std::vector<const Experiment*>& exps, const Parsed& p, int argc, char** argv) const {
+    if (p.vm.count("devices")) {
+      check_run_options(opt);
+      return run_on_devices(cmd, p, device_list, out);
+    }
+    return run_experiments(exps, opt, out, p.vm.count("strict") > 0, p.vm.count("require-device") > 0, p.vm.count("shard") > 0,
+                           argc, argv);
   }
 };
 
@@ -290,7 +433,7 @@ int cmd_run(const std::vector<std::string>& args, int argc, char** argv) {
   require(!p->positional.empty(), "name at least one experiment (`klab list experiments`)");
   std::vector<const Experiment*> exps;
   for (const auto& n : p->positional) exps.push_back(&registry().experiment(n));
-  return rc.run(exps, *p, argc, argv);
+  return rc.run("run", exps, *p, argc, argv);
 }
 
 int cmd_ab(const std::vector<std::string>& args, int argc, char** argv) {
@@ -329,7 +472,7 @@ int cmd_ab(const std::vector<std::string>& args, int argc, char** argv) {
     }
   std::vector<const Experiment*> ptrs;
   for (const auto& e : es) ptrs.push_back(&e);
-  return rc.run(ptrs, *p, argc, argv);
+  return rc.run("ab", ptrs, *p, argc, argv);
 }
 
 int cmd_env(const std::vector<std::string>& args) {
@@ -369,6 +512,7 @@ void usage(std::ostream& os) {
         "  klab list [variants|experiments|ops] [--filter GLOB]\n"
         "  klab run EXPERIMENT... [--variants FILTER] [--set NAME=V1,V2,..] [--out DIR] [--reps N] [--seed S]\n"
         "           [--timing launch|stream|both] [--hot] [--device N] [--quick] [--strict] [--require-device]\n"
+        "           [--shard I/N | --devices D1,D2,..]\n"
         "  klab ab A B (--shape MxK [--input DIST] | --set m=..,k=..[,dist=..]) [run options]\n"
         "  klab env [--device N]\n";
   for (const auto& c : extra_commands()) os << "  " << c.usage << "\n";

@@ -50,6 +50,21 @@ std::map<std::string, std::vector<std::string>> parse_set(const std::string& tex
   return out;
 }
 
+std::pair<int, int> parse_shard(const std::string& text) {
+  const std::string what = "--shard must be I/N with 0 <= I < N (e.g. 0/2, 1/2; got '" + text + "')";
+  const auto slash = text.find('/');
+  require(slash != std::string::npos, what);
+  const std::string i = text.substr(0, slash), n = text.substr(slash + 1);
+  auto number = [&](const std::string& s) {
+    require(!s.empty() && s.size() <= 6 && s.find_first_not_of("0123456789") == std::string::npos, what);
+    return std::stoi(s);
+  };
+  const int index = number(i), count = number(n);
+  require(count >= 1, "--shard: N must be at least 1 (got '" + text + "')");
+  require(index < count, "--shard: I must be below N (got '" + text + "': shards are numbered 0 to N-1)");
+  return {index, count};
+}
+
 std::string to_string(ClaimState s) {
   switch (s) {
     case ClaimState::held: return "held";
@@ -60,8 +75,9 @@ std::string to_string(ClaimState s) {
 }
 
 Context::Context(const Registry& reg, const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev, const Ceiling* ceiling,
-                 Timer* timer)
-    : reg_(reg), exp_(e), opt_(o), report_(r), dev_(dev), ceiling_(ceiling), timer_(timer) {
+                 Timer* timer, std::size_t* race_counter)
+    : reg_(reg), exp_(e), opt_(o), report_(r), dev_(dev), ceiling_(ceiling), timer_(timer),
+      races_(race_counter ? race_counter : &own_races_) {
   for (const auto& c : e.claims) {
     require(!c.id.empty(), "experiment '" + e.name + "' states a claim without an id: " + c.text);
     for (const auto& prev : claims_) require(prev.id != c.id, "experiment '" + e.name + "' states claim '" + c.id + "' twice");
@@ -99,6 +115,14 @@ void Context::publish_claim(std::size_t index) {
   c.state = b.state;
   c.evidence = b.evidence;
   if (b.state == ClaimState::not_held) return;
+  // A claim that names no evaluations, held on this shard's races while others ran elsewhere: held
+  // on a part of what it is stated over, so not evaluated here (merge_reports.py joins the shards).
+  if (b.state == ClaimState::held && b.needs.empty() && other_shard_races_ > 0) {
+    c.state = ClaimState::not_evaluated;
+    c.evidence = "held on the races of shard " + std::to_string(opt_.shard_index) + "/" + std::to_string(opt_.shard_count) +
+                 " only (" + std::to_string(other_shard_races_) + " of the experiment's races ran in other shards): " + b.evidence;
+    return;
+  }
   std::string missing;
   int n_missing = 0;
   for (const auto& k : b.needs)
@@ -155,6 +179,11 @@ ClaimRef& ClaimRef::needs(std::vector<std::string> keys) {
   ctx_->books_[index_].needs = std::move(keys);
   ctx_->publish_claim(index_);
   return *this;
+}
+
+void Context::race_in_other_shard() {
+  ++other_shard_races_;
+  for (std::size_t i = 0; i < claims_.size(); ++i) publish_claim(i);
 }
 
 void Context::log(const std::string& line) const { std::cerr << "[" << exp_.name << "] " << line << std::endl; }

@@ -237,6 +237,16 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
   std::vector<Measured> out;
   out.reserve(variants.size());  // `prev` points into it
   if (auto why = op.validate(problem); !why.empty()) throw Error(op.name + " " + problem.key() + ": " + why);
+  // --shard I/N: this race's run-wide number decides the shard that races it; the others skip it
+  // without records (the report's env.options.shard says which shard it is).
+  const std::size_t race_index = ctx.next_race();
+  if (!ctx.options().selects_race(race_index)) {
+    ctx.log(op.name + " " + problem.str() + ": race " + std::to_string(race_index) + " belongs to shard " +
+            std::to_string(race_index % static_cast<std::size_t>(ctx.options().shard_count)) + "/" +
+            std::to_string(ctx.options().shard_count) + ", not raced here");
+    ctx.race_in_other_shard();
+    return out;
+  }
   auto skip_all = [&](const std::string& reason) {
     for (auto* v : variants) ctx.skip(v->name + " on " + problem.str(), reason);
   };

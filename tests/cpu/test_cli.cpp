@@ -55,6 +55,18 @@ TEST_CASE("refusals exit non-zero, name the problem and write no report") {
            {"run f32-gemv-vs-cublas --set m=17408 --set m=1024", "given twice"},
            {"ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=cublas-sgemv --set m=64", "--shape MxK (or --set m=...,k=...) is required"},
            {"ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=cublas-sgemv --shape 4x4 --set m=8,k=8", "give the shape once"},
+           // --shard I/N (0 <= I < N) and --devices D1,D2,.. (one shard per device).
+           {"run f32-gemv-vs-cublas --shard 2/2", "--shard: I must be below N (got '2/2'"},
+           {"run f32-gemv-vs-cublas --shard 0/0", "--shard: N must be at least 1"},
+           {"run f32-gemv-vs-cublas --shard 1", "--shard must be I/N"},
+           {"run f32-gemv-vs-cublas --shard -1/2", "--shard must be I/N"},
+           {"run f32-gemv-vs-cublas --shard 0/2x", "--shard must be I/N"},
+           {"ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=cublas-sgemv --shape 4x4 --shard a/b", "--shard must be I/N"},
+           {"run f32-gemv-vs-cublas --devices 0,x", "--devices must be a comma-separated list"},
+           {"run f32-gemv-vs-cublas --devices 0,0", "each once"},
+           {"run f32-gemv-vs-cublas --devices ''", "--devices must be"},
+           {"run f32-gemv-vs-cublas --devices 0,1 --shard 0/2", "give --devices or --shard, not both"},
+           {"run f32-gemv-vs-cublas --devices 0,1 --device 1", "give --devices or --device, not both"},
        }) {
     CAPTURE(c.args);
     auto dir = out_dir("refuse");
@@ -170,5 +182,29 @@ TEST_CASE("klab ab --set sweeps every m x k x dist, one race each, named by its 
   for (const auto& j : klab::read_jsonl(dir / "report.jsonl"))
     if (j["kind"] == "skip") names.insert(j["experiment"].get<std::string>());
   CHECK(names == std::set<std::string>{"ab:64x96/uniform", "ab:64x96/normal", "ab:128x96/uniform", "ab:128x96/normal"});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("--devices without enough devices says so, exits 2 and writes nothing") {
+  // No GPU: none to run on. One or a few: device 99 is not there.
+  auto dir = out_dir("devices");
+  auto r = klab_cli("run f32-gemv-vs-cublas --quick --devices 0,99 --out " + dir.string());
+  CHECK(r.code == 2);
+  CHECK(r.out.find(klab::has_device() ? "there is no device 99" : "no CUDA device") != std::string::npos);
+  CHECK(r.out.find("no report written") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir));
+}
+
+TEST_CASE("--shard: the report's header says which shard it is") {
+  auto dir = out_dir("shard");
+  auto r = klab_cli("run f32-gemv-vs-cublas --quick --shard 1/3 --out " + dir.string());
+  CHECK((r.code == 0 || r.code == 4));
+  const auto recs = klab::read_jsonl(dir / "report.jsonl");
+  REQUIRE(!recs.empty());
+  CHECK(recs.front().at("kind") == "header");
+  CHECK(recs.front().at("env").at("options").at("shard") == nlohmann::json{{"index", 1}, {"count", 3}});
+  // Without --shard, no shard.
+  auto u = klab_cli("run f32-gemv-vs-cublas --quick --out " + dir.string());
+  CHECK_FALSE(klab::read_jsonl(dir / "report.jsonl").front().at("env").at("options").contains("shard"));
   fs::remove_all(dir);
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,21 @@ struct RunOptions {
   std::map<std::string, std::vector<std::string>> set;
   bool selects(const std::string& variant_name) const;
   bool selects(const Problem& p) const;
+  // A shard of a run (--shard I/N): every race() call of the run is numbered in order (experiment
+  // order, then call order inside an experiment; Context::next_race), and a shard races the ones
+  // whose number % shard_count == shard_index; the others it skips without records. Claims whose
+  // evaluations fall in other shards stay not_evaluated (ClaimRef::needs; a claim stated without
+  // needs() that held on this shard's races only is not_evaluated too: Context::publish_claim).
+  // The shards of one run, merged (scripts/merge_reports.py), cover every race exactly once, as long
+  // as an experiment's sequence of race() calls does not depend on what its races measured.
+  int shard_index = 0;
+  int shard_count = 1;
+  bool selects_race(std::size_t race_index) const {
+    return race_index % static_cast<std::size_t>(shard_count) == static_cast<std::size_t>(shard_index);
+  }
 };
+// "I/N" -> {I, N}: digits only, 0 <= I < N, N >= 1; anything else is refused (klab::Error naming it).
+std::pair<int, int> parse_shard(const std::string& text);
 // "m=17408,10240,k=5120" -> {m: [17408, 10240], k: [5120]}: a word with '=' starts a parameter, one
 // without adds a value to the last. dist takes distribution names, every other parameter positive
 // integers. Malformed names, empty values and malformed values are refused (klab::Error naming them);
@@ -88,8 +103,10 @@ class Context {
  public:
   // `reg` is the run's registry (the CLI passes the catalogue's, klab/catalog.hpp); experiments
   // find their ops and variants in it, never in a registry of their own.
+  // `race_counter`: the run's count of race() calls so far, shared by the contexts of one run (the
+  // race numbers of --shard); null: this context counts its own, from 0.
   Context(const Registry& reg, const Experiment& e, const RunOptions& o, Report& r, const DeviceInfo* dev,
-          const Ceiling* ceiling, Timer* timer);
+          const Ceiling* ceiling, Timer* timer, std::size_t* race_counter = nullptr);
 
   const Registry& registry() const { return reg_; }
   const Experiment& experiment() const { return exp_; }
@@ -112,6 +129,12 @@ class Context {
   // Progress line on stderr.
   void log(const std::string& line) const;
 
+  // The run-wide number of the race() call being made (counts it); race() asks, first thing.
+  std::size_t next_race() { return (*races_)++; }
+  // A race of this experiment was left to another shard: a claim settled held without needs() is
+  // then held on this shard's races only, and published as not_evaluated.
+  void race_in_other_shard();
+
   const std::vector<ClaimResult>& claims() const { return claims_; }
   // Adds one "claim" record per stated claim (its index among the stated claims, id, text, state,
   // evidence); returns the number not held.
@@ -126,6 +149,9 @@ class Context {
   const Ceiling* ceiling_;
   Timer* timer_;
   std::vector<ClaimResult> claims_;
+  std::size_t own_races_ = 0;
+  std::size_t* races_;
+  int other_shard_races_ = 0;
   // Per claim: the verdict over the evaluations it got, and the evaluations it needs / got by name;
   // claims_ is published from these (publish_claim).
   struct ClaimBook {
