@@ -74,6 +74,27 @@ TEST_CASE("llama-mmvq repack: block_q4_0 dequantised by ggml's rule is klab's de
   }
 }
 
+TEST_CASE("llama-mmvq: the tolerance still catches a wrong layout (klab's nibble order taken as ggml's)") {
+  const double tol = registry().variant("q4_gemv/impl=llama-mmvq").tolerance;
+  for (Dist d : {Dist::uniform, Dist::student_t}) {
+    auto c = test::q4_generated({256, 1024}, d, 1);
+    auto blocks = q40::repack(c.w);
+    // The mistake: klab's 16 bytes of a block copied as they are (only the sign offset fixed).
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+      for (int t = 0; t < 16; ++t) blocks[i].qs[t] = std::uint8_t(c.w.codes[i * 16 + std::size_t(t)] ^ 0x88);
+    const auto wrong = q40::dequantize(blocks, c.w.m, c.w.k);
+    std::vector<float> y(std::size_t(c.w.m));
+    for (std::int64_t i = 0; i < c.w.m; ++i) {
+      double acc = 0;
+      for (std::int64_t j = 0; j < c.w.k; ++j) acc += double(wrong[std::size_t(i * c.w.k + j)]) * c.x[std::size_t(j)];
+      y[std::size_t(i)] = float(acc);
+    }
+    const auto a = accuracy(y, ref::q4_gemv_f64(c.w, c.x));
+    CAPTURE(to_string(d));
+    CHECK(a.max_rel > 2 * tol);
+  }
+}
+
 TEST_CASE("llama-mmvq: the model of MMVQ's arithmetic (q8_1 activations) stays within the peer's tolerance") {
   const double tol = registry().variant("q4_gemv/impl=llama-mmvq").tolerance;
   REQUIRE(tol > 0);

@@ -6,7 +6,7 @@
 // buffer with x and y, and one ggml graph y = ggml_mul_mat(W [k x m] q4_0, x [k x 1] f32). With one
 // column and a quantised W, ggml_cuda_mul_mat (ggml-cuda.cu) takes ggml_cuda_should_use_mmvq and
 // calls ggml_cuda_mul_mat_vec_q (mmvq.cu): quantize_row_q8_1_cuda (x to q8_1 in ggml's pool), then
-// mul_mat_vec_q<GGML_TYPE_Q4_0, 1> (vec_dot_q4_0_q8_1: DP4A). Two kernels, as llama.cpp runs it.
+// mul_mat_vec_q for GGML_TYPE_Q4_0 (vec_dot_q4_0_q8_1: DP4A). Two kernels, as llama.cpp runs it.
 //
 // Streams. ggml's CUDA backend enqueues on a stream of its own, and its public API has no way to
 // hand it another. run(s) therefore forks ggml's stream from s and joins it back, by events:
@@ -57,7 +57,7 @@ namespace {
 // 4.6e-3); Student-t 4.8e-2..7.0e-2 at the seed shapes (q8-dp4a 6.2e-3 at 6144x5120), up to 6.4e-2
 // on the gpu suite's problems and 1.7e-1 at 129x1024 (seed 1; q8-dp4a 1.7e-2). 2.5e-1 holds all of
 // them with a 1.5x margin over the worst and 3.5x over the seed shapes; a wrong nibble order or
-// scale is off by O(1) (rms ~1), which it still catches.
+// scale is off by O(1) (klab's nibble order taken for ggml's: 0.9..1.1 at 256x1024), which it still catches.
 constexpr double kMmvqTolerance = 2.5e-1;
 
 #ifdef KLAB_HAVE_GGML
