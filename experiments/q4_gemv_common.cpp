@@ -17,6 +17,9 @@ const std::string kRungB = q4("per-lane", "4", "hard", "1");
 const std::string kRungC = q4("per-lane", "4", "hard", "4");
 const std::string kPeerBf16 = "q4_gemv/impl=cublas-bf16-gemmex";
 const std::string kPeerF32 = "q4_gemv/impl=cublas-sgemv-f32";
+// llama.cpp's MMVQ through ggml (variants/baselines/llama_mmvq.cpp): raced in q4-vs-peers where klab
+// was built with ggml, else listed as a skip with the reason; no claim depends on it.
+const std::string kPeerMmvq = "q4_gemv/impl=llama-mmvq";
 
 std::vector<Shape> q4_shapes(const Context& ctx) {
   // --quick: small shapes that still take every path (a row count not a multiple of 4, a K with a

@@ -16,7 +16,7 @@ namespace klab::experiments::q4_study {
 std::string q4(const char* scale, const char* chains, const char* f16, const char* rows);
 // The seed ladder's rungs.
 extern const std::string kOriginal, kRungA, kRungB, kRungC;
-extern const std::string kPeerBf16, kPeerF32;
+extern const std::string kPeerBf16, kPeerF32, kPeerMmvq;
 
 // Our kernels sum f32 fma-rounded products: ~sqrt(k) * 2^-24 of the row's magnitude, < 5e-6 for
 // k <= 6144 (the bit-models measure 7.4e-7 at worst on the gpu suite's problems); a wrong element
