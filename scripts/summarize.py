@@ -6,7 +6,9 @@
 REPORT is a report directory (holding report.jsonl) or the .jsonl file. The summary goes to
 REPORT/summary.md unless --out says otherwise ("-": standard output). It holds the environment
 (GPU, measured ceiling and how it was timed, empty-kernel times, commit, date), then per experiment
-its claims and their state, its measurements per problem (variant | median ms (min..max) | GB/s |
+its claims and their state (evidence as sub-bullets), first for mat-vecs a variant x shape table per
+input distribution (cell: headline time, % of ceiling, verdict vs A with the speed-up's 95% CI), then
+its measurements per problem (variant | median ms (min..max) | GB/s |
 % of ceiling | GMAC/s | max_rel | bits vs A | verdict vs A; reports with timing modes add the
 headline's mode, % of attainable (vs a read of exactly the op's bytes in that mode) and, when the
 headline is not launch, a launch column, and name the variants timed in launch mode only), the seed ladder, error-budget and GDN tables where the report has those
@@ -19,6 +21,7 @@ Exit status: 0 written, 2 on a malformed or empty report or bad arguments. Stand
 """
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -153,6 +156,50 @@ def measurement_rows(recs, modal=False, launch=False):
                 row += (f"{lv['timing']['median_ms']:.4g} ({kr.fmt_num(kr.pct_ceiling(lv))}, {kr.fmt_num(kr.pct_attainable(lv))})",)
         rows.append(row + (kr.fmt_num(r.get("gmacs"), 4), acc, bits, "A" if is_a and kr.timed(r) else verdict_vs_a(r)))
     return rows
+
+
+def grid_cell(r, mode):
+    """One variant on one shape: headline time, % of ceiling, verdict vs A with the speed-up's
+    interval (a timing in another mode than the table's says which)."""
+    if not kr.timed(r):
+        return "not timed (failed verification)" if r.get("verified") is False else "not timed"
+    own = kr.timing_mode(r)
+    is_a = r.get("a") == r["variant"]
+    parts = [f"{r['timing']['median_ms']:.4g} ms" + (f" ({own})" if own != mode else ""),
+             f"{kr.fmt_num(kr.pct_ceiling(r))}% of ceiling", "A" if is_a else verdict_vs_a(r)]
+    if r.get("verified") is False:
+        parts.append("FAILED verification")
+    return "<br>".join(parts)
+
+
+def variant_shape_tables(recs):
+    """Mat-vec measurements as one table per (op, input distribution): a row per variant, a column
+    per shape (in the order of the report), each cell the headline time, % of ceiling and verdict
+    vs A with the speed-up's 95% interval. [] when a record has no shape (ops with named
+    parameters keep their per-problem tables)."""
+    if not recs or not all(re.fullmatch(r"\d+x\d+", str(r.get("shape"))) for r in recs):
+        return []
+    lines = []
+    for (op, dist), rs in kr.group(recs, lambda r: (r.get("op") or "", r["dist"])).items():
+        if not any(kr.timed(r) for r in rs):
+            lines += [f"{op + ' ' if op else ''}{dist} inputs: not timed (accuracy and bits only: in the detail below).", ""]
+            continue
+        shapes = list(dict.fromkeys(kr.problem_of(r) for r in rs))
+        variants = list(dict.fromkeys(r["variant"] for r in rs))
+        by = {(r["variant"], kr.problem_of(r)): r for r in rs}
+        modes = [kr.timing_mode(r) for r in rs if kr.timed(r)]
+        mode = max(dict.fromkeys(modes), key=modes.count) if modes else None
+        rows = []
+        for v in variants:
+            own = [by[(v, sh)] for sh in shapes if (v, sh) in by]
+            is_a = all(r.get("a") == v for r in own)
+            peer = any(r.get("peer") is True for r in own)
+            rows.append((v + (" (A)" if is_a else "") + (" (peer)" if peer else ""),)
+                        + tuple(grid_cell(by[(v, sh)], mode) if (v, sh) in by else "" for sh in shapes))
+        lines += [f"{op + ' ' if op else ''}variant x shape, {dist} inputs" + (f", {mode} timing" if mode else "")
+                  + ": median time, % of the read ceiling, verdict vs A (the harness's race, speed-up with its 95% CI):", ""]
+        lines += table(("variant",) + tuple(shapes), rows)
+    return lines
 
 
 def stream_notes(recs):
@@ -347,9 +394,13 @@ def summarize(report, plots):
                 lines += evidence_lines(c.get("evidence") or "")
             lines.append("")
         meas = report.of("measurement", e)
+        grid = variant_shape_tables(meas)
+        lines += grid
         if kr.is_ladder(e):
             for _, recs in kr.group(meas, kr.problem_key).items():
                 lines += ladder_lines(kr.ladder_rungs(recs))
+        if grid and meas:
+            lines += ["Per problem, in detail:", ""]
         for (op, problem, dist), recs in kr.group(meas, kr.problem_key).items():
             ceil = next((r["ceiling_gbps"] for r in recs if kr.is_finite(r.get("ceiling_gbps"))), None)
             lines += [f"{op + ' ' if op else ''}{problem}, {dist} inputs" + (f" (ceiling {ceil:.0f} GB/s):" if ceil else ":"), ""]
