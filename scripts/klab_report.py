@@ -834,6 +834,17 @@ def gdn_view(s, mode):
 
 # ---- the figures a report gives -------------------------------------------------------------
 
+def accuracy_in_one_decade(records):
+    """(lowest, highest) max_rel of the records when every one is a positive finite number and the
+    highest is less than 10x the lowest (bars of one height on a log axis: a table shows them
+    better than a figure); None otherwise (an exact 0, a missing or non-finite max_rel, a spread)."""
+    vals = [get(r, "accuracy.max_rel") for r in records]
+    if not vals or not all(is_finite(v) and v > 0 for v in vals):
+        return None
+    lo, hi = min(vals), max(vals)
+    return (lo, hi) if hi < 10 * lo else None
+
+
 def chart_plan(report):
     """The figures plot.py draws for this report, as (name, kind, experiment, payload) tuples,
     and the notes that say which figures have no records to draw from."""
@@ -849,7 +860,11 @@ def chart_plan(report):
             plan.append((chart_name("bandwidth", e), "bandwidth", e, em))
         else:
             notes.append(f"{e}: no timed measurement: no bandwidth figure")
-        if any(is_finite(get(r, "accuracy.max_rel")) for r in em):
+        flat = accuracy_in_one_decade(em)
+        if flat:
+            notes.append(f"{e}: every max_rel lies within one decade ({fmt_err(flat[0])}..{fmt_err(flat[1])}): "
+                         "no accuracy figure, a table in summary.md instead")
+        elif any(is_finite(get(r, "accuracy.max_rel")) for r in em):
             plan.append((chart_name("accuracy", e), "accuracy", e, em))
         else:
             notes.append(f"{e}: no accuracy.max_rel: no accuracy figure")

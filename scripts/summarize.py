@@ -324,6 +324,26 @@ def gdn_step_lines(steps):
     return lines
 
 
+def accuracy_table_lines(recs):
+    """max_rel per variant and problem, where plot.py draws no accuracy figure because every
+    max_rel lies within one decade (kr.accuracy_in_one_decade)."""
+    flat = kr.accuracy_in_one_decade(recs)
+    if not flat:
+        return []
+    keys = list(dict.fromkeys(kr.problem_key(r) for r in recs))
+    ops, dists = {k[0] for k in keys}, {k[2] for k in keys}
+    label = {k: " ".join(([k[0]] if len(ops) > 1 else []) + [k[1]] + ([k[2]] if len(dists) > 1 else [])) for k in keys}
+    by = {(r["variant"], kr.problem_key(r)): r for r in recs}
+    rows = []
+    for v in dict.fromkeys(r["variant"] for r in recs):
+        rows.append((v,) + tuple(kr.fmt_err(kr.get(by[(v, k)], "accuracy.max_rel")) + (" FAILED" if by[(v, k)].get("verified") is False else "")
+                                 if (v, k) in by else "" for k in keys))
+    tols = sorted({r["tolerance"] for r in recs if kr.is_finite(r.get("tolerance"))})
+    return [f"Accuracy (max_rel = max|y-ref| / max|ref|) as a table, not a figure: every max_rel lies within one decade "
+            f"({kr.fmt_err(flat[0])}..{kr.fmt_err(flat[1])})" + (f"; tolerance {', '.join(kr.fmt_num(t) for t in tols)}" if tols else "")
+            + ":", ""] + table(("variant",) + tuple(label[k] for k in keys), rows)
+
+
 def figures_for(report, plan, e, plots):
     out = []
     for name, kind, pe, _ in plan:
@@ -417,6 +437,7 @@ def summarize(report, plots):
             lines += gdn_op_lines(report.of("gdn_op", e))
         if report.of("gdn_timing", e):
             lines += gdn_timing_lines(report.of("gdn_timing", e))
+        lines += accuracy_table_lines(meas)
         lines += figures_for(report, plan, e, plots)
         skips = report.of("skip", e)
         if skips:
