@@ -419,6 +419,24 @@ def fmt_num(x, digits=3):
     return f"{x:.{digits}g}"
 
 
+# A speed-up beside the interval of the time ratio, as the harness's claim evidence words it:
+# "x0.983 (95% CI of time ratio 1.017..1.018, slower)".
+_MIXED_CI = re.compile(r"((?:\bx|\bspeed-up )\d+(?:\.\d+)?) \(95% CI of time ratio (\d+(?:\.\d+)?)\.\.(\d+(?:\.\d+)?)")
+
+
+def one_direction(text):
+    """Claim evidence with every speed-up's interval in the speed-up's direction: "x0.983 (95% CI
+    of time ratio 1.017..1.018, slower)" becomes "x0.983 (speed-up 95% CI x0.982..x0.983, slower)"
+    (1/hi..1/lo of the time ratio's, from the 3 decimals the evidence gives). Anything else, a time
+    ratio beside its own interval included, is left as it is."""
+    def swap(m):
+        lo, hi = float(m.group(2)), float(m.group(3))
+        if lo <= 0 or hi <= 0:
+            return m.group(0)
+        return f"{m.group(1)} (speed-up 95% CI x{1 / hi:.3f}..x{1 / lo:.3f}"
+    return _MIXED_CI.sub(swap, str(text))
+
+
 def fmt_err(x):
     """An error figure in scientific notation (3.26e-03); exact zeros stay 0."""
     if x is None:
@@ -816,6 +834,17 @@ def gdn_view(s, mode):
 
 # ---- the figures a report gives -------------------------------------------------------------
 
+def accuracy_in_one_decade(records):
+    """(lowest, highest) max_rel of the records when every one is a positive finite number and the
+    highest is less than 10x the lowest (bars of one height on a log axis: a table shows them
+    better than a figure); None otherwise (an exact 0, a missing or non-finite max_rel, a spread)."""
+    vals = [get(r, "accuracy.max_rel") for r in records]
+    if not vals or not all(is_finite(v) and v > 0 for v in vals):
+        return None
+    lo, hi = min(vals), max(vals)
+    return (lo, hi) if hi < 10 * lo else None
+
+
 def chart_plan(report):
     """The figures plot.py draws for this report, as (name, kind, experiment, payload) tuples,
     and the notes that say which figures have no records to draw from."""
@@ -831,7 +860,11 @@ def chart_plan(report):
             plan.append((chart_name("bandwidth", e), "bandwidth", e, em))
         else:
             notes.append(f"{e}: no timed measurement: no bandwidth figure")
-        if any(is_finite(get(r, "accuracy.max_rel")) for r in em):
+        flat = accuracy_in_one_decade(em)
+        if flat:
+            notes.append(f"{e}: every max_rel lies within one decade ({fmt_err(flat[0])}..{fmt_err(flat[1])}): "
+                         "no accuracy figure, a table in summary.md instead")
+        elif any(is_finite(get(r, "accuracy.max_rel")) for r in em):
             plan.append((chart_name("accuracy", e), "accuracy", e, em))
         else:
             notes.append(f"{e}: no accuracy.max_rel: no accuracy figure")

@@ -7,7 +7,10 @@ REPORT is a report directory (holding report.jsonl) or the .jsonl file. Figures 
 REPORT/plots/ unless --out says otherwise; reports/SCHEMA.md lists them and the records each is
 drawn from. Bandwidth figures show each measurement's headline timing (stream in reports with
 timing modes, launch in older ones) and say which mode in the title; a bar timed in another mode
-(a variant that could not be captured in a graph) is marked with its mode. A figure whose records are absent is skipped with a printed note. Exit status: 0 when
+(a variant that could not be captured in a graph) is marked with its mode. A figure whose records are absent is skipped with a printed note,
+and so is an accuracy figure whose every max_rel lies within one decade (summary.md shows those as a
+table). A ladder's peers stand apart from its rungs, off the cumulative line; the error budget is split
+into parts rather than drawn wider than the other figures. Exit status: 0 when
 the figures were written (none, with notes, when the report holds no measurement), 2 on a
 malformed or empty report, bad arguments, or matplotlib missing.
 
@@ -274,10 +277,21 @@ def draw_accuracy_part(plt, report, e, recs, labels, keys, indexed, part):
     return fig
 
 
+PEER_MARK = "#6a1b9a"
+
+
 def draw_ladder(plt, report, e, rungs):
+    """The rungs as bars (speed-up over the previous rung, coloured by bit-equality) and the
+    cumulative line through them; peers (records with peer: true, a library's kernel) are not
+    rungs: they stand apart, right of a separator, as markers at their speed-up over rung 0, off
+    the line."""
     from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D
+    peers = [r["record"] for r in rungs if is_peer(r["record"])]
+    if peers:
+        rungs = kr.ladder_rungs([r["record"] for r in rungs if not is_peer(r["record"])])
     r0 = rungs[0]["record"]
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.0 + 1.5 * len(rungs)), 5.0))
+    fig, ax = plt.subplots(figsize=(min(MAX_WIDTH_IN, max(6.0, 1.0 + 1.5 * (len(rungs) + len(peers)) + 0.75 * bool(peers))), 5.0))
     xs = list(range(len(rungs)))
     heights, colours, cumulative = [], [], []
     for rung in rungs:
@@ -303,20 +317,45 @@ def draw_ladder(plt, report, e, rungs):
         ax.plot(cx, cy, "o--", color="black", markersize=4, linewidth=0.8, label="cumulative: vs rung 0")
         for x, c in zip(cx[1:], cy[1:]):
             ax.annotate(f"x{c:.2f}", (x, c), textcoords="offset points", xytext=(6, 4), fontsize=7)
+    # Peers apart: past a gap and a separator, a marker each at median(rung 0) / median(peer).
+    t0 = kr.median_ms(r0)
+    px = [len(rungs) + 0.5 + i for i in range(len(peers))]
+    py = []
+    if peers:
+        sep = len(rungs) - 0.25
+        ax.axvline(sep, color="#9e9e9e", linestyle=":", linewidth=1.0)
+        ax.axvspan(sep, px[-1] + 0.6, color="#f3e5f5", alpha=0.6, linewidth=0, zorder=0)
+        for x, p in zip(px, peers):
+            t = kr.median_ms(p)
+            v = t0 / t if kr.is_finite(t0) and kr.is_finite(t) and t > 0 else None
+            py.append(v)
+            if v is None:
+                ax.text(x, 1.0, "not timed", ha="center", va="bottom", fontsize=7)
+                continue
+            ax.plot([x], [v], linestyle="none", marker="D", markersize=7, color=PEER_MARK, gid="ladder-peer")
+            ax.annotate(f"x{v:.2f}", (x, v), textcoords="offset points", xytext=(7, -3), fontsize=7, color=PEER_MARK)
+        ax.text((sep + px[-1] + 0.6) / 2, 0.02, "peers (not rungs)", transform=ax.get_xaxis_transform(),
+                ha="center", va="bottom", fontsize=7, color=PEER_MARK)
     ax.axhline(1.0, color="black", linewidth=0.6)
-    ax.set_ylim(0, max(heights + cy + [1.0]) * 1.25)
+    ax.set_ylim(0, max(heights + cy + [v for v in py if v is not None] + [1.0]) * 1.25)
     ticks = []
     for rung in rungs:
         what = rung["changed"] or [kr.short_variant(rung["record"])]
         ticks.append(f"{rung['index']}\n" + "\n".join(wrap(w, 18) for w in what))
-    ax.set_xticks(xs)
+    ticks += ["peer\n" + wrap(kr.short_variant(p), 18).replace("=", "=\n", 1) for p in peers]
+    ax.set_xticks(xs + px)
     ax.set_xticklabels(ticks, fontsize=7)
+    if peers:
+        ax.set_xlim(-0.6, px[-1] + 0.6)
     ax.set_ylabel("speed-up over the previous rung (ratio of median times)")
     ax.set_title(f"{e}: {kr.problem_of(r0)} {r0['dist']}, what each rung gave\n{gpu_label(report)}", fontsize=10)
     handles = [Patch(color=EQUAL, label="bitwise equal to the previous rung"),
                Patch(color=CHANGED, label="bits changed vs the previous rung"),
                Patch(color=UNKNOWN, label="bit-equality not recorded"), Patch(color=BASE, label="rung 0 (baseline)")]
     line_handles, _ = ax.get_legend_handles_labels()
+    if peers:
+        line_handles.append(Line2D([], [], linestyle="none", marker="D", markersize=7, color=PEER_MARK,
+                                   label="peer (a library's kernel, not a rung): vs rung 0"))
     # Beside the axes, never over the bars.
     ax.legend(handles=handles + line_handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
@@ -358,16 +397,32 @@ def grouped_log_bars(ax, categories, series, floor):
     ax.set_xlim(-0.6, len(categories) - 0.4)
 
 
+# The error budget's bars per series and distribution (inches): the rotated value above each bar needs this much.
+EB_BAR_IN = 0.2
+
+
 def draw_error_budget(plt, report, e, recs):
+    """rms_rel and max_rel (two panels) by input distribution, one bar series per (shape, what);
+    no wider than MAX_WIDTH_IN: past that the series are split over parts (a series keeps its look
+    in every part), the legend below the panels, never over the bars."""
     dists = sorted({r["dist"] for r in recs}, key=kr.dist_order)
     series_keys = list(dict.fromkeys((r["shape"], r.get("what", "")) for r in recs))
-    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 2.0 + 1.6 * len(dists) * max(1, len(series_keys)) ** 0.5), 4.6))
+    per_part = max(1, int((MAX_WIDTH_IN - 2.0) / 2 / (EB_BAR_IN * len(dists)) - 1))
+    n_parts = -(-len(series_keys) // per_part)
+    size = -(-len(series_keys) // n_parts)
+    chunks = [list(enumerate(series_keys))[i:i + size] for i in range(0, len(series_keys), size)]
+    return [draw_error_budget_part(plt, e, recs, dists, chunk, part_title(i, len(chunks))) for i, chunk in enumerate(chunks)]
+
+
+def draw_error_budget_part(plt, e, recs, dists, chunk, part):
+    panel = 0.6 + EB_BAR_IN * len(dists) * (len(chunk) + 1)
+    fig, axes = plt.subplots(1, 2, figsize=(min(MAX_WIDTH_IN, max(8.0, 2.0 + 2 * panel)), 4.6))
     for ax, field in zip(axes, ("rms_rel", "max_rel")):
         floor = log_floor([r[field] for r in recs])
         series = []
-        for shape, what in series_keys:
+        for si, (shape, what) in chunk:
             vals = {r["dist"]: r[field] for r in recs if r["shape"] == shape and r.get("what", "") == what}
-            series.append((f"{shape} {what}".strip(), vals))
+            series.append((f"{shape} {what}".strip(), vals, False, si))
         grouped_log_bars(ax, dists, series, floor)
         labels = []
         for d in dists:
@@ -376,10 +431,11 @@ def draw_error_budget(plt, report, e, recs):
         ax.set_xticklabels(labels, fontsize=8)
         ax.set_ylabel(field + (" = rms(y-ref)/rms(ref)" if field == "rms_rel" else " = max|y-ref|/max|ref|"))
         ax.set_xlabel("input distribution")
-    # One legend right of both panels, never over the bars.
+    # One legend below both panels (and their axis labels), never over the bars, and not widening the figure.
+    fig.suptitle(f"{e}: error by input distribution{part}", fontsize=10)
+    fig.tight_layout()
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(0.91, 0.5), frameon=False)
-    fig.suptitle(f"{e}: error by input distribution", fontsize=10)
+    fig.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=2, frameon=False)
     return fig
 
 

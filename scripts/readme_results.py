@@ -30,9 +30,12 @@ block needs, the block says so in one line. Blocks (BLOCKS below, in this order)
   not-held        every claim not held, then every claim not evaluated
 
 A speed-up is a ratio of median times over the repetitions the harness kept (timing.samples_ms less
-throttled ones); beside it the 95% percentile-bootstrap interval of the time ratio (compare.py's
-bootstrap, fixed seed, so the text is the same on every regeneration) and the harness's verdict rule:
-faster or slower only when the whole interval clears 1%, else same.
+throttled ones), median(base) / median(this); beside it the 95% percentile-bootstrap interval of
+that speed-up, spelled as one ("speed-up 95% CI x1.209..x1.211": 1/hi..1/lo of the time ratio's
+interval; compare.py's bootstrap, fixed seed, so the text is the same on every regeneration), never
+a time ratio beside a speed-up, and the harness's verdict rule: faster or slower only when the whole
+interval clears 1%, else same. Claim evidence quoted from the report gets the same treatment
+(kr.one_direction).
 
 --check writes nothing: it exits 1, naming file:line and block, when a block differs from what
 REPORT gives (a hand edit, or a report other than the one the block was made from), 0 otherwise.
@@ -143,24 +146,34 @@ def race(key, base, other):
     return out
 
 
+def f_speedup_ci(lo, hi):
+    """The speed-up's 95% interval from the time ratio's (lo..hi of median(this) / median(base)):
+    1/hi..1/lo, spelled as a speed-up; "" when the time ratio's interval is not a positive pair."""
+    if not (kr.is_finite(lo) and kr.is_finite(hi)) or lo <= 0 or hi <= 0:
+        return ""
+    return f"speed-up 95% CI x{1 / hi:.3f}..x{1 / lo:.3f}"
+
+
 def f_race(r):
     if r is None:
         return "n/a"
-    if r["verdict"] is None:
+    ci = f_speedup_ci(r["lo"], r["hi"]) if r["verdict"] is not None else ""
+    if not ci:
         return f"x{r['speedup']:.2f} (ratio of medians; no repetitions in the report for an interval)"
-    return f"x{r['speedup']:.2f}, {r['verdict']} ({r['lo']:.3f}..{r['hi']:.3f})"
+    return f"x{r['speedup']:.2f}, {r['verdict']} ({ci})"
 
 
-RACE_NOTE = ("x = ratio of median times (speed-up); in brackets the 95% bootstrap interval of the time ratio; "
-             "faster or slower only when it clears 1%, else same.")
+RACE_NOTE = ("x = speed-up, the ratio of median times (the other's / this one's); in brackets its 95% bootstrap "
+             "interval (speed-up 95% CI); faster or slower only when the whole interval clears 1%, else same.")
 
 
 def f_vs_a(v):
-    """A record's own vs_a (the harness's race against A)."""
+    """A record's own vs_a (the harness's race against A): its speed-up and the speed-up's interval
+    (vs_a's ci95_lo..ci95_hi are of the time ratio B/A: inverted here)."""
     if not isinstance(v, dict) or not kr.is_finite(v.get("speedup")):
         return "n/a"
-    ci = f" ({v['ci95_lo']:.3f}..{v['ci95_hi']:.3f})" if kr.is_finite(v.get("ci95_lo")) and kr.is_finite(v.get("ci95_hi")) else ""
-    return f"x{v['speedup']:.2f}, {v.get('verdict', 'n/a')}{ci}"
+    ci = f_speedup_ci(v.get("ci95_lo"), v.get("ci95_hi"))
+    return f"x{v['speedup']:.2f}, {v.get('verdict', 'n/a')}" + (f" ({ci})" if ci else "")
 
 
 # ---- the context of one block: the report and where the block's file lies ------------------
@@ -178,7 +191,7 @@ class Context:
         return f"[{text}]({self.link(s)}#{anchor(experiment)})" if s.is_file() else ""
 
     def evidence(self, claim):
-        ev, cut = trim(claim.get("evidence") or "n/a")
+        ev, cut = trim(kr.one_direction(claim.get("evidence") or "n/a"))
         link = self.summary_link(claim["experiment"], "more") if cut else ""
         return ev + (f" ({link})" if link else "")
 
@@ -579,7 +592,7 @@ def block_gdn_timing(ctx):
         va = {"timing": {"samples_ms": a.get("samples_ms") or [], "median_ms": a["ms_per_layer_token"]["median"]}}
         vb = {"timing": {"samples_ms": b.get("samples_ms") or [], "median_ms": b["ms_per_layer_token"]["median"]}}
         lines.append(f"q4 tier vs f32 tier, device-resident: {f_race(race((GDN_TIMING_EXPERIMENT, 'q4 vs f32'), va, vb))} "
-                     "(x = ratio of medians; the interval is of the time ratio).")
+                     "(x = speed-up, the ratio of medians f32 / q4, with its 95% interval).")
     r0 = recs[0]
     tokens, layers = r0["tokens"], r0["layers"]
     same = all(r["tokens"] == tokens and r["layers"] == layers for r in recs)
@@ -640,7 +653,7 @@ def gdn_step_block(ctx, steps):
                 if m in f32["views"] and m in q4["views"]:
                     a, b = ({"timing": {"samples_ms": x["views"][m]["samples"], "median_ms": x["views"][m]["median"]}} for x in (f32, q4))
                     races.append(f"{m} {f_race(race((GDN_TIMING_EXPERIMENT, prob, 'q4 vs f32', m), a, b))}")
-            lines.append(f"q4 tier vs f32 tier, device-resident: {'; '.join(races)} (x = ratio of medians; the interval is of the time ratio).")
+            lines.append(f"q4 tier vs f32 tier, device-resident: {'; '.join(races)} (x = speed-up, the ratio of medians f32 / q4, with its 95% interval).")
         lines.append("")
     kernels = kr.q4_kernel_rows(steps)
     if len({s["projections"] for s in kernels}) > 1:

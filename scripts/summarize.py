@@ -6,7 +6,9 @@
 REPORT is a report directory (holding report.jsonl) or the .jsonl file. The summary goes to
 REPORT/summary.md unless --out says otherwise ("-": standard output). It holds the environment
 (GPU, measured ceiling and how it was timed, empty-kernel times, commit, date), then per experiment
-its claims and their state, its measurements per problem (variant | median ms (min..max) | GB/s |
+its claims and their state (evidence as sub-bullets), first for mat-vecs a variant x shape table per
+input distribution (cell: headline time, % of ceiling, verdict vs A with the speed-up's 95% CI), then
+its measurements per problem (variant | median ms (min..max) | GB/s |
 % of ceiling | GMAC/s | max_rel | bits vs A | verdict vs A; reports with timing modes add the
 headline's mode, % of attainable (vs a read of exactly the op's bytes in that mode) and, when the
 headline is not launch, a launch column, and name the variants timed in launch mode only), the seed ladder, error-budget and GDN tables where the report has those
@@ -19,6 +21,7 @@ Exit status: 0 written, 2 on a malformed or empty report or bad arguments. Stand
 """
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -155,6 +158,50 @@ def measurement_rows(recs, modal=False, launch=False):
     return rows
 
 
+def grid_cell(r, mode):
+    """One variant on one shape: headline time, % of ceiling, verdict vs A with the speed-up's
+    interval (a timing in another mode than the table's says which)."""
+    if not kr.timed(r):
+        return "not timed (failed verification)" if r.get("verified") is False else "not timed"
+    own = kr.timing_mode(r)
+    is_a = r.get("a") == r["variant"]
+    parts = [f"{r['timing']['median_ms']:.4g} ms" + (f" ({own})" if own != mode else ""),
+             f"{kr.fmt_num(kr.pct_ceiling(r))}% of ceiling", "A" if is_a else verdict_vs_a(r)]
+    if r.get("verified") is False:
+        parts.append("FAILED verification")
+    return "<br>".join(parts)
+
+
+def variant_shape_tables(recs):
+    """Mat-vec measurements as one table per (op, input distribution): a row per variant, a column
+    per shape (in the order of the report), each cell the headline time, % of ceiling and verdict
+    vs A with the speed-up's 95% interval. [] when a record has no shape (ops with named
+    parameters keep their per-problem tables)."""
+    if not recs or not all(re.fullmatch(r"\d+x\d+", str(r.get("shape"))) for r in recs):
+        return []
+    lines = []
+    for (op, dist), rs in kr.group(recs, lambda r: (r.get("op") or "", r["dist"])).items():
+        if not any(kr.timed(r) for r in rs):
+            lines += [f"{op + ' ' if op else ''}{dist} inputs: not timed (accuracy and bits only: in the detail below).", ""]
+            continue
+        shapes = list(dict.fromkeys(kr.problem_of(r) for r in rs))
+        variants = list(dict.fromkeys(r["variant"] for r in rs))
+        by = {(r["variant"], kr.problem_of(r)): r for r in rs}
+        modes = [kr.timing_mode(r) for r in rs if kr.timed(r)]
+        mode = max(dict.fromkeys(modes), key=modes.count) if modes else None
+        rows = []
+        for v in variants:
+            own = [by[(v, sh)] for sh in shapes if (v, sh) in by]
+            is_a = all(r.get("a") == v for r in own)
+            peer = any(r.get("peer") is True for r in own)
+            rows.append((v + (" (A)" if is_a else "") + (" (peer)" if peer else ""),)
+                        + tuple(grid_cell(by[(v, sh)], mode) if (v, sh) in by else "" for sh in shapes))
+        lines += [f"{op + ' ' if op else ''}variant x shape, {dist} inputs" + (f", {mode} timing" if mode else "")
+                  + ": median time, % of the read ceiling, verdict vs A (the harness's race, speed-up with its 95% CI):", ""]
+        lines += table(("variant",) + tuple(shapes), rows)
+    return lines
+
+
 def stream_notes(recs):
     """Variants timed in launch mode only, and why (they could not be captured in a graph)."""
     notes = [f"- {r['variant']}: launch timing only: {r['stream_unavailable']}" for r in recs if isinstance(r.get("stream_unavailable"), str)]
@@ -277,6 +324,26 @@ def gdn_step_lines(steps):
     return lines
 
 
+def accuracy_table_lines(recs):
+    """max_rel per variant and problem, where plot.py draws no accuracy figure because every
+    max_rel lies within one decade (kr.accuracy_in_one_decade)."""
+    flat = kr.accuracy_in_one_decade(recs)
+    if not flat:
+        return []
+    keys = list(dict.fromkeys(kr.problem_key(r) for r in recs))
+    ops, dists = {k[0] for k in keys}, {k[2] for k in keys}
+    label = {k: " ".join(([k[0]] if len(ops) > 1 else []) + [k[1]] + ([k[2]] if len(dists) > 1 else [])) for k in keys}
+    by = {(r["variant"], kr.problem_key(r)): r for r in recs}
+    rows = []
+    for v in dict.fromkeys(r["variant"] for r in recs):
+        rows.append((v,) + tuple(kr.fmt_err(kr.get(by[(v, k)], "accuracy.max_rel")) + (" FAILED" if by[(v, k)].get("verified") is False else "")
+                                 if (v, k) in by else "" for k in keys))
+    tols = sorted({r["tolerance"] for r in recs if kr.is_finite(r.get("tolerance"))})
+    return [f"Accuracy (max_rel = max|y-ref| / max|ref|) as a table, not a figure: every max_rel lies within one decade "
+            f"({kr.fmt_err(flat[0])}..{kr.fmt_err(flat[1])})" + (f"; tolerance {', '.join(kr.fmt_num(t) for t in tols)}" if tols else "")
+            + ":", ""] + table(("variant",) + tuple(label[k] for k in keys), rows)
+
+
 def figures_for(report, plan, e, plots):
     out = []
     for name, kind, pe, _ in plan:
@@ -318,8 +385,9 @@ def claims_overview(report):
 
 def evidence_lines(evidence):
     """A claim's evidence as sub-bullets, one per '; '-separated part (one line per shape or problem,
-    not one line of thousands of characters)."""
-    return [f"   - {part.strip()}" for part in evidence.split("; ") if part.strip()]
+    not one line of thousands of characters); a speed-up beside the time ratio's interval is given
+    the speed-up's interval instead (kr.one_direction)."""
+    return [f"   - {part.strip()}" for part in kr.one_direction(evidence).split("; ") if part.strip()]
 
 
 def summarize(report, plots):
@@ -346,9 +414,13 @@ def summarize(report, plots):
                 lines += evidence_lines(c.get("evidence") or "")
             lines.append("")
         meas = report.of("measurement", e)
+        grid = variant_shape_tables(meas)
+        lines += grid
         if kr.is_ladder(e):
             for _, recs in kr.group(meas, kr.problem_key).items():
                 lines += ladder_lines(kr.ladder_rungs(recs))
+        if grid and meas:
+            lines += ["Per problem, in detail:", ""]
         for (op, problem, dist), recs in kr.group(meas, kr.problem_key).items():
             ceil = next((r["ceiling_gbps"] for r in recs if kr.is_finite(r.get("ceiling_gbps"))), None)
             lines += [f"{op + ' ' if op else ''}{problem}, {dist} inputs" + (f" (ceiling {ceil:.0f} GB/s):" if ceil else ":"), ""]
@@ -365,6 +437,7 @@ def summarize(report, plots):
             lines += gdn_op_lines(report.of("gdn_op", e))
         if report.of("gdn_timing", e):
             lines += gdn_timing_lines(report.of("gdn_timing", e))
+        lines += accuracy_table_lines(meas)
         lines += figures_for(report, plan, e, plots)
         skips = report.of("skip", e)
         if skips:

@@ -210,12 +210,14 @@ class Blocks(unittest.TestCase):
         r = row(self.b["f32"], SEED_SHAPE)
         # shape | ours ms, GB/s, %ceil, %att | peer ms, GB/s, %ceil, %att | ours vs peer | unroll=4 vs 1 | launch
         self.assertEqual(r[1:9], ["0.08", "900", "90.0", "95.0", "0.1", "720", "72.0", "76.0"])
-        # stream: 0.10 / 0.08 = 1.25; time ratio 0.08 / 0.10 = 0.800 (constant samples: no spread) < 0.99.
-        self.assertEqual(r[9], "x1.25, faster (0.800..0.800)")
-        # The record's own vs_a: speed-up 1.5 over A, interval 0.66..0.67.
-        self.assertEqual(r[10], "x1.50, faster (0.660..0.670)")
-        # launch: 0.12 / 0.09 = 1.333; 0.09 / 0.12 = 0.750.
-        self.assertEqual(r[11], "0.09, 0.12, x1.33, faster (0.750..0.750)")
+        # stream: 0.10 / 0.08 = 1.25; time ratio 0.08 / 0.10 = 0.800 (constant samples: no spread) < 0.99;
+        # the speed-up's interval 1/0.800..1/0.800 = x1.250..x1.250.
+        self.assertEqual(r[9], "x1.25, faster (speed-up 95% CI x1.250..x1.250)")
+        # The record's own vs_a: speed-up 1.5 over A, time ratio interval 0.66..0.67: the speed-up's
+        # 1/0.67 = 1.4925..1/0.66 = 1.5152 -> x1.493..x1.515 (never 0.660..0.670 beside x1.50).
+        self.assertEqual(r[10], "x1.50, faster (speed-up 95% CI x1.493..x1.515)")
+        # launch: 0.12 / 0.09 = 1.333; time ratio 0.09 / 0.12 = 0.750, 1/0.750 = 1.333.
+        self.assertEqual(r[11], "0.09, 0.12, x1.33, faster (speed-up 95% CI x1.333..x1.333)")
         # worst of 2e-7, 3e-7, 1e-7: ours' 3e-7; 3 of 3 verified.
         self.assertIn("3 of 3 measurements verified against the f64 reference; worst max_rel 3.00e-07 (impl=warp-row,unroll=4, "
                       "17408x5120; tolerance 1e-05)", self.b["f32"])
@@ -226,11 +228,11 @@ class Blocks(unittest.TestCase):
         r0, ra, rb = row(b, "original"), row(b, "A"), row(b, "B")
         self.assertEqual(r0[3:7], ["0.2", "446", "251", "25.1"])
         self.assertEqual(ra[2], "scale=per-lane, chains=4")  # the axes that differ from the original, in A's order
-        # A: 0.2 / 0.2 = 1.00, time ratio 1.000: inside 1 -/+ 1%: same. 7 of m = 17408 elements changed.
-        self.assertEqual(ra[-3:], ["x1.00, same (1.000..1.000)", "x1.00", "7 of 17408 elements"])
-        # B: 0.2 / 0.1 = 2.00 over A and over the original; bits_vs_prev 0.
+        # A: 0.2 / 0.2 = 1.00, time ratio 1.000 (speed-up 1/1.000): inside 1 -/+ 1%: same. 7 of m = 17408 elements changed.
+        self.assertEqual(ra[-3:], ["x1.00, same (speed-up 95% CI x1.000..x1.000)", "x1.00", "7 of 17408 elements"])
+        # B: 0.2 / 0.1 = 2.00 over A and over the original (time ratio 0.500, 1/0.500 = 2.000); bits_vs_prev 0.
         self.assertEqual(rb[2], "f16=hard")
-        self.assertEqual(rb[-3:], ["x2.00, faster (0.500..0.500)", "x2.00", "none (bitwise equal)"])
+        self.assertEqual(rb[-3:], ["x2.00, faster (speed-up 95% CI x2.000..x2.000)", "x2.00", "none (bitwise equal)"])
         peer = row(b, "peer")
         # The peer: 0.2 / 0.05 = x4.00 over the original; its rates marked as counting the q4 bytes.
         self.assertEqual(peer[1], "impl=cublas-bf16-gemmex")
@@ -249,12 +251,12 @@ class Blocks(unittest.TestCase):
         r = row(b, SEED_SHAPE)
         # B (0.01 ms) is fastest but excluded: best of ours = block-per-thread,rows=8 at 0.02 ms.
         self.assertEqual(r[1:10], ["map=block-per-thread,rows=8", "0.02", "2511", "50.0", "55.0", "0.01", "0.04", "0.08", "0.05"])
-        # best peer bf16 0.04: 0.04 / 0.02 = x2.00, time ratio 0.500.
-        self.assertEqual(r[10], "x2.00, faster (0.500..0.500) over impl=cublas-bf16-gemmex")
-        # vs B: 0.01 / 0.02 = x0.50, time ratio 2.000 > 1.01: slower.
-        self.assertEqual(r[11], "x0.50, slower (2.000..2.000)")
+        # best peer bf16 0.04: 0.04 / 0.02 = x2.00, time ratio 0.500, speed-up interval 1/0.500 = x2.000.
+        self.assertEqual(r[10], "x2.00, faster (speed-up 95% CI x2.000..x2.000) over impl=cublas-bf16-gemmex")
+        # vs B: 0.01 / 0.02 = x0.50, time ratio 2.000 > 1.01: slower; speed-up interval 1/2.000 = x0.500.
+        self.assertEqual(r[11], "x0.50, slower (speed-up 95% CI x0.500..x0.500)")
         # launch: ours 0.025, best launch peer bf16 0.05: x2.00.
-        self.assertEqual(r[12], "0.025, x2.00, faster (0.500..0.500)")
+        self.assertEqual(r[12], "0.025, x2.00, faster (speed-up 95% CI x2.000..x2.000)")
         # 50225152 bytes = 50.2 MB; 0.02 ms = 20.0 us.
         self.assertIn("Across these shapes: ours vs best peer x2.00; % of ceiling 50.0; the problems move 50.2 MB in 20.0 us.", b)
 
@@ -270,8 +272,8 @@ class Blocks(unittest.TestCase):
         self.assertEqual(q4[1][1:7], ["host-facing", "0.09 (0.09..0.09)", "73.5 MB", "817", "19.2", "25.0"])
         # round trip: f32 0.17 - 0.15 = 0.02; q4 0.09 - 0.075 = 0.015.
         self.assertIn("f32 0.02 ms, q4 0.015 ms", b)
-        # q4 vs f32 device-resident: 0.15 / 0.075 = x2.00.
-        self.assertIn("x2.00, faster (0.500..0.500)", b)
+        # q4 vs f32 device-resident: 0.15 / 0.075 = x2.00; time ratio 0.500, speed-up interval x2.000..x2.000.
+        self.assertIn("q4 tier vs f32 tier, device-resident: x2.00, faster (speed-up 95% CI x2.000..x2.000)", b)
         self.assertIn("each repetition steps 16 tokens through 1 layer from a zero state", b)
         self.assertIn("only token 0 follows a flush", b)
         self.assertIn("(4 MiB)", b)
@@ -310,6 +312,36 @@ class Blocks(unittest.TestCase):
         self.assertEqual(row(b, "gdn-q4-per-op")[1:], ["errors are not amplified", "no CUDA device"])
 
 
+    def test_ratios_in_one_direction(self):
+        """No block puts a time ratio's interval (0.500..0.500) beside a speed-up: every interval is
+        spelled as a speed-up's ("speed-up 95% CI x..x"), and the notes say so."""
+        for name, text in self.b.items():
+            # A verdict's bracket holds the speed-up's interval, nothing else.
+            self.assertIsNone(re.search(r"\b(faster|slower|same) \((?!speed-up 95% CI x)", text), name)
+            self.assertNotIn("interval of the time ratio", text, name)
+            self.assertNotIn("interval is of the time ratio", text, name)
+        self.assertIn("x = speed-up, the ratio of median times", self.b["f32"])
+        self.assertIn("(speed-up 95% CI)", self.b["seed-ladder"])
+
+
+class Evidence(unittest.TestCase):
+    def test_quoted_evidence_gets_the_speedup_interval(self):
+        # The harness words evidence "x0.983 (95% CI of time ratio 1.017..1.018, slower)": the
+        # speed-up's interval is 1/1.018 = 0.98232 .. 1/1.017 = 0.98328 -> x0.982..x0.983. A time
+        # ratio beside its own interval ("time ratio run/step 0.897 (95% CI 0.895..0.899)") is one
+        # direction already and stays.
+        ev = "17408x5120: B x0.983 (95% CI of time ratio 1.017..1.018, slower); time ratio run/step 0.897 (95% CI 0.895..0.899)"
+        with tempfile.TemporaryDirectory() as t:
+            rep = write_report(Path(t) / "rep", [claim("accum-chains", 0, "not_held", "B is faster", ev)])
+            doc = Path(t) / "R.md"
+            doc.write_text(markers(("not-held",)))
+            rc, out, err = run(rep, "--files", doc)
+            self.assertEqual(rc, 0, err)
+            r = row(doc.read_text(), "accum-chains")
+            self.assertEqual(r[2], "17408x5120: B x0.983 (speed-up 95% CI x0.982..x0.983, slower); "
+                                   "time ratio run/step 0.897 (95% CI 0.895..0.899)")
+
+
 class Missing(unittest.TestCase):
     def test_blocks_without_their_records_say_so(self):
         with tempfile.TemporaryDirectory() as t:
@@ -343,7 +375,9 @@ class Missing(unittest.TestCase):
             self.assertIn("commit `0123456` (dirty: uncommitted changes)", text)
             self.assertIn("**1000 GB/s** (launch mode)", text)
             # No % attainable and no launch column: the headline is launch.
-            self.assertEqual(row(text, SEED_SHAPE)[1:], ["0.08", "900", "90.0", "0.1", "720", "72.0", "x1.25, faster (0.800..0.800)", "n/a"])
+            # 0.1 / 0.08 = x1.25; time ratio 0.800, speed-up interval 1/0.800 = x1.250.
+            self.assertEqual(row(text, SEED_SHAPE)[1:], ["0.08", "900", "90.0", "0.1", "720", "72.0",
+                                                         "x1.25, faster (speed-up 95% CI x1.250..x1.250)", "n/a"])
             self.assertIn("(No % attainable: this report predates the size-matched read.)", text)
 
     def test_profile_records(self):

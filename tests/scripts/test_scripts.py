@@ -124,8 +124,9 @@ def modes_report():
 
 
 class PlotTest(TempDir):
+    # No accuracy-seed-ladder: the ladder's max_rel all lie within one decade (a table in summary.md).
     RUN_FIGURES = ["bandwidth-f32-gemv-vs-cublas", "accuracy-f32-gemv-vs-cublas", "bandwidth-seed-ladder",
-                   "accuracy-seed-ladder", "seed-ladder-17408x5120"]
+                   "seed-ladder-17408x5120"]
     GDN_FIGURES = ["error-budget", "gdn-timing", "gdn-ops-gdn-oracle-qwen35-27b-layer0-t5-q4-vs-f32",
                    "gdn-ops-gdn-oracle-qwen35-27b-layer0-t5-gpu-f32-vs-oracle"]
 
@@ -244,9 +245,11 @@ class PlotTest(TempDir):
         self.assertFalse((rep / "plots").exists() and any((rep / "plots").iterdir()))
 
     def test_untimed_measurement_still_gives_a_figure(self):
+        # Two variants 3e-7 and 3e-4 apart (more than a decade: a figure, not a table).
         rec = {"kind": "measurement", "experiment": "cpu-only", "variant": "f32_gemv/impl=x", "op": "f32_gemv",
                "shape": "8x8", "dist": "normal", "accuracy": {"max_rel": 3e-7}, "verified": True, "tolerance": 1e-5}
-        rep = self.write_report("untimed", [json.dumps(rec)])
+        rec2 = dict(rec, variant="f32_gemv/impl=y", accuracy={"max_rel": 3e-4}, verified=False)
+        rep = self.write_report("untimed", [json.dumps(rec), json.dumps(rec2)])
         p = run("plot.py", rep)
         self.assertOk(p)
         self.assertIn("cpu-only: no timed measurement", p.stdout)
@@ -393,6 +396,75 @@ class ScalingPlotTest(TempDir):
             self.assertEqual(looks[0], looks[1])
             self.assertEqual(len({(f, h) for f, h, _ in looks[0]}), 40)
 
+
+    # Issue 12: peers off the ladder line, flat accuracy as a table, the error budget's width capped.
+    def test_ladder_peers_stand_apart_from_the_line(self):
+        # Rungs 0.2, 0.1, 0.08 ms; a peer at 0.05 ms recorded between rungs 1 and 2. The line runs
+        # through the rungs only: x 0, 1, 2 at 0.2/0.2 = 1, 0.2/0.1 = 2, 0.2/0.08 = 2.5; rung 2's
+        # previous is rung 1 (0.1/0.08 = 1.25), not the peer. The peer: a marker at 0.2/0.05 = 4.0,
+        # right of every rung.
+        recs = [measurement(f"q4_gemv/rung={i}", [ms] * 3, experiment="seed-ladder", shape="64x64", axes={"rung": str(i)}, **x)
+                for i, ms, x in ((0, 0.2, {}), (1, 0.1, {"bits_vs_prev": 0}))]
+        recs.append(measurement("q4_gemv/impl=cublas", [0.05] * 3, experiment="seed-ladder", shape="64x64", peer=True))
+        recs.append(measurement("q4_gemv/rung=2", [0.08] * 3, experiment="seed-ladder", shape="64x64", axes={"rung": "2"}, bits_vs_prev=3))
+        rep = self.write_report("ladder", [json.dumps(r) for r in recs])
+        (fig,) = self.draw(rep, "ladder", "seed-ladder")
+        ax = fig.axes[0]
+        line = next(l for l in ax.lines if l.get_label() == "cumulative: vs rung 0")
+        self.assertEqual(list(line.get_xdata()), [0, 1, 2])
+        self.assertEqual([round(y, 6) for y in line.get_ydata()], [1.0, 2.0, 2.5])
+        from matplotlib.container import BarContainer
+        heights = [round(b.get_height(), 6) for c in ax.containers if isinstance(c, BarContainer) for b in c.patches]
+        self.assertEqual(heights, [1.0, 2.0, 1.25])
+        (peer,) = [l for l in ax.lines if l.get_gid() == "ladder-peer"]
+        self.assertGreater(peer.get_xdata()[0], 2.5)
+        self.assertAlmostEqual(peer.get_ydata()[0], 4.0)
+        self.assertIn("peer\nimpl=\ncublas", [t.get_text() for t in ax.get_xticklabels()][-1])
+        self.assertLegendsOutside(fig, "ladder")
+
+    def test_flat_accuracy_is_a_table_not_a_figure(self):
+        # max_rel 1e-7, 2e-7, 3e-7: 3e-7 < 10 x 1e-7, one decade: no figure, a table with a note.
+        flat = [json.dumps(measurement(f"f32_gemv/impl=v{i}", [0.01] * 3, experiment="flat", accuracy={"max_rel": (i + 1) * 1e-7},
+                                       tolerance=1e-5)) for i in range(3)]
+        # 1e-7 and 1e-6: 10x apart, not within one decade: a figure.
+        spread = [json.dumps(measurement(f"f32_gemv/impl=v{i}", [0.01] * 3, experiment="spread", accuracy={"max_rel": 10.0 ** (i - 7)}))
+                  for i in range(2)]
+        rep = self.write_report("acc", flat + spread)
+        p = run("plot.py", rep, "--formats", "png")
+        self.assertOk(p)
+        names = sorted(x.name for x in (rep / "plots").iterdir())
+        self.assertEqual(names, ["accuracy-spread.png", "bandwidth-flat.png", "bandwidth-spread.png"])
+        self.assertIn("flat: every max_rel lies within one decade (1.00e-07..3.00e-07): no accuracy figure, a table in summary.md instead",
+                      p.stdout)
+        self.assertOk(run("summarize.py", rep))
+        md = (rep / "summary.md").read_text()
+        self.assertIn("Accuracy (max_rel = max|y-ref| / max|ref|) as a table, not a figure: every max_rel lies within one decade "
+                      "(1.00e-07..3.00e-07); tolerance 1e-05:", md)
+        self.assertIn("| f32_gemv/impl=v2 | 3.00e-07 |", md)
+        self.assertEqual(md.count("as a table, not a figure"), 1)  # not for "spread"
+
+    def test_error_budget_width_capped(self):
+        # 12 series (6 shapes x 2 comparisons) x 5 distributions: 2 + 1.6 * 5 * sqrt(12) = 29.7 in before.
+        # Capped at 16 in (1920 px at 120 dpi), the legend below the panels: split into parts.
+        recs = [json.dumps({"kind": "error_budget", "experiment": "error-budget", "shape": f"{64 * (i + 1)}x64", "dist": d,
+                            "what": w, "rms_rel": 0.01, "max_rel": 0.02, "env": ENV})
+                for i in range(6) for w in ("q4 vs f32 weights", "q8_0 vs f32 activations")
+                for d in ("uniform", "normal", "student-t", "outlier", "file")]
+        rep = self.write_report("eb", recs)
+        self.assertOk(run("plot.py", rep, "--formats", "png"))
+        names = sorted(x.name for x in (rep / "plots").iterdir())
+        self.assertGreater(len(names), 1, names)
+        for n in names:
+            png = (rep / "plots" / n).read_bytes()
+            self.assertLessEqual(int.from_bytes(png[16:20], "big"), 1920, n)
+        figs = self.draw(rep, "error_budget", "error-budget")
+        self.assertEqual(len(figs), len(names))
+        for fig in figs:
+            self.assertLegendsOutside(fig, "error_budget")
+        # Every series drawn once over the parts (two panels each), with a look of its own.
+        looks = [l for fig in figs for l in self.looks(fig.axes[0])]
+        self.assertEqual(len(looks), 12)
+        self.assertEqual(len({(f, h) for f, h, _ in looks}), 12)
 
     def test_verdict_marks_on_bandwidth_bars(self):
         # modes_report: B (the second of two variants) has vs_a.verdict "slower"; A none. Two

@@ -62,6 +62,49 @@ class Summary(unittest.TestCase):
         self.assertNotIn("## Claims", md)
         self.assertNotIn("[claims](#claims)", md)
 
+    def test_variant_x_shape_table_first(self):
+        def m(v, shape, ms=None, a="q4_gemv/a", **extra):
+            r = {"kind": "measurement", "experiment": "e", "op": "q4_gemv", "variant": v, "shape": shape, "dist": "uniform",
+                 "a": a, "env": ENV, "verified": True, "accuracy": {"max_rel": 1e-7}}
+            if ms is not None:
+                r["timing"] = {"median_ms": ms, "min_ms": ms, "max_ms": ms, "mode": "stream"}
+            r.update(extra)
+            return r
+        md = self.summary([
+            claim("e", 0, "held", "B is faster", "64x64: x1.25"),
+            m("q4_gemv/a", "64x64", 0.02, pct_ceiling=40.0),
+            m("q4_gemv/b", "64x64", 0.016, pct_ceiling=50.0,
+              # the time ratio B/A 0.016/0.02 = 0.8, its interval 0.78..0.82: the speed-up's is
+              # 1/0.82 = 1.2195..1/0.78 = 1.2821 -> x1.220..x1.282.
+              vs_a={"ratio": 0.8, "ci95_lo": 0.78, "ci95_hi": 0.82, "speedup": 1.25, "verdict": "faster"}),
+            m("q4_gemv/a", "128x64", 0.04, pct_ceiling=40.0),
+            m("q4_gemv/b", "128x64", None, verified=False),
+            m("q4_gemv/c", "128x64", 0.05, pct_ceiling=32.0, peer=True,
+              vs_a={"ratio": 1.25, "ci95_lo": 1.24, "ci95_hi": 1.26, "speedup": 0.8, "verdict": "slower"}),
+        ])
+        section = md[md.index("## e"):]
+        # The first table of the experiment: rows variants, columns shapes.
+        first = next(l for l in section.splitlines() if l.startswith("| "))
+        self.assertEqual(first, "| variant | 64x64 | 128x64 |")
+        self.assertIn("q4_gemv variant x shape, uniform inputs, stream timing:", section)
+        self.assertIn("| q4_gemv/a (A) | 0.02 ms<br>40% of ceiling<br>A | 0.04 ms<br>40% of ceiling<br>A |", section)
+        self.assertIn("| q4_gemv/b | 0.016 ms<br>50% of ceiling<br>faster x1.250 (speed-up 95% CI x1.220..x1.282) | "
+                      "not timed (failed verification) |", section)
+        # 1/1.26 = 0.7937, 1/1.24 = 0.8065; the peer has no 64x64 cell.
+        self.assertIn("| q4_gemv/c (peer) |  | 0.05 ms<br>32% of ceiling<br>slower x0.800 (speed-up 95% CI x0.794..x0.806) |", section)
+        # The per-problem tables stay, below it.
+        self.assertLess(section.index("| variant | 64x64 |"), section.index("Per problem, in detail:"))
+        self.assertIn("q4_gemv 128x64, uniform inputs", section)
+        # Evidence quoting a time ratio's interval beside a speed-up gets the speed-up's.
+        md = self.summary([claim("e", 0, "not_held", "B is faster", "64x64: B x0.983 (95% CI of time ratio 1.017..1.018, slower)")])
+        self.assertIn("   - 64x64: B x0.983 (speed-up 95% CI x0.982..x0.983, slower)\n", md)
+
+    def test_no_variant_x_shape_table_for_ops_without_a_shape(self):
+        r = {"kind": "measurement", "experiment": "g", "op": "gdn_step", "variant": "gdn_step/tier=f32", "dist": "uniform",
+             "problem": "tokens=4", "params": {"tokens": 4}, "env": ENV, "verified": True,
+             "timing": {"median_ms": 1.0, "min_ms": 1.0, "max_ms": 1.0}}
+        self.assertNotIn("variant x shape", self.summary([r]))
+
 
 if __name__ == "__main__":
     unittest.main()
