@@ -3,7 +3,7 @@
 # the whole standard run, the Python peers merged into it, Nsight Compute over the q4 kernels at
 # 17408x5120, the gpu suite, a second run of the mat-vec races of the same binary (for
 # scripts/compare.py: two runs of one commit), and compute-sanitizer's four tools over the whole gpu
-# suite (run side by side once the timings are done: they time nothing). Each step has its own time
+# suite (once the timings are done). Each step has its own time
 # limit so that one slow step cannot eat the others; every log and report lands under OUT. PART
 # splits it in two for machines that limit one command's time: main (the run, the gpu suite, the
 # peers, Nsight Compute) and checks (the second run and the sanitizers); all (default) does both.
@@ -38,16 +38,18 @@ if [ "${RUN2:-1}" != 0 ]; then
   rm -f "$OUT"/run2/report*.csv
   grep -E "^claims|rc=" "$OUT/run2.log"
 fi
-# compute-sanitizer over the whole gpu suite, the four tools side by side. A tool that does not
-# finish inside SANITIZER_SECONDS leaves a partial log ending in "rc=124": inconclusive, not a pass.
-# Reports raised inside cuBLAS are named by the frames in the log; nothing is silenced.
+# compute-sanitizer over the gpu suite, one tool after another (run side by side, 2026-12-01, they
+# ran out of device memory and time: reports/h200/sanitizer/README.md). The cases that assert a
+# bandwidth or a timing ratio are left out: instrumented memory traffic cannot meet them, and they
+# time what the other cases run. A tool that does not finish inside SANITIZER_SECONDS leaves a
+# partial log ending in "rc=124": inconclusive, not a pass. Reports raised inside cuBLAS are named by
+# the frames in the log; nothing is silenced.
 S=/usr/local/cuda/bin/compute-sanitizer
+TIMED='*plausible share*,*L2-cold slower*,*write-back in the timed*,*K launches over rotating*'
 for tool in memcheck racecheck initcheck synccheck; do
   extra=""
   [ "$tool" = memcheck ] && extra="--leak-check full"
-  [ "$tool" = initcheck ] && extra="--track-unused-memory no"
-  ( timeout "$SAN_S" $S --tool $tool $extra --print-limit 200 "$B/klab_gpu_tests" > "$OUT/sanitizer/$tool.log" 2>&1
-    echo "$tool rc=$?" >> "$OUT/sanitizer/$tool.log" ) &
+  timeout "$SAN_S" $S --tool $tool $extra --print-limit 200 "$B/klab_gpu_tests" "--test-case-exclude=$TIMED" > "$OUT/sanitizer/$tool.log" 2>&1
+  echo "$tool rc=$?" >> "$OUT/sanitizer/$tool.log"
 done
-wait
 for f in "$OUT"/sanitizer/*.log; do echo "$(basename $f): $(grep -E 'ERROR SUMMARY|rc=' $f | tr '\n' ' ')"; done
