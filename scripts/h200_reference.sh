@@ -6,7 +6,7 @@
 # suite (once the timings are done). Each step has its own time
 # limit so that one slow step cannot eat the others; every log and report lands under OUT. PART
 # splits it in two for machines that limit one command's time: main (the run, the gpu suite, the
-# peers, Nsight Compute) and checks (the second run and the sanitizers); all (default) does both.
+# peers, Nsight Compute) and checks (the gpu suite, the second run and the sanitizers); all (default) does both.
 #   scripts/h200_reference.sh BIN OUT [all|main|checks] [SANITIZER_SECONDS]
 set -uo pipefail
 B="$1"; OUT="$2"; PART="${3:-all}"; SAN_S="${4:-240}"
