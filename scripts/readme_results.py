@@ -516,6 +516,38 @@ def block_q4_to_ceiling(ctx):
     return q4_block(ctx, "q4-to-ceiling")
 
 
+def block_gdn_recurrence(ctx):
+    """Op gdn_recurrence per batch (experiment gdn-recurrence, fla's records merged into it): the
+    fastest of ours, every peer, and ours against the best peer, in the headline mode."""
+    rep = ctx.report
+    recs = [r for r in rep.of("measurement", "gdn-recurrence") if kr.timed(r)]
+    if not recs:
+        return missing("No timed `gdn-recurrence` measurements in this report.")
+    batches = sorted({kr.get(r, "params.batch") for r in recs if kr.get(r, "params.batch") is not None})
+    peer_names = list(dict.fromkeys(r["variant"] for r in recs if r.get("peer")))
+    head = ["batch", "best of ours", "us", "GB/s", "% ceiling", "% attainable"] + [f"{n.split('/', 1)[-1]} us" for n in peer_names] + \
+        (["ours vs best peer"] if peer_names else [])
+    rows = []
+    for b in batches:
+        at = [r for r in recs if kr.get(r, "params.batch") == b]
+        ours = [r for r in at if not r.get("peer")]
+        if not ours:
+            continue
+        best = min(ours, key=kr.median_ms)
+        peers = [r for r in at if r.get("peer")]
+        byname = {p["variant"]: p for p in peers}
+        row = [str(b), kr.short_variant(best), f"{kr.median_ms(best) * 1e3:.2f}", f_int(best.get("gbps")), f_pct(kr.pct_ceiling(best)),
+               f_pct(kr.pct_attainable(best))]
+        row += [f"{kr.median_ms(byname[n]) * 1e3:.2f}" if n in byname else "n/a" for n in peer_names]
+        if peer_names:
+            bp = min(peers, key=kr.median_ms) if peers else None
+            row.append(f_race(race(("gdn-recurrence", b, ctx.headline, "peer"), bp, best)) if bp else "n/a")
+        rows.append(row)
+    lines = [f"Per batch (Qwen3.5-27B's heads: 16 key, 48 value, 128x128 f32 state; {ctx.headline} timing): the fastest of our "
+             f"`gdn_recurrence` variants and every peer, each verified against the f64 reference (o and the final S). {RACE_NOTE}", ""]
+    return lines + sm.table(head, rows)
+
+
 def block_profile(ctx):
     recs = ctx.report.of("profile")
     if not recs:
@@ -772,6 +804,7 @@ BLOCKS = {
     "profile": block_profile,
     "gdn-correctness": block_gdn_correctness,
     "gdn-timing": block_gdn_timing,
+    "gdn-recurrence": block_gdn_recurrence,
     "error-budget": block_error_budget,
     "not-held": block_not_held,
 }

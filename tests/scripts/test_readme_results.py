@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 SCRIPT = ROOT / "scripts" / "readme_results.py"
 BLOCK_NAMES = ("header", "f32", "seed-ladder", "q4-vs-peers", "q4-to-ceiling", "profile", "gdn-correctness",
-               "gdn-timing", "error-budget", "not-held")
+               "gdn-timing", "error-budget", "not-held", "gdn-recurrence")
 
 ENV = {
     "device": {"name": "FIXTURE GPU (test data)", "sm_count": 10, "l2_bytes": 4 * 2**20,
@@ -139,6 +139,15 @@ def full_report():
         claim("gdn-q4-per-op", 0, "not_evaluated", "errors are not amplified", "no CUDA device"),
         claim("error-budget", 0, "not_held", "heavy-tailed inputs give 2x", "x1.00 (rms_rel; the seed: uniform 0.00326, real activations 0.0453)"),
     ]
+    # gdn-recurrence at batch 1 (an op without a shape: params): ours 0.004 and 0.005 ms, fla 0.006 ms.
+    for variant, ms, peer in (("gdn_recurrence/impl=seed", 0.005, False), ("gdn_recurrence/impl=fused,cols=16", 0.004, False),
+                              ("gdn_recurrence/impl=fla-fused-recurrent", 0.006, True)):
+        r = meas("gdn-recurrence", variant, ms, gbps=1500.0, pct_ceiling=30.0, pct_attainable=40.0, peer=peer)
+        for f in ("m", "k"):
+            del r[f]
+        r["shape"] = r["problem"] = "batch=1,dk=128,dv=128,nk=16,nv=48"
+        r["params"] = {"batch": 1, "dk": 128, "dv": 128, "nk": 16, "nv": 48}
+        recs.append(r)
     return recs
 
 
@@ -259,6 +268,16 @@ class Blocks(unittest.TestCase):
         self.assertEqual(r[12], "0.025, x2.00, faster (speed-up 95% CI x2.000..x2.000)")
         # 50225152 bytes = 50.2 MB; 0.02 ms = 20.0 us.
         self.assertIn("Across these shapes: ours vs best peer x2.00; % of ceiling 50.0; the problems move 50.2 MB in 20.0 us.", b)
+
+    def test_gdn_recurrence(self):
+        b = self.b["gdn-recurrence"]
+        self.assertEqual(table_rows(b)[0][-2:], ["impl=fla-fused-recurrent us", "ours vs best peer"])
+        r = row(b, "1")
+        # The faster of ours (0.004 ms = 4.00 us) against fla's 6.00 us: 0.006 / 0.004 = x1.50, time ratio
+        # 0.667 < 0.99: faster; the speed-up interval 1/0.667 = x1.500.
+        self.assertEqual(r[1:4], ["impl=fused,cols=16", "4.00", "1500"])
+        self.assertEqual(r[6], "6.00")
+        self.assertEqual(r[7], "x1.50, faster (speed-up 95% CI x1.500..x1.500)")
 
     def test_missing_experiment_says_so(self):
         self.assertEqual(self.b["q4-to-ceiling"].strip(), "No `q4-to-ceiling` measurements in this report.")
