@@ -205,9 +205,9 @@ class Survival(unittest.TestCase):
                 self.assertTrue((kept / "report.csv").exists())
 
     def test_schema_1_reports_still_read(self):
-        """The committed reference report (schema 1: env on every record, no header, no end) reads as
-        complete, every record with its env, and the summary has no incompleteness line."""
-        k = script("klab_report.py", ROOT / "reports" / "h200", "--require-complete")
+        """The committed previous reference report (schema 1: env on every record, no header, no end)
+        reads as complete, every record with its env, and the summary has no incompleteness line."""
+        k = script("klab_report.py", ROOT / "reports" / "h200" / "previous-ade16ef", "--require-complete")
         self.assertEqual(k.returncode, 0, k.stdout + k.stderr)
         self.assertIn("schema 1", k.stdout)
         sys.path.insert(0, str(SCRIPTS))
@@ -216,6 +216,11 @@ class Survival(unittest.TestCase):
         self.assertEqual(rep.schema_version, 1)
         self.assertIsNone(rep.incomplete())
         self.assertTrue(all(isinstance(r.get("env"), dict) for r in rep.records))
+
+    def test_the_reference_report_is_a_complete_schema_2_report(self):
+        k = script("klab_report.py", ROOT / "reports" / "h200", "--require-complete")
+        self.assertEqual(k.returncode, 0, k.stdout + k.stderr)
+        self.assertIn("schema 2", k.stdout)
 
     def test_schema_2_reads_as_schema_1(self):
         """Each committed schema-1 fixture rewritten as schema 2 (its env moved into a header, an end
