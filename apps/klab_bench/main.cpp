@@ -16,6 +16,7 @@
 #include "klab/error.hpp"
 #include "klab/experiment.hpp"
 #include "klab/metrics.hpp"
+#include "klab/race.hpp"
 #include "klab/timing.hpp"
 
 using namespace klab;
@@ -73,14 +74,7 @@ void bench_case(benchmark::State& state, const Op* op, const Variant* v, const P
   inst->run(sh->stream);
   KLAB_CUDA(cudaStreamSynchronize(sh->stream));
   // Every named output against the reference's tensor of that name; the worst counts.
-  const auto outs = inst->outputs();
-  const auto refs = op->references_of(*work);
-  require(outs.size() == refs.size(), v->name + ": " + std::to_string(outs.size()) + " outputs, the reference has " + std::to_string(refs.size()));
-  Accuracy acc;
-  for (std::size_t t = 0; t < outs.size(); ++t) {
-    const Accuracy a = accuracy(outs[t].data, refs[t].data);
-    if (t == 0 || !a.finite() || a.max_rel > acc.max_rel || a.unwritten > acc.unwritten) acc = a;
-  }
+  const Accuracy acc = verify_outputs(v->name, inst->outputs(), op->references_of(*work));
   const double tol = v->tolerance > 0 ? v->tolerance : 1e-5;
   if (!acc.finite() || acc.max_rel > tol) {
     ++g_errors;

@@ -31,12 +31,14 @@ void check_tensors(const std::string& who, const std::vector<Named<float>>& outs
   for (std::size_t t = 0; same && t < outs.size(); ++t) same = outs[t].name == ref[t].name && outs[t].data.size() == ref[t].data.size();
   require(same, who + ": outputs " + names(outs) + " do not match the reference's " + names(ref));
 }
-// The worst tensor's accuracy (by max_rel; a non-finite one first).
+// Whether `a` is worse than `than`: non-finite (NaN, Inf, unwritten) first, else by max_rel.
+bool worse(const Accuracy& a, const Accuracy& than) { return !a.finite() || (than.finite() && a.max_rel > than.max_rel); }
+// The worst tensor's accuracy.
 Accuracy worst(const std::vector<TensorResult>& ts) {
-  const TensorResult* w = &ts.front();
+  Accuracy w = ts.front().acc;
   for (const auto& t : ts)
-    if (!t.acc.finite() || (w->acc.finite() && t.acc.max_rel > w->acc.max_rel)) w = &t;
-  return w->acc;
+    if (worse(t.acc, w)) w = t.acc;
+  return w;
 }
 std::int64_t sum_bits(const std::vector<TensorResult>& ts, std::int64_t TensorResult::*field) {
   std::int64_t n = 0;
@@ -147,6 +149,14 @@ void time_race(Context& ctx, const Workload& work, std::vector<Measured>& out, c
   }
 }
 }  // namespace
+
+Accuracy verify_outputs(const std::string& who, const std::vector<Named<float>>& outs, const std::vector<Named<double>>& refs) {
+  check_tensors(who, outs, refs);
+  Accuracy w = accuracy(outs.front().data, refs.front().data);
+  for (std::size_t t = 1; t < outs.size(); ++t)
+    if (const Accuracy a = accuracy(outs[t].data, refs[t].data); worse(a, w)) w = a;
+  return w;
+}
 
 const ModeResult* Measured::mode(TimingMode m) const {
   for (const auto& r : modes)

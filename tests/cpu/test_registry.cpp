@@ -1,6 +1,7 @@
 // The registry: enumeration, stable names, refusals of unknown and duplicate names, globbing.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <set>
 
 #include "f32_gemv/kernels.hpp"
@@ -8,6 +9,7 @@
 #include "gdn/step_op.hpp"
 #include "klab/catalog.hpp"
 #include "klab/error.hpp"
+#include "klab/race.hpp"
 #include "klab/registry.hpp"
 
 using namespace klab;
@@ -168,4 +170,16 @@ TEST_CASE("kernels other families compose are chosen one way: by their registere
   CHECK(registry().variant(gdn::q4_step_variant(gdn::kDefaultQ4Variant)).can_implement(f).find("weights=1") != std::string::npos);
   f.params["tokens"] = 0;
   CHECK(step.validate(f).find("tokens") != std::string::npos);
+}
+
+TEST_CASE("verify_outputs: names, order and sizes must match the reference's; the worst tensor counts, a non-finite one first") {
+  const std::vector<Named<double>> refs{{"out", {1, 2}}, {"S", {4, 8}}};
+  CHECK_THROWS_WITH_AS(verify_outputs("v", {{"S", {4, 8}}, {"out", {1, 2}}}, refs), doctest::Contains("out[2], S[2]"), Error);
+  CHECK_THROWS_AS(verify_outputs("v", {{"out", {1, 2}}}, refs), Error);
+  CHECK_THROWS_AS(verify_outputs("v", {{"out", {1, 2}}, {"S", {4}}}, refs), Error);
+  // S off by 0.8 of its largest |value| 8: max_rel 0.1, worse than out's exact 0.
+  CHECK(verify_outputs("v", {{"out", {1, 2}}, {"S", {4, 8.8f}}}, refs).max_rel == doctest::Approx(0.1).epsilon(1e-6));
+  // A NaN in out outranks S's larger max_rel.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK_FALSE(verify_outputs("v", {{"out", {1, nan}}, {"S", {4, 16}}}, refs).finite());
 }

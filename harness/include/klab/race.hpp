@@ -81,6 +81,12 @@ struct RaceOptions {
 std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const Variant*>& variants,
                            const Problem& problem, const RaceOptions& ro);
 
+// The accuracy of a variant's named outputs against its op's references (Instance::outputs,
+// Op::references_of): names, order and sizes must match (klab::Error naming both lists otherwise);
+// the worst tensor's, a non-finite one (NaN, Inf, unwritten) first, else the largest max_rel. What
+// race() reports as a measurement's accuracy; klab_bench verifies through it too.
+Accuracy verify_outputs(const std::string& who, const std::vector<Named<float>>& outs, const std::vector<Named<double>>& refs);
+
 // One record for a measured variant (the fields the scripts read).
 nlohmann::json to_json(const Measured& m);
 
