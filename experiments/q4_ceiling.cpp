@@ -28,6 +28,10 @@
 //   18 xprep=block per-sm=1 pdl=off rung 15's twin: co-residency needs PDL
 //   19 q8-dp4a rows=4 pdl=on   20 q8-dp4a rows=4 pdl=off (its twin)
 //   21 f16x2 rows=4 pdl=on     22 f32 rows=8 pdl=on (the bits of rung 0)
+//   then grid=warp (one warp per group, every chunk's loads in flight, no barrier; packed.cu), not
+//   yet measured: 23 rows=4 inflight=6 pdl=on, 24 rows=2 inflight=8, 25 rows=8 inflight=3 (two
+//   batches of loads at k = 5120), 26 rung 23's pdl=off twin, 27 rows=4 inflight=3 (fewer registers:
+//   ptxas gives rung 23 153 registers, one wave and no room for a PDL successor)
 //   Predicted (not measured): 10/11 ~12-13 / 8.5 / 6 / 6 us at the four seed shapes (balanced waves,
 //   no per-block x preparation, no persistent-loop tail); 13 ~ fill's f16x2 or better; 14 ~20 us on
 //   17408x5120 (A's structure less one FADD per weight, plus PDL).
@@ -88,11 +92,20 @@ std::vector<std::string> rungs() {
   for (const auto& [dot, rows, pdl] :
        std::vector<std::array<std::string, 3>>{{"q8-dp4a", "4", "on"}, {"q8-dp4a", "4", "off"}, {"f16x2", "4", "on"}, {"f32", "8", "on"}})
     out.push_back(xl(dot, rows, pdl));
+  auto warp = [](const std::string& rows, const std::string& inflight, const std::string& pdl) {
+    return variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "warp"}, {"xprep", "launch"}, {"inflight", inflight}, {"pdl", pdl},
+                                    {"rows", rows}});
+  };
+  out.push_back(warp("4", "6", "on"));
+  out.push_back(warp("2", "8", "on"));
+  out.push_back(warp("8", "3", "on"));
+  out.push_back(warp("4", "6", "off"));
+  out.push_back(warp("4", "3", "on"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
 constexpr std::size_t kXlQ8r8 = 10, kRingBulk8 = 11, kRingBulk4 = 12, kRingCp8 = 13, kRingBulk8Off = 14, kHalf1 = 15, kHalf2 = 16, kHalf1Xl = 17,
-                      kHalf1Off = 18, kXlQ8r4 = 19, kXlQ8r4Off = 20, kXlF16 = 21, kXlF32 = 22;
+                      kHalf1Off = 18, kXlQ8r4 = 19, kXlQ8r4Off = 20, kXlF16 = 21, kXlF32 = 22, kWarp4 = 23, kWarp2 = 24, kWarp8 = 25, kWarp4Off = 26, kWarp4c3 = 27;
 // Index of the fill/pdl=on and fill/pdl=off rungs of form i (0, 1, 2) in rungs().
 std::size_t fill_on(std::size_t form) { return 1 + 3 * form + 2; }
 std::size_t fill_off(std::size_t form) { return 1 + 3 * form + 1; }
@@ -139,7 +152,10 @@ Experiment q4_to_ceiling() {
                         "the ring in half an SM pays: grid=half,xprep=block,load=bulk,per-sm=1,pdl=on,rows=8 (the next launch co-resides and "
                         "loads during this one) is faster than both grid=groups,xprep=launch,q8-dp4a,rows=8,pdl=on and "
                         "grid=fill,xprep=launch,load=bulk,rows=8,pdl=on on the four seed shapes"};
-  e.claims = {accurate, f32_bitwise, form_bitwise, ceiling, beats_peers, pdl_pays_claim, exact_faster, ring_pays, half_pays};
+  const Claim warp_pays{"warp-pays",
+                        "a warp per group pays: grid=warp,xprep=launch,inflight=6,q8-dp4a,rows=4,pdl=on (no barrier, no shared memory, the "
+                        "whole group's loads in flight) is faster than grid=groups,xprep=launch,q8-dp4a,rows=8,pdl=on on the four seed shapes"};
+  e.claims = {accurate, f32_bitwise, form_bitwise, ceiling, beats_peers, pdl_pays_claim, exact_faster, ring_pays, half_pays, warp_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -189,7 +205,7 @@ Experiment q4_to_ceiling() {
         // xprep=launch against grid=groups,pdl=on,rows=4 of its form (f32: covered by f32-bits).
         for (const auto& [i, f] : std::vector<std::pair<std::size_t, std::size_t>>{
                  {kXlQ8r8, 2}, {kRingBulk8, 2}, {kRingBulk4, 2}, {kRingCp8, 2}, {kRingBulk8Off, 2}, {kHalf1, 2}, {kHalf2, 2}, {kHalf1Xl, 2},
-                 {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}}) {
+                 {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -243,6 +259,13 @@ Experiment q4_to_ceiling() {
                            speedup_text(vs_groups) + "; vs " + short_name(ms[kRingBulk8]) + " " + speedup_text(vs_fill) + ";";
           for (std::size_t i : {kHalf2, kHalf1Xl, kHalf1Off}) ev += " " + short_name(ms[i]) + " " + speed(ms[i]) + ";";
           ctx.claim(half_pays).settle(vs_groups.verdict == Verdict::faster && vs_fill.verdict == Verdict::faster, ev);
+        }
+        {
+          const auto c = compare_times(ms[kXlQ8r8].timing.kept_ms, ms[kWarp4].timing.kept_ms, s.m);
+          std::string ev = s.str() + ": " + short_name(ms[kWarp4]) + " " + speed(ms[kWarp4]) + "; vs " + short_name(ms[kXlQ8r8]) + " " +
+                           speed(ms[kXlQ8r8]) + " " + speedup_text(c) + ";";
+          for (std::size_t i : {kWarp2, kWarp8, kWarp4Off, kWarp4c3}) ev += " " + short_name(ms[i]) + " " + speed(ms[i]) + ";";
+          ctx.claim(warp_pays).settle(c.verdict == Verdict::faster, ev);
         }
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,

@@ -378,6 +378,72 @@ packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
   }
 }
 
+// ---- grid=warp: one WARP per group of R rows, every chunk's loads in flight before the wait ----
+// Why (reports/h200, 2026-12-01, stream mode): grid=groups,xprep=launch,q8-dp4a,rows=8 takes 6.85 us
+// at 6144x5120 against a 3.8 us byte floor, and Nsight reads its blocks as latency-bound (long
+// scoreboard): each thread holds R 16-byte loads, then its block meets a __syncthreads and a shared-
+// memory sum before it exits and the next block may load. Here a warp owns a whole group: lane l
+// walks chunks c = 0, 1, ..., W-1 (block 32 c + l of each of the R rows) and issues the loads of up
+// to C chunks at once (C R code loads + C scale loads per lane: R = 4, C = 6 keeps 432 bytes per lane
+// in flight, the whole group at k <= 6144), with no shared memory and no barrier: a warp that is done
+// leaves at once, and a PDL successor's warps take its place and load.
+// Bits: per chunk the block values and the transposed butterfly of packed_xl_kernel (same functions,
+// same bytes); the chunk totals are then summed in chunk order from chunk 0, as packed_xl_kernel's
+// thread r sums part[w][r] over warps w in order: y is bit for bit that kernel's (model_as(q8)).
+// x comes prepared by xprep_kernel<q8> (g_xq), read with ld.cg after griddepcontrol.wait.
+constexpr int kWarpBlockWarps = 4;  // warps (groups) per thread block
+template <int R, int C>
+__global__ void __launch_bounds__(kWarpBlockWarps * 32)
+packed_warp_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k) {
+  asm volatile("griddepcontrol.launch_dependents;");
+  const int lane = threadIdx.x & 31;
+  const long long g = static_cast<long long>(blockIdx.x) * kWarpBlockWarps + (threadIdx.x >> 5);
+  const int nb = k / ref::kQ4Block, W = (nb + kChunk - 1) / kChunk;
+  const bool live = g < (static_cast<long long>(m) + R - 1) / R;  // a warp past the last group only waits
+  constexpr int kTile = R * (kChunk * 16 + kChunk * 2);
+  const std::uint8_t* base = packed + static_cast<std::size_t>(g) * W * kTile + lane * 16;
+  float tot = 0.f;
+  Buf<R> buf[C];
+  for (int c0 = 0; c0 < W; c0 += C) {
+#pragma unroll
+    for (int i = 0; i < C; ++i) {
+      const int c = c0 + i;
+      if (live && c < W && c * kChunk + lane < nb) {
+        const std::uint8_t* q = base + std::size_t(c) * kTile;
+        for (int r = 0; r < R; ++r) buf[i].q[r] = __ldcs(reinterpret_cast<const uint4*>(q + r * kChunk * 16));
+        buf[i].s.load(q + R * kChunk * 16 + lane * (2 * R - 16));
+      }
+    }
+    // g_xq comes from the launch before us (and x from before it): wait once, after the first loads.
+    if (c0 == 0) asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (!live) return;
+#pragma unroll
+    for (int i = 0; i < C; ++i) {
+      const int c = c0 + i;
+      if (c >= W) break;
+      const int b = c * kChunk + lane;
+      float p[R];
+      if (b < nb) {
+        const uint4 xe = __ldcg(&g_xq[b]), xo = __ldcg(&g_xq[kXqStride + b]), cd = __ldcg(&g_xq[2 * kXqStride + b]);
+        const float d = __uint_as_float(cd.y);
+        for (int r = 0; r < R; ++r) {
+          int se = int(cd.x), so = 0;
+          for (int j = 0; j < 4; ++j) q8_word(word_of(buf[i].q[r], j), word_of(xe, j), word_of(xo, j), se, so);
+          p[r] = q8_finish(se, so, half_value(buf[i].s.get(r)), d);
+        }
+      } else {
+        for (int r = 0; r < R; ++r) p[r] = 0.f;
+      }
+      const float t = warp_rows<R>(p, lane);
+      tot = c == 0 ? t : add_rn(tot, t);
+    }
+  }
+  if ((lane & (32 / R - 1)) == 0) {
+    const long long row = g * R + lane / (32 / R);
+    if (row < m) y[row] = tot;
+  }
+}
+
 // ---- load=bulk | cp-async: persistent blocks over a ring of shared-memory stages (packed_ring.hpp) ----
 // Why: grid=groups,xprep=launch,q8-dp4a,rows=8 is latency-bound (Nsight, 17408x5120, H200: DRAM
 // 68.5% of peak, long_scoreboard 21.8 cycles per issue, 64 registers, occupancy 41%): its loads sit
@@ -646,6 +712,33 @@ void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int 
   KLAB_CUDA_LAUNCH("packed_xl_kernel");
 }
 
+template <int R, int C, bool Pdl>
+void launch_warp(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
+  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
+          "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+  const int nb = k / ref::kQ4Block;
+  const long long groups = (static_cast<long long>(m) + R - 1) / R;
+  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb);
+  KLAB_CUDA_LAUNCH("xprep_kernel");
+  launch_maybe_pdl(Pdl, packed_warp_kernel<R, C>, dim3(unsigned((groups + kWarpBlockWarps - 1) / kWarpBlockWarps)),
+                   dim3(unsigned(kWarpBlockWarps * 32)), 0, stream, packed, y, m, k);
+  KLAB_CUDA_LAUNCH("packed_warp_kernel");
+}
+
+template <int R, int C>
+int resident_warps_warp() {
+  static std::atomic<int> cache{0};
+  int n = cache.load(std::memory_order_relaxed);
+  if (n == 0) {
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_warp_kernel<R, C>, kWarpBlockWarps * 32, 0));
+    cache.store(n, std::memory_order_relaxed);
+  }
+  return n * kWarpBlockWarps;
+}
+
 template <Form F, int R>
 int resident_warps_xl() {
   static std::atomic<int> cache{0};
@@ -817,6 +910,19 @@ Q4Kernel kernel_xl() {
   return kern;
 }
 
+// grid=warp,xprep=launch,inflight=C (q8-dp4a): one warp per group, C chunks' loads in flight.
+template <int R, int C, bool Pdl>
+Q4Kernel kernel_warp() {
+  const std::vector<std::pair<std::string, std::string>> axes{{"map", "packed"},    {"dot", form_name(Form::q8)}, {"grid", "warp"},
+                                                              {"xprep", "launch"}, {"inflight", std::to_string(C)}, {"pdl", Pdl ? "on" : "off"},
+                                                              {"rows", std::to_string(R)}};
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_warp<R, C>, kWarpBlockWarps};
+  kern.layout = &layout<R>();
+  kern.launch_packed = &launch_warp<R, C, Pdl>;
+  kern.tolerance = form_tolerance(Form::q8);
+  return kern;
+}
+
 // grid=fill,xprep=launch,load=L (q8-dp4a): persistent blocks over a ring of shared-memory stages.
 template <int R, Load L, bool Pdl>
 Q4Kernel kernel_ring() {
@@ -870,6 +976,13 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_ring<4, Load::bulk, true>());
   v.push_back(kernel_ring<8, Load::cp_async, true>());
   v.push_back(kernel_ring<8, Load::bulk, false>());
+  // grid=warp (packed_warp_kernel): a warp per group, whole groups in flight; best guess first, then
+  // fewer rows (more warps), more rows (fewer x reads per weight), and rows=4's pdl=off twin.
+  v.push_back(kernel_warp<4, 6, true>());
+  v.push_back(kernel_warp<2, 8, true>());
+  v.push_back(kernel_warp<8, 3, true>());
+  v.push_back(kernel_warp<4, 6, false>());
+  v.push_back(kernel_warp<4, 3, true>());  // half the registers (ptxas: 153 -> fewer): a PDL successor co-resides
   // grid=half (packed_ring.hpp): the ring in half an SM so that the next launch co-resides, best
   // guess first; xprep=launch isolates the residency, pdl=off is the first one's twin.
   v.push_back(kernel_half<8, true, 1, true>());

@@ -48,9 +48,13 @@ class PackedInstance : public Instance {
 std::string describe(const std::vector<std::pair<std::string, std::string>>& axes) {
   std::map<std::string, std::string> a(axes.begin(), axes.end());
   if (a["map"] == "packed") {
-    std::string d = "tiles of " + a["rows"] + " rows x 32 blocks repacked once (a group's codes and scales contiguous), one thread per "
-                    "block of 32 weights, split-K over warps; ";
-    if (a["grid"] == "half")
+    std::string d = "tiles of " + a["rows"] + " rows x 32 blocks repacked once (a group's codes and scales contiguous), ";
+    d += a["grid"] == "warp" ? "one warp per group of rows, a lane per block of 32 weights of each chunk of 32 blocks; "
+                             : "one thread per block of 32 weights, split-K over warps; ";
+    if (a["grid"] == "warp")
+      d += "up to " + a["inflight"] + " chunks' code and scale loads in flight per lane before the wait, chunk totals summed in order in the "
+           "warp (no shared memory, no barrier); ";
+    else if (a["grid"] == "half")
       d += a["per-sm"] + " persistent block(s) per SM in half an SM's shared memory (about 110 KB per launch), so that the next PDL "
            "launch's blocks co-reside and load their first groups while this one runs; a ring of whole groups per block, one TMA bulk "
            "copy per group (cp.async.bulk + mbarrier); " +
