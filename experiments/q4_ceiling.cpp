@@ -32,6 +32,11 @@
 //   yet measured: 23 rows=4 inflight=6 pdl=on, 24 rows=2 inflight=8, 25 rows=8 inflight=3 (two
 //   batches of loads at k = 5120), 26 rung 23's pdl=off twin, 27 rows=4 inflight=3 (fewer registers:
 //   ptxas gives rung 23 153 registers, one wave and no room for a PDL successor)
+//   The trial of 23-27 (reports/h200/q4-warp-trial/, H200, 2026-12-01): every grid=warp rung slower than
+//   rung 10 at every seed shape (rows=4 inflight=6: 19.7 / 13.2 / 8.6 / 8.8 us against 15.0 / 10.5 /
+//   6.8 / 6.9), rows=2 slowest (27.9 us at 17408x5120): its x reads (48 bytes of prepared x per block
+//   for every R rows) cost more than the barrier it saves. Hence:
+//   28 grid=groups,xprep=launch,q8-dp4a,rows=16 pdl=on   half rung 10's x reads per weight
 //   Predicted (not measured): 10/11 ~12-13 / 8.5 / 6 / 6 us at the four seed shapes (balanced waves,
 //   no per-block x preparation, no persistent-loop tail); 13 ~ fill's f16x2 or better; 14 ~20 us on
 //   17408x5120 (A's structure less one FADD per weight, plus PDL).
@@ -101,11 +106,12 @@ std::vector<std::string> rungs() {
   out.push_back(warp("8", "3", "on"));
   out.push_back(warp("4", "6", "off"));
   out.push_back(warp("4", "3", "on"));
+  out.push_back(xl("q8-dp4a", "16", "on"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
 constexpr std::size_t kXlQ8r8 = 10, kRingBulk8 = 11, kRingBulk4 = 12, kRingCp8 = 13, kRingBulk8Off = 14, kHalf1 = 15, kHalf2 = 16, kHalf1Xl = 17,
-                      kHalf1Off = 18, kXlQ8r4 = 19, kXlQ8r4Off = 20, kXlF16 = 21, kXlF32 = 22, kWarp4 = 23, kWarp2 = 24, kWarp8 = 25, kWarp4Off = 26, kWarp4c3 = 27;
+                      kHalf1Off = 18, kXlQ8r4 = 19, kXlQ8r4Off = 20, kXlF16 = 21, kXlF32 = 22, kWarp4 = 23, kWarp2 = 24, kWarp8 = 25, kWarp4Off = 26, kWarp4c3 = 27, kXlQ8r16 = 28;
 // Index of the fill/pdl=on and fill/pdl=off rungs of form i (0, 1, 2) in rungs().
 std::size_t fill_on(std::size_t form) { return 1 + 3 * form + 2; }
 std::size_t fill_off(std::size_t form) { return 1 + 3 * form + 1; }
@@ -205,7 +211,7 @@ Experiment q4_to_ceiling() {
         // xprep=launch against grid=groups,pdl=on,rows=4 of its form (f32: covered by f32-bits).
         for (const auto& [i, f] : std::vector<std::pair<std::size_t, std::size_t>>{
                  {kXlQ8r8, 2}, {kRingBulk8, 2}, {kRingBulk4, 2}, {kRingCp8, 2}, {kRingBulk8Off, 2}, {kHalf1, 2}, {kHalf2, 2}, {kHalf1Xl, 2},
-                 {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}}) {
+                 {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}, {kXlQ8r16, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);

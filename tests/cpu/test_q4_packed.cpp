@@ -51,7 +51,7 @@ const std::vector<std::string>& packed_names() {
 }  // namespace
 
 TEST_CASE("map=packed repack: a bijection on awkward shapes for every tile size; padding zero; offsets in bounds and distinct") {
-  for (int R : {1, 2, 4, 8})
+  for (int R : {1, 2, 4, 8, 16})
     for (std::int64_t m : {1, 3, 5, 8, 33})
       for (std::int64_t k : {32, 96, 1024, 1056, 2080}) {
         CAPTURE(R);
@@ -411,7 +411,7 @@ TEST_CASE("map=packed ring plan: a stage is the group's run as packed lies it; e
 
 TEST_CASE("map=packed transposed butterfly on the host: each row's bits are the plain butterfly's") {
   Rng rng(21, 4);
-  for (int R : {1, 2, 4, 8})
+  for (int R : {1, 2, 4, 8, 16})
     for (int t = 0; t < 50; ++t) {
       std::vector<std::vector<float>> v(32, std::vector<float>(std::size_t(R)));
       for (auto& lane : v)

@@ -58,13 +58,22 @@ namespace {
 constexpr unsigned kFull = 0xFFFFFFFFu;
 constexpr int kMaxWarps = 32;  // one thread per block of 32 weights, at most 1024 threads: k <= 32768
 
-// A lane's R scales in one load: R * 2 bytes.
+// A lane's R scales in one load: R * 2 bytes (R = 16: two 16-byte loads).
 template <int R>
 struct Scales {
   using V = std::conditional_t<R == 1, unsigned short, std::conditional_t<R == 2, unsigned, std::conditional_t<R == 4, uint2, uint4>>>;
   V v;
   __device__ void load(const std::uint8_t* p) { v = __ldcs(reinterpret_cast<const V*>(p)); }
   __device__ std::uint16_t get(int r) const { return reinterpret_cast<const std::uint16_t*>(&v)[r]; }
+};
+template <>
+struct Scales<16> {
+  uint4 v[2];
+  __device__ void load(const std::uint8_t* p) {
+    v[0] = __ldcs(reinterpret_cast<const uint4*>(p));
+    v[1] = __ldcs(reinterpret_cast<const uint4*>(p) + 1);
+  }
+  __device__ std::uint16_t get(int r) const { return reinterpret_cast<const std::uint16_t*>(v)[r]; }
 };
 
 // One group's weights for one thread: R blocks of codes and their scales.
@@ -971,6 +980,9 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_xl<Form::q8, 4, false>());
   v.push_back(kernel_xl<Form::f16x2, 4, true>());
   v.push_back(kernel_xl<Form::f32, 8, true>());
+  // rows=16: half rows=8's x reads per weight (48 bytes of prepared x per block serve 16 rows, not 8);
+  // grid=warp (reports/h200/q4-warp-trial) read x traffic as a cost: rows=2 was its slowest.
+  v.push_back(kernel_xl<Form::q8, 16, true>());
   // load=bulk | cp-async (packed_ring_kernel), best guess first; pdl=off is bulk rows=8's twin.
   v.push_back(kernel_ring<8, Load::bulk, true>());
   v.push_back(kernel_ring<4, Load::bulk, true>());

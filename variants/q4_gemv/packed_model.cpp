@@ -20,7 +20,7 @@ std::vector<std::uint8_t> pack(const ref::Q4Matrix& w, int R) {
   } catch (const std::invalid_argument& e) {
     throw Error(std::string("q4_gemv pack: ") + e.what());
   }
-  require(R == 1 || R == 2 || R == 4 || R == 8, "q4_gemv pack: rows per tile must be 1, 2, 4 or 8, not " + std::to_string(R));
+  require(R == 1 || R == 2 || R == 4 || R == 8 || R == 16, "q4_gemv pack: rows per tile must be 1, 2, 4, 8 or 16, not " + std::to_string(R));
   const Geometry geo{w.m, w.k, R};
   std::vector<std::uint8_t> out(std::size_t(geo.bytes()), 0);
   const std::int64_t nb = geo.nb();
@@ -159,7 +159,7 @@ std::vector<float> model_as(Form f, const ref::Q4Matrix& w, std::span<const floa
 // ---- the ring (load=bulk | cp-async) ----
 std::vector<float> warp_rows_host(std::vector<std::vector<float>> v) {
   const int R = int(v.at(0).size());
-  require(v.size() == 32 && (R == 1 || R == 2 || R == 4 || R == 8), "warp_rows_host: 32 lanes of 1, 2, 4 or 8 rows");
+  require(v.size() == 32 && (R == 1 || R == 2 || R == 4 || R == 8 || R == 16), "warp_rows_host: 32 lanes of 1, 2, 4, 8 or 16 rows");
   int o = 16;
   // At offset o a lane keeps half its rows (the upper half where its offset bit is set) and adds
   // its partner's value of them, which the partner sends (its lower half where the bit is set).
