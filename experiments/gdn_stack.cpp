@@ -89,6 +89,7 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   rec["recurrence"] = dev.recurrence_variant();
   rec["graph_nodes"] = stack.nodes();
   rec["kernel_nodes"] = stack.kernel_nodes();
+  rec["copy_nodes"] = stack.copy_nodes();
   rec["bitwise"] = {{"out_differ", c.out_differ}, {"S_differ", c.S_differ}, {"hist_differ", c.hist_differ}, {"compared", c.compared}};
   rec["out_finite"] = c.finite;
   rec["out_max_abs"] = c.out_max_abs;

@@ -74,9 +74,11 @@ class GdnStack {
   bool captured() const { return exec_ != nullptr; }
   // One launch of the graph on the stream (capture() first), no sync.
   void launch();
-  // Nodes of the captured graph: all of them, and the kernel nodes among them.
+  // Nodes of the captured graph: all of them, the kernel nodes among them, and the memcpy and
+  // memset nodes (enqueue_run copies each layer's output for get(OUT): one device copy per layer).
   int nodes() const { return nodes_; }
   int kernel_nodes() const { return kernel_nodes_; }
+  int copy_nodes() const { return copy_nodes_; }
   // Fills both ping-pong buffers with the poison pattern (enqueued).
   void poison();
   // The last layer's output (syncs the stream).
@@ -88,7 +90,7 @@ class GdnStack {
   cudaStream_t stream_;
   DeviceBuffer<float> in_, ping_[2];
   cudaGraphExec_t exec_ = nullptr;
-  int nodes_ = 0, kernel_nodes_ = 0;
+  int nodes_ = 0, kernel_nodes_ = 0, copy_nodes_ = 0;
 };
 
 // The graph against the sequential enqueue, each from a zeroed state, and what the token became.

@@ -106,6 +106,9 @@ void GdnStack::set_input(std::span<const float> h) {
   require(h.size() == in_.size(), "GdnStack: the token has " + std::to_string(h.size()) + " values, the geometry's hidden is " + std::to_string(in_.size()));
   KLAB_CUDA(cudaStreamSynchronize(stream_));
   in_.upload(h.data(), h.size());
+  // A pageable upload may return before its DMA lands, on the legacy stream, which a non-blocking
+  // stream (the timer's) does not wait for.
+  KLAB_CUDA(cudaDeviceSynchronize());
 }
 
 void GdnStack::enqueue() {
@@ -141,11 +144,12 @@ void GdnStack::capture() {
   std::vector<cudaGraphNode_t> nodes(n);
   KLAB_CUDA(cudaGraphGetNodes(graph, nodes.data(), &n));
   nodes_ = int(n);
-  kernel_nodes_ = 0;
+  kernel_nodes_ = copy_nodes_ = 0;
   for (auto node : nodes) {
     cudaGraphNodeType t{};
     KLAB_CUDA(cudaGraphNodeGetType(node, &t));
     kernel_nodes_ += t == cudaGraphNodeTypeKernel;
+    copy_nodes_ += t == cudaGraphNodeTypeMemcpy || t == cudaGraphNodeTypeMemset;
   }
   const cudaError_t inst = cudaGraphInstantiate(&exec_, graph, 0);
   cudaGraphDestroy(graph);
