@@ -117,6 +117,22 @@ _FIELDS = {
         ("gbps", "number or null", False), ("pct_ceiling", "number or null", False),
         ("pct_attainable", "number or null", False), ("attainable_gbps", "number or null", False),
     ],
+    # gdn-stack (experiments/gdn_stack.cpp): one token through the layers as one CUDA graph, per tier.
+    "gdn_stack": [
+        ("experiment", "string", True), ("tier", "string", True), ("layers", "integer", True),
+        ("timed", "boolean", True), ("graph_nodes", "integer", True), ("kernel_nodes", "integer", True),
+        ("bitwise", "object", True), ("bitwise.out_differ", "integer", True), ("bitwise.S_differ", "integer", True),
+        ("bitwise.hist_differ", "integer", True), ("bitwise.compared", "integer", True),
+        ("out_finite", "boolean", True), ("out_max_abs", "number or null", True),
+        ("max_abs_by_layer", "list of numbers", False), ("geometry", "object", False), ("projections", "string", False),
+        ("ms_per_token", "object", False), ("ms_per_token.median", "number", "ms_per_token"),
+        ("ms_per_token.ci95_lo", "number", "ms_per_token"), ("ms_per_token.ci95_hi", "number", "ms_per_token"),
+        ("sequential_ms_per_token", "object", False), ("sequential_ms_per_token.median", "number", "sequential_ms_per_token"),
+        ("timing", "object", False), ("timing.mode", "mode", False), ("timing.flush", "flush", False),
+        ("bytes_per_token", "number", False), ("gbps", "number or null", False), ("ceiling_gbps", "number or null", False),
+        ("pct_floor", "number or null", False), ("floor_ms", "number or null", False), ("cold", "object", False),
+        ("not_timed_why", "string", False),
+    ],
 }
 # The report's own records (schema 2): the header (first line) and the closing record (last line).
 SCHEMA_VERSIONS = (1, 2)

@@ -12,7 +12,8 @@ its measurements per problem (variant | median ms (min..max) | GB/s |
 % of ceiling | GMAC/s | max_rel | bits vs A | verdict vs A; reports with timing modes add the
 headline's mode, % of attainable (vs a read of exactly the op's bytes in that mode) and, when the
 headline is not launch, a launch column, and name the variants timed in launch mode only), the seed ladder, error-budget and GDN tables where the report has those
-records (the GDN step per layer and token from gdn_step measurements, or schema-1 gdn_timing records),
+records (the GDN step per layer and token from gdn_step measurements, or schema-1 gdn_timing records;
+gdn-stack's layers per token as one CUDA graph from gdn_stack records),
 the named outputs of ops that have several (per output max_rel and bits vs A), figures from
 REPORT/plots/ that exist, and what was skipped and why. Measurements are grouped by problem (the
 shape of a mat-vec; an op's own parameters, "ck=4,dk=128,...", otherwise). A report that is not
@@ -324,6 +325,33 @@ def gdn_step_lines(steps):
     return lines
 
 
+def gdn_stack_lines(recs):
+    """gdn-stack: one token through the layers as one CUDA graph, per tier: ms per token (median and
+    its 95% bootstrap interval), GB/s, % of the byte floor (the layers' bytes at the read ceiling),
+    the graph's nodes, and the check against the sequential enqueue."""
+    rows = []
+    for r in recs:
+        b = r["bitwise"]
+        differ = b["out_differ"] + b["S_differ"] + b["hist_differ"]
+        check = (f"{differ} of {b['compared']} differ" if differ else "bitwise equal") + \
+            ("" if r["out_finite"] else ", output NOT FINITE") + f"; max |out| {kr.fmt_num(r.get('out_max_abs'))}"
+        t = r.get("ms_per_token") if r.get("timed") else None
+        if isinstance(t, dict):
+            ms = f"{t['median']:.4g} ({t['ci95_lo']:.4g}..{t['ci95_hi']:.4g})"
+            seq = r.get("sequential_ms_per_token")
+            seq = f"{seq['median']:.4g}" if isinstance(seq, dict) else "n/a"
+        else:
+            ms, seq = "not timed" + (f": {r['not_timed_why']}" if r.get("not_timed_why") else ""), ""
+        rows.append((r["tier"], r["layers"], ms, seq, kr.fmt_num(r.get("gbps"), 4) if t else "", kr.fmt_num(r.get("pct_floor")) if t else "",
+                     f"{r['kernel_nodes']} ({r['graph_nodes']})", check))
+    cold = [f"{r['tier']} {kr.fmt_num(r['cold']['weights_over_l2'])}x the L2" for r in recs
+            if isinstance(r.get("cold"), dict) and kr.is_finite(r["cold"].get("weights_over_l2"))]
+    note = f" Weights cold by size, no flush: {', '.join(cold)}." if cold else ""
+    return ["GDN layers per token as one CUDA graph (launch timing: one graph launch between events; ms per token: median (95% bootstrap "
+            "interval); enqueued: the same layers launched one by one; % of floor: GB/s over the run's read ceiling):" + note, ""] + \
+        table(("tier", "layers", "ms per token (95% CI)", "enqueued ms", "GB/s", "% of floor", "kernel nodes (all)", "graph vs enqueued"), rows)
+
+
 def accuracy_table_lines(recs):
     """max_rel per variant and problem, where plot.py draws no accuracy figure because every
     max_rel lies within one decade (kr.accuracy_in_one_decade)."""
@@ -437,6 +465,8 @@ def summarize(report, plots):
             lines += gdn_op_lines(report.of("gdn_op", e))
         if report.of("gdn_timing", e):
             lines += gdn_timing_lines(report.of("gdn_timing", e))
+        if report.of("gdn_stack", e):
+            lines += gdn_stack_lines(report.of("gdn_stack", e))
         lines += accuracy_table_lines(meas)
         lines += figures_for(report, plan, e, plots)
         skips = report.of("skip", e)

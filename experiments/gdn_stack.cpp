@@ -1,0 +1,181 @@
+// gdn-stack (issue 14 part 5): a token through 48 GDN layers as one CUDA graph, device-resident, per
+// tier (f32, q4): the graph checked bit for bit against the same layers enqueued one after another,
+// then its time per token against the byte floor (the layers' bytes over the run's read ceiling).
+// The stack itself (loads, the chain, the graph, the check) is gdn_stack_core.cpp.
+//
+// Layers: 48 at Qwen3.5-27B's geometry (--quick: small_geometry(), 4 layers). The layer count is a
+// parameter of run_tier; it is no --set parameter because --set takes only ops' parameters.
+// Weights: one layer's seeded weights generated once on the host and loaded into every layer (each
+// layer its own device copy, so every layer reads its own bytes); the q4 tier's codes are those
+// weights quantised once. Between layers there is no residual and no norm: the output of the last
+// layer is checked for overflow and its max |value| recorded, per layer too.
+// Timing: launch mode (one graph launch between events; the same chain enqueued without a graph is
+// timed beside it, interleaved), no read flush: the weights (~3.4 GB q4, ~22 GB f32 at 48 layers)
+// are 70x-450x the H200's L2, cold by size; the record says how many times the L2 they are. The
+// state is not reset between repetitions (a decode step's state is never zero; the kernels' work does
+// not depend on it).
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "gdn/step_op.hpp"
+#include "gdn_common.hpp"
+#include "gdn_stack.hpp"
+#include "klab/metrics.hpp"
+#include "klab/stats.hpp"
+
+namespace klab::experiments {
+
+namespace {
+
+using gdn::GdnDevice;
+using rg::Geometry;
+
+constexpr int kLayers = 48;      // Qwen3.5-27B's GDN layers (of its 64: 48 linear-attention, 16 full)
+constexpr int kQuickLayers = 4;  // --quick: enough for both ping-pong buffers to be read and written twice
+const std::string kFullKey = "qwen35-27b,layers=48";
+
+const Claim kBitwise{"graph-bitwise",
+                     "one token through the layers as one CUDA graph gives the output and every layer's S and conv history of the same layers "
+                     "enqueued one after another, bit for bit (f32 and q4 tiers)"};
+const Claim kFinite{"finite", "the last layer's output is finite after one token through the layers without residuals or norms between them (f32 and q4 tiers)"};
+const Claim kQ4Ms{"q4-1ms", "q4: 48 layers per token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
+const Claim kF32Floor{"f32-85pct", "f32: 48 layers per token as one graph reach >= 85% of their byte floor (their bytes at the run's read ceiling)"};
+const Claim kQ4Faster{"q4-faster", "q4 faster than f32 per token, 48 layers as one graph (bootstrap verdict on the medians)"};
+
+// The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times
+// resamples A and B and takes median(B)/median(A); with A = {1} every resample of A has median 1, so
+// the ratio's interval is that of median(B).
+std::pair<double, double> median_interval(const std::vector<double>& s) {
+  const Comparison c = compare_times({1.0}, s);
+  return {c.lo, c.hi};
+}
+
+nlohmann::json ms_json(const Timing& t) {
+  const auto [lo, hi] = median_interval(t.kept_ms);
+  return {{"median", t.summary.median}, {"ci95_lo", lo}, {"ci95_hi", hi}, {"min", t.summary.min}, {"max", t.summary.max}};
+}
+
+struct TierResult {
+  std::vector<double> kept_ms;  // graph launches, ms per token
+  double median = 0;
+};
+
+void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
+              std::map<std::string, TierResult>& out) {
+  const Geometry& g = w.g;
+  const bool q4 = tier == "q4";
+  const bool full = !ctx.options().quick && nl == kLayers;
+  const StackNeed need = stack_need(w, q4 ? &q : nullptr, nl);
+  std::size_t free_b = 0, total_b = 0;
+  KLAB_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  if (auto why = stack_fit_error(need, std::int64_t(free_b), tier, g.str()); !why.empty()) {
+    ctx.skip("gdn-stack " + tier, why);
+    return;
+  }
+  ctx.log("gdn-stack " + tier + ": " + std::to_string(nl) + " layers at " + g.str() + fmt(", %.2f GB of device memory (%.1f GB free)", double(need.total()) / 1e9, double(free_b) / 1e9));
+  GdnDevice dev(g, nl);
+  if (q4) load_stack_q4(dev, w, q);
+  else load_stack_f32(dev, w);
+  GdnStack stack(dev, ctx.timer().stream());
+  stack.set_input(h);
+  const StackCheck c = check_stack(dev, stack);  // captures the graph
+  auto rec = ctx.record("gdn_stack");
+  rec["tier"] = tier;
+  rec["layers"] = nl;
+  rec["geometry"] = to_json(g);
+  rec["projections"] = dev.describe(0);
+  rec["recurrence"] = dev.recurrence_variant();
+  rec["graph_nodes"] = stack.nodes();
+  rec["kernel_nodes"] = stack.kernel_nodes();
+  rec["copy_nodes"] = stack.copy_nodes();
+  rec["bitwise"] = {{"out_differ", c.out_differ}, {"S_differ", c.S_differ}, {"hist_differ", c.hist_differ}, {"compared", c.compared}};
+  rec["out_finite"] = c.finite;
+  rec["out_max_abs"] = c.out_max_abs;
+  rec["max_abs_by_layer"] = c.max_abs_by_layer;
+  rec["device_bytes_needed"] = need.total();
+  rec["device_bytes_free"] = std::int64_t(free_b);
+  const std::string ev_check = tier + fmt(": %g of %g elements (out, every layer's S and hist) differ", double(c.out_differ + c.S_differ + c.hist_differ),
+                                          double(c.compared));
+  ctx.claim(kBitwise).settle(tier, c.bitwise(), ev_check);
+  ctx.claim(kFinite).settle(tier, c.finite, tier + (c.finite ? fmt(": finite, max |value| %.4g (last layer)", c.out_max_abs)
+                                                             : std::string(": the output OVERFLOWED (NaN or Inf) after one token")));
+  if (!c.bitwise()) {
+    rec["timed"] = false;
+    rec["not_timed_why"] = "the graph differs from the sequential enqueue: " + ev_check;
+    ctx.add(std::move(rec));
+    return;
+  }
+  // Cold by size, not by flushing: say how many times the L2 the weights are.
+  TimingOptions opt = ctx.options().timing();
+  opt.l2_cold = false;
+  Timer& timer = ctx.timer();
+  auto graph = timer.launch_subject([&](cudaStream_t) { stack.launch(); });
+  auto seq = timer.launch_subject([&](cudaStream_t) { stack.enqueue(); });
+  const auto t = timer.time_interleaved({graph.get(), seq.get()}, opt);
+  const double bytes = nl * gdn::step_bytes(g, q4);  // the gdn_step op's traffic model, per layer and token
+  const double med = t[0].summary.median;
+  const double gbps = bytes / (med * 1e-3) / 1e9;
+  const double ceiling = ctx.ceiling().read_gbps;
+  const double weights = double(nl) * double(need.weights), l2 = double(ctx.device().l2_bytes);
+  rec["timed"] = true;
+  rec["ms_per_token"] = ms_json(t[0]);
+  rec["timing"] = to_json(t[0]);
+  rec["sequential_ms_per_token"] = ms_json(t[1]);
+  rec["graph_vs_sequential"] = to_json(compare_times(t[1].kept_ms, t[0].kept_ms));
+  rec["bytes_per_token"] = bytes;
+  rec["gbps"] = gbps;
+  rec["ceiling_gbps"] = ceiling;
+  rec["floor_ms"] = bytes / (ceiling * 1e9) * 1e3;
+  rec["pct_floor"] = 100.0 * gbps / ceiling;
+  rec["cold"] = {{"flush", "none"}, {"weights_bytes", weights}, {"l2_bytes", l2}, {"weights_over_l2", l2 > 0 ? weights / l2 : 0.0},
+                 {"how", "cold by size: every layer's weights are its own, read once per token; no flush between repetitions"}};
+  rec["state"] = "carried over between repetitions (one token after another, the same input)";
+  ctx.add(std::move(rec));
+  ctx.log("gdn-stack " + tier + fmt(": %.4f ms per token as one graph (%.4f ms enqueued), %.0f GB/s, %.1f%% of the byte floor", med, t[1].summary.median, gbps,
+                                    100.0 * gbps / ceiling));
+  out[tier] = TierResult{t[0].kept_ms, med};
+  if (!full) return;
+  const auto [lo, hi] = median_interval(t[0].kept_ms);
+  const std::string ev = tier + fmt(": %.4f ms per token (95%% CI %.4f..%.4f), ", med, lo, hi) +
+                         fmt("%.4g GB per token, %.0f GB/s = %.1f%% of the byte floor", bytes / 1e9, gbps, 100.0 * gbps / ceiling) +
+                         fmt(" (read ceiling %.0f GB/s); %g kernel nodes", ceiling, double(stack.kernel_nodes()));
+  if (q4) ctx.claim(kQ4Ms).settle(kFullKey, med <= 1.0, ev);
+  else ctx.claim(kF32Floor).settle(kFullKey, 100.0 * gbps / ceiling >= 85.0, ev);
+}
+
+void run_stack(Context& ctx) {
+  const Geometry g = geometry_for(ctx);
+  const int nl = ctx.options().quick ? kQuickLayers : kLayers;
+  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster}) ctx.claim(*c).needs({kFullKey});
+  ctx.claim(kBitwise).needs({"f32", "q4"});
+  ctx.claim(kFinite).needs({"f32", "q4"});
+  if (auto why = GdnDevice::can_implement(g, nl); !why.empty()) throw Error("gdn-stack: " + why);
+  if (auto why = rg::q4_geometry_error(g); !why.empty()) throw Error("gdn-stack: no q4 tier at " + g.str() + ": " + why);
+  // One layer's weights, generated once; every layer gets its own device copy.
+  ctx.log("gdn-stack: generating one layer's weights at " + g.str());
+  const auto w = rg::random_weights(g, ctx.options().seed);
+  const auto q = rg::quantize_projections(w);
+  const auto h = make_inputs(g, 1, ctx.options().seed);
+  std::map<std::string, TierResult> res;
+  run_tier(ctx, "f32", w, q, h, nl, res);
+  run_tier(ctx, "q4", w, q, h, nl, res);
+  if (ctx.options().quick || !res.count("f32") || !res.count("q4")) return;
+  const Comparison cmp = compare_times(res["f32"].kept_ms, res["q4"].kept_ms);
+  ctx.claim(kQ4Faster).settle(kFullKey, cmp.verdict == Verdict::faster,
+                              fmt("per token as one graph: f32 %.4f ms, q4 %.4f ms, q4 ", res["f32"].median, res["q4"].median) + speedup_text(cmp));
+}
+
+}  // namespace
+
+void register_gdn_stack(Registry& r) {
+  r.add(Experiment{
+      .name = "gdn-stack",
+      .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
+      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster},
+      .run = run_stack,
+  });
+}
+
+}  // namespace klab::experiments

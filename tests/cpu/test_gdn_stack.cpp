@@ -1,0 +1,116 @@
+// gdn-stack's host side (experiments/gdn_stack.hpp), which needs no GPU: the device memory a stack
+// of layers needs, worked out here by hand from the geometry, the refusal when it does not fit, and
+// the q4 pool keys of the layers. The graph itself is tests/gpu/test_gdn_stack.cpp.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "gdn_stack.hpp"
+#include "klab/catalog.hpp"
+#include "klab/ref/gdn.hpp"
+#include "klab/ref/gdn_q4.hpp"
+
+using namespace klab;
+namespace rg = klab::ref::gdn;
+using experiments::stack_need;
+
+namespace {
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+// nv != nk, dk != dv: conv_dim = 2*nk*dk + nv*dv = 128 + 288 = 416, value dim nv*dv = 288.
+const rg::Geometry kSmall{256, 2, 6, 32, 48, 4, 1e-6};
+}  // namespace
+
+TEST_CASE("gdn-stack: the memory need of a stack, by hand, per tier") {
+  const auto w = rg::random_weights(kSmall, 3);
+  const auto q = rg::quantize_projections(w);
+  // Big three: qkv 416x256, z 288x256, out 256x288 = 253952 weights.
+  constexpr std::int64_t big = 416 * 256 + 288 * 256 + 256 * 288;
+  // Small: w_b and w_a (nv x hidden), A_log and dt_bias (nv), conv (conv_dim x ck), norm (dv).
+  constexpr std::int64_t small = 4 * (2 * 6 * 256 + 2 * 6 + 416 * 4 + 48);
+  // State: S (nv, dk, dv) and the conv history (ck-1, conv_dim), f32.
+  constexpr std::int64_t state = 4 * (6 * 32 * 48 + 3 * 416);
+  const auto f = stack_need(w, nullptr, 7);
+  CHECK(f.layers == 7);
+  CHECK(f.weights == 4 * big + small);
+  CHECK(f.state == state);
+  CHECK(f.scratch > 0);
+  CHECK(f.fixed >= 3 * 4 * 256);
+  CHECK(f.total() == 7 * (f.weights + f.state + f.scratch) + f.fixed);
+  // q4: half a byte per code and an f16 scale per 32 weights (0.5625 bytes a weight); the small
+  // weights stay f32.
+  const auto k = stack_need(w, &q, 7);
+  CHECK(k.weights == big / 2 + big / 32 * 2 + small);
+  CHECK(k.state == f.state);
+  CHECK(k.scratch == f.scratch);
+  CHECK(k.total() < f.total());
+  CHECK_THROWS_AS(stack_need(w, nullptr, 0), Error);
+}
+
+TEST_CASE("gdn-stack: 48 q4 layers of Qwen3.5-27B need about 3.4 GB (the issue's estimate)") {
+  // The need reads the sizes of what will be loaded: the codes and scales, and the small f32 weights
+  // (the big f32 three are not loaded on the q4 tier, so they may be left empty here).
+  const rg::Geometry g = rg::qwen35_27b();
+  rg::LayerWeights w;
+  w.g = g;
+  const std::size_t H = std::size_t(g.hidden), C = std::size_t(g.conv_dim()), V = std::size_t(g.value_dim());
+  w.w_b.resize(std::size_t(g.nv) * H);
+  w.w_a.resize(std::size_t(g.nv) * H);
+  w.a_log.resize(std::size_t(g.nv));
+  w.dt_bias.resize(std::size_t(g.nv));
+  w.conv_w.resize(C * std::size_t(g.ck));
+  w.norm_w.resize(std::size_t(g.dv));
+  rg::Q4Projections q;
+  for (auto [m, rows, cols] : {std::tuple{&q.qkv, C, H}, std::tuple{&q.z, V, H}, std::tuple{&q.out, H, V}}) {
+    m->m = std::int64_t(rows);
+    m->k = std::int64_t(cols);
+    m->codes.resize(rows * cols / 2);
+    m->scales.resize(rows * cols / 32);
+  }
+  const auto n = stack_need(w, &q, 48);
+  CAPTURE(n.total());
+  CHECK(n.total() > 3.2e9);
+  CHECK(n.total() < 4.0e9);
+}
+
+TEST_CASE("gdn-stack: a stack that does not fit is refused, naming the need, the free memory and the way out") {
+  const auto w = rg::random_weights(kSmall, 3);
+  const auto n = stack_need(w, nullptr, 48);
+  CHECK(experiments::stack_fit_error(n, n.total(), "f32", kSmall.str()) == "");
+  CHECK(experiments::stack_fit_error(n, n.total() + 1, "f32", kSmall.str()) == "");
+  const std::string why = experiments::stack_fit_error(n, n.total() - 1, "f32", kSmall.str());
+  CAPTURE(why);
+  CHECK(contains(why, "f32 tier"));
+  CHECK(contains(why, "48 layers"));
+  CHECK(contains(why, kSmall.str()));
+  CHECK(contains(why, "needs "));
+  CHECK(contains(why, " free"));
+  CHECK(contains(why, "fewer layers"));
+  CHECK(contains(why, "q4 tier"));
+  // The need in GB, as computed (two decimals).
+  char gb[32];
+  std::snprintf(gb, sizeof gb, "%.2f GB", double(n.total()) / 1e9);
+  CHECK(contains(why, gb));
+}
+
+TEST_CASE("gdn-stack: every layer has three pool keys of its own") {
+  std::set<int> keys;
+  for (int l = 0; l < 48; ++l) {
+    const auto k = experiments::stack_keys(l);
+    keys.insert(k.qkv);
+    keys.insert(k.z);
+    keys.insert(k.out);
+  }
+  CHECK(keys.size() == 3 * 48);
+  CHECK(*keys.begin() > 0);
+}
+
+TEST_CASE("gdn-stack is registered with its five claims, and needs a device") {
+  const auto& e = registry().experiment("gdn-stack");
+  CHECK(e.needs_device);
+  std::set<std::string> ids;
+  for (const auto& c : e.claims) ids.insert(c.id);
+  CHECK(ids == std::set<std::string>{"graph-bitwise", "finite", "q4-1ms", "f32-85pct", "q4-faster"});
+}
