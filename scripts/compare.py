@@ -240,13 +240,17 @@ def load_gpu_noise(path):
     return j
 
 
-def gpu_noise_bands(noise, band, band_term, modes, gpus):
+def gpu_noise_bands(noise, band, band_term, modes, gpus, where):
     """({mode: band}, lines to print): each compared mode's band, the run-to-run `band` (set by
-    `band_term`) widened to the GPU-to-GPU spread's 90th percentile of that mode where it is wider."""
+    `band_term`) widened to the GPU-to-GPU spread's 90th percentile of that mode where it is wider.
+    gpus: OLD's and NEW's GPU names; where: their (host, device index)."""
     names = sorted({str(g.get("name")) for g in noise.get("gpus", []) if isinstance(g, dict)})
     lines = [f"GPU-to-GPU spread ({noise['_file']}: {noise.get('what', 'GPU-to-GPU')}, {len(noise.get('gpus', []))} reports on "
              f"{', '.join(names) or '?'}): " + "; ".join(f"{m} p90 {100 * s['p90']:.2f}% over {s.get('matched', '?')} matched"
                                                           for m, s in noise["modes"].items())]
+    if where[0] == where[1] and None not in where[0]:
+        lines.append(f"note: OLD and NEW ran on one GPU (host {where[0][0]}, device {where[0][1]}): the GPU-to-GPU "
+                     "spread is wider than this comparison needs")
     other = [g for g in dict.fromkeys(gpus) if g not in names]
     if other:
         lines.append(f"note: the spread was measured on {', '.join(names) or '?'}, these reports ran on {', '.join(other)}")
@@ -390,7 +394,8 @@ def main(argv=None):
     bands = {}  # mode -> its band, where --gpu-noise widened it
     if gpu_noise:
         modes = list(dict.fromkeys(m for _, _, cmp in pairs for m, _ in cmp))
-        bands, lines = gpu_noise_bands(gpu_noise, band, band_term, modes, (describe(old_r)[0], describe(new_r)[0]))
+        where = [(r.env.get("host"), kr.get(r.env, "device.index")) for r in (old_r, new_r)]
+        bands, lines = gpu_noise_bands(gpu_noise, band, band_term, modes, (describe(old_r)[0], describe(new_r)[0]), where)
         for line in lines:
             print(line)
         print("verdict: the 95% bootstrap interval of median(NEW)/median(OLD) against its mode's band: faster below "

@@ -17,7 +17,8 @@ problem/params, dist; GDN timings by their own key), in each timing mode every r
 For a matched measurement, each pair of reports (i, j) gives the spread |t_i / t_j - 1| taken the
 larger way round (max(t_i, t_j) / min(t_i, t_j) - 1, so it does not depend on the order the reports
 are given), t the median of its kept repetitions (compare.py's median: the throttled repetitions left
-out). Per mode: how many measurements matched, the median, the 90th percentile (linear interpolation,
+out). Each GPU's own run-to-run noise is in it too: it is what one run on two GPUs differs by, the
+situation compare.py --gpu-noise is for. Per mode: how many measurements matched, the median, the 90th percentile (linear interpolation,
 as klab_report.quantile_sorted) and the largest spread with the measurement that gave it; the same per
 pair of reports. No matched measurement: refused.
 

@@ -191,6 +191,15 @@ class CompareWithGpuNoise(ts.TempDir):
         self.assertEqual(n.returncode, 0, n.stderr)
         self.assertEqual(self.verdicts(self.compare("--gpu-noise", out))["launch"], "same")
 
+    def test_one_gpu_on_both_sides_is_noted(self):
+        noise = self.noise_file(LAUNCH_P90)
+        old = write_report(self.tmp, "o", [m("v/k", 2.0, 1.0)], device=0)
+        for name, device, noted in (("same", 0, True), ("other", 1, False)):
+            new = write_report(self.tmp, name, [m("v/k", 1.92, 0.96)], device=device)
+            p = run("compare.py", old, new, "--gpu-noise", noise)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual("note: OLD and NEW ran on one GPU (host node, device 0)" in p.stdout, noted, p.stdout)
+
     def test_a_file_that_is_not_gpu_noise_is_refused(self):
         for f, says in ((self.noise_file(0.05, "kind.json", kind="other"), "not the JSON of scripts/gpu_noise.py"),
                         (self.noise_file(-1, "neg.json"), "modes.launch: needs a mode"),
