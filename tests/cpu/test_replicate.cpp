@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 #include "cli_util.hpp"
 #include "klab/device.hpp"
@@ -18,11 +17,7 @@ using klab::test::klab_cli;
 namespace {
 const char* const kAb = "ab f32_gemv/impl=warp-row,unroll=1 f32_gemv/impl=cublas-sgemv --shape 4x4";
 
-fs::path out_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("klab-replicate-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  return d;
-}
+fs::path out_dir(const std::string& name) { return klab::test::temp_out_dir("replicate-" + name); }
 }  // namespace
 
 TEST_CASE("--replicate: wrong combinations are refused, naming the problem, with exit 2 and nothing written") {

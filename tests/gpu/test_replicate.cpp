@@ -4,17 +4,13 @@
 // machine with fewer than two CUDA devices; the option's refusals are tests/cpu/test_replicate.cpp's.
 #include <doctest/doctest.h>
 #include <cuda_runtime.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
-#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
 
+#include "../cpu/cli_util.hpp"
 #include "klab/report.hpp"
 
 namespace fs = std::filesystem;
@@ -39,21 +35,13 @@ std::pair<std::set<std::tuple<std::string, std::string, std::string>>, int> read
 }  // namespace
 
 TEST_CASE("--replicate: every device runs the whole run, side by side, not merged" * doctest::skip(device_count() < 2)) {
-  const fs::path out = fs::temp_directory_path() / ("klab-gpu-replicate-" + std::to_string(::getpid()));
-  fs::remove_all(out);
-  const std::string cmd = std::string(KLAB_CLI) + " run f32-gemv-vs-cublas --quick --reps 5 --devices 1,0 --replicate --out " +
-                          out.string() + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  REQUIRE(p);
-  std::string text;
-  std::array<char, 4096> buf{};
-  while (auto n = fread(buf.data(), 1, buf.size(), p.get())) text.append(buf.data(), n);
-  const int status = pclose(p.release());
-  INFO(text);
-  CHECK(WEXITSTATUS(status) == 0);
+  const fs::path out = klab::test::temp_out_dir("gpu-replicate");
+  const auto r = klab::test::klab_cli("run f32-gemv-vs-cublas --quick --reps 5 --devices 1,0 --replicate --out " + out.string());
+  INFO(r.out);
+  CHECK(r.code == 0);
   CHECK_FALSE(fs::exists(out / "report.jsonl"));  // not merged
   CHECK_FALSE(fs::exists(out / "shard-0"));
-  CHECK(text.find("scripts/gpu_noise.py " + (out / "device-1").string() + " " + (out / "device-0").string()) != std::string::npos);
+  CHECK(r.out.find("scripts/gpu_noise.py " + (out / "device-1").string() + " " + (out / "device-0").string()) != std::string::npos);
   const auto [m1, d1] = read_replica(out / "device-1");
   const auto [m0, d0] = read_replica(out / "device-0");
   CHECK(d1 == 1);
