@@ -2,7 +2,7 @@
 """Compares two klab reports, measurement by measurement, with a verdict that holds across runs.
 
     scripts/compare.py OLD NEW [--band 0.03] [--control GLOB]... [--mode MODE]... [--resamples 2000]
-                       [--seed 12345] [--markdown] [--fail-on-regression [GLOB]]...
+                       [--seed 12345] [--markdown] [--fail-on-regression [GLOB]]... [--gpu-noise FILE]
 
 OLD and NEW are report directories (holding report.jsonl) or .jsonl files. Measurements are matched
 by (experiment, variant, problem, dist, timing mode), where the problem is the record's "problem"
@@ -30,6 +30,13 @@ modes both runs measured; used when both ran the same ceiling kernel on the same
 the drift of the --control GLOB variants, assumed unchanged (the largest |median ratio - 1| over
 them, every compared mode). The band used and where it came from are printed.
 
+--gpu-noise FILE (the JSON of scripts/gpu_noise.py: one run measured on several GPUs) widens the band
+per timing mode to the GPU-to-GPU spread: band(mode) = max(the band above, FILE's 90th percentile of
+|t_i/t_j - 1| in that mode); a mode FILE lacks keeps the band above. For OLD and NEW from different
+GPUs of one kind (a cluster, a machine with several), where the GPUs differ as much as the code may.
+The band of each mode and the term that set it (--band, the read ceiling, the controls, or the
+GPU-to-GPU spread) are printed. Without it nothing changes.
+
 A report that is not whole (schema 2: no closing record, or one saying failed or interrupted) gets
 a note naming its side; what it lacks is listed as found in one report only.
 
@@ -54,6 +61,7 @@ Changes from the first version: the verdict band was --noise 0.01 (still accepte
 """
 import argparse
 import fnmatch
+import json
 import math
 import random
 import statistics
@@ -213,6 +221,54 @@ def changes(old, new):
     return out
 
 
+def load_gpu_noise(path):
+    """scripts/gpu_noise.py's JSON, checked: {kind, version, modes: {MODE: {p90 >= 0, matched, ...}},
+    gpus, what}; kr.ReportError naming the file and the problem otherwise."""
+    try:
+        j = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise kr.ReportError(f"--gpu-noise {path}: cannot read: {e}") from None
+    if not isinstance(j, dict) or j.get("kind") != "klab_gpu_noise" or j.get("version") != 1:
+        raise kr.ReportError(f"--gpu-noise {path}: not the JSON of scripts/gpu_noise.py (kind klab_gpu_noise, version 1)")
+    modes = j.get("modes")
+    if not isinstance(modes, dict) or not modes:
+        raise kr.ReportError(f"--gpu-noise {path}: no mode in it")
+    for m, s in modes.items():
+        if m not in kr.MODES or not isinstance(s, dict) or not kr.is_finite(s.get("p90")) or s["p90"] < 0:
+            raise kr.ReportError(f"--gpu-noise {path}: modes.{m}: needs a mode of {', '.join(kr.MODES)} with a p90 >= 0")
+    j["_file"] = str(path)
+    return j
+
+
+def gpu_noise_bands(noise, band, band_term, modes, gpus, where):
+    """({mode: band}, lines to print): each compared mode's band, the run-to-run `band` (set by
+    `band_term`) widened to the GPU-to-GPU spread's 90th percentile of that mode where it is wider.
+    gpus: OLD's and NEW's GPU names; where: their (host, device index)."""
+    names = sorted({str(g.get("name")) for g in noise.get("gpus", []) if isinstance(g, dict)})
+    lines = [f"GPU-to-GPU spread ({noise['_file']}: {noise.get('what', 'GPU-to-GPU')}, {len(noise.get('gpus', []))} reports on "
+             f"{', '.join(names) or '?'}): " + "; ".join(f"{m} p90 {100 * s['p90']:.2f}% over {s.get('matched', '?')} matched"
+                                                          for m, s in noise["modes"].items())]
+    if where[0] == where[1] and None not in where[0]:
+        lines.append(f"note: OLD and NEW ran on one GPU (host {where[0][0]}, device {where[0][1]}): the GPU-to-GPU "
+                     "spread is wider than this comparison needs")
+    other = [g for g in dict.fromkeys(gpus) if g not in names]
+    if other:
+        lines.append(f"note: the spread was measured on {', '.join(names) or '?'}, these reports ran on {', '.join(other)}")
+    bands = {}
+    for m in modes:
+        s = noise["modes"].get(m)
+        if s is None:
+            lines.append(f"band {m}: 1 -/+ {band:.4f}, set by {band_term} ({noise['_file']} has no {m} spread)")
+        elif s["p90"] > band:
+            bands[m] = s["p90"]
+            lines.append(f"band {m}: 1 -/+ {s['p90']:.4f}, set by the GPU-to-GPU spread (p90 {100 * s['p90']:.2f}% > "
+                         f"{100 * band:.2f}% run-to-run)")
+        else:
+            lines.append(f"band {m}: 1 -/+ {band:.4f}, set by {band_term} (the GPU-to-GPU spread's p90 {100 * s['p90']:.2f}% "
+                         "is not wider)")
+    return bands, lines
+
+
 def fmt_ms(x):
     return f"{x:.4g}" if kr.is_finite(x) else "not timed"
 
@@ -273,12 +329,15 @@ def main(argv=None):
     ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     ap.add_argument("--fail-on-regression", metavar="GLOB", nargs="?", const="*", action="append",
                     help="exit 1 when a matched measurement whose variant matches GLOB (default '*') is slower or lost verification")
+    ap.add_argument("--gpu-noise", metavar="FILE",
+                    help="scripts/gpu_noise.py's JSON: widen each mode's band to its GPU-to-GPU spread (90th percentile)")
     args = ap.parse_args(argv)
     if not (0 <= args.band < 1) or args.resamples < 100:
         print("compare.py: --band (--noise) must be in [0, 1) and --resamples at least 100", file=sys.stderr)
         return 2
     try:
         old_r, new_r = kr.load(args.old), kr.load(args.new)
+        gpu_noise = load_gpu_noise(args.gpu_noise) if args.gpu_noise else None
     except kr.ReportError as e:
         print(f"compare.py: {e}", file=sys.stderr)
         return 2
@@ -315,8 +374,9 @@ def main(argv=None):
     # 2. The run-to-run band.
     c_drift, c_text = ceiling_drift(old_r, new_r)
     band, sources = args.band, [f"--band {100 * args.band:.2f}%", c_text]
-    if c_drift is not None:
-        band = max(band, c_drift)
+    band_term = "--band"  # the term that set the band (said with --gpu-noise)
+    if c_drift is not None and c_drift > band:
+        band, band_term = c_drift, "the read ceiling's drift"
     if controls:
         devs = [(abs(c["ratio"] - 1), o, m) for o, n, cmp in pairs for m, c in cmp
                 if c is not None and any(fnmatch.fnmatchcase(o.name, g) for g in controls)]
@@ -325,13 +385,24 @@ def main(argv=None):
                   "nothing to control with", file=sys.stderr)
             return 2
         d, o, m = max(devs, key=lambda t: t[0])
-        band = max(band, d)
+        if d > band:
+            band, band_term = d, "the controls' drift"
         sources.append(f"controls ({len(devs)} timings): largest drift {100 * d:.2f}%, {o.name} {o.problem} [{m}]")
     else:
         sources.append("no --control")
     print(f"band: 1 -/+ {band:.4f} (run-to-run; the largest of: {'; '.join(sources)})")
-    print(f"verdict: the 95% bootstrap interval of median(NEW)/median(OLD): faster below {1 - band:.4f}, "
-          f"slower above {1 + band:.4f}, same inside, ambiguous across an edge\n")
+    bands = {}  # mode -> its band, where --gpu-noise widened it
+    if gpu_noise:
+        modes = list(dict.fromkeys(m for _, _, cmp in pairs for m, _ in cmp))
+        where = [(r.env.get("host"), kr.get(r.env, "device.index")) for r in (old_r, new_r)]
+        bands, lines = gpu_noise_bands(gpu_noise, band, band_term, modes, (describe(old_r)[0], describe(new_r)[0]), where)
+        for line in lines:
+            print(line)
+        print("verdict: the 95% bootstrap interval of median(NEW)/median(OLD) against its mode's band: faster below "
+              "1 - band, slower above 1 + band, same inside, ambiguous across an edge\n")
+    else:
+        print(f"verdict: the 95% bootstrap interval of median(NEW)/median(OLD): faster below {1 - band:.4f}, "
+              f"slower above {1 + band:.4f}, same inside, ambiguous across an edge\n")
 
     # 3. Verdicts.
     rows, regressions, guarded = [], [], 0
@@ -353,14 +424,15 @@ def main(argv=None):
                 rows.append((o.experiment, o.name, o.problem, m, fmt_ms(mo), fmt_ms(mn), "", "", "not timed", ""))
                 continue
             timed_here = True
-            v = verdict(c["lo"], c["hi"], band)
+            mb = bands.get(m, band)
+            v = verdict(c["lo"], c["hi"], mb)
             counts[v] += 1
             note = "; ".join(x for x in (c["note"], "control" if control else "") if x)
             rows.append((o.experiment, o.name, o.problem, m, fmt_ms(mo), fmt_ms(mn), f"{c['ratio']:.3f}",
                          f"{c['lo']:.3f}..{c['hi']:.3f}", v, note))
             if chosen and v == "slower":
                 regressions.append(f"{o.experiment} {o.name} {o.problem} [{m}]: slower, x{c['ratio']:.3f} "
-                                   f"(95% {c['lo']:.3f}..{c['hi']:.3f}, band 1 -/+ {band:.4f})")
+                                   f"(95% {c['lo']:.3f}..{c['hi']:.3f}, band 1 -/+ {mb:.4f})")
         guarded += chosen and timed_here
         ch = changes(o, n)
         if ch:
@@ -395,7 +467,8 @@ def main(argv=None):
     print(f"\nsummary: {counts['faster']} faster, {counts['slower']} slower, {counts['same']} same, "
           f"{counts['ambiguous']} ambiguous, {counts['not timed']} not timed; "
           f"{len(only_old)} only in OLD, {len(only_new)} only in NEW, {len(acc_rows)} with accuracy or bit changes, "
-          f"{len(claims)} claim(s) changed state; band 1 -/+ {band:.4f}")
+          f"{len(claims)} claim(s) changed state; band 1 -/+ {band:.4f}"
+          + "".join(f", {m} 1 -/+ {b:.4f} (GPU-to-GPU)" for m, b in bands.items() if b > band))
     if globs:
         if regressions:
             print(f"\nREGRESSION ({', '.join(globs)}):")

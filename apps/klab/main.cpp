@@ -108,6 +108,9 @@ void add_run_options(po::options_description& d, RunOptions& o, std::string& out
     ("devices", po::value<std::string>(&devices),
      "D1,D2,...: one klab per device (--device Di --shard i/N --out OUT/shard-i, its output in OUT/shard-i.log), "
      "then scripts/merge_reports.py OUT OUT/shard-*")
+    ("replicate",
+     "with --devices (two or more): every device runs the whole run (--device Di --out OUT/device-Di, its output in "
+     "OUT/device-Di.log), no shards and no merge: the reports stay side by side for scripts/gpu_noise.py")
     ("quick", po::bool_switch(&o.quick), "small problems: a smoke run, not a measurement")
     ("strict", "exit 3 when a claim did not hold")
     ("require-device", "fail (exit 1, no report) when there is no CUDA device, instead of skipping device work (exit 4)")
@@ -336,10 +339,53 @@ int wait_child(pid_t pid, const std::vector<pid_t>& all) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// --devices: the run as one klab per device, each a shard (--device D --shard i/N --out OUT/shard-i),
-// then the shards merged into OUT by scripts/merge_reports.py (the one implementation of the merge).
-// `args`: the command's words; every option but --devices and --out is passed on as given.
-int run_on_devices(const std::string& cmd, const Parsed& p, const std::vector<int>& devices, std::string out) {
+// The exit status of several klabs of one run: a failure or an interrupt first, then a claim not
+// held (--strict), then skips; 0 when every one is 0.
+int worst_exit(const std::vector<int>& codes) {
+  for (int c : codes)
+    if (c != 0 && c != 3 && c != kExitSkipped) return c;
+  for (int c : {3, kExitSkipped})
+    if (std::find(codes.begin(), codes.end(), c) != codes.end()) return c;
+  return 0;
+}
+
+// One klab per device, started together: `cmd` with every option of `p` as given but --devices,
+// --out and --replicate (the parent's), then child i's own `words[i]` (its --device, --out, and
+// --shard for a shard), its output in `logs[i]`. Waits for all (a SIGINT / SIGTERM meanwhile reaches
+// every child, once) and returns their exit statuses in order. `what[i]` names child i in messages.
+std::vector<int> run_children(const std::string& cmd, const Parsed& p, const std::vector<std::vector<std::string>>& words,
+                              const std::vector<std::string>& logs, const std::vector<std::string>& what) {
+  std::vector<std::string> passed;
+  for (const auto& o : p.options)
+    if (o.string_key != "devices" && o.string_key != "out" && o.string_key != "replicate")
+      passed.insert(passed.end(), o.original_tokens.begin(), o.original_tokens.end());
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  install_stop_handlers();  // a signal now reaches the children (wait_child) and the parent still finishes
+  std::vector<pid_t> pids;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    std::vector<std::string> a{self, cmd};
+    a.insert(a.end(), passed.begin(), passed.end());
+    a.insert(a.end(), words[i].begin(), words[i].end());
+    pids.push_back(spawn(a, logs[i]));
+    std::cerr << "klab: " << what[i] << ": pid " << pids.back() << ", output in " << logs[i] << std::endl;
+  }
+  std::vector<int> codes;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    codes.push_back(wait_child(pids[i], pids));
+    std::cerr << "klab: " << what[i] << " exited " << codes.back() << std::endl;
+  }
+  return codes;
+}
+
+// --devices: the run as one klab per device, started by run_children. Sharded (the default): each a
+// shard (--device D --shard i/N --out OUT/shard-i), then the shards merged into OUT by
+// scripts/merge_reports.py (the one implementation of the merge). --replicate: each device runs the
+// whole run (--device D --out OUT/device-D, output in OUT/device-D.log) and the reports stay side
+// by side, not merged: the same experiments and seed on different GPUs, whose differences
+// scripts/gpu_noise.py measures (GPU-to-GPU spread, an input to compare.py's band). Design: klab
+// prints the gpu_noise.py command rather than running it, so that a run whose reports gpu_noise.py
+// refuses (no timed measurement: a CPU-only experiment) is still a run that succeeded.
+int run_on_devices(const std::string& cmd, const Parsed& p, const std::vector<int>& devices, std::string out, bool replicate) {
   require(!p.vm.count("shard"), "--devices makes the shards itself: give --devices or --shard, not both");
   require(p.vm["device"].defaulted(), "--devices names the devices: give --devices or --device, not both");
   if (!has_device()) throw Error("--devices: " + no_device_reason() + "; nothing to run on");
@@ -351,30 +397,24 @@ int run_on_devices(const std::string& cmd, const Parsed& p, const std::vector<in
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
   require(!ec, "cannot create report directory " + out + ": " + ec.message());
-  std::vector<std::string> passed;
-  for (const auto& o : p.options)
-    if (o.string_key != "devices" && o.string_key != "out") passed.insert(passed.end(), o.original_tokens.begin(), o.original_tokens.end());
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const int count = static_cast<int>(devices.size());
-  install_stop_handlers();  // a signal now reaches the shards (wait_child) and the merge still runs
-  std::vector<pid_t> pids;
-  std::vector<std::string> dirs, logs;
+  std::vector<std::vector<std::string>> words;
+  std::vector<std::string> dirs, logs, what;
   for (int i = 0; i < count; ++i) {
-    dirs.push_back(out + "/shard-" + std::to_string(i));
+    const std::string d = std::to_string(devices[i]), part = std::to_string(i) + "/" + std::to_string(count);
+    dirs.push_back(out + (replicate ? "/device-" + d : "/shard-" + std::to_string(i)));
     logs.push_back(dirs.back() + ".log");
-    std::vector<std::string> a{self, cmd};
-    a.insert(a.end(), passed.begin(), passed.end());
-    for (const std::string& w : {std::string("--device"), std::to_string(devices[i]), std::string("--shard"),
-                                 std::to_string(i) + "/" + std::to_string(count), std::string("--out"), dirs.back()})
-      a.push_back(w);
-    pids.push_back(spawn(a, logs.back()));
-    std::cerr << "klab: shard " << i << "/" << count << " on device " << devices[i] << ": pid " << pids.back() << ", output in "
-              << logs.back() << std::endl;
+    words.push_back({"--device", d, "--out", dirs.back()});
+    if (!replicate) words.back().insert(words.back().end(), {"--shard", part});
+    what.push_back(replicate ? "replica on device " + d : "shard " + part + " on device " + d);
   }
-  std::vector<int> codes;
-  for (int i = 0; i < count; ++i) {
-    codes.push_back(wait_child(pids[i], pids));
-    std::cerr << "klab: shard " << i << "/" << count << " (device " << devices[i] << ") exited " << codes.back() << std::endl;
+  const std::vector<int> codes = run_children(cmd, p, words, logs, what);
+  if (replicate) {
+    std::string list;
+    for (const auto& d : dirs) list += " " + d;
+    std::cerr << "klab: " << count << " reports of the same run, side by side:" << list
+              << "\nklab: their GPU-to-GPU spread: scripts/gpu_noise.py" << list << " --out " << out << "/gpu-noise.json" << std::endl;
+    return worst_exit(codes);
   }
   std::vector<std::string> merge{"python3", std::string(KLAB_SOURCE_DIR) + "/scripts/merge_reports.py", out};
   merge.insert(merge.end(), dirs.begin(), dirs.end());
@@ -384,12 +424,7 @@ int run_on_devices(const std::string& cmd, const Parsed& p, const std::vector<in
               << out << "/shard-*" << std::endl;
     return 1;
   }
-  // The worst of the shards: a failure or an interrupt first, then a claim not held (--strict), then skips.
-  for (int c : codes)
-    if (c != 0 && c != 3 && c != kExitSkipped) return c;
-  for (int c : {3, kExitSkipped})
-    if (std::find(codes.begin(), codes.end(), c) != codes.end()) return c;
-  return 0;
+  return worst_exit(codes);
 }
 
 // The options run and ab share: declared on a description, then turned into RunOptions.
@@ -412,13 +447,22 @@ struct RunCli {
     for (const auto& [name, values] : opt.set) registry().check_param_name(name);
     if (p.vm.count("shard")) std::tie(opt.shard_index, opt.shard_count) = parse_shard(shard);
     if (p.vm.count("devices")) device_list = parse_devices(devices);
+    // --replicate: checked here, before any device is looked for, so that a wrong combination is
+    // refused the same way with and without a GPU.
+    if (p.vm.count("replicate")) {
+      require(p.vm.count("devices"), "--replicate runs the whole run on each of --devices D1,D2,..: give --devices too");
+      require(!p.vm.count("shard"), "--replicate runs the whole run on every device: give --replicate or --shard, not both");
+      require(device_list.size() >= 2, "--replicate needs two devices or more (got --devices " + devices +
+                                            "): one GPU gives no GPU-to-GPU spread (for the run-to-run spread on one GPU, "
+                                            "run twice and use scripts/gpu_noise.py --same-gpu)");
+    }
     return p;
   }
   std::vector<int> device_list;
   int run(const std::string& cmd, const std::vector<const Experiment*>& exps, const Parsed& p, int argc, char** argv) const {
     if (p.vm.count("devices")) {
       check_run_options(opt);
-      return run_on_devices(cmd, p, device_list, out);
+      return run_on_devices(cmd, p, device_list, out, p.vm.count("replicate") > 0);
     }
     return run_experiments(exps, opt, out, p.vm.count("strict") > 0, p.vm.count("require-device") > 0, p.vm.count("shard") > 0,
                            argc, argv);
@@ -512,7 +556,7 @@ void usage(std::ostream& os) {
         "  klab list [variants|experiments|ops] [--filter GLOB]\n"
         "  klab run EXPERIMENT... [--variants FILTER] [--set NAME=V1,V2,..] [--out DIR] [--reps N] [--seed S]\n"
         "           [--timing launch|stream|both] [--hot] [--device N] [--quick] [--strict] [--require-device]\n"
-        "           [--shard I/N | --devices D1,D2,..]\n"
+        "           [--shard I/N | --devices D1,D2,.. [--replicate]]\n"
         "  klab ab A B (--shape MxK [--input DIST] | --set m=..,k=..[,dist=..]) [run options]\n"
         "  klab env [--device N]\n";
   for (const auto& c : extra_commands()) os << "  " << c.usage << "\n";

@@ -22,6 +22,13 @@ inline std::filesystem::path temp_safetensors(const std::string& tag, const std:
   return std::filesystem::temp_directory_path() / ("klab-" + tag + "-" + std::to_string(::getpid()) + "-" + name + ".safetensors");
 }
 
+// A fresh (removed if there) path in the temporary directory for this test process: klab-TAG-PID.
+inline std::filesystem::path temp_out_dir(const std::string& tag) {
+  auto d = std::filesystem::temp_directory_path() / ("klab-" + tag + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  return d;
+}
+
 inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 inline CliResult klab_cli(const std::string& args, bool stdout_only = false) {
