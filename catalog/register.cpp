@@ -30,6 +30,7 @@ const Registry& registry() {
     experiments::register_error_budget(reg);
     experiments::register_gdn_layer(reg);
     experiments::register_gdn_recurrence(reg);
+    experiments::register_gdn_breakdown(reg);
     return reg;
   }();
   return r;

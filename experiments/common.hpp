@@ -63,5 +63,7 @@ void register_error_budget(Registry& r);
 void register_gdn_layer(Registry& r);
 // Issue 14: gdn-recurrence, the recurrence's variants at batch 1, 8, 32 (fla's records join it: peers/run.py).
 void register_gdn_recurrence(Registry& r);
+// Issue 14: gdn-step-breakdown, each operator's time inside the GDN step (stream mode), f32 and q4 tiers.
+void register_gdn_breakdown(Registry& r);
 
 }  // namespace klab::experiments
