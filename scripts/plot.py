@@ -606,8 +606,9 @@ def draw_breakdown(plt, report, e, recs):
     ax.set_ylabel("us per layer and token (stream mode, median)")
     ax.set_title(f"{e}: the GDN step by operator\n{gpu_label(report)}", fontsize=10)
     handles, labels = ax.get_legend_handles_labels()
-    # Top of the stack first in the legend, as the bars read.
-    ax.legend(handles[::-1], labels[::-1], fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    # The whole step first, then the operators top of the stack first, as the bars read.
+    order = [i for i, l in enumerate(labels) if l not in names] + [i for i, l in enumerate(labels) if l in names][::-1]
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
 
