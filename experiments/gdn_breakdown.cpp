@@ -73,38 +73,11 @@ int layers_for(Context& ctx, const Geometry& g, bool q4) {
   return std::min(need, fit);
 }
 
-// Kernel nodes and all nodes one body adds to a CUDA graph (captured, never run).
-std::pair<int, int> graph_nodes(const Body& b, cudaStream_t s) {
-  cudaGraph_t graph = nullptr;
-  KLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  try {
-    b(s);
-  } catch (...) {
-    cudaStreamEndCapture(s, &graph);
-    if (graph) cudaGraphDestroy(graph);
-    cudaGetLastError();
-    throw;
-  }
-  KLAB_CUDA(cudaStreamEndCapture(s, &graph));
-  std::size_t n = 0;
-  KLAB_CUDA(cudaGraphGetNodes(graph, nullptr, &n));
-  std::vector<cudaGraphNode_t> nodes(n);
-  if (n) KLAB_CUDA(cudaGraphGetNodes(graph, nodes.data(), &n));
-  int kernels = 0;
-  for (auto node : nodes) {
-    cudaGraphNodeType t{};
-    KLAB_CUDA(cudaGraphNodeGetType(node, &t));
-    kernels += t == cudaGraphNodeTypeKernel;
-  }
-  KLAB_CUDA(cudaGraphDestroy(graph));
-  return {kernels, int(n)};
-}
-
 struct Row {
   std::string name;
   gdn::OperatorBytes bytes;
   Timing t;
-  std::pair<int, int> nodes;
+  GraphNodes nodes;
 };
 
 void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const rg::Q4Projections* q) {
@@ -187,8 +160,8 @@ void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const 
     rec["recurrence"] = dev.recurrence_variant();
     rec["layers"] = nl;
     rec["launches"] = r.t.launches;
-    rec["kernels"] = r.nodes.first;
-    rec["graph_nodes"] = r.nodes.second;
+    rec["kernels"] = r.nodes.kernels;
+    rec["graph_nodes"] = r.nodes.total;
     rec["median_us"] = us;
     rec["ci95_lo_us"] = ci.lo * 1e3;
     rec["ci95_hi_us"] = ci.hi * 1e3;
@@ -215,7 +188,7 @@ void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const 
   ctx.claim(kPartsSum).settle(tier, std::abs(ratio - 1.0) <= kSumTolerance,
                               tier + fmt(": operators sum to %.2f us, the whole step %.2f us (x%.3f)", sum_us, step_us, ratio));
   if (q4 && !ctx.options().quick)
-    ctx.claim(kQ4Step20).set(step_us <= kQ4StepUs, fmt("q4 step %.2f us per layer in stream mode (%d layers rotating), reference point %.0f us", step_us, nl, kQ4StepUs) +
+    ctx.claim(kQ4Step20).set(step_us <= kQ4StepUs, fmt("q4 step %.2f us per layer in stream mode (%.0f layers rotating), reference point %.0f us", step_us, double(nl), kQ4StepUs) +
                                                    "; q4 kernel " + dev.q4_variant());
 }
 

@@ -19,6 +19,7 @@
 #include "klab/metrics.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"
+#include "klab/timing.hpp"
 
 using namespace klab;
 namespace rg = klab::ref::gdn;
@@ -46,26 +47,6 @@ void load(GdnDevice& dev, const rg::LayerWeights& w, const rg::Q4Projections* q)
   dev.q4_pool().put(2, q->z);
   dev.q4_pool().put(3, q->out);
   REQUIRE(dev.load_q4(0, w, 1, 2, 3) == "");
-}
-
-// Kernel nodes a body adds to a CUDA graph (captured, never run).
-int kernels_in(const std::function<void(cudaStream_t)>& body, cudaStream_t s) {
-  cudaGraph_t graph = nullptr;
-  KLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  body(s);
-  KLAB_CUDA(cudaStreamEndCapture(s, &graph));
-  std::size_t n = 0;
-  KLAB_CUDA(cudaGraphGetNodes(graph, nullptr, &n));
-  std::vector<cudaGraphNode_t> nodes(n);
-  if (n) KLAB_CUDA(cudaGraphGetNodes(graph, nodes.data(), &n));
-  int k = 0;
-  for (auto node : nodes) {
-    cudaGraphNodeType t{};
-    KLAB_CUDA(cudaGraphNodeGetType(node, &t));
-    k += t == cudaGraphNodeTypeKernel;
-  }
-  KLAB_CUDA(cudaGraphDestroy(graph));
-  return k;
 }
 
 }  // namespace
@@ -121,17 +102,33 @@ TEST_CASE("GDN breakdown: the listed operators run one by one equal the step bit
       // exactly the kernels of the nine operators.
       int listed_kernels = 0;
       for (const auto& op : ops) {
-        const int k = kernels_in(op.enqueue, s);
+        const int k = graph_nodes(op.enqueue, s).kernels;
         CAPTURE(op.name);
         CHECK(k >= 1);
         listed_kernels += k;
       }
       DeviceBuffer<float> d_y2(std::size_t(g.hidden));
-      const int step_kernels = kernels_in([&](cudaStream_t st) { listed.enqueue_run(0, 1, d_h.get(), d_y2.get(), st); }, s);
+      const int step_kernels = graph_nodes([&](cudaStream_t st) { listed.enqueue_run(0, 1, d_h.get(), d_y2.get(), st); }, s).kernels;
       CHECK(step_kernels == listed_kernels);
       KLAB_CUDA(cudaStreamDestroy(s));
     }
   }
+}
+
+TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
+  cudaStream_t s = nullptr;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const GraphNodes one = graph_nodes([](cudaStream_t st) { launch_empty(st); }, s);
+  CHECK(one.kernels == 1);
+  CHECK(one.total == 1);
+  DeviceBuffer<float> buf(16);
+  const GraphNodes two = graph_nodes([&](cudaStream_t st) {
+    launch_empty(st);
+    KLAB_CUDA(cudaMemsetAsync(buf.get(), 0, buf.bytes(), st));
+  }, s);
+  CHECK(two.kernels == 1);
+  CHECK(two.total == 2);
+  KLAB_CUDA(cudaStreamDestroy(s));
 }
 
 TEST_CASE("GDN breakdown: step_operators refuses unloaded layers, bad slots and bad buffers") {
