@@ -13,9 +13,9 @@
 //
 // nl: enough layers that each operator's rotation over them exceeds 3x the L2 (Timer::copies_for,
 // whose cap of 64 is the harness's: tiny operators cannot be made cold this way), within half the free
-// device memory. The big projections, the b|a mat-vec and the recurrence's S then read cold; the conv
-// history, the norms and beta/g do not (each record says: rotation_bytes, cold). At Qwen3.5-27B that is
-// 64 layers: f32 ~30 GB of weights, q4 ~4 GB.
+// device memory and 16 GB. The big projections and the recurrence's S then read cold; the b|a mat-vec,
+// the conv history, the norms and beta/g do not (each record says: rotation_bytes, cold). At
+// Qwen3.5-27B that is 34 layers in the f32 tier (~16 GB) and 64 in the q4 tier (~4.7 GB).
 //
 // Bytes: step_operator_bytes() (variants/gdn/step_bytes.hpp): weights + state (their sum over the
 // operators is gdn_step's byte model, tests/cpu/test_gdn_breakdown.cpp) and act, the activations a
@@ -41,8 +41,10 @@ namespace {
 using gdn::GdnDevice;
 using rg::Geometry;
 
-// Half the free device memory at most for the layers' weights.
-constexpr double kMemShare = 0.5;
+// The layers' weights take at most half the free device memory and at most 16 GB: loading them is
+// host-to-device copies (~30 GB for 64 f32 layers at Qwen3.5-27B would cost seconds for nothing: at
+// 34 f32 layers S already rotates over 214 MB, > 3x the L2, and b|a is not cold at 64 either).
+constexpr double kMemShare = 0.5, kMaxWeightBytes = 16e9;
 // The sum of the operators' medians against the whole step's: a graph of one operator repeated has
 // no neighbour to overlap with, the step's operators do; beyond 10% the breakdown would not explain
 // the step.
@@ -67,8 +69,8 @@ int layers_for(Context& ctx, const Geometry& g, bool q4) {
   for (const auto& m : gdn::step_operator_bytes(g, q4)) need = std::max(need, ctx.timer().copies_for(m.bytes.total()));
   std::size_t free = 0, total = 0;
   KLAB_CUDA(cudaMemGetInfo(&free, &total));
-  const int fit = int(kMemShare * double(free) / layer_bytes(g, q4));
-  require(fit >= 2, "gdn-step-breakdown: two layers of " + g.str() + fmt(" (%.0f MB each) do not fit in half the free device memory (%.0f MB)",
+  const int fit = int(std::min(kMemShare * double(free), kMaxWeightBytes) / layer_bytes(g, q4));
+  require(fit >= 2, "gdn-step-breakdown: two layers of " + g.str() + fmt(" (%.0f MB each) do not fit in half the free device memory (%.0f MB) or 16 GB",
                                                                          layer_bytes(g, q4) / 1e6, double(free) / 1e6));
   return std::min(need, fit);
 }
