@@ -31,6 +31,7 @@ const Registry& registry() {
     experiments::register_gdn_layer(reg);
     experiments::register_gdn_recurrence(reg);
     experiments::register_gdn_stack(reg);
+    experiments::register_gdn_breakdown(reg);
     return reg;
   }();
   return r;

@@ -65,5 +65,7 @@ void register_gdn_layer(Registry& r);
 void register_gdn_recurrence(Registry& r);
 // Issue 14 part 5: gdn-stack, a token through 48 layers as one CUDA graph (f32 and q4 tiers).
 void register_gdn_stack(Registry& r);
+// Issue 14: gdn-step-breakdown, each operator's time inside the GDN step (stream mode), f32 and q4 tiers.
+void register_gdn_breakdown(Registry& r);
 
 }  // namespace klab::experiments

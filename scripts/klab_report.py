@@ -133,6 +133,18 @@ _FIELDS = {
         ("pct_floor", "number or null", False), ("floor_ms", "number or null", False), ("cold", "object", False),
         ("not_timed_why", "string", False),
     ],
+    # gdn-step-breakdown (experiments/gdn_breakdown.cpp): one record per tier and operator of the GDN
+    # step, and one per tier for the whole step (whole: true).
+    "gdn_breakdown": [
+        ("experiment", "string", True), ("tier", "string", True), ("operator", "string", True),
+        ("index", "integer", True), ("whole", "boolean", True), ("median_us", "number", True),
+        ("ci95_lo_us", "number or null", False), ("ci95_hi_us", "number or null", False),
+        ("bytes", "number", True), ("act_bytes", "number", True), ("weight_bytes", "number", False),
+        ("state_bytes", "number", False), ("floor_us", "number or null", False), ("pct_floor", "number or null", False),
+        ("share_of_step", "number or null", False), ("layers", "integer", False), ("launches", "integer", False),
+        ("kernels", "integer", False), ("cold", "boolean", False), ("sum_of_operators_us", "number", False),
+        ("projections", "string", False), ("timing", "object", False),
+    ],
 }
 # The report's own records (schema 2): the header (first line) and the closing record (last line).
 SCHEMA_VERSIONS = (1, 2)
@@ -909,6 +921,8 @@ def chart_plan(report):
             notes.append(f"no {kind} records: no {what} figure")
         for e, er in group(recs, lambda r: r["experiment"]).items():
             plan.append((chart_name(prefix, e), kind, e, er))
+    for e, er in group(report.of("gdn_breakdown"), lambda r: r["experiment"]).items():
+        plan.append((chart_name("step-breakdown", e), "gdn_breakdown", e, er))
     ops = report.of("gdn_op")
     if not ops:
         notes.append("no gdn_op records: no GDN per-operator figure")
@@ -922,6 +936,15 @@ def chart_plan(report):
         seen[name] = n + 1
         unique.append((name if n == 0 else f"{name}-{n + 1}", kind, e, payload))
     return unique, notes
+
+
+def breakdown_tiers(records):
+    """gdn_breakdown records by tier (f32 first, then q4, then others, in file order): each as
+    (operators in step order, the whole-step record or None)."""
+    out = {}
+    for tier, rs in sorted(group(records, lambda r: r["tier"]).items(), key=lambda kv: tier_order(kv[0])):
+        out[tier] = (sorted((r for r in rs if not r["whole"]), key=lambda r: r["index"]), next((r for r in rs if r["whole"]), None))
+    return out
 
 
 def gdn_op_order(op):

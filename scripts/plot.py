@@ -576,9 +576,45 @@ def draw_gdn_q4_kernels(plt, report, e, steps):
     return fig
 
 
+def draw_breakdown(plt, report, e, recs):
+    """gdn-step-breakdown: one bar per tier, its operators' median times stacked in step order (the
+    sum of the parts), the whole step timed alone as a black tick across the bar; the legend outside
+    the axes, right of the bars."""
+    tiers = kr.breakdown_tiers(recs)
+    names = list(dict.fromkeys(r["operator"] for ops, _ in tiers.values() for r in ops))
+    fig, ax = plt.subplots(figsize=(min(MAX_WIDTH_IN, 3.0 + 1.3 * len(tiers)), 5.2))
+    xs = list(range(len(tiers)))
+    bottoms = [0.0] * len(tiers)
+    for i, name in enumerate(names):
+        hs = [next((r["median_us"] for r in ops if r["operator"] == name), 0.0) for ops, _ in tiers.values()]
+        ax.bar(xs, hs, 0.6, bottom=bottoms, label=name, **style_kwargs(i))
+        bottoms = [b + h for b, h in zip(bottoms, hs)]
+    top = max(bottoms + [1e-9])
+    whole_label = True
+    for x, (tier, (ops, whole)) in zip(xs, tiers.items()):
+        text = f"sum {bottoms[x]:.3g} us"
+        if whole:
+            w = whole["median_us"]
+            ax.plot([x - 0.38, x + 0.38], [w, w], color="black", linewidth=2.0, label="whole step, timed alone" if whole_label else None)
+            whole_label = False
+            text += f"\nstep {w:.3g} us"
+            top = max(top, w)
+        ax.text(x, max(bottoms[x], whole["median_us"] if whole else 0) * 1.02, text, ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(0, top * 1.22)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"{t} tier" for t in tiers], fontsize=9)
+    ax.set_ylabel("us per layer and token (stream mode, median)")
+    ax.set_title(f"{e}: the GDN step by operator\n{gpu_label(report)}", fontsize=10)
+    handles, labels = ax.get_legend_handles_labels()
+    # The whole step first, then the operators top of the stack first, as the bars read.
+    order = [i for i, l in enumerate(labels) if l not in names] + [i for i, l in enumerate(labels) if l in names][::-1]
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig
+
+
 DRAW = {"bandwidth": draw_bandwidth, "accuracy": draw_accuracy, "ladder": draw_ladder,
         "error_budget": draw_error_budget, "gdn_op": draw_gdn_ops, "gdn_timing": draw_gdn_timing,
-        "gdn_step": draw_gdn_step, "gdn_q4_kernels": draw_gdn_q4_kernels}
+        "gdn_step": draw_gdn_step, "gdn_q4_kernels": draw_gdn_q4_kernels, "gdn_breakdown": draw_breakdown}
 
 
 def main(argv=None):

@@ -352,6 +352,37 @@ def gdn_stack_lines(recs):
         table(("tier", "layers", "ms per token (95% CI)", "enqueued ms", "GB/s", "% of floor", "kernel nodes (all)", "graph vs enqueued"), rows)
 
 
+def breakdown_lines(recs):
+    """gdn-step-breakdown: per tier, each operator of the GDN step in stream mode (kernels, median time
+    and its 95% CI, the bytes of the step's model, the activations, the floor, % of floor, share of the
+    whole step, whether its rotation over the layers was L2-cold), their sum, and the whole step."""
+    lines = []
+    for tier, (ops, whole) in kr.breakdown_tiers(recs).items():
+        def row(name, r, us, share):
+            ci = f" ({r['ci95_lo_us']:.3g}..{r['ci95_hi_us']:.3g})" if kr.is_finite(r.get("ci95_lo_us")) and kr.is_finite(r.get("ci95_hi_us")) else ""
+            return (name, r.get("kernels", "n/a"), f"{us:.3g}{ci}", kr.fmt_num(r["bytes"] / 1e6), kr.fmt_num(r["act_bytes"] / 1e3),
+                    kr.fmt_num(r.get("floor_us")), kr.fmt_num(r.get("pct_floor")), share, "" if "cold" not in r else ("yes" if r["cold"] else "no"))
+        step_us = whole["median_us"] if whole else None
+        rows = [row(r["operator"], r, r["median_us"], f"{100 * r['median_us'] / step_us:.1f}%" if step_us else "n/a") for r in ops]
+        total = sum(r["median_us"] for r in ops)
+        kernels = [r.get("kernels") for r in ops]
+        floor = [r.get("floor_us") for r in ops]
+        rows.append(("sum of operators", sum(kernels) if all(isinstance(k, int) for k in kernels) else "n/a", f"{total:.3g}",
+                     kr.fmt_num(sum(r["bytes"] for r in ops) / 1e6), kr.fmt_num(sum(r["act_bytes"] for r in ops) / 1e3),
+                     kr.fmt_num(sum(floor)) if all(kr.is_finite(f) for f in floor) else "n/a", "",
+                     f"{100 * total / step_us:.1f}%" if step_us else "n/a", ""))
+        if whole:
+            rows.append(row("step (whole)", whole, step_us, "100%"))
+        first = (ops or [whole])[0]
+        where = ", ".join(x for x in (kr.get(first, "geometry.str"), f"{first['layers']} layers rotating" if "layers" in first else None,
+                                      first.get("projections")) if x)
+        lines += [f"GDN step breakdown, {tier} tier" + (f" ({where})" if where else "") + ": stream mode, time per launch "
+                  "(graph time / launches); MB = weights + state (the step's byte model), KB = activations in and out; "
+                  "floor = (MB + KB) / the read ceiling; cold = the operator's rotation over the layers exceeds 3x L2:", ""]
+        lines += table(("operator", "kernels", "median us (95% CI)", "MB", "act KB", "floor us", "% of floor", "share of step", "cold"), rows)
+    return lines
+
+
 def accuracy_table_lines(recs):
     """max_rel per variant and problem, where plot.py draws no accuracy figure because every
     max_rel lies within one decade (kr.accuracy_in_one_decade)."""
@@ -467,6 +498,8 @@ def summarize(report, plots):
             lines += gdn_timing_lines(report.of("gdn_timing", e))
         if report.of("gdn_stack", e):
             lines += gdn_stack_lines(report.of("gdn_stack", e))
+        if report.of("gdn_breakdown", e):
+            lines += breakdown_lines(report.of("gdn_breakdown", e))
         lines += accuracy_table_lines(meas)
         lines += figures_for(report, plan, e, plots)
         skips = report.of("skip", e)

@@ -70,6 +70,19 @@ Comparison compare_times(const std::vector<double>& a, const std::vector<double>
   return c;
 }
 
+Interval median_ci95(const std::vector<double>& samples, std::uint64_t seed, int resamples) {
+  require(!samples.empty(), "median_ci95: no samples");
+  require(resamples >= 1, "median_ci95: at least one resample");
+  Rng rng(seed, 98);
+  std::vector<double> meds(static_cast<std::size_t>(resamples)), rs(samples.size());
+  for (auto& m : meds) {
+    for (auto& x : rs) x = samples[std::min(static_cast<std::size_t>(rng.uniform() * double(samples.size())), samples.size() - 1)];
+    m = median_of(rs);
+  }
+  std::sort(meds.begin(), meds.end());
+  return {quantile_sorted(meds, 0.025), quantile_sorted(meds, 0.975)};
+}
+
 std::string speedup_text(const Comparison& c) {
   char buf[128];
   std::snprintf(buf, sizeof buf, "x%.3f %s (speed-up 95%% CI x%.3f..x%.3f)", c.speedup, to_string(c.verdict).c_str(), 1.0 / c.hi,

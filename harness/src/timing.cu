@@ -388,6 +388,33 @@ nlohmann::json to_json(const Ceiling& c) {
                      "back-to-back reads over two copies, plain and with programmatic dependent launch (the faster kept)"}};
 }
 
+GraphNodes graph_nodes(const Body& body, cudaStream_t s) {
+  cudaGraph_t graph = nullptr;
+  KLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  try {
+    body(s);
+  } catch (...) {
+    cudaStreamEndCapture(s, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();  // a failed capture leaves its error behind
+    throw;
+  }
+  KLAB_CUDA(cudaStreamEndCapture(s, &graph));
+  std::size_t n = 0;
+  KLAB_CUDA(cudaGraphGetNodes(graph, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n) KLAB_CUDA(cudaGraphGetNodes(graph, nodes.data(), &n));
+  GraphNodes g;
+  g.total = int(n);
+  for (auto node : nodes) {
+    cudaGraphNodeType t{};
+    KLAB_CUDA(cudaGraphNodeGetType(node, &t));
+    g.kernels += t == cudaGraphNodeTypeKernel;
+  }
+  KLAB_CUDA(cudaGraphDestroy(graph));
+  return g;
+}
+
 nlohmann::json to_json(const Timing& t, bool with_samples) {
   nlohmann::json j = to_json(t.summary);
   j["mode"] = to_string(t.mode);

@@ -337,28 +337,57 @@ void GdnDevice::unload_projections(int layer) {
   L.tier = Layer::Tier::none;
 }
 
-void GdnDevice::enqueue_step(int layer, int slot, const float* d_h, float* d_y, cudaStream_t s) {
-  const Layer& L = *layers_[std::size_t(layer)];
+std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot, const float* d_h, float* d_y) const {
+  const Layer* L = layers_[std::size_t(layer)].get();
   const Geometry& g = g_;
+  const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4);
+  std::vector<StepOperator> ops;
+  ops.reserve(bytes.size());
+  auto add = [&](std::function<void(cudaStream_t)> f) {
+    const OperatorModel& m = bytes[ops.size()];
+    ops.push_back(StepOperator{m.name, m.bytes, std::move(f)});
+  };
   // 1. projections: xc = W_qkv h, z = W_z h, b|a = W_b|a h; then beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias)
-  L.qkv->enqueue(d_h, L.xc.get(), s);
-  L.z->enqueue(d_h, L.zv.get(), s);
-  enqueue_f32_matvec(L.w_ba.get(), d_h, L.ba.get(), 2 * std::int64_t(g.nv), g.hidden, s);
-  kernels::beta_g(L.ba.get(), L.a_log.get(), L.dt_bias.get(), L.beta.get(), L.g.get(), g.nv, s);
+  add([L, d_h](cudaStream_t s) { L->qkv->enqueue(d_h, L->xc.get(), s); });
+  add([L, d_h](cudaStream_t s) { L->z->enqueue(d_h, L->zv.get(), s); });
+  add([L, d_h, rows = 2 * std::int64_t(g.nv), cols = std::int64_t(g.hidden)](cudaStream_t s) {
+    enqueue_f32_matvec(L->w_ba.get(), d_h, L->ba.get(), rows, cols, s);
+  });
+  add([L, nv = g.nv](cudaStream_t s) { kernels::beta_g(L->ba.get(), L->a_log.get(), L->dt_bias.get(), L->beta.get(), L->g.get(), nv, s); });
   // 2. causal conv + SiLU, history shift (this layer's and slot's history)
-  kernels::conv_silu(L.xc.get(), L.conv_w.get(), hist_of(layer, slot), L.xcv.get(), g.conv_dim(), g.ck, s);
+  add([L, hist = hist_of(layer, slot), C = g.conv_dim(), ck = g.ck](cudaStream_t s) {
+    kernels::conv_silu(L->xc.get(), L->conv_w.get(), hist, L->xcv.get(), C, ck, s);
+  });
   // 3-4. q, k, v are views of xcv; q/k L2 norm per key head (q also / sqrt(dk))
-  kernels::qk_norm(L.xcv.get(), L.q.get(), L.k.get(), g.nk, g.dk, s);
-  // 5. delta-rule recurrence per value head on this layer's and slot's S
-  // Operator 5 through the chosen gdn_recurrence variant (checked once per step on the host: dims,
-  // pointers, alignment of its loads).
-  const auto rargs = rec_args(g, L.q.get(), L.k.get(), L.xcv.get(), L.g.get(), L.beta.get(), S_of(layer, slot), L.on.get());
-  if (auto why = gdn_recurrence::check_args(*rec_, rargs); !why.empty()) throw Error("GdnDevice: " + rec_->name + ": " + why);
-  rec_->launch(rargs, s);
+  add([L, nk = g.nk, dk = g.dk](cudaStream_t s) { kernels::qk_norm(L->xcv.get(), L->q.get(), L->k.get(), nk, dk, s); });
+  // 5. delta-rule recurrence per value head on this layer's and slot's S, through the chosen
+  // gdn_recurrence variant (checked on the host before each launch: dims, pointers, alignment of its loads).
+  add([rec = rec_, rargs = rec_args(g, L->q.get(), L->k.get(), L->xcv.get(), L->g.get(), L->beta.get(), S_of(layer, slot), L->on.get())](cudaStream_t s) {
+    if (auto why = gdn_recurrence::check_args(*rec, rargs); !why.empty()) throw Error("GdnDevice: " + rec->name + ": " + why);
+    rec->launch(rargs, s);
+  });
   // 6. gated RMSNorm per value head
-  kernels::gated_norm(L.on.get(), L.zv.get(), L.norm_w.get(), L.onn.get(), g.nv, g.dv, static_cast<float>(g.eps), s);
+  add([L, nv = g.nv, dv = g.dv, eps = static_cast<float>(g.eps)](cudaStream_t s) {
+    kernels::gated_norm(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), nv, dv, eps, s);
+  });
   // 7. y = W_out onn
-  L.out->enqueue(L.onn.get(), d_y, s);
+  add([L, d_y](cudaStream_t s) { L->out->enqueue(L->onn.get(), d_y, s); });
+  if (ops.size() != kStepOperators.size()) throw Error("GdnDevice: internal: the step lists " + std::to_string(ops.size()) + " operators, the byte model 9");
+  return ops;
+}
+
+void GdnDevice::enqueue_step(int layer, int slot, const float* d_h, float* d_y, cudaStream_t s) {
+  for (const StepOperator& op : operators_of(layer, slot, d_h, d_y)) op.enqueue(s);
+}
+
+std::vector<GdnDevice::StepOperator> GdnDevice::step_operators(int layer, const float* d_h, float* d_y, int slot) const {
+  ready(layer, "step_operators");
+  check_slot(slot, "step_operators");
+  require(d_h != nullptr && d_y != nullptr, "GdnDevice::step_operators: " + layer_str(layer) + ": null buffer");
+  require(reinterpret_cast<std::uintptr_t>(d_h) % 16 == 0, "GdnDevice::step_operators: " + layer_str(layer) + ": input not 16-byte aligned");
+  const std::int64_t H = g_.hidden;
+  require(!(d_y < d_h + H && d_h < d_y + H), "GdnDevice::step_operators: " + layer_str(layer) + ": output overlaps input");
+  return operators_of(layer, slot, d_h, d_y);
 }
 
 void GdnDevice::step(int layer, std::span<const float> h, std::span<float> y, int slot) {

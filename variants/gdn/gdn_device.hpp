@@ -9,7 +9,9 @@
 //     small ones (b|a, A_log, dt_bias, conv, norm) stay f32 in both tiers; layers may mix tiers;
 //   - per loaded layer, the intermediates of that layer's last step (any slot), for get();
 //   - the seven operators' kernels (gdn_kernels.hpp) and ONE step body, enqueue_step(), shared by the
-//     host-facing step() and the device-resident run()/enqueue_run().
+//     host-facing step() and the device-resident run()/enqueue_run(); the step body is a list of nine
+//     launches with their byte models (step_operators(): enqueue_step runs exactly that list, in order,
+//     so the per-operator breakdown times the launches the step runs, not a copy of the step).
 // Contracts, each enforced by code:
 //   - a geometry a kernel cannot do is refused at construction, before any CUDA call
 //     (can_implement says why);
@@ -35,6 +37,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -43,6 +46,7 @@
 
 #include "gdn/projection.hpp"
 #include "gdn/q4_pool.hpp"
+#include "gdn/step_bytes.hpp"
 #include "gdn_recurrence/kernels.hpp"
 #include "klab/cuda.hpp"
 #include "klab/ref/gdn.hpp"
@@ -147,6 +151,22 @@ class GdnDevice {
   // timing the step alone. y_seq may not overlap h_seq.
   void enqueue_run(int layer, int T, const float* d_h_seq, float* d_y_seq, cudaStream_t stream, int slot = 0);
 
+  // One operator of the step: its name (kStepOperators), its bytes (step_bytes.hpp, for the layer's
+  // tier) and the launch itself, enqueued on the stream it is given (no allocation, no sync; the
+  // recurrence checks its arguments first and the q4 projections their bindings, as in the step).
+  struct StepOperator {
+    const char* name = "";
+    OperatorBytes bytes;
+    std::function<void(cudaStream_t)> enqueue;
+  };
+  // The step of `layer` in `slot` on d_h (hidden) -> d_y (hidden, may not overlap d_h) as the list of
+  // its operators, in the order the step runs them: running them one by one IS one step (enqueue_step
+  // runs this list; tests/gpu/test_gdn_breakdown.cpp holds them bitwise equal). Checked like
+  // enqueue_run (range, loaded, projections bound, slot, non-null, d_h 16-byte aligned). The list
+  // holds pointers into this object: it stays valid while the layer keeps its weights and bindings and
+  // the q4 and recurrence variants stay as they are (a later set_* or load_* needs a new list).
+  std::vector<StepOperator> step_operators(int layer, const float* d_h, float* d_y, int slot = 0) const;
+
   // Zeroes the state (S and hist) of every layer of every slot, or of one layer of one slot.
   // Enqueued on stream() (no sync). Intermediates are left as they are.
   void reset();
@@ -168,7 +188,10 @@ class GdnDevice {
   struct Layer;  // weights and intermediates of one loaded layer
 
   // The step body: every kernel of one token, enqueued on `stream`. d_h (hidden) in, d_y (hidden) out.
+  // It runs operators_of() in order, nothing else.
   void enqueue_step(int layer, int slot, const float* d_h, float* d_y, cudaStream_t stream);
+  // The step's operators without the checks of step_operators (the callers made them).
+  std::vector<StepOperator> operators_of(int layer, int slot, const float* d_h, float* d_y) const;
   void check_layer(int layer, const char* what) const;         // range
   void check_slot(int slot, const char* what) const;           // range
   const Layer& hit(int layer, const char* what) const;         // range + loaded (hit-only)

@@ -34,6 +34,14 @@ Comparison compare_times(const std::vector<double>& a, const std::vector<double>
 // median(A)/median(B) and its interval (1/hi .. 1/lo of the time ratio's), then the verdict.
 std::string speedup_text(const Comparison& c);
 
+// A percentile-bootstrap 95% interval of the median of `samples`: `resamples` resamplings with
+// replacement (deterministic in `seed`), their medians' 2.5% and 97.5% quantiles. One sample gives
+// {it, it}; none throws. For a time measured alone (no A to compare with): gdn-step-breakdown.
+struct Interval {
+  double lo = 0, hi = 0;
+};
+Interval median_ci95(const std::vector<double>& samples, std::uint64_t seed = 12345, int resamples = 2000);
+
 nlohmann::json to_json(const Summary& s);
 nlohmann::json to_json(const Comparison& c);
 

@@ -158,4 +158,12 @@ void launch_read(const uint4* p, std::size_t n, unsigned* sink, int loads, bool 
 // An empty kernel (the per-launch floor of a mode).
 void launch_empty(cudaStream_t s);
 
+// The nodes `body` adds to a CUDA graph: captured on `s` (thread-local capture), counted, never run.
+// `kernels` counts kernel nodes, `total` every node (memcpy, memset...). A body that throws ends the
+// capture and the exception propagates.
+struct GraphNodes {
+  int kernels = 0, total = 0;
+};
+GraphNodes graph_nodes(const Body& body, cudaStream_t s);
+
 }  // namespace klab

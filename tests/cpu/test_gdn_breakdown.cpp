@@ -1,0 +1,98 @@
+// The GDN step's per-operator byte model (variants/gdn/step_bytes.hpp) against gdn_step's own
+// (step_op.hpp: a formula written separately, and the registered op's traffic), some of its entries
+// worked out by hand; and the bootstrap interval of a median that gdn-step-breakdown reports.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "gdn/step_bytes.hpp"
+#include "gdn/step_op.hpp"
+#include "klab/catalog.hpp"
+#include "klab/error.hpp"
+#include "klab/ref/gdn.hpp"
+#include "klab/stats.hpp"
+
+using namespace klab;
+namespace rg = klab::ref::gdn;
+
+namespace {
+double model_sum(const rg::Geometry& g, bool q4) {
+  double s = 0;
+  for (const auto& m : gdn::step_operator_bytes(g, q4)) s += m.bytes.model();
+  return s;
+}
+const gdn::OperatorBytes& bytes_of(const std::vector<gdn::OperatorModel>& ms, const char* name) {
+  for (const auto& m : ms)
+    if (std::strcmp(m.name, name) == 0) return m.bytes;
+  FAIL("no operator " << name);
+  return ms.front().bytes;
+}
+}  // namespace
+
+TEST_CASE("GDN breakdown: the operators' weights + state sum to gdn_step's byte model, both tiers, several geometries") {
+  const std::vector<rg::Geometry> gs{rg::qwen35_27b(), rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}, rg::Geometry{96, 1, 3, 20, 32, 3, 1e-6},
+                                     rg::Geometry{64, 4, 4, 40, 40, 1, 1e-5}};
+  for (const auto& g : gs)
+    for (bool q4 : {false, true}) {
+      CAPTURE(g.str());
+      CAPTURE(q4);
+      const auto ms = gdn::step_operator_bytes(g, q4);
+      REQUIRE(ms.size() == gdn::kStepOperators.size());
+      for (std::size_t i = 0; i < ms.size(); ++i) {
+        CHECK(std::string(ms[i].name) == gdn::kStepOperators[i]);
+        CHECK(ms[i].bytes.act > 0);  // every launch reads and writes activations
+      }
+      // Every term is a multiple of 1/16 far below 2^53: the sums are exact.
+      CHECK(model_sum(g, q4) == gdn::step_bytes(g, q4));
+    }
+}
+
+TEST_CASE("GDN breakdown: the byte model matches the registered gdn_step op's traffic for one token") {
+  const Op& op = registry().op("gdn_step");
+  for (int weights : {0, 1}) {
+    Problem p;
+    for (const auto& d : op.params) p.params[d.name] = d.def;
+    p.params["tokens"] = 1;
+    p.params["weights"] = weights;
+    CAPTURE(p.key());
+    CHECK(op.traffic(p).bytes == model_sum(gdn::step_geometry(p), weights == 1));
+  }
+}
+
+TEST_CASE("GDN breakdown: entries worked out by hand at Qwen3.5-27B (hidden 5120, 16/48 heads of 128, ck 4)") {
+  const auto q4 = gdn::step_operator_bytes(rg::qwen35_27b(), true);
+  const auto f32 = gdn::step_operator_bytes(rg::qwen35_27b(), false);
+  // conv_dim = 2*16*128 + 48*128 = 10240; in_proj_qkv 10240 x 5120 weights at 0.5625 and 4 bytes.
+  CHECK(bytes_of(q4, "in_proj_qkv").weights == 29491200.0);
+  CHECK(bytes_of(f32, "in_proj_qkv").weights == 209715200.0);
+  // h in (5120 floats), xc out (10240 floats).
+  CHECK(bytes_of(q4, "in_proj_qkv").act == 61440.0);
+  // S: 48 * 128 * 128 floats, read and written once.
+  CHECK(bytes_of(q4, "recurrence").state == 6291456.0);
+  CHECK(bytes_of(q4, "recurrence").weights == 0.0);
+  // b|a stays f32 in the q4 tier: 96 x 5120 floats.
+  CHECK(bytes_of(q4, "in_proj_ba").weights == 1966080.0);
+  // conv: w (10240 x 4 floats) and the history (3 x 10240 floats) read and written.
+  CHECK(bytes_of(q4, "conv_silu").weights == 163840.0);
+  CHECK(bytes_of(q4, "conv_silu").state == 245760.0);
+  CHECK(bytes_of(q4, "qk_norm").model() == 0.0);
+}
+
+TEST_CASE("median_ci95: brackets the median, deterministic in its seed, refuses no samples") {
+  std::vector<double> v(101);
+  std::iota(v.begin(), v.end(), 1.0);  // median 51
+  const Interval a = median_ci95(v, 7), b = median_ci95(v, 7);
+  CHECK(a.lo == b.lo);
+  CHECK(a.hi == b.hi);
+  CHECK(a.lo < 51.0);
+  CHECK(a.hi > 51.0);
+  CHECK(a.lo >= 35.0);  // the median of 101 draws hardly strays beyond +-15 (its sd is ~5)
+  CHECK(a.hi <= 67.0);
+  const Interval c = median_ci95(std::vector<double>(9, 2.5));
+  CHECK(c.lo == 2.5);
+  CHECK(c.hi == 2.5);
+  CHECK_THROWS_AS(median_ci95({}), Error);
+}

@@ -1,0 +1,157 @@
+// The GDN step as a list of operators (GdnDevice::step_operators, what gdn-step-breakdown times): the
+// listed operators, run one by one (a stream sync after each), give bitwise the outputs, every
+// intermediate and the state of the step (the host-facing step(), which runs enqueue_step), token
+// after token, on both tiers; the list carries the byte model of its tier and the kernels the step
+// launches, no more and no fewer; bad buffers and unloaded layers are refused.
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gdn/gdn_device.hpp"
+#include "gdn/step_bytes.hpp"
+#include "gdn_util.hpp"
+#include "klab/cuda.hpp"
+#include "klab/error.hpp"
+#include "klab/metrics.hpp"
+#include "klab/ref/gdn.hpp"
+#include "klab/ref/gdn_q4.hpp"
+#include "klab/timing.hpp"
+
+using namespace klab;
+namespace rg = klab::ref::gdn;
+using gdn::GdnDevice;
+using rg::Geometry;
+using rg::What;
+
+namespace {
+
+// q4-able geometries (hidden and nv*dv multiples of 32): nv != nk, dk != dv; and the Qwen3.5-27B state.
+const std::vector<test::Named>& geometries() {
+  static const std::vector<test::Named> v{
+      {"nv != nk, dk != dv, dv not a multiple of 32", Geometry{256, 2, 6, 32, 48, 4, 1e-6}},
+      {"the Qwen3.5-27B state (16/48 heads of 128) with hidden 256", Geometry{256, 16, 48, 128, 128, 4, 1e-6}},
+  };
+  return v;
+}
+
+void load(GdnDevice& dev, const rg::LayerWeights& w, const rg::Q4Projections* q) {
+  if (!q) {
+    dev.load_f32(0, w);
+    return;
+  }
+  dev.q4_pool().put(1, q->qkv);
+  dev.q4_pool().put(2, q->z);
+  dev.q4_pool().put(3, q->out);
+  REQUIRE(dev.load_q4(0, w, 1, 2, 3) == "");
+}
+
+}  // namespace
+
+TEST_CASE("GDN breakdown: the listed operators run one by one equal the step bitwise (outputs, intermediates, S, hist), f32 and q4 tiers") {
+  constexpr int T = 12;
+  for (const auto& [why, g] : geometries()) {
+    for (bool q4 : {false, true}) {
+      CAPTURE(why);
+      CAPTURE(q4);
+      const auto w = rg::random_weights(g, 31);
+      const auto q = rg::quantize_projections(w);
+      const auto h = test::gdn_inputs(g, T, 32, 900);
+      GdnDevice stepped(g, 1), listed(g, 1);
+      load(stepped, w, q4 ? &q : nullptr);
+      load(listed, w, q4 ? &q : nullptr);
+      cudaStream_t s = nullptr;
+      KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      listed.set_stream(s);
+      DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
+      const auto ops = listed.step_operators(0, d_h.get(), d_y.get());
+      // The list: the nine operators in step order, with the byte model of this tier.
+      const auto model = gdn::step_operator_bytes(g, q4);
+      REQUIRE(ops.size() == gdn::kStepOperators.size());
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        CHECK(std::string(ops[i].name) == gdn::kStepOperators[i]);
+        CHECK(ops[i].bytes.weights == model[i].bytes.weights);
+        CHECK(ops[i].bytes.state == model[i].bytes.state);
+        CHECK(ops[i].bytes.act == model[i].bytes.act);
+      }
+      std::int64_t out_diff = 0, mid_diff = 0, state_diff = 0;
+      for (int t = 0; t < T; ++t) {
+        const auto y_step = stepped.step(0, test::tok(h, g, t));
+        d_h.upload(h.data() + std::size_t(t) * std::size_t(g.hidden), std::size_t(g.hidden));
+        KLAB_CUDA(cudaDeviceSynchronize());
+        poison_device(d_y.get(), d_y.size(), s);
+        for (const auto& op : ops) {
+          op.enqueue(s);
+          KLAB_CUDA(cudaStreamSynchronize(s));
+        }
+        out_diff += bitwise_diff(d_y.download(), y_step);
+        for (What wh : rg::all_whats()) {
+          if (wh == What::OUT) continue;  // OUT is step()'s own output buffer; the list wrote d_y (compared above)
+          (wh == What::S || wh == What::HIST ? state_diff : mid_diff) += bitwise_diff(listed.get(0, wh), stepped.get(0, wh));
+        }
+      }
+      CHECK(out_diff == 0);
+      CHECK(mid_diff == 0);
+      CHECK(state_diff == 0);
+      // The state moved (a list that did nothing to S would not compare equal after T tokens).
+      CHECK(bitwise_diff(listed.get(0, What::S), std::vector<float>(listed.get(0, What::S).size(), 0.0f)) > 0);
+      // The same kernels as the step: enqueue_run of one token (enqueue_step and a copy of y) launches
+      // exactly the kernels of the nine operators.
+      int listed_kernels = 0;
+      for (const auto& op : ops) {
+        const int k = graph_nodes(op.enqueue, s).kernels;
+        CAPTURE(op.name);
+        CHECK(k >= 1);
+        listed_kernels += k;
+      }
+      DeviceBuffer<float> d_y2(std::size_t(g.hidden));
+      const int step_kernels = graph_nodes([&](cudaStream_t st) { listed.enqueue_run(0, 1, d_h.get(), d_y2.get(), st); }, s).kernels;
+      CHECK(step_kernels == listed_kernels);
+      KLAB_CUDA(cudaStreamDestroy(s));
+    }
+  }
+}
+
+TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
+  cudaStream_t s = nullptr;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const GraphNodes one = graph_nodes([](cudaStream_t st) { launch_empty(st); }, s);
+  CHECK(one.kernels == 1);
+  CHECK(one.total == 1);
+  DeviceBuffer<float> buf(16);
+  const GraphNodes two = graph_nodes([&](cudaStream_t st) {
+    launch_empty(st);
+    KLAB_CUDA(cudaMemsetAsync(buf.get(), 0, buf.bytes(), st));
+  }, s);
+  CHECK(two.kernels == 1);
+  CHECK(two.total == 2);
+  KLAB_CUDA(cudaStreamDestroy(s));
+}
+
+TEST_CASE("GDN breakdown: step_operators refuses unloaded layers, bad slots and bad buffers") {
+  const Geometry g = geometries()[0].g;
+  GdnDevice dev(g, 2);
+  dev.load_f32(0, rg::random_weights(g, 1));
+  DeviceBuffer<float> d_h(std::size_t(g.hidden) * 2), d_y(std::size_t(g.hidden));
+  CHECK_NOTHROW(dev.step_operators(0, d_h.get(), d_y.get()));
+  auto refused = [](auto f, const std::string& needle) {
+    try {
+      f();
+    } catch (const CudaError& e) {
+      FAIL("CUDA error, not a refusal: " << e.what());
+      return;
+    } catch (const Error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, e.what());
+      return;
+    }
+    FAIL("not refused (" << needle << ")");
+  };
+  refused([&] { dev.step_operators(1, d_h.get(), d_y.get()); }, "layer 1");
+  refused([&] { dev.step_operators(0, d_h.get(), d_y.get(), 1); }, "slot 1");
+  refused([&] { dev.step_operators(0, nullptr, d_y.get()); }, "null");
+  refused([&] { dev.step_operators(0, d_h.get() + 1, d_y.get()); }, "aligned");
+  refused([&] { dev.step_operators(0, d_h.get(), d_h.get() + g.hidden / 2); }, "overlaps");
+}

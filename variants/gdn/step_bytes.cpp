@@ -1,0 +1,35 @@
+// The GDN step's bytes per operator (step_bytes.hpp).
+#include "gdn/step_bytes.hpp"
+
+namespace klab::gdn {
+
+std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4) {
+  // Sizes in elements; every activation and small weight is f32 (4 bytes).
+  const double H = g.hidden, C = g.conv_dim(), V = g.value_dim(), K = g.key_dim(), nv = g.nv;
+  const double big = q4 ? 0.5625 : 4.0;  // bytes per weight of the big three
+  constexpr double f = 4.0;
+  std::vector<OperatorModel> m;
+  m.reserve(kStepOperators.size());
+  auto add = [&](int i, double w, double s, double a) { m.push_back({kStepOperators[std::size_t(i)], {w, s, a}}); };
+  // 1a. xc = W_qkv h: W (C, H); h in, xc out.
+  add(0, big * C * H, 0, f * (H + C));
+  // 1a. z = W_z h: W (V, H); h in, z out.
+  add(1, big * V * H, 0, f * (H + V));
+  // 1a. b|a = W_b|a h: W (2nv, H), f32 in both tiers; h in, b|a out.
+  add(2, f * 2 * nv * H, 0, f * (H + 2 * nv));
+  // 1b. beta, g from b|a: A_log and dt_bias (nv each); b|a in, beta and g out.
+  add(3, f * 2 * nv, 0, f * (2 * nv + 2 * nv));
+  // 2. causal conv + SiLU: conv_w (C, ck); hist (ck-1, C) read and written; xc in, xcv out.
+  add(4, f * C * g.ck, f * 2 * (g.ck - 1) * C, f * (C + C));
+  // 3-4. q/k L2 norm: the q and k parts of xcv in (2K), q and k out (2K).
+  add(5, 0, 0, f * (2 * K + 2 * K));
+  // 5. recurrence: S (nv, dk, dv) read and written; q, k (K each), v (V), g, beta (nv each) in, o (V) out.
+  add(6, 0, f * 2 * nv * g.dk * g.dv, f * (2 * K + V + 2 * nv + V));
+  // 6. gated RMSNorm: norm_w (dv); o and z in, onn out.
+  add(7, f * g.dv, 0, f * (3 * V));
+  // 7. y = W_out onn: W (H, V); onn in, y out.
+  add(8, big * H * V, 0, f * (V + H));
+  return m;
+}
+
+}  // namespace klab::gdn

@@ -1,0 +1,38 @@
+#pragma once
+// The bytes each operator of the GDN decode step moves (one token, one layer), beside the kernels
+// they describe (gdn_kernels.hpp, projection.hpp, the recurrence): what a perfect kernel for that
+// operator must read and write, split three ways:
+//   weights  the layer's parameters it reads (the big three at 4 bytes per weight in the f32 tier,
+//            0.5625 in the q4 tier: 4-bit codes and an f16 scale per 32; everything else f32);
+//   state    the recurrent state it reads and writes (S, the conv history), each once each way;
+//   act      the activations it reads from and writes to memory (h, xc, z, b|a, q, k, v, o, y...):
+//            between two launches they go through memory (L2 at best); a fused step keeps them on chip.
+// weights + state summed over the operators is exactly step_bytes() (step_op.hpp), gdn_step's byte
+// model (tests/cpu/test_gdn_breakdown.cpp holds the two to each other); act is what the step spends
+// beyond it by being nine launches. GdnDevice::step_operators attaches these to the launches.
+// Pure host code.
+#include <array>
+#include <vector>
+
+#include "klab/ref/gdn.hpp"
+
+namespace klab::gdn {
+
+struct OperatorBytes {
+  double weights = 0, state = 0, act = 0;
+  double model() const { return weights + state; }  // the share of step_bytes()
+  double total() const { return weights + state + act; }  // what this operator moves as a launch of its own
+};
+
+// The step's operators in the order enqueue_step runs them (one launch each in the default kernels).
+inline constexpr std::array<const char*, 9> kStepOperators{"in_proj_qkv", "in_proj_z", "in_proj_ba", "beta_g", "conv_silu",
+                                                           "qk_norm",     "recurrence", "gated_norm", "out_proj"};
+
+struct OperatorModel {
+  const char* name;
+  OperatorBytes bytes;
+};
+// The nine operators' bytes for geometry g, the big three on the q4 tier (q4) or f32, in step order.
+std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4);
+
+}  // namespace klab::gdn
