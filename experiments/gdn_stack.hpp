@@ -1,8 +1,8 @@
 #pragma once
 // A token through a stack of GDN layers (issue 14 part 5, experiment gdn-stack): nl layers of one
 // GdnDevice (variants/gdn/gdn_device.hpp), every layer on weights of its own in device memory,
-// layer l's output the input of layer l+1, enqueued one layer after another or captured once into
-// one CUDA graph. Only GdnDevice's public API is used (enqueue_run per layer); the graph is built
+// every layer fed the token (no residual stream: see GdnStack::enqueue), enqueued one layer after
+// another or captured once into one CUDA graph. Only GdnDevice's public API is used (enqueue_run per layer); the graph is built
 // here, by stream capture, not by the device object.
 //
 // Contracts:

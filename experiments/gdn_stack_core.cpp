@@ -111,11 +111,13 @@ void GdnStack::set_input(std::span<const float> h) {
   KLAB_CUDA(cudaDeviceSynchronize());
 }
 
+// Every layer reads the token h, in stream order. Chained without the model's residual stream and
+// norms (layer l's output as layer l+1's input), the output shrank ~30x per layer and underflowed to
+// exactly 0 by layer 5 (H200 run of 2026-12-01, both tiers: max |out| 1.9, 0.057, 6.8e-5, 1.2e-14, 0),
+// which left the bitwise check comparing zeros. The kernels' work does not depend on the values, so the
+// time per token is the same; the layers still run one after another in one graph.
 void GdnStack::enqueue() {
-  for (int l = 0; l < dev_.layers(); ++l) {
-    const float* src = l == 0 ? in_.get() : ping_[(l - 1) % 2].get();
-    dev_.enqueue_run(l, 1, src, ping_[l % 2].get(), stream_);
-  }
+  for (int l = 0; l < dev_.layers(); ++l) dev_.enqueue_run(l, 1, in_.get(), ping_[l % 2].get(), stream_);
 }
 
 void GdnStack::capture() {

@@ -5,7 +5,9 @@
 // their declared problems, each named output against its reference, then a replay after reset().
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "gpu_util.hpp"
 #include "klab/catalog.hpp"
@@ -60,11 +62,16 @@ TEST_CASE("every variant of an op with params matches its f64 references, output
     if (op.params.empty() || !op.generate) continue;
     const auto variants = registry().variants_of(opname);
     std::vector<Problem> problems;
+    // KLAB_SANITIZE=1 (scripts/h200_reference.sh under compute-sanitizer): the quick sizes only. The
+    // full sizes run the same kernels on larger buffers, and under the four tools they alone did not
+    // finish in 270 s (reports/h200/sanitizer/README.md); every other case runs as always.
+    const char* san = std::getenv("KLAB_SANITIZE");
+    const bool full_sizes = !(san && std::string(san) == "1");
     for (std::uint64_t seed : {1u, 2u})
       for (Dist d : {Dist::uniform, Dist::student_t})
         for (bool quick : {true, false})
           for (auto& p : op.declared_problems(quick, d, seed))
-            if (quick || (seed == 1 && d == Dist::uniform)) problems.push_back(p);  // full sizes once
+            if (quick || (full_sizes && seed == 1 && d == Dist::uniform)) problems.push_back(p);  // full sizes once
     for (const Problem& p : problems) {
       if (!op.validate(p).empty()) continue;
       auto w = op.generate(p);
