@@ -42,7 +42,10 @@ void register_gdn_recurrence(Registry& r) {
   // Issue 14's goals (H200, stream mode); fla took ~8 us at batch 1, ~76 us at batch 32 there.
   const Claim b1_goal{"batch1-2.5us", "the fastest of ours takes at most 2.5 us at batch 1 (headline: stream mode)"};
   const Claim b32_goal{"batch32-50us", "the fastest of ours takes at most 50 us at batch 32 (headline: stream mode)"};
-  e.claims = {accurate, once_bits, once_faster, fused_faster, b1_goal, b32_goal};
+  // pdl=early (kernels_fused.cu): dependents let go at the start, S prefetched into L2 before the wait.
+  const Claim early_bits{"early-bitwise", "every pdl=early variant gives its pdl=on twin's o and S bit for bit at batch 1, 8 and 32"};
+  const Claim early_pays{"early-pays", "every pdl=early variant is faster than its pdl=on twin at batch 1 (stream mode)"};
+  e.claims = {accurate, once_bits, once_faster, fused_faster, b1_goal, b32_goal, early_bits, early_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("gdn_recurrence");
     // Ladder order, seed (A) first: the kernel table's order.
@@ -65,7 +68,13 @@ void register_gdn_recurrence(Registry& r) {
       }
     }
     const std::vector<std::string> all{batch_key(1), batch_key(8), batch_key(32)};
-    for (const Claim& c : {accurate, once_bits, once_faster, fused_faster}) ctx.claim(c).needs(all);
+    for (const Claim& c : {accurate, once_bits, once_faster, fused_faster, early_bits}) ctx.claim(c).needs(all);
+    ctx.claim(early_pays).needs({batch_key(1)});
+    // (early, its pdl=on twin) as indices in names
+    std::vector<std::pair<std::size_t, std::size_t>> early;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (const auto at = names[i].find("pdl=early"); at != std::string::npos)
+        early.emplace_back(i, std::find(names.begin(), names.end(), names[i].substr(0, at) + "pdl=on") - names.begin());
     ctx.claim(b1_goal).needs({batch_key(1)});
     ctx.claim(b32_goal).needs({batch_key(32)});
 
@@ -98,6 +107,25 @@ void register_gdn_recurrence(Registry& r) {
         ctx.claim(fused_faster).settle(key, f->vs_a->verdict == Verdict::faster,
                                        key + ": " + f->variant->name + fmt(" %.2f us vs seed %.2f us, ", f->timing.summary.median * 1e3,
                                                                            seed.timing.summary.median * 1e3) + speedup_text(*f->vs_a));
+      if (std::none_of(early.begin(), early.end(), [&](const auto& e) { return e.second >= ms.size() || ms[e.first].skipped || ms[e.second].skipped; })) {
+        std::int64_t bits = 0;
+        bool faster = true;
+        std::string ev_bits = key + ": elements (o and S) differing from the pdl=on twin:", ev_time = key + ": pdl=on -> pdl=early:";
+        for (const auto& [i, t] : early) {
+          std::int64_t b = 0;
+          for (std::size_t j = 0; j < ms[i].outputs.size() && j < ms[t].outputs.size(); ++j) b += bitwise_diff(ms[t].outputs[j].data, ms[i].outputs[j].data);
+          bits += b;
+          ev_bits += " " + ms[i].variant->name + " " + std::to_string(b) + ";";
+          if (B != 1 || !ms[i].timed || !ms[t].timed) continue;
+          const auto c = compare_times(ms[t].timing.kept_ms, ms[i].timing.kept_ms, std::uint64_t(B));
+          faster = faster && c.verdict == Verdict::faster;
+          ev_time += " " + ms[i].variant->name + fmt(" %.2f -> %.2f us ", ms[t].timing.summary.median * 1e3, ms[i].timing.summary.median * 1e3) +
+                     speedup_text(c) + " (" + mode_name(ms[i]) + ");";
+        }
+        ctx.claim(early_bits).settle(key, bits == 0, ev_bits);
+        if (B == 1 && std::all_of(early.begin(), early.end(), [&](const auto& e) { return ms[e.first].timed && ms[e.second].timed; }))
+          ctx.claim(early_pays).settle(key, faster, ev_time);
+      }
       const Measured* best = fastest(ms, false);
       if (!best) continue;
       const double us = best->timing.summary.median * 1e3;

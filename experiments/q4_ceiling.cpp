@@ -37,6 +37,15 @@
 //   6.8 / 6.9), rows=2 slowest (27.9 us at 17408x5120): its x reads (48 bytes of prepared x per block
 //   for every R rows) cost more than the barrier it saves. Hence:
 //   28 grid=groups,xprep=launch,q8-dp4a,rows=16 pdl=on   half rung 10's x reads per weight
+//   then xpf=l2 (packed.cu, prefetch_x_warp): x prefetched into L2 before the weight loads are issued, on
+//   the twins of rungs 10, 19, 28, 11, 3 of q8-dp4a (grid=fill,pdl=on), 16 and 17: 29-35. Why: x is read
+//   only after griddepcontrol.wait, behind every weight load issued before it (at 6144x5120 rung 10's
+//   single wave issues the whole 17.7 MB), so its read waits for them and every dot waits for x: per
+//   launch the byte time plus the whole x-to-y chain (6.85 us against a 3.8 us floor). Predicted: the
+//   small shapes gain most (rung 10 at 6144x5120 from 6.85 toward ~5 us), 17408x5120 least.
+//   then wpf=l2 (packed.cu, xprep_kernel): the twins of 29-32 whose tiny prep kernel, resident while
+//   the previous call still runs, also prefetches this call's weights into L2 (at most half the L2):
+//   36-39. Predicted: DRAM never idles at a launch boundary; 6144x5120 toward ~4.5 us (85%).
 //   Predicted (not measured): 10/11 ~12-13 / 8.5 / 6 / 6 us at the four seed shapes (balanced waves,
 //   no per-block x preparation, no persistent-loop tail); 13 ~ fill's f16x2 or better; 14 ~20 us on
 //   17408x5120 (A's structure less one FADD per weight, plus PDL).
@@ -63,6 +72,20 @@ const std::string kPeerF32 = "q4_gemv/impl=cublas-sgemv-f32";
 // ggml, else a skip with the reason; no claim depends on it.
 const std::string kPeerMmvq = "q4_gemv/impl=llama-mmvq";
 const std::vector<std::string> kForms{"f32", "f16x2", "q8-dp4a"};
+
+// The rungs 29-35 are the xpf=l2 twins of these rungs (in this order).
+constexpr std::array<std::size_t, 7> kXpfTwins{10, 19, 28, 11, 9, 16, 17};
+constexpr std::size_t kXpf0 = 29;
+// The rungs 36-39 are the wpf=l2 twins (packed.cu, xprep_kernel: the prep kernel prefetches its
+// call's weights into L2) of the xpf=l2 rungs 29-32.
+constexpr std::size_t kWpf0 = 36, kWpfN = 4;
+// A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
+std::string xpf_name(const std::string& name) {
+  const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
+  std::string out = name;
+  out.insert(name.find(',', at + 1), ",xpf=l2");
+  return out;
+}
 
 std::string packed(const std::string& dot, const std::string& grid, const std::string& pdl) {
   return variant_name("q4_gemv", {{"map", "packed"}, {"dot", dot}, {"grid", grid}, {"pdl", pdl}, {"rows", "4"}});
@@ -107,6 +130,11 @@ std::vector<std::string> rungs() {
   out.push_back(warp("4", "6", "off"));
   out.push_back(warp("4", "3", "on"));
   out.push_back(xl("q8-dp4a", "16", "on"));
+  for (std::size_t twin : kXpfTwins) out.push_back(xpf_name(out[twin]));
+  for (std::size_t i = 0; i < kWpfN; ++i) {
+    std::string n = out[kXpf0 + i];
+    out.push_back(n.insert(n.find(",xpf=l2") + 7, ",wpf=l2"));
+  }
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -161,7 +189,11 @@ Experiment q4_to_ceiling() {
   const Claim warp_pays{"warp-pays",
                         "a warp per group pays: grid=warp,xprep=launch,inflight=6,q8-dp4a,rows=4,pdl=on (no barrier, no shared memory, the "
                         "whole group's loads in flight) is faster than grid=groups,xprep=launch,q8-dp4a,rows=8,pdl=on on the four seed shapes"};
-  e.claims = {accurate, f32_bitwise, form_bitwise, ceiling, beats_peers, pdl_pays_claim, exact_faster, ring_pays, half_pays, warp_pays};
+  const Claim xpf_pays{"xpf-pays",
+                       "x prefetched into L2 before the weight loads pays: every xpf=l2 rung is faster than its twin without it on the four seed shapes"};
+  const Claim wpf_pays{"wpf-pays",
+                       "the prep kernel's weight prefetch pays: every wpf=l2 rung is faster than its xpf=l2 twin without it on the four seed shapes"};
+  e.claims = {accurate, f32_bitwise, form_bitwise, ceiling, beats_peers, pdl_pays_claim, exact_faster, ring_pays, half_pays, warp_pays, xpf_pays, wpf_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -211,7 +243,9 @@ Experiment q4_to_ceiling() {
         // xprep=launch against grid=groups,pdl=on,rows=4 of its form (f32: covered by f32-bits).
         for (const auto& [i, f] : std::vector<std::pair<std::size_t, std::size_t>>{
                  {kXlQ8r8, 2}, {kRingBulk8, 2}, {kRingBulk4, 2}, {kRingCp8, 2}, {kRingBulk8Off, 2}, {kHalf1, 2}, {kHalf2, 2}, {kHalf1Xl, 2},
-                 {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}, {kXlQ8r16, 2}}) {
+                 {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}, {kXlQ8r16, 2},
+                 {kXpf0, 2}, {kXpf0 + 1, 2}, {kXpf0 + 2, 2}, {kXpf0 + 3, 2}, {kXpf0 + 4, 2}, {kXpf0 + 5, 2}, {kXpf0 + 6, 2},
+                 {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -272,6 +306,28 @@ Experiment q4_to_ceiling() {
                            speed(ms[kXlQ8r8]) + " " + speedup_text(c) + ";";
           for (std::size_t i : {kWarp2, kWarp8, kWarp4Off, kWarp4c3}) ev += " " + short_name(ms[i]) + " " + speed(ms[i]) + ";";
           ctx.claim(warp_pays).settle(c.verdict == Verdict::faster, ev);
+        }
+        {
+          bool all = true;
+          std::string ev = s.str() + ": without -> with xpf=l2:";
+          for (std::size_t i = 0; i < kXpfTwins.size(); ++i) {
+            const Measured &a = ms[kXpfTwins[i]], &b = ms[kXpf0 + i];
+            const auto c = compare_times(a.timing.kept_ms, b.timing.kept_ms, s.m);
+            all = all && c.verdict == Verdict::faster;
+            ev += " " + short_name(a) + fmt(" %.4f -> %.4f ms ", a.timing.summary.median, b.timing.summary.median) + speedup_text(c) + ";";
+          }
+          ctx.claim(xpf_pays).settle(all, ev);
+        }
+        {
+          bool all = true;
+          std::string ev = s.str() + ": without -> with wpf=l2:";
+          for (std::size_t i = 0; i < kWpfN; ++i) {
+            const Measured &a = ms[kXpf0 + i], &b = ms[kWpf0 + i];
+            const auto c = compare_times(a.timing.kept_ms, b.timing.kept_ms, s.m);
+            all = all && c.verdict == Verdict::faster;
+            ev += " " + short_name(a) + fmt(" %.4f -> %.4f ms ", a.timing.summary.median, b.timing.summary.median) + speedup_text(c) + ";";
+          }
+          ctx.claim(wpf_pays).settle(all, ev);
         }
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,

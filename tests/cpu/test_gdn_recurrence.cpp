@@ -141,3 +141,25 @@ TEST_CASE("gdn_recurrence: the fused configurations added after the H200 trial a
   CHECK(r8.can_implement(gr::dense_args(16, 48, 512, 128, 1)).find("over the launch bound 512 of rows=8") != std::string::npos);
   CHECK(gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=8,rows=2,pdl=on").can_implement(gr::dense_args(16, 48, 128, 132, 1)) == "");  // a partial last tile
 }
+
+TEST_CASE("gdn_recurrence pdl=early: each is the twin of a registered pdl=on kernel, taking exactly the problems it takes") {
+  int early = 0;
+  for (const auto& k : gr::recurrence_kernels()) {
+    const auto at = k.name.find("pdl=early");
+    if (at == std::string::npos) continue;
+    ++early;
+    CAPTURE(k.name);
+    CHECK(at + 9 == k.name.size());  // the last axis, as pdl=on|off
+    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at) + "pdl=on");
+    CHECK(twin.vec4 == k.vec4);
+    const bool own_launch = k.launch != twin.launch;
+    CHECK(own_launch);
+    for (int batch : {1, 8, 32})
+      for (auto [dk, dv] : {std::pair{128, 128}, std::pair{64, 96}, std::pair{96, 128}}) {
+        const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
+        CHECK(k.can_implement(a) == twin.can_implement(a));
+        CHECK(k.workspace_floats(a) == twin.workspace_floats(a));
+      }
+  }
+  CHECK(early == 5);
+}

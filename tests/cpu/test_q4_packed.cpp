@@ -466,7 +466,7 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     const auto& axes = q4_gemv::q4_kernel(name).axes;
     with_load += std::any_of(axes.begin(), axes.end(), [](const auto& a) { return a.first == "load"; });
   }
-  CHECK(with_load == int(ring.size()) + 4);  // + the four grid=half variants (all load=bulk), below
+  CHECK(with_load == int(ring.size()) + 4 + 3 + 1);  // + the four grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -567,4 +567,64 @@ TEST_CASE("map=packed grid=half models: bit for bit grid=groups,xprep=launch,q8-
         CHECK(bitwise_diff(pk::model_ring(pk::Load::bulk, 8, grid, S, c.w, c.x), want) == 0);
       }
   }
+}
+
+// ---- xpf=l2: x prefetched into L2 before the weight loads (packed.cu, prefetch_x_warp) ----
+
+TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (the name less xpf=l2), with its model, layout and tolerance") {
+  const std::set<std::string> expected{
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=8",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=4",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=16",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,pdl=on,rows=8",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xpf=l2,pdl=on,rows=4",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=block,xpf=l2,load=bulk,per-sm=2,pdl=on,rows=8",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=1,pdl=on,rows=8",
+  };
+  std::set<std::string> with;
+  const auto c = test::q4_generated({37, 2080}, Dist::student_t, 11);
+  for (const auto& name : packed_names()) {
+    const std::size_t at = name.find(",xpf=l2");
+    if (at == std::string::npos || name.find(",wpf=l2") != std::string::npos) continue;
+    with.insert(name);
+    CAPTURE(name);
+    const std::string twin = std::string(name).erase(at, 7);
+    const auto& a = q4_gemv::q4_kernel(twin);
+    const auto& b = q4_gemv::q4_kernel(name);
+    REQUIRE(a.layout != nullptr);
+    CHECK(b.layout->name == a.layout->name);
+    CHECK(b.tolerance == a.tolerance);
+    CHECK(b.rows_per_warp == a.rows_per_warp);
+    const bool own_launcher = b.launch_packed != a.launch_packed, same_model = q4_gemv::q4_model(name) == q4_gemv::q4_model(twin);
+    CHECK(own_launcher);  // its own launcher, not the twin's
+    CHECK(same_model);
+    CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(twin)(c.w, c.x)) == 0);
+  }
+  CHECK(with == expected);
+}
+
+TEST_CASE("map=packed wpf=l2: each such kernel is the twin of its xpf=l2 kernel (the name less wpf=l2), with its model, layout and tolerance") {
+  const std::set<std::string> expected{
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=8",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=4",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=16",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,wpf=l2,load=bulk,pdl=on,rows=8",
+  };
+  std::set<std::string> with;
+  for (const auto& name : packed_names()) {
+    const std::size_t at = name.find(",wpf=l2");
+    if (at == std::string::npos) continue;
+    with.insert(name);
+    CAPTURE(name);
+    const std::string twin = std::string(name).erase(at, 7);
+    const auto& a = q4_gemv::q4_kernel(twin);
+    const auto& b = q4_gemv::q4_kernel(name);
+    REQUIRE(a.layout != nullptr);
+    CHECK(b.layout->name == a.layout->name);
+    CHECK(b.tolerance == a.tolerance);
+    const bool own_launcher = b.launch_packed != a.launch_packed, same_model = q4_gemv::q4_model(name) == q4_gemv::q4_model(twin);
+    CHECK(own_launcher);
+    CHECK(same_model);
+  }
+  CHECK(with == expected);
 }

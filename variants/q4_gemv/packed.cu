@@ -144,6 +144,21 @@ __device__ __forceinline__ void prep(const float* __restrict__ x, int b, XState<
 
 __device__ __forceinline__ std::uint32_t word_of(const uint4& q, int w) { return w == 0 ? q.x : w == 1 ? q.y : w == 2 ? q.z : q.w; }
 
+// xpf=l2: x prefetched into L2 before anything else a kernel issues (one TMA bulk prefetch per warp:
+// the x of the warp's 32 blocks, 4 KB, less in the last warp). Why (reports/h200, stream mode): x is
+// read only after griddepcontrol.wait, by then behind the weight loads this launch (and the launches
+// co-resident with it) issued before the wait -- up to the whole problem in flight at the small seed
+// shapes, so x's read waits for nearly all of them and every dot waits for x. Requested first, x lands
+// ahead of the weights. Safe before the wait: L2 is the GPU's point of coherence, so a predecessor's
+// later write of x lands in L2 over the prefetched line, and x is read after the wait with ld.cg (or by
+// xprep_kernel after its own wait), never from L1. Changes no bit (the same values reach the same math).
+__device__ __forceinline__ void prefetch_x_warp(const float* x, int first_block, int nb) {
+  if ((threadIdx.x & 31) == 0 && first_block < nb) {
+    const unsigned bytes = unsigned(min(32, nb - first_block)) * unsigned(ref::kQ4Block * sizeof(float));  // a multiple of 16
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(x + std::size_t(first_block) * ref::kQ4Block), "r"(bytes) : "memory");
+  }
+}
+
 // p[r] = the form's value of this thread's block in row r of the group held by `buf`. Word by word,
 // the R rows' chains side by side (each row's own order is the form's, packed.hpp).
 template <Form F, int R>
@@ -203,9 +218,12 @@ __device__ __forceinline__ float warp_rows(float (&v)[R], int lane) {
   return t;
 }
 
-template <Form F, int R>
+template <Form F, int R, bool XPf = false>
 __global__ void __launch_bounds__(kMaxWarps * 32)
 packed_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  // A template flag, not an argument: the kernels without it keep their code (a runtime flag cost
+  // grid=fill q8-dp4a 32 more bytes of stack, ptxas, sm_90, nvcc 13.0).
+  if constexpr (XPf) prefetch_x_warp(x, int(threadIdx.x >> 5) * 32, k / ref::kQ4Block);
   // Dependents may launch now: they too start with their weights, and wait for us before their x.
   asm volatile("griddepcontrol.launch_dependents;");
   __shared__ float part[2][kMaxWarps][R];  // (parity, warp, row): the warps' row totals
@@ -292,8 +310,27 @@ constexpr int kXqWords = F == Form::f32 ? 1 : F == Form::q8 ? 3 : 5;
 constexpr int kXqStride = kMaxWarps * 32;  // blocks of 32 (k <= 32768)
 __device__ uint4 g_xq[5 * kXqStride];
 
-template <Form F>
-__global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, int nb) {
+// wpf=l2 (wpf_bytes > 0): the prep kernel also prefetches the first wpf_bytes of the main kernel's
+// packed weights into L2 (TMA bulk prefetches of 32 KB, spread over its threads), after x and before
+// it lets the main kernel go. Why: a PDL-chained prep kernel is tiny (a few 32-thread blocks), so it
+// becomes resident as soon as the main kernel before it has started, long before its own main
+// kernel's blocks find room (the main kernels fill the SMs: 6 blocks of 160 threads at k = 5120); its
+// prefetches keep DRAM busy with this call's weights while the previous call computes, drains and
+// exits, and the main kernel then reads them from L2. The same bytes leave DRAM once; nothing of a
+// later call is touched (each call prefetches its own weights). wpf_bytes is capped at half the L2
+// (launch_xl) so that the prefetched lines outlive the previous call's streaming reads.
+constexpr unsigned kWpfChunk = 32 * 1024;
+template <Form F, bool XPf = false, bool WPf = false>
+__global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, int nb, const std::uint8_t* wpf, long long wpf_bytes) {
+  if constexpr (XPf) prefetch_x_warp(x, int(blockIdx.x) * 32, nb);  // before the trigger: ahead of the main kernel's weight loads
+  if constexpr (WPf) {
+    const long long T = static_cast<long long>(gridDim.x) * 32;
+    for (long long c = static_cast<long long>(blockIdx.x) * 32 + threadIdx.x; c * kWpfChunk < wpf_bytes; c += T) {
+      const long long left = wpf_bytes - c * kWpfChunk;
+      const unsigned bytes = left < kWpfChunk ? unsigned(left) & ~15u : kWpfChunk;
+      if (bytes) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(wpf + c * kWpfChunk), "r"(bytes) : "memory");
+    }
+  }
   asm volatile("griddepcontrol.launch_dependents;");
   asm volatile("griddepcontrol.wait;" ::: "memory");
   const int b = blockIdx.x * 32 + threadIdx.x;
@@ -526,11 +563,12 @@ __device__ __forceinline__ void cp_async_wait(int n) {
 // have written to g_xq, so the same bits -- instead of reading g_xq. x is unused otherwise.
 // Half (grid=half): the warps' row totals in dynamic shared memory after the S stages, part[2][W][R]
 // (grid=fill: static, part[2][32][R]); the arithmetic and its order are unchanged.
-template <int R, Load L, bool XB = false, bool Half = false>
+template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false>
 __global__ void __launch_bounds__(kMaxWarps * 32)
 packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int S) {
   static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
   static_assert(L == Load::bulk || L == Load::cp_async);
+  if constexpr (XB && XPf) prefetch_x_warp(x, int(threadIdx.x >> 5) * 32, k / ref::kQ4Block);  // xprep=launch: xprep_kernel prefetches
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
   __shared__ __align__(8) std::uint64_t full[kRingMaxStages];  // bulk: one mbarrier per stage
@@ -673,20 +711,36 @@ int sm_count() {
 }
 
 // Thread blocks of `warps` warps one SM holds at once (registers and threads permitting).
-template <Form F, int R>
+template <Form F, int R, bool XPf = false>
 int blocks_per_sm(int warps) {
   static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
   auto& c = cache[std::size_t(warps)];
   int n = c.load(std::memory_order_relaxed);
   if (n == 0) {
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_kernel<F, R>, warps * 32, std::size_t(warps) * 32 * kXBytes<F>));
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_kernel<F, R, XPf>, warps * 32, std::size_t(warps) * 32 * kXBytes<F>));
     if (n < 1) n = 1;
     c.store(n, std::memory_order_relaxed);
   }
   return n;
 }
 
-template <Form F, int R, bool Fill, bool Pdl>
+// wpf=l2: the bytes the prep kernel prefetches: all of the packed weights, at most half the L2.
+long long wpf_bytes(long long bytes) {
+  static std::array<std::atomic<long long>, 64> cache{};
+  int dev = 0;
+  KLAB_CUDA(cudaGetDevice(&dev));
+  auto& c = cache[std::size_t(dev) % cache.size()];
+  long long half = c.load(std::memory_order_relaxed);
+  if (half == 0) {
+    int l2 = 0;
+    KLAB_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    half = std::max(1LL, static_cast<long long>(l2) / 2);
+    c.store(half, std::memory_order_relaxed);
+  }
+  return std::min(bytes, half);
+}
+
+template <Form F, int R, bool Fill, bool Pdl, bool XPf = false>
 void launch_packed(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
   if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
@@ -696,17 +750,17 @@ void launch_packed(const std::uint8_t* packed, const float* x, float* y, int m, 
   const int W = warps_for(k);
   const long long groups = (static_cast<long long>(m) + R - 1) / R;
   long long grid = groups;
-  if constexpr (Fill) grid = std::min<long long>(groups, static_cast<long long>(blocks_per_sm<F, R>(W)) * sm_count());
+  if constexpr (Fill) grid = std::min<long long>(groups, static_cast<long long>(blocks_per_sm<F, R, XPf>(W)) * sm_count());
   const std::size_t smem = std::size_t(W) * 32 * kXBytes<F>;
   if (smem > 48 * 1024) {  // f16x2 beyond k = 24576: opt in once
     static std::once_flag once;
-    std::call_once(once, [] { KLAB_CUDA(cudaFuncSetAttribute(packed_kernel<F, R>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024)); });
+    std::call_once(once, [] { KLAB_CUDA(cudaFuncSetAttribute(packed_kernel<F, R, XPf>, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024)); });
   }
-  launch_maybe_pdl(Pdl, packed_kernel<F, R>, dim3(unsigned(grid)), dim3(unsigned(W * 32)), smem, stream, packed, x, y, m, k);
+  launch_maybe_pdl(Pdl, packed_kernel<F, R, XPf>, dim3(unsigned(grid)), dim3(unsigned(W * 32)), smem, stream, packed, x, y, m, k);
   KLAB_CUDA_LAUNCH("packed_kernel");
 }
 
-template <Form F, int R, bool Pdl>
+template <Form F, int R, bool Pdl, bool XPf = false, bool WPf = false>
 void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
   if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
@@ -714,7 +768,8 @@ void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int 
   require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
           "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
   const int W = warps_for(k), nb = k / ref::kQ4Block;
-  launch_maybe_pdl(Pdl, xprep_kernel<F>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb);
+  launch_maybe_pdl(Pdl, xprep_kernel<F, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
+                   WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
   KLAB_CUDA_LAUNCH("xprep_kernel");
   launch_maybe_pdl(Pdl, packed_xl_kernel<F, R>, dim3(unsigned((static_cast<long long>(m) + R - 1) / R)), dim3(unsigned(W * 32)), 0,
                    stream, packed, x, y, m, k);
@@ -730,7 +785,7 @@ void launch_warp(const std::uint8_t* packed, const float* x, float* y, int m, in
           "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
   const int nb = k / ref::kQ4Block;
   const long long groups = (static_cast<long long>(m) + R - 1) / R;
-  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb);
+  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
   KLAB_CUDA_LAUNCH("xprep_kernel");
   launch_maybe_pdl(Pdl, packed_warp_kernel<R, C>, dim3(unsigned((groups + kWarpBlockWarps - 1) / kWarpBlockWarps)),
                    dim3(unsigned(kWarpBlockWarps * 32)), 0, stream, packed, y, m, k);
@@ -789,7 +844,7 @@ int resident_warps_ring() {
   return ring_blocks_per_sm<R, L>(warps_for(5120)) * warps_for(5120);
 }
 
-template <int R, Load L, bool Pdl>
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
   if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
@@ -800,7 +855,8 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
   plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L>(W)) * sm_count()));
-  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb);
+  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
+                   WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
   KLAB_CUDA_LAUNCH("xprep_kernel");
   launch_maybe_pdl(Pdl, packed_ring_kernel<R, L>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, x, y, m, k, plan.S);
@@ -808,12 +864,12 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
 }
 
 // ---- grid=half: the ring in half an SM (packed_ring.hpp, half_stages) ----
-template <int R, bool XB>
+template <int R, bool XB, bool XPf>
 void half_attributes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, Load::bulk, XB, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
-    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, Load::bulk, XB, true>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
 }
 // Warps one launch keeps per SM at k = 5120 (the lab's resident-warps figure): P blocks of W warps.
@@ -825,23 +881,23 @@ int resident_warps_half() {
 // Grid = min(groups, P x SMs), whatever the occupancy query says: P blocks per SM is the design
 // (half the shared memory; the other half is the next launch's). Blocks never wait on each other,
 // so a grid larger than what is resident only runs later, never deadlocks.
-template <int R, bool XB, int P, bool Pdl>
+template <int R, bool XB, int P, bool Pdl, bool XPf = false>
 void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
   if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
   require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
   require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
           "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
-  half_attributes<R, XB>();
+  half_attributes<R, XB, XPf>();
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, half_stages(W, R, P)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
   plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(P) * sm_count()));
   if constexpr (!XB) {
-    launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb);
+    launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
-  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, XB, true>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)),
+  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)),
                    std::size_t(half_smem(W, R, P)), stream, packed, x, y, m, k, plan.S);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
@@ -896,25 +952,44 @@ const Q4Layout& layout() {
   return l;
 }
 
-template <Form F, int R, bool Fill, bool Pdl>
+// The axes of a kernel with xpf=l2 (prefetch_x_warp): its name has xpf=l2 right after `after` (the
+// kernels without it keep their names).
+using Axes = std::vector<std::pair<std::string, std::string>>;
+Axes with_xpf(Axes axes, bool xpf, const std::string& after) {
+  if (!xpf) return axes;
+  const auto it = std::find_if(axes.begin(), axes.end(), [&](const auto& a) { return a.first == after; });
+  axes.insert(it == axes.end() ? it : it + 1, {"xpf", "l2"});
+  return axes;
+}
+// wpf=l2 (xprep_kernel's weight prefetch) follows xpf=l2.
+Axes with_wpf(Axes axes, bool wpf) {
+  if (!wpf) return axes;
+  const auto it = std::find_if(axes.begin(), axes.end(), [](const auto& a) { return a.first == "xpf"; });
+  axes.insert(it == axes.end() ? it : it + 1, {"wpf", "l2"});
+  return axes;
+}
+
+template <Form F, int R, bool Fill, bool Pdl, bool XPf = false>
 Q4Kernel kernel_of() {
-  const std::vector<std::pair<std::string, std::string>> axes{
-      {"map", "packed"}, {"dot", form_name(F)}, {"grid", Fill ? "fill" : "groups"}, {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}};
+  const Axes axes = with_xpf(
+      {{"map", "packed"}, {"dot", form_name(F)}, {"grid", Fill ? "fill" : "groups"}, {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}}, XPf, "grid");
   Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_per_sm<F, R>, warps_for(5120)};
   kern.layout = &layout<R>();
-  kern.launch_packed = &launch_packed<F, R, Fill, Pdl>;
+  kern.launch_packed = &launch_packed<F, R, Fill, Pdl, XPf>;
   kern.tolerance = form_tolerance(F);
   return kern;
 }
 
 // grid=groups,xprep=launch: x prepared by a first kernel, one thread block per group of R rows.
-template <Form F, int R, bool Pdl>
+template <Form F, int R, bool Pdl, bool XPf = false, bool WPf = false>
 Q4Kernel kernel_xl() {
-  const std::vector<std::pair<std::string, std::string>> axes{{"map", "packed"},    {"dot", form_name(F)},       {"grid", "groups"},
-                                                              {"xprep", "launch"}, {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}};
+  const Axes axes = with_wpf(with_xpf({{"map", "packed"}, {"dot", form_name(F)}, {"grid", "groups"}, {"xprep", "launch"}, {"pdl", Pdl ? "on" : "off"},
+                                       {"rows", std::to_string(R)}},
+                                      XPf, "xprep"),
+                             WPf);
   Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xl<F, R>, warps_for(5120)};
   kern.layout = &layout<R>();
-  kern.launch_packed = &launch_xl<F, R, Pdl>;
+  kern.launch_packed = &launch_xl<F, R, Pdl, XPf, WPf>;
   kern.tolerance = form_tolerance(F);
   return kern;
 }
@@ -933,28 +1008,28 @@ Q4Kernel kernel_warp() {
 }
 
 // grid=fill,xprep=launch,load=L (q8-dp4a): persistent blocks over a ring of shared-memory stages.
-template <int R, Load L, bool Pdl>
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false>
 Q4Kernel kernel_ring() {
-  const std::vector<std::pair<std::string, std::string>> axes{{"map", "packed"},    {"dot", form_name(Form::q8)}, {"grid", "fill"},
-                                                              {"xprep", "launch"}, {"load", load_name(L)},        {"pdl", Pdl ? "on" : "off"},
-                                                              {"rows", std::to_string(R)}};
+  const Axes axes = with_wpf(with_xpf({{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", "launch"}, {"load", load_name(L)},
+                                       {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}},
+                                      XPf, "xprep"),
+                             WPf);
   Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_ring<R, L>, warps_for(5120)};
   kern.layout = &layout<R>();
-  kern.launch_packed = &launch_ring<R, L, Pdl>;
+  kern.launch_packed = &launch_ring<R, L, Pdl, XPf, WPf>;
   kern.tolerance = form_tolerance(Form::q8);
   return kern;
 }
 
 // grid=half,xprep=X,load=bulk,per-sm=P (q8-dp4a): the ring in half an SM, P persistent blocks per SM.
-template <int R, bool XB, int P, bool Pdl>
+template <int R, bool XB, int P, bool Pdl, bool XPf = false>
 Q4Kernel kernel_half() {
-  const std::vector<std::pair<std::string, std::string>> axes{{"map", "packed"},        {"dot", form_name(Form::q8)},
-                                                              {"grid", "half"},         {"xprep", XB ? "block" : "launch"},
-                                                              {"load", load_name(Load::bulk)}, {"per-sm", std::to_string(P)},
-                                                              {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}};
+  const Axes axes = with_xpf({{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "half"}, {"xprep", XB ? "block" : "launch"},
+                              {"load", load_name(Load::bulk)}, {"per-sm", std::to_string(P)}, {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}},
+                             XPf, "xprep");
   Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_half<P>, warps_for(5120)};
   kern.layout = &layout<R>();
-  kern.launch_packed = &launch_half<R, XB, P, Pdl>;
+  kern.launch_packed = &launch_half<R, XB, P, Pdl, XPf>;
   kern.tolerance = form_tolerance(Form::q8);
   return kern;
 }
@@ -1001,6 +1076,21 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_half<8, true, 2, true>());
   v.push_back(kernel_half<8, false, 1, true>());
   v.push_back(kernel_half<8, true, 1, false>());
+  // xpf=l2 (prefetch_x_warp): x requested ahead of the weights, on the fastest rungs of each shape
+  // and the single-launch ones (xprep=block, grid=fill), where x's read lies on the path to every dot.
+  v.push_back(kernel_xl<Form::q8, 8, true, true>());
+  v.push_back(kernel_xl<Form::q8, 4, true, true>());
+  v.push_back(kernel_xl<Form::q8, 16, true, true>());
+  v.push_back(kernel_ring<8, Load::bulk, true, true>());
+  v.push_back(kernel_of<Form::q8, 4, true, true, true>());
+  v.push_back(kernel_half<8, true, 2, true, true>());
+  v.push_back(kernel_half<8, false, 1, true, true>());
+  // wpf=l2 (xprep_kernel): the prep kernel also prefetches its call's weights into L2 (at most half
+  // the L2), on the xpf=l2 rungs with a prep kernel of grid=groups and the ring.
+  v.push_back(kernel_xl<Form::q8, 8, true, true, true>());
+  v.push_back(kernel_xl<Form::q8, 4, true, true, true>());
+  v.push_back(kernel_xl<Form::q8, 16, true, true, true>());
+  v.push_back(kernel_ring<8, Load::bulk, true, true, true>());
   return v;
 }
 

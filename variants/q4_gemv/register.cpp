@@ -72,6 +72,8 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
          : a["dot"] == "f16x2" ? "code pairs to f16x2 by the 1024 magic (a LOP3 and an HFMA2), HFMA2 with x scaled per block to f16, f32 across blocks"
                                : "x quantised per block to int8 in the kernel, DP4A on masked codes (q8_1-like)";
     d += a["pdl"] == "on" ? "; programmatic dependent launch" : "; plain launch";
+    if (a["xpf"] == "l2") d += "; x prefetched into L2 (one TMA bulk prefetch per warp) before any weight load is issued";
+    if (a["wpf"] == "l2") d += "; the prep kernel also prefetches the call's weights into L2 (at most half the L2) while the previous call runs";
     return d;
   }
   if (a["map"] == "block-per-thread")
