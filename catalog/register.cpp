@@ -32,6 +32,7 @@ const Registry& registry() {
     experiments::register_gdn_recurrence(reg);
     experiments::register_gdn_stack(reg);
     experiments::register_gdn_breakdown(reg);
+    experiments::register_gdn_fused(reg);
     return reg;
   }();
   return r;

@@ -67,5 +67,7 @@ void register_gdn_recurrence(Registry& r);
 void register_gdn_stack(Registry& r);
 // Issue 14: gdn-step-breakdown, each operator's time inside the GDN step (stream mode), f32 and q4 tiers.
 void register_gdn_breakdown(Registry& r);
+// Issue 14: gdn-step-fused, the step with beta/g, conv and the q/k norm as one launch, and its candidates.
+void register_gdn_fused(Registry& r);
 
 }  // namespace klab::experiments

@@ -53,7 +53,7 @@ constexpr double kSumTolerance = 0.10;
 constexpr double kQ4StepUs = 20.0;
 
 const Claim kPartsSum{"parts-sum-to-step",
-                      "per tier (f32, q4), the operators' stream-mode medians sum to within 10% of the whole step's median (the breakdown accounts for the step)"};
+                      "per tier (f32, q4, q4 with the fused prep), the operators' stream-mode medians sum to within 10% of the whole step's median (the breakdown accounts for the step)"};
 const Claim kQ4Step20{"q4-step-20us",
                       "the q4 step at the Qwen3.5-27B geometry takes at most 20 us per layer in stream mode (the issue's reference point; not evaluated under --quick)"};
 
@@ -82,9 +82,11 @@ struct Row {
   GraphNodes nodes;
 };
 
-void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const rg::Q4Projections* q) {
+// fused_prep: the q4 tier with beta/g, conv and the q/k norm as one launch (GdnDevice::set_fused_prep),
+// recorded as tier "q4-fused-prep": seven operators.
+void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const rg::Q4Projections* q, bool fused_prep = false) {
   const bool q4 = q != nullptr;
-  const std::string tier = q4 ? "q4" : "f32";
+  const std::string tier = q4 ? (fused_prep ? "q4-fused-prep" : "q4") : "f32";
   Timer& timer = ctx.timer();
   const cudaStream_t s = timer.stream();
   const int nl = layers_for(ctx, g, q4);
@@ -92,6 +94,7 @@ void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const 
           fmt(" (%.1f GB)", nl * layer_bytes(g, q4) / 1e9));
   GdnDevice dev(g, nl);
   dev.set_stream(s);
+  dev.set_fused_prep(fused_prep);
   if (q4) {
     dev.set_q4_variant(gdn::kDefaultQ4Variant);
     for (int l = 0; l < nl; ++l) {
@@ -160,6 +163,7 @@ void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const 
     rec["geometry"] = to_json(g);
     rec["projections"] = dev.describe(0);
     rec["recurrence"] = dev.recurrence_variant();
+    rec["fused_prep"] = dev.fused_prep();
     rec["layers"] = nl;
     rec["launches"] = r.t.launches;
     rec["kernels"] = r.nodes.kernels;
@@ -189,7 +193,7 @@ void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const 
   const double ratio = sum_us / step_us;
   ctx.claim(kPartsSum).settle(tier, std::abs(ratio - 1.0) <= kSumTolerance,
                               tier + fmt(": operators sum to %.2f us, the whole step %.2f us (x%.3f)", sum_us, step_us, ratio));
-  if (q4 && !ctx.options().quick)
+  if (q4 && !fused_prep && !ctx.options().quick)
     ctx.claim(kQ4Step20).set(step_us <= kQ4StepUs, fmt("q4 step %.2f us per layer in stream mode (%.0f layers rotating), reference point %.0f us", step_us, double(nl), kQ4StepUs) +
                                                    "; q4 kernel " + dev.q4_variant());
 }
@@ -197,11 +201,12 @@ void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const 
 void run_breakdown(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   if (auto why = rg::q4_geometry_error(g); !why.empty()) throw Error("gdn-step-breakdown: no q4 tier for " + g.str() + ": " + why);
-  ctx.claim(kPartsSum).needs({"f32", "q4"});
+  ctx.claim(kPartsSum).needs({"f32", "q4", "q4-fused-prep"});
   const auto w = rg::random_weights(g, ctx.options().seed);
   run_tier(ctx, g, w, nullptr);
   const auto q = rg::quantize_projections(w);
   run_tier(ctx, g, w, &q);
+  run_tier(ctx, g, w, &q, true);
 }
 
 }  // namespace

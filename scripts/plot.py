@@ -581,7 +581,15 @@ def draw_breakdown(plt, report, e, recs):
     sum of the parts), the whole step timed alone as a black tick across the bar; the legend outside
     the axes, right of the bars."""
     tiers = kr.breakdown_tiers(recs)
-    names = list(dict.fromkeys(r["operator"] for ops, _ in tiers.values() for r in ops))
+    # Every tier's operators in its step order: an operator one tier has alone (a fused one) goes
+    # right after the operator before it in that tier.
+    names = []
+    for ops, _ in tiers.values():
+        at = 0
+        for r in ops:
+            if r["operator"] not in names:
+                names.insert(at, r["operator"])
+            at = names.index(r["operator"]) + 1
     fig, ax = plt.subplots(figsize=(min(MAX_WIDTH_IN, 3.0 + 1.3 * len(tiers)), 5.2))
     xs = list(range(len(tiers)))
     bottoms = [0.0] * len(tiers)

@@ -96,3 +96,53 @@ TEST_CASE("median_ci95: brackets the median, deterministic in its seed, refuses 
   CHECK(c.hi == 2.5);
   CHECK_THROWS_AS(median_ci95({}), Error);
 }
+
+TEST_CASE("GDN breakdown, fused prep: seven operators, the same weights + state (gdn_step's byte model), less act than the three it replaces") {
+  const std::vector<rg::Geometry> gs{rg::qwen35_27b(), rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}, rg::Geometry{64, 4, 4, 40, 40, 1, 1e-5}};
+  for (const auto& g : gs)
+    for (bool q4 : {false, true}) {
+      CAPTURE(g.str());
+      CAPTURE(q4);
+      const auto nine = gdn::step_operator_bytes(g, q4), seven = gdn::step_operator_bytes(g, q4, true);
+      REQUIRE(seven.size() == gdn::kFusedPrepOperators.size());
+      double model = 0;
+      for (std::size_t i = 0; i < seven.size(); ++i) {
+        CHECK(std::string(seven[i].name) == gdn::kFusedPrepOperators[i]);
+        model += seven[i].bytes.model();
+      }
+      CHECK(model == gdn::step_bytes(g, q4));
+      // The operators outside the fused one are the nine's, entry for entry.
+      for (const char* n : {"in_proj_qkv", "in_proj_z", "in_proj_ba", "recurrence", "gated_norm", "out_proj"}) {
+        CAPTURE(n);
+        CHECK(bytes_of(seven, n).total() == bytes_of(nine, n).total());
+      }
+      const auto& f = bytes_of(seven, "conv_norm_bg");
+      CHECK(f.weights == bytes_of(nine, "beta_g").weights + bytes_of(nine, "conv_silu").weights);
+      CHECK(f.state == bytes_of(nine, "conv_silu").state);
+      // b|a and xc in; xcv, q, k, beta and g out: the q and k parts of xcv (2 K floats) are not read back.
+      const double C = g.conv_dim(), K = g.key_dim(), nv = g.nv;
+      CHECK(f.act == 4.0 * (2 * nv + 2 * C + 2 * K + 2 * nv));
+      CHECK(f.act == bytes_of(nine, "beta_g").act + bytes_of(nine, "conv_silu").act + bytes_of(nine, "qk_norm").act - 4.0 * 2 * K);
+    }
+}
+
+TEST_CASE("gdn_step prep=fused variants: registered, named from their configuration, each pairs with a three-launch twin") {
+  const auto cs = gdn::fused_step_configs();
+  REQUIRE(cs.size() >= 3);
+  int twins = 0;
+  for (const auto& c : cs) {
+    const std::string n = gdn::fused_step_variant(c);
+    CAPTURE(n);
+    REQUIRE(registry().has_variant(n));
+    CHECK(n.find(",prep=fused") != std::string::npos);
+    CHECK((n.find(",rec=") != std::string::npos) == !c.recurrence.empty());
+    if (c.recurrence.empty()) {
+      const std::string twin = c.f32 ? std::string("gdn_step/tier=f32") : gdn::q4_step_variant(c.q4_kernel);
+      CHECK(registry().has_variant(twin));
+      CHECK(registry().variant(twin).tolerance == registry().variant(n).tolerance);
+      ++twins;
+    }
+  }
+  CHECK(twins == 3);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 4);
+}

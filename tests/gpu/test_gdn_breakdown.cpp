@@ -115,6 +115,55 @@ TEST_CASE("GDN breakdown: the listed operators run one by one equal the step bit
   }
 }
 
+TEST_CASE("GDN fused prep: beta/g, conv + SiLU and the q/k norm as one launch give the three launches' bits (outputs, intermediates, S, hist), f32 and q4 tiers") {
+  constexpr int T = 12;
+  std::vector<test::Named> gs = geometries();
+  // dk = 320 > 256 threads: two channels of a head per thread; ck = 2: one history frame; nv dv not a multiple of the block.
+  gs.push_back({"dk 320 (two channels a thread), ck 2, 40-wide value heads", Geometry{256, 1, 4, 320, 40, 2, 1e-6}});
+  for (const auto& [why, g] : gs) {
+    for (bool q4 : {false, true}) {
+      CAPTURE(why);
+      CAPTURE(q4);
+      if (q4 && !rg::q4_geometry_error(g).empty()) continue;  // no q4 tier for this geometry (the f32 case ran)
+      const auto w = rg::random_weights(g, 41);
+      const auto q = rg::quantize_projections(w);
+      const auto h = test::gdn_inputs(g, T, 42, 901);
+      GdnDevice three(g, 1), one(g, 1);
+      load(three, w, q4 ? &q : nullptr);
+      load(one, w, q4 ? &q : nullptr);
+      CHECK_FALSE(one.fused_prep());
+      one.set_fused_prep(true);
+      CHECK(one.fused_prep());
+      std::int64_t out_diff = 0, mid_diff = 0, state_diff = 0;
+      for (int t = 0; t < T; ++t) {
+        out_diff += bitwise_diff(one.step(0, test::tok(h, g, t)), three.step(0, test::tok(h, g, t)));
+        for (What wh : rg::all_whats())
+          (wh == What::S || wh == What::HIST ? state_diff : mid_diff) += bitwise_diff(one.get(0, wh), three.get(0, wh));
+      }
+      CHECK(out_diff == 0);
+      CHECK(mid_diff == 0);
+      CHECK(state_diff == 0);
+      CHECK(bitwise_diff(one.get(0, What::HIST), std::vector<float>(one.get(0, What::HIST).size(), 0.0f)) > 0);  // the history moved
+      // The list: seven operators with the fused byte model, two kernels fewer than the nine.
+      DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
+      cudaStream_t s = nullptr;
+      KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      const auto ops = one.step_operators(0, d_h.get(), d_y.get());
+      const auto model = gdn::step_operator_bytes(g, q4, true);
+      REQUIRE(ops.size() == gdn::kFusedPrepOperators.size());
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        CHECK(std::string(ops[i].name) == gdn::kFusedPrepOperators[i]);
+        CHECK(ops[i].bytes.total() == model[i].bytes.total());
+      }
+      int k1 = 0, k3 = 0;
+      for (const auto& op : ops) k1 += graph_nodes(op.enqueue, s).kernels;
+      for (const auto& op : three.step_operators(0, d_h.get(), d_y.get())) k3 += graph_nodes(op.enqueue, s).kernels;
+      CHECK(k1 == k3 - 2);
+      KLAB_CUDA(cudaStreamDestroy(s));
+    }
+  }
+}
+
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

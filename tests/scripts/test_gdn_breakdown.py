@@ -41,7 +41,7 @@ def rec(tier, i, name, us, bytes_, act, whole=False, step=None):
          "geometry": {"str": "hidden=5120 nk=16"}}
     if whole:
         r["kernels"] = 9
-        r["sum_of_operators_us"] = sum(TIMES[tier][0])
+        r["sum_of_operators_us"] = sum(TIMES[tier][0]) if tier in TIMES else None
     return r
 
 
@@ -119,6 +119,30 @@ class Breakdown(unittest.TestCase):
         p = run("plot.py", self.tmp, "--formats", "png")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertTrue((self.tmp / "plots" / "gdn-step-breakdown.png").is_file())
+
+    def test_a_tier_with_an_operator_of_its_own_stacks_it_in_its_step_order(self):
+        # A third tier, the fused prep: in_proj_qkv 30, conv_norm_bg 2, recurrence 9, out_proj 12 (step 52);
+        # conv_norm_bg, which no other tier has, belongs right after in_proj_qkv, not on top of the stack.
+        rs = records()
+        fused = [("in_proj_qkv", 30.0), ("conv_norm_bg", 2.0), ("recurrence", 9.0), ("out_proj", 12.0)]
+        for i, (name, us) in enumerate(fused):
+            rs.append(rec("q4-fused-prep", i, name, us, 1e6, 1e3, step=52.0))
+        rs.append(rec("q4-fused-prep", 4, "step", 52.0, 4e6, 1e3, whole=True, step=52.0))
+        rs[-1]["sum_of_operators_us"] = 53.0  # 30 + 2 + 9 + 12
+        (self.tmp / "report.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rs))
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import plot
+        report = kr.load(self.tmp)
+        fig = plot.draw_breakdown(plt, report, E, report.of("gdn_breakdown"))
+        ax = fig.axes[0]
+        self.assertEqual([t.get_text() for t in ax.get_xticklabels()], ["f32 tier", "q4 tier", "q4-fused-prep tier"])
+        self.assertEqual([t.get_text() for t in ax.get_legend().get_texts()],
+                         ["whole step, timed alone", "out_proj", "recurrence", "conv_norm_bg", "in_proj_qkv"])
+        tops = sorted(b.get_y() + b.get_height() for b in ax.patches if round(b.get_x() + b.get_width() / 2) == 2)
+        self.assertEqual(tops, [30.0, 32.0, 41.0, 53.0])
+        plt.close(fig)
 
     def test_missing_field_refused(self):
         rs = records()

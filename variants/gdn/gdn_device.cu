@@ -340,7 +340,7 @@ void GdnDevice::unload_projections(int layer) {
 std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot, const float* d_h, float* d_y) const {
   const Layer* L = layers_[std::size_t(layer)].get();
   const Geometry& g = g_;
-  const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4);
+  const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4, fused_prep_);
   std::vector<StepOperator> ops;
   ops.reserve(bytes.size());
   auto add = [&](std::function<void(cudaStream_t)> f) {
@@ -353,13 +353,21 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   add([L, d_h, rows = 2 * std::int64_t(g.nv), cols = std::int64_t(g.hidden)](cudaStream_t s) {
     enqueue_f32_matvec(L->w_ba.get(), d_h, L->ba.get(), rows, cols, s);
   });
-  add([L, nv = g.nv](cudaStream_t s) { kernels::beta_g(L->ba.get(), L->a_log.get(), L->dt_bias.get(), L->beta.get(), L->g.get(), nv, s); });
-  // 2. causal conv + SiLU, history shift (this layer's and slot's history)
-  add([L, hist = hist_of(layer, slot), C = g.conv_dim(), ck = g.ck](cudaStream_t s) {
-    kernels::conv_silu(L->xc.get(), L->conv_w.get(), hist, L->xcv.get(), C, ck, s);
-  });
-  // 3-4. q, k, v are views of xcv; q/k L2 norm per key head (q also / sqrt(dk))
-  add([L, nk = g.nk, dk = g.dk](cudaStream_t s) { kernels::qk_norm(L->xcv.get(), L->q.get(), L->k.get(), nk, dk, s); });
+  if (fused_prep_) {
+    // 1b + 2 + 3-4 in one launch, the same bits (set_fused_prep)
+    add([L, hist = hist_of(layer, slot), g](cudaStream_t s) {
+      kernels::conv_norm_bg(L->xc.get(), L->conv_w.get(), hist, L->xcv.get(), L->q.get(), L->k.get(), L->ba.get(), L->a_log.get(), L->dt_bias.get(),
+                            L->beta.get(), L->g.get(), g.nk, g.dk, g.nv, g.dv, g.ck, s);
+    });
+  } else {
+    add([L, nv = g.nv](cudaStream_t s) { kernels::beta_g(L->ba.get(), L->a_log.get(), L->dt_bias.get(), L->beta.get(), L->g.get(), nv, s); });
+    // 2. causal conv + SiLU, history shift (this layer's and slot's history)
+    add([L, hist = hist_of(layer, slot), C = g.conv_dim(), ck = g.ck](cudaStream_t s) {
+      kernels::conv_silu(L->xc.get(), L->conv_w.get(), hist, L->xcv.get(), C, ck, s);
+    });
+    // 3-4. q, k, v are views of xcv; q/k L2 norm per key head (q also / sqrt(dk))
+    add([L, nk = g.nk, dk = g.dk](cudaStream_t s) { kernels::qk_norm(L->xcv.get(), L->q.get(), L->k.get(), nk, dk, s); });
+  }
   // 5. delta-rule recurrence per value head on this layer's and slot's S, through the chosen
   // gdn_recurrence variant (checked on the host before each launch: dims, pointers, alignment of its loads).
   add([rec = rec_, rargs = rec_args(g, L->q.get(), L->k.get(), L->xcv.get(), L->g.get(), L->beta.get(), S_of(layer, slot), L->on.get())](cudaStream_t s) {
@@ -372,7 +380,8 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   });
   // 7. y = W_out onn
   add([L, d_y](cudaStream_t s) { L->out->enqueue(L->onn.get(), d_y, s); });
-  if (ops.size() != kStepOperators.size()) throw Error("GdnDevice: internal: the step lists " + std::to_string(ops.size()) + " operators, the byte model 9");
+  if (ops.size() != bytes.size())
+    throw Error("GdnDevice: internal: the step lists " + std::to_string(ops.size()) + " operators, the byte model " + std::to_string(bytes.size()));
   return ops;
 }
 

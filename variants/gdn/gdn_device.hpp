@@ -138,6 +138,12 @@ class GdnDevice {
   // geometry.
   void set_recurrence_variant(const std::string& variant);
   std::string recurrence_variant() const;
+  // Operators 1b, 2 and 3-4 (beta/g, conv + SiLU with the history shift, q/k norm) as ONE launch
+  // (kernels::conv_norm_bg, bit for bit the three launches' results) from the next step on: the step
+  // is then the seven operators of kFusedPrepOperators (step_bytes.hpp) instead of kStepOperators'
+  // nine. Every intermediate stays readable (get). Default off.
+  void set_fused_prep(bool on) { fused_prep_ = on; }
+  bool fused_prep() const { return fused_prep_; }
 
   // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
   void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);
@@ -151,7 +157,7 @@ class GdnDevice {
   // timing the step alone. y_seq may not overlap h_seq.
   void enqueue_run(int layer, int T, const float* d_h_seq, float* d_y_seq, cudaStream_t stream, int slot = 0);
 
-  // One operator of the step: its name (kStepOperators), its bytes (step_bytes.hpp, for the layer's
+  // One operator of the step: its name (kStepOperators, or kFusedPrepOperators with set_fused_prep), its bytes (step_bytes.hpp, for the layer's
   // tier) and the launch itself, enqueued on the stream it is given (no allocation, no sync; the
   // recurrence checks its arguments first and the q4 projections their bindings, as in the step).
   struct StepOperator {
@@ -212,6 +218,7 @@ class GdnDevice {
   DeviceBuffer<float> hist_;  // (slots, nl, ck-1, conv_dim)
   std::unique_ptr<Q4Tier> q4_;  // before layers_: their q4 projections refer to it
   const gdn_recurrence::RecurrenceKernel* rec_ = nullptr;
+  bool fused_prep_ = false;
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer<float> h_in_;                // step(): (hidden)
   DeviceBuffer<float> h_seq_, y_seq_;       // run(): (T, hidden), grown on demand

@@ -44,24 +44,28 @@ __device__ float block_sum(float v, float* smem) {
   return smem[32];
 }
 
-// ba (2 nv) = b | a; a_log, dt_bias, beta, g (nv). One thread per value head.
-__global__ void beta_g_kernel(const float* __restrict__ ba, const float* __restrict__ a_log, const float* __restrict__ dt_bias,
-                              float* __restrict__ beta, float* __restrict__ g, int nv) {
-  const int h = blockIdx.x * blockDim.x + threadIdx.x;
-  if (h >= nv) return;
+// ba (2 nv) = b | a; a_log, dt_bias, beta, g (nv). Value head h.
+__device__ __forceinline__ void beta_g_one(const float* __restrict__ ba, const float* __restrict__ a_log, const float* __restrict__ dt_bias,
+                                           float* __restrict__ beta, float* __restrict__ g, int nv, int h) {
   // beta = sigmoid(b) = 1 / (1 + exp(-b))
   beta[h] = 1.f / (1.f + expf(-ba[h]));
   // g = -exp(A_log) * softplus(a + dt_bias)   (log of the decay; alpha = exp(g) in the recurrence)
   g[h] = -expf(a_log[h]) * softplus(ba[nv + h] + dt_bias[h]);
 }
 
+// One thread per value head.
+__global__ void beta_g_kernel(const float* __restrict__ ba, const float* __restrict__ a_log, const float* __restrict__ dt_bias,
+                              float* __restrict__ beta, float* __restrict__ g, int nv) {
+  const int h = blockIdx.x * blockDim.x + threadIdx.x;
+  if (h >= nv) return;
+  beta_g_one(ba, a_log, dt_bias, beta, g, nv, h);
+}
+
 // xc, xcv (conv_dim); w (conv_dim, ck); hist (ck-1, conv_dim), frame 0 the oldest, holding the conv
-// INPUT (raw projection). One thread per channel: it reads and rewrites only its own column of hist,
-// so convolution and shift share a kernel without races.
-__global__ void conv_silu_kernel(const float* __restrict__ xc, const float* __restrict__ w, float* __restrict__ hist,
-                                 float* __restrict__ xcv, int conv_dim, int ck) {
-  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
-  if (ch >= conv_dim) return;
+// INPUT (raw projection). Channel ch; returns xcv[ch]. A thread reads and rewrites only its own
+// column of hist, so convolution and shift share a kernel without races.
+__device__ __forceinline__ float conv_one(const float* __restrict__ xc, const float* __restrict__ w, float* __restrict__ hist,
+                                          float* __restrict__ xcv, int conv_dim, int ck, int ch) {
   const float x = xc[ch];
   const float* wc = w + static_cast<std::size_t>(ch) * ck;
   // acc = sum_{j<ck-1} w[ch][j] * hist[j][ch] + w[ch][ck-1] * x   (oldest frame first)
@@ -69,10 +73,29 @@ __global__ void conv_silu_kernel(const float* __restrict__ xc, const float* __re
   for (int j = 0; j < ck - 1; ++j) acc = fmaf(wc[j], hist[static_cast<std::size_t>(j) * conv_dim + ch], acc);
   acc = fmaf(wc[ck - 1], x, acc);
   // xcv = silu(acc)
-  xcv[ch] = silu(acc);
+  const float out = silu(acc);
+  xcv[ch] = out;
   // hist[j] = hist[j+1] for j < ck-2; hist[ck-2] = x   (shift left one frame, newest last)
   for (int j = 0; j + 1 < ck - 1; ++j) hist[static_cast<std::size_t>(j) * conv_dim + ch] = hist[static_cast<std::size_t>(j + 1) * conv_dim + ch];
   if (ck > 1) hist[static_cast<std::size_t>(ck - 2) * conv_dim + ch] = x;
+  return out;
+}
+
+// One thread per channel.
+__global__ void conv_silu_kernel(const float* __restrict__ xc, const float* __restrict__ w, float* __restrict__ hist,
+                                 float* __restrict__ xcv, int conv_dim, int ck) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= conv_dim) return;
+  conv_one(xc, w, hist, xcv, conv_dim, ck, ch);
+}
+
+// out[i] = x[i] / sqrt(ss + eps) (k), or that times 1 / sqrt(dk) (q), for the block's thread-strided i.
+__device__ __forceinline__ void norm_write(const float* x, float* __restrict__ out, int dk, bool is_k, float ss) {
+  // inv = 1 / sqrt(ss + eps)   (transformers' l2norm: x * rsqrt(sum x^2 + 1e-6))
+  const float inv = 1.f / sqrtf(ss + kL2NormEps);
+  // q additionally times 1 / sqrt(dk), after the norm
+  const float scale = is_k ? 1.f : 1.f / sqrtf(static_cast<float>(dk));
+  for (int i = threadIdx.x; i < dk; i += blockDim.x) out[i] = is_k ? x[i] * inv : (x[i] * inv) * scale;
 }
 
 // xcv (conv_dim) = q (nk, dk) | k (nk, dk) | v (nv, dv); q, k outputs (nk, dk). Block b < nk
@@ -86,12 +109,38 @@ __global__ void qk_norm_kernel(const float* __restrict__ xcv, float* __restrict_
   // ss = sum_i x[i]^2   (thread-strided partials, then block_sum: a fixed order)
   float p = 0.f;
   for (int i = threadIdx.x; i < dk; i += blockDim.x) p = fmaf(x[i], x[i], p);
-  const float ss = block_sum(p, smem);
-  // inv = 1 / sqrt(ss + eps)   (transformers' l2norm: x * rsqrt(sum x^2 + 1e-6))
-  const float inv = 1.f / sqrtf(ss + kL2NormEps);
-  // q additionally times 1 / sqrt(dk), after the norm
-  const float scale = is_k ? 1.f : 1.f / sqrtf(static_cast<float>(dk));
-  for (int i = threadIdx.x; i < dk; i += blockDim.x) out[i] = is_k ? x[i] * inv : (x[i] * inv) * scale;
+  norm_write(x, out, dk, is_k, block_sum(p, smem));
+}
+
+// conv_norm_bg (gdn_kernels.hpp): blocks [0, 2 nk) a key head's q or k (conv of its dk channels, then
+// their norm, as qk_norm_kernel's block of the same index), [2 nk, 2 nk + vb) the v channels' conv
+// (blockDim.x each), the last one beta/g (thread-strided over the value heads). A q/k block's thread
+// i accumulates the squares of the values it computed itself, in qk_norm_kernel's order, and
+// norm_write reads them back from xcv (its own writes: program order), so every bit is the
+// three-kernel path's.
+__global__ void conv_norm_bg_kernel(const float* __restrict__ xc, const float* __restrict__ conv_w, float* __restrict__ hist, float* xcv,
+                                    float* __restrict__ q, float* __restrict__ k, const float* __restrict__ ba, const float* __restrict__ a_log,
+                                    const float* __restrict__ dt_bias, float* __restrict__ beta, float* __restrict__ g, int nk, int dk, int nv,
+                                    int dv, int ck, int vblocks) {
+  __shared__ float smem[33];
+  const int conv_dim = 2 * nk * dk + nv * dv;
+  const int b = blockIdx.x;
+  if (b < 2 * nk) {
+    const bool is_k = b >= nk;
+    const int head = is_k ? b - nk : b;
+    const int base = (is_k ? nk * dk : 0) + head * dk;
+    float p = 0.f;
+    for (int i = threadIdx.x; i < dk; i += blockDim.x) {
+      const float x = conv_one(xc, conv_w, hist, xcv, conv_dim, ck, base + i);
+      p = fmaf(x, x, p);
+    }
+    norm_write(xcv + base, (is_k ? k : q) + static_cast<std::size_t>(head) * dk, dk, is_k, block_sum(p, smem));
+  } else if (b < 2 * nk + vblocks) {
+    const int ch = 2 * nk * dk + (b - 2 * nk) * blockDim.x + threadIdx.x;
+    if (ch < conv_dim) conv_one(xc, conv_w, hist, xcv, conv_dim, ck, ch);
+  } else {
+    for (int h = threadIdx.x; h < nv; h += blockDim.x) beta_g_one(ba, a_log, dt_bias, beta, g, nv, h);
+  }
 }
 
 // o, z, onn (nv, dv); norm_w (dv). One block per value head.
@@ -124,6 +173,15 @@ void conv_silu(const float* xc, const float* conv_w, float* hist, float* xcv, in
 void qk_norm(const float* xcv, float* q, float* k, int nk, int dk, cudaStream_t stream) {
   qk_norm_kernel<<<2 * nk, reduce_threads(dk), 0, stream>>>(xcv, q, k, nk, dk);
   KLAB_CUDA_LAUNCH("qk_norm_kernel");
+}
+
+void conv_norm_bg(const float* xc, const float* conv_w, float* hist, float* xcv, float* q, float* k, const float* ba, const float* a_log,
+                  const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, cudaStream_t stream) {
+  const int threads = reduce_threads(dk);  // qk_norm's block size: the same block_sum, the same bits
+  const int vblocks = (nv * dv + threads - 1) / threads;
+  conv_norm_bg_kernel<<<2 * nk + vblocks + 1, threads, 0, stream>>>(xc, conv_w, hist, xcv, q, k, ba, a_log, dt_bias, beta, g, nk, dk, nv, dv, ck,
+                                                                    vblocks);
+  KLAB_CUDA_LAUNCH("conv_norm_bg_kernel");
 }
 
 void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream) {

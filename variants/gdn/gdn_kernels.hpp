@@ -30,6 +30,15 @@ void conv_silu(const float* xc, const float* conv_w, float* hist, float* xcv, in
 // q, k (nk, dk). The expansion to value heads is an index (vh / (nv/nk)) in the recurrence: no copy.
 void qk_norm(const float* xcv, float* q, float* k, int nk, int dk, cudaStream_t stream);
 
+// Operators 1b, 2 and 3-4 as ONE launch (GdnDevice::set_fused_prep): beta/g, conv + SiLU with the
+// history shift, and the q/k L2 norm, with exactly the arithmetic of beta_g, conv_silu and qk_norm
+// above (every element the same operations on the same operands; the norms' block_sum over the same
+// block size, reduce_threads(dk)), so xcv, hist, q, k, beta and g are bit for bit theirs. Blocks:
+// 2 nk (q and k of each key head: its dk channels' conv, then their norm from the values just
+// computed), ceil(nv dv / T) (the v channels' conv), one (beta/g); T = reduce_threads(dk) threads.
+void conv_norm_bg(const float* xc, const float* conv_w, float* hist, float* xcv, float* q, float* k, const float* ba, const float* a_log,
+                  const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, cudaStream_t stream);
+
 // Operator 5, the recurrence, is a gdn_recurrence variant chosen by name (GdnDevice::
 // set_recurrence_variant; gdn_recurrence/kernels.hpp).
 

@@ -27,12 +27,18 @@ struct OperatorBytes {
 // The step's operators in the order enqueue_step runs them (one launch each in the default kernels).
 inline constexpr std::array<const char*, 9> kStepOperators{"in_proj_qkv", "in_proj_z", "in_proj_ba", "beta_g", "conv_silu",
                                                            "qk_norm",     "recurrence", "gated_norm", "out_proj"};
+// The same step with beta_g, conv_silu and qk_norm as one launch (GdnDevice::set_fused_prep).
+inline constexpr std::array<const char*, 7> kFusedPrepOperators{"in_proj_qkv", "in_proj_z",  "in_proj_ba", "conv_norm_bg",
+                                                                "recurrence",  "gated_norm", "out_proj"};
 
 struct OperatorModel {
   const char* name;
   OperatorBytes bytes;
 };
-// The nine operators' bytes for geometry g, the big three on the q4 tier (q4) or f32, in step order.
-std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4);
+// The nine operators' bytes for geometry g, the big three on the q4 tier (q4) or f32, in step order;
+// fused_prep: the seven of kFusedPrepOperators, conv_norm_bg with the weights and state of the three
+// it replaces and as act only what it reads (b|a, xc) and writes (xcv, q, k, beta, g): the q and k
+// parts of xcv are no longer read back by a launch of their own.
+std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep = false);
 
 }  // namespace klab::gdn

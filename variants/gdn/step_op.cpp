@@ -28,11 +28,13 @@ std::vector<float> step_inputs(const rg::Geometry& g, int T, const Problem& p) {
 // What a variant of gdn_step runs: the tier, the q4 kernel (q4 tier), and the host-facing API.
 struct StepConfig {
   bool q4 = false;
-  std::string q4_kernel;  // a q4_gemv variant name (q4 tier)
+  std::string q4_kernel = "";  // a q4_gemv variant name (q4 tier)
   // How the T tokens are driven: "" one enqueue_run on device buffers (capturable); "run": GdnDevice::run
   // (one copy in, T steps, one copy out, one sync); "host": T host-facing step() calls (a copy in,
   // a copy out and a sync per token). The two host APIs cannot be captured in a graph.
-  std::string api;
+  std::string api = "";
+  bool fused_prep = false;  // GdnDevice::set_fused_prep: beta/g, conv and the q/k norm as one launch (the same bits)
+  std::string recurrence = "";  // a gdn_recurrence variant name ("" the device's default, kDefaultRecurrence)
 };
 
 class StepInstance final : public Instance {
@@ -49,6 +51,8 @@ class StepInstance final : public Instance {
     } else {
       dev_.load_f32(0, wl.w);
     }
+    dev_.set_fused_prep(c.fused_prep);
+    if (!c.recurrence.empty()) dev_.set_recurrence_variant(c.recurrence);
     KLAB_CUDA(cudaDeviceSynchronize());
   }
   void run(cudaStream_t s) override {
@@ -202,6 +206,39 @@ Op make_step_op() {
   return op;
 }
 
+std::vector<FusedStepConfig> fused_step_configs() {
+  const std::string q8 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
+  const std::string q8pf = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=8";
+  return {
+      {true, "", ""},
+      {false, kDefaultQ4Variant, ""},
+      {false, q8, ""},
+      // the step's candidate toward issue 14's 20 us: q8 projections, the fused recurrence (q/k norm
+      // already done by conv_norm_bg: normalize_qk off) of the batch-1 ladder, and their prefetching twins
+      {false, q8, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on"},
+      {false, q8pf, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early"},
+  };
+}
+
+namespace {
+std::string rec_value(const std::string& rec) {
+  std::string v = rec.substr(rec.find('/') + 1);
+  std::replace(v.begin(), v.end(), ',', '+');
+  return v;
+}
+
+std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStepConfig& c) {
+  std::vector<std::pair<std::string, std::string>> axes{{"tier", c.f32 ? "f32" : "q4"}};
+  if (!c.f32) axes.push_back({"proj", axes_value(q4_gemv::q4_kernel(c.q4_kernel))});
+  axes.push_back({"prep", "fused"});
+  if (!c.recurrence.empty()) axes.push_back({"rec", rec_value(c.recurrence)});
+  return axes;
+}
+
+}  // namespace
+
+std::string fused_step_variant(const FusedStepConfig& c) { return variant_name("gdn_step", fused_step_axes(c)); }
+
 std::string q4_step_variant(const std::string& q4_variant) {
   return variant_name("gdn_step", {{"tier", "q4"}, {"proj", axes_value(q4_gemv::q4_kernel(q4_variant))}});
 }
@@ -226,14 +263,27 @@ void register_all(Registry& r) {
   };
   r.add(variant({{"tier", "f32"}}, StepConfig{}, "the f32 tier: the big three as f32 warp-row mat-vecs, one device-resident run of T tokens", 1e-4));
   for (const auto& k : q4_gemv::q4_kernels())
-    r.add(variant({{"tier", "q4"}, {"proj", axes_value(k)}}, StepConfig{true, k.name, ""},
+    r.add(variant({{"tier", "q4"}, {"proj", axes_value(k)}}, StepConfig{.q4 = true, .q4_kernel = k.name},
                   "the q4 tier, its big three on " + k.name + ", one device-resident run of T tokens", std::max(1e-4, 3 * k.tolerance)));
-  r.add(variant({{"tier", "q4"}, {"api", "host"}}, StepConfig{true, kDefaultQ4Variant, "host"},
+  r.add(variant({{"tier", "q4"}, {"api", "host"}}, StepConfig{.q4 = true, .q4_kernel = kDefaultQ4Variant, .api = "host"},
                 std::string("the q4 tier on ") + kDefaultQ4Variant + " through the host-facing step(): a copy in, a copy out and a sync per token", 1e-4));
-  r.add(variant({{"tier", "f32"}, {"api", "host"}}, StepConfig{false, "", "host"},
+  r.add(variant({{"tier", "f32"}, {"api", "host"}}, StepConfig{.api = "host"},
                 "the f32 tier through the host-facing step(): a copy in, a copy out and a sync per token", 1e-4));
-  r.add(variant({{"tier", "f32"}, {"api", "run"}}, StepConfig{false, "", "run"},
+  r.add(variant({{"tier", "f32"}, {"api", "run"}}, StepConfig{.api = "run"},
                 "the f32 tier through GdnDevice::run: one copy in, T steps, one copy out, one sync", 1e-4));
+  // prep=fused (GdnDevice::set_fused_prep, issue 14): beta/g, conv + SiLU and the q/k norm as one
+  // launch, the same bits as the three (experiment gdn-step-fused), on the f32 tier, the default q4
+  // kernel and the fastest q4 kernel measured inside the step (reports/h200, gdn-q4-layer, stream mode:
+  // grid=groups,xprep=launch,q8-dp4a,rows=8, 0.0514 ms per layer and token); rec=: the recurrence by
+  // its gdn_recurrence name ('+' for ',' as in proj=), the step's default (seed) otherwise.
+  for (const auto& c : fused_step_configs()) {
+    const auto& [f32, q4k, rec] = c;
+    const double tol = f32 ? 1e-4 : std::max(1e-4, 3 * q4_gemv::q4_kernel(q4k).tolerance);
+    r.add(variant(fused_step_axes(c), StepConfig{.q4 = !f32, .q4_kernel = q4k, .fused_prep = true, .recurrence = rec},
+                  std::string(f32 ? "the f32 tier" : "the q4 tier on " + q4k) + " with beta/g, conv + SiLU and the q/k norm as one launch" +
+                      (rec.empty() ? std::string() : ", the recurrence " + rec) + ", one device-resident run of T tokens",
+                  tol));
+  }
 }
 
 }  // namespace klab::gdn

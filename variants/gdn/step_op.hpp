@@ -17,6 +17,7 @@
 // weights=1: codes and f16 scales), the small f32 weights, and S and the conv history read and
 // written once; the same model the GDN experiments quote.
 #include <string>
+#include <vector>
 
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"
@@ -45,5 +46,16 @@ const StepWorkload& step_workload_of(const klab::Workload& w);
 void register_all(Registry& r);
 // The gdn_step variant that runs the q4 tier on `q4_variant` (a q4_gemv variant name).
 std::string q4_step_variant(const std::string& q4_variant);
+
+// The gdn_step variants with prep=fused (GdnDevice::set_fused_prep): the f32 tier (f32), or the q4
+// tier on q4_kernel; recurrence: a gdn_recurrence variant name, "" for the device's default.
+struct FusedStepConfig {
+  bool f32 = false;
+  std::string q4_kernel;
+  std::string recurrence;
+};
+std::vector<FusedStepConfig> fused_step_configs();
+// e.g. gdn_step/tier=q4,proj=map=packed+...,prep=fused,rec=impl=fused+cols=16+rows=8+pdl=on
+std::string fused_step_variant(const FusedStepConfig& c);
 
 }  // namespace klab::gdn

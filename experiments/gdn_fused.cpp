@@ -1,0 +1,138 @@
+// gdn-step-fused (issue 14, "fused step variants"): the GDN step (op gdn_step) with beta/g, conv +
+// SiLU and the q/k norm as ONE launch (GdnDevice::set_fused_prep, kernels::conv_norm_bg) raced
+// against the same step with the three launches, on the f32 tier, the default q4 kernel and the
+// fastest q4 kernel measured inside the step; and the step's candidates toward the issue's 20 us per
+// layer (q8-dp4a projections, the fused prep and a fused recurrence by name). A is the q4 tier on the
+// default kernel, three launches: gdn-q4-layer's own q4 row. All run on the q4 weights (weights=1),
+// so every variant meets the same f64 reference; time is per run of T tokens, quoted per layer and
+// token. Not yet measured on the H200 (written in a session without a lent GPU).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+#include "gdn/q4_pool.hpp"
+#include "gdn/step_op.hpp"
+#include "klab/metrics.hpp"
+
+namespace klab::experiments {
+
+namespace {
+
+const Claim kBits{"fused-bitwise",
+                  "with prep=fused the step gives its three-launch twin's out, S, hist and intermediates bit for bit (f32 tier, default q4 kernel, "
+                  "q8-dp4a kernel)"};
+const Claim kFaster{"fused-faster", "with prep=fused the step is faster than its three-launch twin (headline timing: stream mode), every tier"};
+const Claim kRecPays{"rec-pays",
+                     "inside the fused step, the fused one-launch recurrence (impl=fused,cols=16,rows=8,pdl=on) is faster than the step's seed recurrence"};
+const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
+
+const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
+  for (const auto& m : ms)
+    if (m.variant->name == name && !m.skipped) return &m;
+  return nullptr;
+}
+
+std::int64_t bits_between(const Measured& a, const Measured& b) {
+  std::int64_t d = 0;
+  for (std::size_t t = 0; t < a.outputs.size() && t < b.outputs.size(); ++t) d += bitwise_diff(a.outputs[t].data, b.outputs[t].data);
+  return d;
+}
+
+// (three-launch twin, prep=fused) of the configurations without rec=, then the rec= candidates.
+struct Plan {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::vector<std::string> candidates;
+  std::string rec_base, rec_on;  // the q8 prep=fused step and its rec=...pdl=on twin (claim rec-pays)
+};
+Plan plan() {
+  Plan p;
+  for (const auto& c : gdn::fused_step_configs()) {
+    const std::string fused = gdn::fused_step_variant(c);
+    if (!c.recurrence.empty()) {
+      p.candidates.push_back(fused);
+      if (c.recurrence.find("pdl=on") != std::string::npos) {
+        p.rec_on = fused;
+        p.rec_base = gdn::fused_step_variant({c.f32, c.q4_kernel, ""});
+      }
+      continue;
+    }
+    p.pairs.emplace_back(c.f32 ? std::string("gdn_step/tier=f32") : gdn::q4_step_variant(c.q4_kernel), fused);
+  }
+  return p;
+}
+
+void run_fused(Context& ctx) {
+  const Op& op = ctx.registry().op("gdn_step");
+  const Plan pl = plan();
+  std::vector<std::string> names{gdn::q4_step_variant(gdn::kDefaultQ4Variant)};
+  auto add = [&](const std::string& n) {
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  };
+  for (const auto& [three, one] : pl.pairs) add(three), add(one);
+  for (const auto& c : pl.candidates) add(c);
+  const auto vs = lookup(ctx, names);
+  for (const Problem& p : op_problems(ctx, op, Dist::outlier)) {
+    if (p.param("weights") != 1) {
+      ctx.skip("gdn-step-fused on " + p.str(), "the step races on the q4 weights (weights=1)");
+      continue;
+    }
+    const auto ms = race(ctx, op, vs, p, RaceOptions{.tolerance = 1e-4, .tolerance_for = {}});
+    if (ms.empty()) continue;
+    const std::string key = p.key();
+    const double T = double(p.param("tokens"));
+    std::int64_t bits = 0;
+    bool compared = true, timed = true, faster = true;
+    std::string ev_bits = "elements (out, S, hist, intermediates) differing from the three-launch twin:", ev_time;
+    for (const auto& [three, one] : pl.pairs) {
+      const Measured *a = find(ms, three), *b = find(ms, one);
+      if (!a || !b || !a->verified || !b->verified) {
+        compared = false;
+        continue;
+      }
+      const auto d = bits_between(*a, *b);
+      bits += d;
+      ev_bits += " " + one + " " + std::to_string(d) + ";";
+      if (!a->timed || !b->timed) {
+        timed = false;
+        continue;
+      }
+      const auto c = compare_times(a->timing.kept_ms, b->timing.kept_ms, std::uint64_t(T));
+      faster = faster && c.verdict == Verdict::faster;
+      ev_time += one + fmt(": %.4f -> %.4f ms per layer and token ", a->timing.summary.median / T, b->timing.summary.median / T) + speedup_text(c) +
+                 " (" + to_string(b->timing.mode) + "); ";
+    }
+    if (compared) ctx.claim(kBits).settle(key, bits == 0, ev_bits);
+    if (compared && timed) ctx.claim(kFaster).settle(key, faster, ev_time);
+    const Measured *base = find(ms, pl.rec_base), *on = find(ms, pl.rec_on);
+    if (base && on && base->timed && on->timed) {
+      const auto c = compare_times(base->timing.kept_ms, on->timing.kept_ms, std::uint64_t(T));
+      ctx.claim(kRecPays).settle(key, c.verdict == Verdict::faster,
+                                 on->variant->name + fmt(" %.4f ms per layer and token against %.4f, ", on->timing.summary.median / T,
+                                                         base->timing.summary.median / T) + speedup_text(c));
+    }
+    const Measured* best = nullptr;
+    for (const auto& m : ms)
+      if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
+    if (best && !ctx.options().quick) {
+      const double us = best->timing.summary.median / T * 1e3;
+      ctx.claim(kGoal).settle(key, us <= 20.0 && best->timing.mode == TimingMode::stream,
+                              best->variant->name + fmt(" %.2f us per layer and token (", us) + to_string(best->timing.mode) +
+                                  fmt(" mode), %.1f%% of the read ceiling", best->pct_ceiling));
+    }
+  }
+}
+
+}  // namespace
+
+void register_gdn_fused(Registry& r) {
+  r.add(Experiment{
+      .name = "gdn-step-fused",
+      .description = "GDN step (op gdn_step): beta/g, conv + SiLU and the q/k norm as one launch (prep=fused) against three, bits and time; the "
+                     "step's candidates toward 20 us per layer (q8-dp4a projections, a fused recurrence)",
+      .claims = {kBits, kFaster, kRecPays, kGoal},
+      .run = run_fused,
+  });
+}
+
+}  // namespace klab::experiments
