@@ -208,7 +208,6 @@ Op make_step_op() {
 
 std::vector<FusedStepConfig> fused_step_configs() {
   const std::string q8 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
-  const std::string q8pf = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=8";
   return {
       {true, "", ""},
       {false, kDefaultQ4Variant, ""},
@@ -216,8 +215,13 @@ std::vector<FusedStepConfig> fused_step_configs() {
       // the step's candidate toward issue 14's 20 us: q8 projections, the fused recurrence (q/k norm
       // already done by conv_norm_bg: normalize_qk off) of the batch-1 ladder, and their prefetching twins
       {false, q8, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on"},
-      {false, q8pf, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early"},
+      step_candidate(),
   };
+}
+
+FusedStepConfig step_candidate() {
+  return {false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=8",
+          "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early"};
 }
 
 namespace {

@@ -55,6 +55,10 @@ struct FusedStepConfig {
   std::string recurrence;
 };
 std::vector<FusedStepConfig> fused_step_configs();
+// The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections with x and
+// their weights prefetched into L2, the fused prep, the fused recurrence with pdl=early), which
+// gdn-stack also runs through 48 layers.
+FusedStepConfig step_candidate();
 // e.g. gdn_step/tier=q4,proj=map=packed+...,prep=fused,rec=impl=fused+cols=16+rows=8+pdl=on
 std::string fused_step_variant(const FusedStepConfig& c);
 
