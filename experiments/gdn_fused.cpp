@@ -25,6 +25,8 @@ const Claim kBits{"fused-bitwise",
 const Claim kFaster{"fused-faster", "with prep=fused the step is faster than its three-launch twin (headline timing: stream mode), every tier"};
 const Claim kRecPays{"rec-pays",
                      "inside the fused step, the fused one-launch recurrence (impl=fused,cols=16,rows=8,pdl=on) is faster than the step's seed recurrence"};
+const Claim kChainBits{"chain-bitwise", "the step's candidate with its small kernels in the PDL chain gives the same candidate's bits without it"};
+const Claim kChainPays{"chain-pays", "the PDL chain pays: the step's candidate is faster with it than without it"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -43,13 +45,18 @@ std::int64_t bits_between(const Measured& a, const Measured& b) {
 struct Plan {
   std::vector<std::pair<std::string, std::string>> pairs;
   std::vector<std::string> candidates;
-  std::string rec_base, rec_on;  // the q8 prep=fused step and its rec=...pdl=on twin (claim rec-pays)
+  std::string rec_base, rec_on;      // the q8 prep=fused step and its rec=...pdl=on twin (claim rec-pays)
+  std::string unchained, chained;    // gdn::step_candidate() without and with the chain (chain-bitwise, chain-pays)
 };
 Plan plan() {
   Plan p;
+  gdn::FusedStepConfig unchained = gdn::step_candidate();
+  unchained.chain = false;
+  p.unchained = gdn::fused_step_variant(unchained);
+  p.chained = gdn::fused_step_variant(gdn::step_candidate());
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
-    if (!c.recurrence.empty()) {
+    if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
       p.candidates.push_back(fused);
       if (c.recurrence.find("pdl=on") != std::string::npos) {
         p.rec_on = fused;
@@ -111,6 +118,17 @@ void run_fused(Context& ctx) {
                                  on->variant->name + fmt(" %.4f ms per layer and token against %.4f, ", on->timing.summary.median / T,
                                                          base->timing.summary.median / T) + speedup_text(c));
     }
+    const Measured *off = find(ms, pl.unchained), *chained = find(ms, pl.chained);
+    if (off && chained && off->verified && chained->verified) {
+      const auto d = bits_between(*off, *chained);
+      ctx.claim(kChainBits).settle(key, d == 0, std::to_string(d) + " elements (out, S, hist, intermediates) differ between " + pl.chained + " and " + pl.unchained);
+      if (off->timed && chained->timed) {
+        const auto c = compare_times(off->timing.kept_ms, chained->timing.kept_ms, std::uint64_t(T));
+        ctx.claim(kChainPays).settle(key, c.verdict == Verdict::faster,
+                                     fmt("%.4f -> %.4f ms per layer and token with the chain, ", off->timing.summary.median / T, chained->timing.summary.median / T) +
+                                         speedup_text(c) + " (" + to_string(chained->timing.mode) + ")");
+      }
+    }
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
@@ -130,7 +148,7 @@ void register_gdn_fused(Registry& r) {
       .name = "gdn-step-fused",
       .description = "GDN step (op gdn_step): beta/g, conv + SiLU and the q/k norm as one launch (prep=fused) against three, bits and time; the "
                      "step's candidates toward 20 us per layer (q8-dp4a projections, a fused recurrence)",
-      .claims = {kBits, kFaster, kRecPays, kGoal},
+      .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kGoal},
       .run = run_fused,
   });
 }

@@ -46,7 +46,8 @@ const Claim kQ4Ms{"q4-1ms", "q4: 48 layers per token <= 1.0 ms as one graph (Qwe
 const Claim kF32Floor{"f32-85pct", "f32: 48 layers per token as one graph reach >= 85% of their byte floor (their bytes at the run's read ceiling)"};
 const Claim kFastMs{"q4-fast-1ms",
                     "q4 on the step's candidate configuration (gdn::step_candidate: q8-dp4a projections with x and weights prefetched, the fused "
-                    "prep, the fused recurrence with pdl=early): 48 layers per token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
+                    "prep, the fused recurrence with pdl=early, b|a split-row, the PDL chain): 48 layers per token <= 1.0 ms as one graph "
+                    "(Qwen3.5-27B geometry)"};
 const Claim kQ4Faster{"q4-faster", "q4 faster than f32 per token, 48 layers as one graph (bootstrap verdict on the medians)"};
 
 // The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times
@@ -84,12 +85,7 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   GdnDevice dev(g, nl);
   if (q4) load_stack_q4(dev, w, q);
   else load_stack_f32(dev, w);
-  if (fast) {
-    const gdn::FusedStepConfig c = gdn::step_candidate();
-    dev.set_q4_variant(c.q4_kernel);
-    dev.set_fused_prep(true);
-    dev.set_recurrence_variant(c.recurrence);
-  }
+  if (fast) gdn::apply(gdn::step_candidate(), dev);
   GdnStack stack(dev, ctx.timer().stream());
   stack.set_input(h);
   const StackCheck c = check_stack(dev, stack);  // captures the graph
@@ -156,7 +152,10 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   const std::string ev = tier + fmt(": %.4f ms per token (95%% CI %.4f..%.4f), ", med, lo, hi) +
                          fmt("%.4g GB per token, %.0f GB/s = %.1f%% of the byte floor", bytes / 1e9, gbps, 100.0 * gbps / ceiling) +
                          fmt(" (read ceiling %.0f GB/s); %g kernel nodes", ceiling, double(stack.kernel_nodes()));
-  if (fast) ctx.claim(kFastMs).settle(kFullKey, med <= 1.0, ev + "; " + dev.q4_variant() + ", " + dev.recurrence_variant() + ", fused prep");
+  if (fast)
+    ctx.claim(kFastMs).settle(kFullKey, med <= 1.0,
+                              ev + "; " + dev.q4_variant() + ", " + dev.recurrence_variant() + ", b|a " + dev.ba_variant() + ", fused prep" +
+                                  (dev.pdl_chain() ? ", PDL chain" : ""));
   else if (q4) ctx.claim(kQ4Ms).settle(kFullKey, med <= 1.0, ev);
   else ctx.claim(kF32Floor).settle(kFullKey, 100.0 * gbps / ceiling >= 85.0, ev);
 }

@@ -10,6 +10,7 @@
 
 #include "gdn/step_bytes.hpp"
 #include "gdn/step_op.hpp"
+#include "gdn_recurrence/kernels.hpp"
 #include "klab/catalog.hpp"
 #include "klab/error.hpp"
 #include "klab/ref/gdn.hpp"
@@ -17,6 +18,7 @@
 
 using namespace klab;
 namespace rg = klab::ref::gdn;
+namespace gr = klab::gdn_recurrence;
 
 namespace {
 double model_sum(const rg::Geometry& g, bool q4) {
@@ -136,7 +138,9 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     REQUIRE(registry().has_variant(n));
     CHECK(n.find(",prep=fused") != std::string::npos);
     CHECK((n.find(",rec=") != std::string::npos) == !c.recurrence.empty());
-    if (c.recurrence.empty()) {
+    CHECK((n.find(",ba=") != std::string::npos) == !c.ba.empty());
+    CHECK((n.find(",chain=pdl") != std::string::npos) == c.chain);
+    if (c.recurrence.empty() && c.ba.empty() && !c.chain) {
       const std::string twin = c.f32 ? std::string("gdn_step/tier=f32") : gdn::q4_step_variant(c.q4_kernel);
       CHECK(registry().has_variant(twin));
       CHECK(registry().variant(twin).tolerance == registry().variant(n).tolerance);
@@ -144,5 +148,13 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 4);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 6);
+  // The candidate runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
+  const auto cand = gdn::step_candidate();
+  CHECK(cand.chain);
+  CHECK_FALSE(gr::recurrence_kernel(cand.recurrence).state_before_wait);
+  auto unchained = cand;
+  unchained.chain = false;
+  CHECK(registry().has_variant(gdn::fused_step_variant(unchained)));
+  CHECK(gdn::fused_step_variant(cand) == gdn::fused_step_variant(unchained) + ",chain=pdl");
 }

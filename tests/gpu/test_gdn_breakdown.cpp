@@ -13,6 +13,7 @@
 
 #include "gdn/gdn_device.hpp"
 #include "gdn/step_bytes.hpp"
+#include "gdn/step_op.hpp"
 #include "gdn_util.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
@@ -161,6 +162,42 @@ TEST_CASE("GDN fused prep: beta/g, conv + SiLU and the q/k norm as one launch gi
       CHECK(k1 == k3 - 2);
       KLAB_CUDA(cudaStreamDestroy(s));
     }
+  }
+}
+
+TEST_CASE("GDN PDL chain: the step's candidate (q4 tier) gives the same bits with its small kernels chained, and the chain refuses what it cannot make safe") {
+  constexpr int T = 8;
+  for (const auto& [why, g] : geometries()) {
+    CAPTURE(why);
+    const auto w = rg::random_weights(g, 51);
+    const auto q = rg::quantize_projections(w);
+    const auto h = test::gdn_inputs(g, T, 52, 902);
+    GdnDevice off(g, 1), on(g, 1);
+    load(off, w, &q);
+    load(on, w, &q);
+    auto cand = gdn::step_candidate();
+    gdn::apply(cand, on);
+    cand.chain = false;
+    gdn::apply(cand, off);
+    CHECK(on.pdl_chain());
+    CHECK_FALSE(off.pdl_chain());
+    CHECK(on.ba_variant() == cand.ba);
+    std::int64_t out_diff = 0, other_diff = 0;
+    for (int t = 0; t < T; ++t) {
+      out_diff += bitwise_diff(on.step(0, test::tok(h, g, t)), off.step(0, test::tok(h, g, t)));
+      for (What wh : rg::all_whats()) other_diff += bitwise_diff(on.get(0, wh), off.get(0, wh));
+    }
+    CHECK(out_diff == 0);
+    CHECK(other_diff == 0);
+    // Refused before any launch: a chain without the fused prep, and a recurrence that loads S before its wait.
+    const auto y_before = on.get(0, What::OUT);
+    on.set_fused_prep(false);
+    CHECK_THROWS_WITH_AS(on.step(0, test::tok(h, g, 0)), doctest::Contains("set_fused_prep"), Error);
+    on.set_fused_prep(true);
+    on.set_recurrence_variant("gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on");
+    CHECK_THROWS_WITH_AS(on.step(0, test::tok(h, g, 0)), doctest::Contains("pdl=early"), Error);
+    CHECK(bitwise_diff(on.get(0, What::OUT), y_before) == 0);  // nothing ran
+    CHECK_THROWS_WITH_AS(on.set_ba_variant("f32_gemv/impl=nope"), doctest::Contains("split-row"), Error);
   }
 }
 

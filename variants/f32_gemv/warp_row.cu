@@ -64,21 +64,14 @@ void launch_warp_row(const float* w, const float* x, float* y, int m, int k, cud
   KLAB_CUDA_LAUNCH("warp_row_kernel");
 }
 
-template <int Unroll>
-class WarpRow : public Instance {
- public:
-  explicit WarpRow(const Workload& wl)
-      : m_(int(wl.problem.shape.m)), k_(int(wl.problem.shape.k)), w_(DeviceBuffer<float>::from(wl.w)),
-        x_(DeviceBuffer<float>::from(wl.x)), y_(std::size_t(m_)) {}
-  void run(cudaStream_t s) override { launch_warp_row<Unroll>(w_.get(), x_.get(), y_.get(), m_, k_, s); }
-  void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
-  std::vector<float> output() override { return y_.download(); }
-
- private:
-  int m_, k_;
-  DeviceBuffer<float> w_, x_, y_;
-};
 }  // namespace
+
+F32Instance::F32Instance(const Workload& wl, Launch launch)
+    : launch_(launch), m_(int(wl.problem.shape.m)), k_(int(wl.problem.shape.k)), w_(DeviceBuffer<float>::from(wl.w)),
+      x_(DeviceBuffer<float>::from(wl.x)), y_(std::size_t(m_)) {}
+void F32Instance::run(cudaStream_t s) { launch_(w_.get(), x_.get(), y_.get(), m_, k_, s); }
+void F32Instance::poison(cudaStream_t s) { poison_device(y_.get(), y_.size(), s); }
+std::vector<float> F32Instance::output() { return y_.download(); }
 
 template <int Unroll>
 Variant warp_row_variant() {
@@ -89,14 +82,17 @@ Variant warp_row_variant() {
   v.description = Unroll == 1 ? "one warp per row, float4 loads, one accumulator, shuffle reduction"
                               : "one warp per row, " + std::to_string(Unroll) + " float4 loads in flight per lane, " +
                                     std::to_string(Unroll) + " accumulators, shuffle reduction";
-  v.make = [](const klab::Workload& wl) { return std::unique_ptr<Instance>(new WarpRow<Unroll>(workload_of(wl))); };
+  v.make = [](const klab::Workload& wl) { return std::unique_ptr<Instance>(new F32Instance(workload_of(wl), &launch_warp_row<Unroll>)); };
   return v;
 }
 template Variant warp_row_variant<1>();
 template Variant warp_row_variant<4>();
 
 const std::vector<F32Kernel>& f32_kernels() {
-  static const std::vector<F32Kernel> ks{{warp_row_variant<1>().name, &launch_warp_row<1>}, {warp_row_variant<4>().name, &launch_warp_row<4>}};
+  static const std::vector<F32Kernel> ks{{warp_row_variant<1>().name, &launch_warp_row<1>},
+                                         {warp_row_variant<4>().name, &launch_warp_row<4>},
+                                         {split_row_variant<false>().name, split_row_launcher(false)},
+                                         {split_row_variant<true>().name, split_row_launcher(true)}};
   return ks;
 }
 

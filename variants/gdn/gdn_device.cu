@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "f32_gemv/kernels.hpp"
 #include "gdn/gdn_kernels.hpp"
 #include "klab/error.hpp"
 #include "q4_gemv/q4_gemv.hpp"
@@ -191,6 +192,11 @@ void GdnDevice::set_recurrence_variant(const std::string& variant) {
 }
 std::string GdnDevice::recurrence_variant() const { return rec_ ? rec_->name : ""; }
 
+void GdnDevice::set_ba_variant(const std::string& variant) {
+  f32_gemv::f32_kernel(variant);  // an unknown name throws here, nothing changed
+  ba_kernel_ = variant;
+}
+
 std::string GdnDevice::small_weights_error(int layer, const LayerWeights& w, const char* who) const {
   const std::string at = std::string("GdnDevice::") + who + ": " + layer_str(layer) + ": ";
   if (!(w.g == g_)) return at + "weights are for geometry " + w.g.str() + ", the device holds " + g_.str();
@@ -350,14 +356,21 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   // 1. projections: xc = W_qkv h, z = W_z h, b|a = W_b|a h; then beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias)
   add([L, d_h](cudaStream_t s) { L->qkv->enqueue(d_h, L->xc.get(), s); });
   add([L, d_h](cudaStream_t s) { L->z->enqueue(d_h, L->zv.get(), s); });
-  add([L, d_h, rows = 2 * std::int64_t(g.nv), cols = std::int64_t(g.hidden)](cudaStream_t s) {
-    enqueue_f32_matvec(L->w_ba.get(), d_h, L->ba.get(), rows, cols, s);
+  add([L, d_h, rows = 2 * std::int64_t(g.nv), cols = std::int64_t(g.hidden), ba = ba_kernel_](cudaStream_t s) {
+    enqueue_f32_matvec(L->w_ba.get(), d_h, L->ba.get(), rows, cols, s, ba);
   });
+  const bool chain = pdl_chain_;
+  if (chain) {
+    require(fused_prep_, "GdnDevice: the PDL chain (set_pdl_chain) needs the fused prep (set_fused_prep): beta_g, conv_silu and qk_norm launch plainly");
+    require(!rec_->state_before_wait, "GdnDevice: the PDL chain (set_pdl_chain) cannot take " + rec_->name +
+                                          ": it loads S before its wait, which a chain whose kernels let their dependents go early cannot make safe "
+                                          "(its pdl=early twin loads nothing before the wait)");
+  }
   if (fused_prep_) {
     // 1b + 2 + 3-4 in one launch, the same bits (set_fused_prep)
-    add([L, hist = hist_of(layer, slot), g](cudaStream_t s) {
+    add([L, hist = hist_of(layer, slot), g, chain](cudaStream_t s) {
       kernels::conv_norm_bg(L->xc.get(), L->conv_w.get(), hist, L->xcv.get(), L->q.get(), L->k.get(), L->ba.get(), L->a_log.get(), L->dt_bias.get(),
-                            L->beta.get(), L->g.get(), g.nk, g.dk, g.nv, g.dv, g.ck, s);
+                            L->beta.get(), L->g.get(), g.nk, g.dk, g.nv, g.dv, g.ck, s, chain);
     });
   } else {
     add([L, nv = g.nv](cudaStream_t s) { kernels::beta_g(L->ba.get(), L->a_log.get(), L->dt_bias.get(), L->beta.get(), L->g.get(), nv, s); });
@@ -375,8 +388,8 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     rec->launch(rargs, s);
   });
   // 6. gated RMSNorm per value head
-  add([L, nv = g.nv, dv = g.dv, eps = static_cast<float>(g.eps)](cudaStream_t s) {
-    kernels::gated_norm(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), nv, dv, eps, s);
+  add([L, nv = g.nv, dv = g.dv, eps = static_cast<float>(g.eps), chain](cudaStream_t s) {
+    kernels::gated_norm(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), nv, dv, eps, s, chain);
   });
   // 7. y = W_out onn
   add([L, d_y](cudaStream_t s) { L->out->enqueue(L->onn.get(), d_y, s); });

@@ -144,6 +144,21 @@ class GdnDevice {
   // nine. Every intermediate stays readable (get). Default off.
   void set_fused_prep(bool on) { fused_prep_ = on; }
   bool fused_prep() const { return fused_prep_; }
+  // The f32_gemv kernel of the b|a projection (operator 1a, f32 in both tiers) from the next step on,
+  // by its registry name (f32_gemv/kernels.hpp); default kDefaultF32Variant. klab::Error naming the
+  // known ones, nothing changed, for an unknown name.
+  void set_ba_variant(const std::string& variant);
+  std::string ba_variant() const { return ba_kernel_; }
+  // The step's small kernels as one PDL chain from the next step on: conv_norm_bg and gated_norm are
+  // launched with programmatic stream serialization, let their dependents go first, prefetch their
+  // weights and state into L2 and read and write nothing before their griddepcontrol.wait (the same
+  // bits). With the projections' and the recurrence's own PDL launches, every kernel of the step then
+  // overlaps its predecessor's tail. Every kernel of such a chain must load nothing a still-running
+  // kernel may write before its wait, so the step refuses (klab::Error when enqueued, before any
+  // launch) a chain without the fused prep, or with a recurrence that loads S before its wait
+  // (RecurrenceKernel::state_before_wait: impl=fused,...,pdl=on; pdl=early is the chain's). Default off.
+  void set_pdl_chain(bool on) { pdl_chain_ = on; }
+  bool pdl_chain() const { return pdl_chain_; }
 
   // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
   void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);
@@ -219,6 +234,8 @@ class GdnDevice {
   std::unique_ptr<Q4Tier> q4_;  // before layers_: their q4 projections refer to it
   const gdn_recurrence::RecurrenceKernel* rec_ = nullptr;
   bool fused_prep_ = false;
+  bool pdl_chain_ = false;
+  std::string ba_kernel_ = kDefaultF32Variant;
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer<float> h_in_;                // step(): (hidden)
   DeviceBuffer<float> h_seq_, y_seq_;       // run(): (T, hidden), grown on demand

@@ -118,6 +118,19 @@ __global__ void qk_norm_kernel(const float* __restrict__ xcv, float* __restrict_
 // i accumulates the squares of the values it computed itself, in qk_norm_kernel's order, and
 // norm_write reads them back from xcv (its own writes: program order), so every bit is the
 // three-kernel path's.
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+// Pdl: trigger, the channel's conv weights and history frames into L2, wait (nothing read or written before).
+__device__ __forceinline__ void pdl_prologue_conv(const float* conv_w, const float* hist, int conv_dim, int ck, int ch) {
+  asm volatile("griddepcontrol.launch_dependents;");
+  if (ch < conv_dim) {
+    prefetch_l2(conv_w + static_cast<std::size_t>(ch) * ck);
+    for (int j = 0; j < ck - 1; ++j) prefetch_l2(hist + static_cast<std::size_t>(j) * conv_dim + ch);
+  }
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+template <bool Pdl>
 __global__ void conv_norm_bg_kernel(const float* __restrict__ xc, const float* __restrict__ conv_w, float* __restrict__ hist, float* xcv,
                                     float* __restrict__ q, float* __restrict__ k, const float* __restrict__ ba, const float* __restrict__ a_log,
                                     const float* __restrict__ dt_bias, float* __restrict__ beta, float* __restrict__ g, int nk, int dk, int nv,
@@ -125,6 +138,10 @@ __global__ void conv_norm_bg_kernel(const float* __restrict__ xc, const float* _
   __shared__ float smem[33];
   const int conv_dim = 2 * nk * dk + nv * dv;
   const int b = blockIdx.x;
+  if constexpr (Pdl) {  // the first channel this thread takes (a q/k head's, a v block's; the beta/g block: none)
+    const int first = b < 2 * nk ? (b >= nk ? nk * dk : 0) + (b % nk) * dk + int(threadIdx.x) : 2 * nk * dk + (b - 2 * nk) * int(blockDim.x) + int(threadIdx.x);
+    pdl_prologue_conv(conv_w, hist, b < 2 * nk + vblocks ? conv_dim : 0, ck, first);
+  }
   if (b < 2 * nk) {
     const bool is_k = b >= nk;
     const int head = is_k ? b - nk : b;
@@ -144,9 +161,15 @@ __global__ void conv_norm_bg_kernel(const float* __restrict__ xc, const float* _
 }
 
 // o, z, onn (nv, dv); norm_w (dv). One block per value head.
+template <bool Pdl>
 __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __restrict__ z, const float* __restrict__ norm_w,
                                   float* __restrict__ onn, int dv, float eps) {
   __shared__ float smem[33];
+  if constexpr (Pdl) {
+    asm volatile("griddepcontrol.launch_dependents;");
+    for (int c = threadIdx.x; c < dv; c += blockDim.x) prefetch_l2(norm_w + c);
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+  }
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * dv;
   // ss = sum_c o[c]^2   (thread-strided partials, then block_sum: a fixed order)
   float p = 0.f;
@@ -176,16 +199,17 @@ void qk_norm(const float* xcv, float* q, float* k, int nk, int dk, cudaStream_t 
 }
 
 void conv_norm_bg(const float* xc, const float* conv_w, float* hist, float* xcv, float* q, float* k, const float* ba, const float* a_log,
-                  const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, cudaStream_t stream) {
+                  const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, cudaStream_t stream, bool pdl) {
   const int threads = reduce_threads(dk);  // qk_norm's block size: the same block_sum, the same bits
   const int vblocks = (nv * dv + threads - 1) / threads;
-  conv_norm_bg_kernel<<<2 * nk + vblocks + 1, threads, 0, stream>>>(xc, conv_w, hist, xcv, q, k, ba, a_log, dt_bias, beta, g, nk, dk, nv, dv, ck,
-                                                                    vblocks);
+  launch_maybe_pdl(pdl, pdl ? conv_norm_bg_kernel<true> : conv_norm_bg_kernel<false>, dim3(unsigned(2 * nk + vblocks + 1)), dim3(unsigned(threads)), 0,
+                   stream, xc, conv_w, hist, xcv, q, k, ba, a_log, dt_bias, beta, g, nk, dk, nv, dv, ck, vblocks);
   KLAB_CUDA_LAUNCH("conv_norm_bg_kernel");
 }
 
-void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream) {
-  gated_norm_kernel<<<nv, reduce_threads(dv), 0, stream>>>(o, z, norm_w, onn, dv, eps);
+void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream, bool pdl) {
+  if (pdl) launch_maybe_pdl(true, gated_norm_kernel<true>, dim3(unsigned(nv)), dim3(unsigned(reduce_threads(dv))), 0, stream, o, z, norm_w, onn, dv, eps);
+  else gated_norm_kernel<false><<<nv, reduce_threads(dv), 0, stream>>>(o, z, norm_w, onn, dv, eps);
   KLAB_CUDA_LAUNCH("gated_norm_kernel");
 }
 

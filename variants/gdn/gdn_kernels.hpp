@@ -36,8 +36,11 @@ void qk_norm(const float* xcv, float* q, float* k, int nk, int dk, cudaStream_t 
 // block size, reduce_threads(dk)), so xcv, hist, q, k, beta and g are bit for bit theirs. Blocks:
 // 2 nk (q and k of each key head: its dk channels' conv, then their norm from the values just
 // computed), ceil(nv dv / T) (the v channels' conv), one (beta/g); T = reduce_threads(dk) threads.
+// pdl: launched with programmatic stream serialization; the kernel then lets its dependents go first,
+// prefetches its conv weights and history into L2, and reads and writes nothing before
+// griddepcontrol.wait (the same bits; GdnDevice::set_pdl_chain).
 void conv_norm_bg(const float* xc, const float* conv_w, float* hist, float* xcv, float* q, float* k, const float* ba, const float* a_log,
-                  const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, cudaStream_t stream);
+                  const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, cudaStream_t stream, bool pdl = false);
 
 // Operator 5, the recurrence, is a gdn_recurrence variant chosen by name (GdnDevice::
 // set_recurrence_variant; gdn_recurrence/kernels.hpp).
@@ -45,6 +48,7 @@ void conv_norm_bg(const float* xc, const float* conv_w, float* hist, float* xcv,
 // Operator 6, one block per value head h:
 //   onn[h][c] = o[h][c] * rsqrt(mean_c o[h][c]^2 + eps) * norm_w[c] * silu(z[h][c])
 // o, z, onn (nv, dv); norm_w (dv).
-void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream);
+// pdl: as conv_norm_bg's (norm_w prefetched into L2 before the wait; the same bits).
+void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream, bool pdl = false);
 
 }  // namespace klab::gdn::kernels

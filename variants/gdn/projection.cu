@@ -42,8 +42,8 @@ class F32Projection final : public Projection {
 
 }  // namespace
 
-void enqueue_f32_matvec(const float* w, const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
-  f32_gemv::f32_kernel(kDefaultF32Variant).launch(w, x, y, int(rows), int(cols), stream);
+void enqueue_f32_matvec(const float* w, const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t stream, const std::string& kernel) {
+  f32_gemv::f32_kernel(kernel).launch(w, x, y, int(rows), int(cols), stream);
 }
 
 std::unique_ptr<Projection> make_f32_projection(std::span<const float> w, std::int64_t rows, std::int64_t cols, const std::string& kernel) {

@@ -34,7 +34,9 @@ inline constexpr const char* kDefaultF32Variant = "f32_gemv/impl=warp-row,unroll
 std::unique_ptr<Projection> make_f32_projection(std::span<const float> w, std::int64_t rows, std::int64_t cols,
                                                 const std::string& kernel = kDefaultF32Variant);
 
-// y = W x by the default kernel: w (rows, cols) row-major; x (cols); y (rows).
-void enqueue_f32_matvec(const float* w, const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+// y = W x by the f32_gemv kernel named `kernel` (the default one unless given): w (rows, cols)
+// row-major; x (cols); y (rows).
+void enqueue_f32_matvec(const float* w, const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t stream,
+                        const std::string& kernel = kDefaultF32Variant);
 
 }  // namespace klab::gdn

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "gdn/gdn_device.hpp"
 #include "gdn/inputs.hpp"
@@ -33,8 +34,8 @@ struct StepConfig {
   // (one copy in, T steps, one copy out, one sync); "host": T host-facing step() calls (a copy in,
   // a copy out and a sync per token). The two host APIs cannot be captured in a graph.
   std::string api = "";
-  bool fused_prep = false;  // GdnDevice::set_fused_prep: beta/g, conv and the q/k norm as one launch (the same bits)
-  std::string recurrence = "";  // a gdn_recurrence variant name ("" the device's default, kDefaultRecurrence)
+  // prep=fused variants (fused_step_configs): applied after the weights are loaded (apply()).
+  std::optional<FusedStepConfig> fused = std::nullopt;
 };
 
 class StepInstance final : public Instance {
@@ -51,8 +52,7 @@ class StepInstance final : public Instance {
     } else {
       dev_.load_f32(0, wl.w);
     }
-    dev_.set_fused_prep(c.fused_prep);
-    if (!c.recurrence.empty()) dev_.set_recurrence_variant(c.recurrence);
+    if (c.fused) apply(*c.fused, dev_);
     KLAB_CUDA(cudaDeviceSynchronize());
   }
   void run(cudaStream_t s) override {
@@ -215,16 +215,30 @@ std::vector<FusedStepConfig> fused_step_configs() {
       // the step's candidate toward issue 14's 20 us: q8 projections, the fused recurrence (q/k norm
       // already done by conv_norm_bg: normalize_qk off) of the batch-1 ladder, and their prefetching twins
       {false, q8, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on"},
+      [] {
+        FusedStepConfig c = step_candidate();
+        c.chain = false;
+        return c;
+      }(),
       step_candidate(),
   };
 }
 
 FusedStepConfig step_candidate() {
   return {false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=8",
-          "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early"};
+          "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true};
+}
+
+void apply(const FusedStepConfig& c, GdnDevice& dev) {
+  if (!c.f32) dev.set_q4_variant(c.q4_kernel);
+  dev.set_fused_prep(true);
+  if (!c.recurrence.empty()) dev.set_recurrence_variant(c.recurrence);
+  if (!c.ba.empty()) dev.set_ba_variant(c.ba);
+  dev.set_pdl_chain(c.chain);
 }
 
 namespace {
+// A variant name's axes as one axis value: "gdn_recurrence/impl=fused,cols=16" -> "impl=fused+cols=16".
 std::string rec_value(const std::string& rec) {
   std::string v = rec.substr(rec.find('/') + 1);
   std::replace(v.begin(), v.end(), ',', '+');
@@ -236,6 +250,8 @@ std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStep
   if (!c.f32) axes.push_back({"proj", axes_value(q4_gemv::q4_kernel(c.q4_kernel))});
   axes.push_back({"prep", "fused"});
   if (!c.recurrence.empty()) axes.push_back({"rec", rec_value(c.recurrence)});
+  if (!c.ba.empty()) axes.push_back({"ba", rec_value(c.ba)});
+  if (c.chain) axes.push_back({"chain", "pdl"});
   return axes;
 }
 
@@ -281,11 +297,11 @@ void register_all(Registry& r) {
   // grid=groups,xprep=launch,q8-dp4a,rows=8, 0.0514 ms per layer and token); rec=: the recurrence by
   // its gdn_recurrence name ('+' for ',' as in proj=), the step's default (seed) otherwise.
   for (const auto& c : fused_step_configs()) {
-    const auto& [f32, q4k, rec] = c;
-    const double tol = f32 ? 1e-4 : std::max(1e-4, 3 * q4_gemv::q4_kernel(q4k).tolerance);
-    r.add(variant(fused_step_axes(c), StepConfig{.q4 = !f32, .q4_kernel = q4k, .fused_prep = true, .recurrence = rec},
-                  std::string(f32 ? "the f32 tier" : "the q4 tier on " + q4k) + " with beta/g, conv + SiLU and the q/k norm as one launch" +
-                      (rec.empty() ? std::string() : ", the recurrence " + rec) + ", one device-resident run of T tokens",
+    const double tol = c.f32 ? 1e-4 : std::max(1e-4, 3 * q4_gemv::q4_kernel(c.q4_kernel).tolerance);
+    r.add(variant(fused_step_axes(c), StepConfig{.q4 = !c.f32, .q4_kernel = c.q4_kernel, .fused = c},
+                  std::string(c.f32 ? "the f32 tier" : "the q4 tier on " + c.q4_kernel) + " with beta/g, conv + SiLU and the q/k norm as one launch" +
+                      (c.recurrence.empty() ? std::string() : ", the recurrence " + c.recurrence) + (c.ba.empty() ? std::string() : ", b|a on " + c.ba) +
+                      (c.chain ? ", the small kernels in the PDL chain" : "") + ", one device-resident run of T tokens",
                   tol));
   }
 }

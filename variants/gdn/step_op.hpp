@@ -24,6 +24,10 @@
 #include "klab/registry.hpp"
 
 namespace klab::gdn {
+class GdnDevice;
+}
+
+namespace klab::gdn {
 
 struct StepWorkload : klab::Workload {
   ref::gdn::LayerWeights w;  // with weights=1: the big three dequant(q4(w))
@@ -48,17 +52,24 @@ void register_all(Registry& r);
 std::string q4_step_variant(const std::string& q4_variant);
 
 // The gdn_step variants with prep=fused (GdnDevice::set_fused_prep): the f32 tier (f32), or the q4
-// tier on q4_kernel; recurrence: a gdn_recurrence variant name, "" for the device's default.
+// tier on q4_kernel; recurrence: a gdn_recurrence variant name, "" for the device's default; ba: the
+// b|a projection's f32_gemv kernel, "" for the device's default; chain: GdnDevice::set_pdl_chain.
 struct FusedStepConfig {
   bool f32 = false;
-  std::string q4_kernel;
-  std::string recurrence;
+  std::string q4_kernel = "";
+  std::string recurrence = "";
+  std::string ba = "";
+  bool chain = false;
 };
 std::vector<FusedStepConfig> fused_step_configs();
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections with x and
-// their weights prefetched into L2, the fused prep, the fused recurrence with pdl=early), which
-// gdn-stack also runs through 48 layers.
+// their weights prefetched into L2, the fused prep, the fused recurrence with pdl=early, b|a on
+// f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL chain), which gdn-stack also runs
+// through 48 layers; the one before it is the same without the chain (its bits).
 FusedStepConfig step_candidate();
+// Applies c's kernels and modes to a loaded device (set_q4_variant where q4, set_fused_prep, and the
+// recurrence, b|a kernel and chain where c names them).
+void apply(const FusedStepConfig& c, GdnDevice& dev);
 // e.g. gdn_step/tier=q4,proj=map=packed+...,prep=fused,rec=impl=fused+cols=16+rows=8+pdl=on
 std::string fused_step_variant(const FusedStepConfig& c);
 

@@ -57,6 +57,10 @@ struct RecurrenceKernel {
   // Enqueues the step on `stream` (no allocation, no sync).
   void (*launch)(const RecurrenceArgs&, cudaStream_t stream) = nullptr;
   bool vec4 = false;  // loads S, v and stores S, o 16 bytes at a time (alignment: check_args)
+  // Launched with PDL and loads S BEFORE its griddepcontrol.wait (impl=fused,...,pdl=on): its caller
+  // must guarantee that no kernel that may still run writes this S (kernels_fused.cu). A caller whose
+  // kernels let their dependents go early (GdnDevice::set_pdl_chain) cannot, and refuses it.
+  bool state_before_wait = false;
 };
 
 // Every kernel, in ladder order (seed first).

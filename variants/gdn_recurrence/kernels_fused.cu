@@ -232,6 +232,7 @@ RecurrenceKernel fused() {
   k.can_implement = can<C, R>;
   k.workspace_floats = no_workspace;
   k.launch = launch<C, R, Pdl, Early>;
+  k.state_before_wait = Pdl && !Early;
   k.vec4 = true;
   return k;
 }

@@ -1,0 +1,106 @@
+// f32_gemv/impl=split-row,pdl=P: one thread block of 256 threads per output row, for the short-and-
+// wide mat-vecs of a decode step (the GDN step's b|a: 96 x 5120, 2 MB). Not yet measured on the H200.
+//
+// Why: warp-row gives b|a 12 thread blocks of 8 warps, one warp walking a whole 20 KB row with one
+// (unroll=1) or four 16-byte loads in flight; Nsight measured the b|a launch at 12.1 us inside the
+// step (H200, issue 14's table) for 2 MB, a byte floor of 0.4 us. Here each of the m blocks holds its
+// whole row in flight at once: thread t loads the float4s t, t + 256, ... (at most kMaxPer = 8 each,
+// so k <= 8192), every load issued before the first use, then dots them with x.
+//
+// pdl=on (launched with programmatic stream serialization): dependents are let go first, the row's
+// loads (W depends on no predecessor) are issued before griddepcontrol.wait, and x, which a
+// predecessor may write, is read after it; nothing is written before it. pdl=off: the same kernel
+// launched plainly (the wait and the trigger are then no-ops). The same bits either way.
+//
+// Arithmetic (fixed order, no atomics): a thread's fma chain over its float4s in order (x, y, z, w
+// within each), a butterfly over the warp (xor 16 .. 1), then thread 0 adds the 8 warps' sums in
+// warp order. Not warp-row's order: a tolerance against it, not bits.
+#include "f32_gemv/kernels.hpp"
+#include "f32_gemv/variants.hpp"
+#include "klab/cuda.hpp"
+#include "klab/error.hpp"
+
+namespace klab::f32_gemv {
+
+namespace {
+constexpr int kThreads = 256, kWarps = kThreads / 32, kMaxPer = 8;
+constexpr int kMaxK = 4 * kThreads * kMaxPer;  // 8192
+
+std::string split_row_error(std::int64_t m, std::int64_t k) {
+  if (m < 1 || k < 1) return "empty shape";
+  if (k % 4 != 0) return "k = " + std::to_string(k) + " is not a multiple of 4 (impl=split-row loads float4)";
+  if (k > kMaxK) return "k = " + std::to_string(k) + " exceeds impl=split-row's " + std::to_string(kMaxK) + " (256 threads x 8 float4 in flight)";
+  if (m > 2147483647) return "m over 2^31 - 1 (grid.x)";
+  return "";
+}
+
+template <bool Pdl>
+__global__ void __launch_bounds__(kThreads) split_row_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int k) {
+  if constexpr (Pdl) asm volatile("griddepcontrol.launch_dependents;");
+  __shared__ float part[kWarps];
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const float4* w4 = reinterpret_cast<const float4*>(w + static_cast<std::size_t>(blockIdx.x) * k);
+  const int n4 = k / 4;
+  float4 a[kMaxPer];
+#pragma unroll
+  for (int i = 0; i < kMaxPer; ++i) {
+    const int j = t + kThreads * i;
+    a[i] = j < n4 ? __ldcs(w4 + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  // x may be the predecessor's output: from here on.
+  if constexpr (Pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  float acc = 0.f;
+#pragma unroll
+  for (int i = 0; i < kMaxPer; ++i) {
+    const int j = t + kThreads * i;
+    if (j < n4) {
+      const float4 b = __ldcg(x4 + j);
+      acc = fmaf(a[i].x, b.x, acc);
+      acc = fmaf(a[i].y, b.y, acc);
+      acc = fmaf(a[i].z, b.z, acc);
+      acc = fmaf(a[i].w, b.w, acc);
+    }
+  }
+  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (lane == 0) part[warp] = acc;
+  __syncthreads();
+  if (t == 0) {
+    float s = part[0];
+    for (int i = 1; i < kWarps; ++i) s += part[i];
+    y[blockIdx.x] = s;
+  }
+}
+
+template <bool Pdl>
+void launch_split_row(const float* w, const float* x, float* y, int m, int k, cudaStream_t s) {
+  if (auto why = split_row_error(m, k); !why.empty()) throw Error("f32_gemv launch (impl=split-row): " + why);
+  require(w && x && y, "f32_gemv launch (impl=split-row): a null buffer");
+  require(reinterpret_cast<std::uintptr_t>(w) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
+          "f32_gemv launch (impl=split-row): w and x must be 16-byte aligned");
+  launch_maybe_pdl(Pdl, split_row_kernel<Pdl>, dim3(unsigned(m)), dim3(kThreads), 0, s, w, x, y, k);
+  KLAB_CUDA_LAUNCH("split_row_kernel");
+}
+}  // namespace
+
+template <bool Pdl>
+Variant split_row_variant() {
+  Variant v;
+  v.op = "f32_gemv";
+  v.axes = {{"impl", "split-row"}, {"pdl", Pdl ? "on" : "off"}};
+  v.name = variant_name(v.op, v.axes);
+  v.description = std::string("a thread block of 256 per row, the whole row's float4 loads in flight at once (k <= 8192), a warp butterfly and the "
+                              "warps summed in order") +
+                  (Pdl ? "; programmatic dependent launch (W loaded before the wait, x after it)" : "; plain launch");
+  v.can_implement = [](const Problem& p) { return split_row_error(p.shape.m, p.shape.k); };
+  v.make = [](const klab::Workload& wl) { return std::unique_ptr<Instance>(new F32Instance(workload_of(wl), &launch_split_row<Pdl>)); };
+  return v;
+}
+template Variant split_row_variant<false>();
+template Variant split_row_variant<true>();
+
+void (*split_row_launcher(bool pdl))(const float*, const float*, float*, int, int, cudaStream_t) {
+  return pdl ? &launch_split_row<true> : &launch_split_row<false>;
+}
+
+}  // namespace klab::f32_gemv
