@@ -5,16 +5,29 @@
 # scripts/compare.py: two runs of one commit), and compute-sanitizer's four tools over the whole gpu
 # suite (once the timings are done). Each step has its own time
 # limit so that one slow step cannot eat the others; every log and report lands under OUT. PART
-# splits it in two for machines that limit one command's time: main (the run, the gpu suite, the
-# peers, Nsight Compute) and checks (the gpu suite, the second run and the sanitizers); all (default) does both.
-#   scripts/h200_reference.sh BIN OUT [all|main|checks] [SANITIZER_SECONDS]
+# splits it for machines that limit one command's time (the H200 machine: 10 minutes):
+#   run       the standard run alone (every experiment, 560 s at most)
+#   extras    the Python peers merged into OUT/run, Nsight Compute, the gpu suite, the second run
+#   sanitize  compute-sanitizer's four tools over the gpu suite
+#   main      run + the peers + Nsight Compute (the split before 2026-12-01's new variants: 420 s for the run)
+#   checks    the gpu suite, the second run, the sanitizers
+#   all       (default) main + checks
+# run / extras / sanitize fit three 10-minute calls. The device's OUT starts empty in every call:
+# before extras, copy the run's report back into OUT/run (the peers and Nsight Compute add to it).
+#   scripts/h200_reference.sh BIN OUT [all|main|checks|run|extras|sanitize] [SANITIZER_SECONDS]
 set -uo pipefail
 B="$1"; OUT="$2"; PART="${3:-all}"; SAN_S="${4:-240}"
 mkdir -p "$OUT/run" "$OUT/run2" "$OUT/sanitizer"
-if [ "$PART" != checks ]; then
+RUN_S=420
+[ "$PART" = run ] && RUN_S=560
+if [ "$PART" = all ] || [ "$PART" = main ] || [ "$PART" = run ]; then
 EXPS=$("$B/klab" list experiments | sed -n 's/^  \([^ ]*\).*/\1/p' | tr '\n' ' ')
 echo "experiments: $EXPS" > "$OUT/run.log"
-(time timeout 420 "$B/klab" run $EXPS --out "$OUT/run") >> "$OUT/run.log" 2>&1; echo "run rc=$?" >> "$OUT/run.log"
+(time timeout $RUN_S "$B/klab" run $EXPS --out "$OUT/run") >> "$OUT/run.log" 2>&1; echo "run rc=$?" >> "$OUT/run.log"
+grep -E "^claims|ceiling:|rc=" "$OUT/run.log"
+fi
+[ "$PART" = run ] && exit 0
+if [ "$PART" = all ] || [ "$PART" = main ] || [ "$PART" = extras ]; then
 {
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ps .carry/peers/wheels/*.whl
   mkdir -p /tmp/p
@@ -27,13 +40,15 @@ echo "experiments: $EXPS" > "$OUT/run.log"
     --variants 'q4_gemv/map=*'
   echo "profile rc=$?"
 } > "$OUT/peers.log" 2>&1
-grep -E "^claims|ceiling:|rc=" "$OUT/run.log"; grep -E "rc=|added|measurement" "$OUT/peers.log"
+grep -E "rc=|added|measurement" "$OUT/peers.log"
 fi
 [ "$PART" = main ] && exit 0
-(time timeout 90 "$B/klab_gpu_tests") > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu-tests.log"
+if [ "$PART" != sanitize ]; then
+(time timeout 120 "$B/klab_gpu_tests") > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu-tests.log"
 tail -3 "$OUT/gpu-tests.log"
+fi
 # RUN2=0 leaves out the second run (when device time is short).
-if [ "${RUN2:-1}" != 0 ]; then
+if [ "${RUN2:-1}" != 0 ] && [ "$PART" != sanitize ]; then
   (time timeout 90 "$B/klab" run f32-gemv-vs-cublas q4-vs-peers --out "$OUT/run2") > "$OUT/run2.log" 2>&1; echo "run2 rc=$?" >> "$OUT/run2.log"
   rm -f "$OUT"/run2/report*.csv
   grep -E "^claims|rc=" "$OUT/run2.log"
@@ -45,6 +60,7 @@ fi
 # partial log ending in "rc=124": inconclusive, not a pass. KLAB_SANITIZE=1 leaves out the full sizes of
 # the last case (tests/gpu/test_variants.cpp: every variant of an op with params); its quick sizes run. Reports raised inside cuBLAS are named by
 # the frames in the log; nothing is silenced.
+[ "$PART" = extras ] && exit 0
 S=/usr/local/cuda/bin/compute-sanitizer
 TIMED='*plausible share*,*L2-cold slower*,*write-back in the timed*,*K launches over rotating*'
 # SAN_PAR=1 runs the four side by side instead (16 host cores; 2026-12-01: memcheck alone reached the
