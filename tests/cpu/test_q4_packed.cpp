@@ -569,26 +569,21 @@ TEST_CASE("map=packed grid=half models: bit for bit grid=groups,xprep=launch,q8-
   }
 }
 
-// ---- xpf=l2: x prefetched into L2 before the weight loads (packed.cu, prefetch_x_warp) ----
+// ---- xpf=l2 and wpf=l2: x, and the prep kernel's weights, prefetched into L2 (packed.cu) ----
 
-TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (the name less xpf=l2), with its model, layout and tolerance") {
-  const std::set<std::string> expected{
-      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=8",
-      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=4",
-      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=16",
-      "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,pdl=on,rows=8",
-      "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xpf=l2,pdl=on,rows=4",
-      "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=block,xpf=l2,load=bulk,per-sm=2,pdl=on,rows=8",
-      "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=1,pdl=on,rows=8",
-  };
+namespace {
+// The packed kernels whose name holds `mark` (and not `unless`), each checked against its twin, the
+// name less `mark`: the same layout, tolerance, rows and bit-model (the same bits on a ragged
+// Student-t problem), but a launcher of its own. Returns their names.
+std::set<std::string> check_twins(const std::string& mark, const std::string& unless) {
   std::set<std::string> with;
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 11);
   for (const auto& name : packed_names()) {
-    const std::size_t at = name.find(",xpf=l2");
-    if (at == std::string::npos || name.find(",wpf=l2") != std::string::npos) continue;
+    const std::size_t at = name.find(mark);
+    if (at == std::string::npos || (!unless.empty() && name.find(unless) != std::string::npos)) continue;
     with.insert(name);
     CAPTURE(name);
-    const std::string twin = std::string(name).erase(at, 7);
+    const std::string twin = std::string(name).erase(at, mark.size());
     const auto& a = q4_gemv::q4_kernel(twin);
     const auto& b = q4_gemv::q4_kernel(name);
     REQUIRE(a.layout != nullptr);
@@ -596,35 +591,31 @@ TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (th
     CHECK(b.tolerance == a.tolerance);
     CHECK(b.rows_per_warp == a.rows_per_warp);
     const bool own_launcher = b.launch_packed != a.launch_packed, same_model = q4_gemv::q4_model(name) == q4_gemv::q4_model(twin);
-    CHECK(own_launcher);  // its own launcher, not the twin's
+    CHECK(own_launcher);
     CHECK(same_model);
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(twin)(c.w, c.x)) == 0);
   }
-  CHECK(with == expected);
+  return with;
+}
+}  // namespace
+
+TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (the name less xpf=l2), with its model, layout and tolerance") {
+  CHECK(check_twins(",xpf=l2", ",wpf=l2") == std::set<std::string>{
+                                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=8",
+                                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=4",
+                                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=16",
+                                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,pdl=on,rows=8",
+                                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xpf=l2,pdl=on,rows=4",
+                                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=block,xpf=l2,load=bulk,per-sm=2,pdl=on,rows=8",
+                                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=1,pdl=on,rows=8",
+                                             });
 }
 
 TEST_CASE("map=packed wpf=l2: each such kernel is the twin of its xpf=l2 kernel (the name less wpf=l2), with its model, layout and tolerance") {
-  const std::set<std::string> expected{
-      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=8",
-      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=4",
-      "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=16",
-      "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,wpf=l2,load=bulk,pdl=on,rows=8",
-  };
-  std::set<std::string> with;
-  for (const auto& name : packed_names()) {
-    const std::size_t at = name.find(",wpf=l2");
-    if (at == std::string::npos) continue;
-    with.insert(name);
-    CAPTURE(name);
-    const std::string twin = std::string(name).erase(at, 7);
-    const auto& a = q4_gemv::q4_kernel(twin);
-    const auto& b = q4_gemv::q4_kernel(name);
-    REQUIRE(a.layout != nullptr);
-    CHECK(b.layout->name == a.layout->name);
-    CHECK(b.tolerance == a.tolerance);
-    const bool own_launcher = b.launch_packed != a.launch_packed, same_model = q4_gemv::q4_model(name) == q4_gemv::q4_model(twin);
-    CHECK(own_launcher);
-    CHECK(same_model);
-  }
-  CHECK(with == expected);
+  CHECK(check_twins(",wpf=l2", "") == std::set<std::string>{
+                                          "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=8",
+                                          "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=4",
+                                          "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=16",
+                                          "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,wpf=l2,load=bulk,pdl=on,rows=8",
+                                      });
 }
