@@ -74,6 +74,11 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   const Geometry& g = w.g;
   const bool q4 = tier != "f32", fast = tier == "q4-fast";
   const bool full = !ctx.options().quick && nl == kLayers;
+  if (fast)
+    if (auto why = gdn::config_error(gdn::step_candidate(), g); !why.empty()) {
+      ctx.skip("gdn-stack " + tier + " at " + g.str(), why);
+      return;
+    }
   const StackNeed need = stack_need(w, q4 ? &q : nullptr, nl);
   std::size_t free_b = 0, total_b = 0;
   KLAB_CUDA(cudaMemGetInfo(&free_b, &total_b));

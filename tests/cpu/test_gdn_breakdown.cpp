@@ -157,4 +157,15 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   unchained.chain = false;
   CHECK(registry().has_variant(gdn::fused_step_variant(unchained)));
   CHECK(gdn::fused_step_variant(cand) == gdn::fused_step_variant(unchained) + ",chain=pdl");
+  // A variant refuses, naming its kernel, a geometry one of the kernels it names cannot take: the
+  // candidate's recurrence (cols=16, rows=8: 8 row slots a warp) does not fit dk = 32 (4 row groups),
+  // the op's quick geometry; the op's default (Qwen3.5-27B) it takes.
+  const Op& op = registry().op("gdn_step");
+  Problem def = op.default_problem(Dist::uniform, 1), quick = def;
+  for (const auto& d : op.params)
+    if (!d.quick.empty()) quick.params[d.name] = d.quick.front();
+  const Variant& v = registry().variant(gdn::fused_step_variant(cand));
+  CHECK(v.can_implement(def) == "");
+  CHECK(v.can_implement(quick).find(cand.recurrence) != std::string::npos);
+  CHECK(registry().variant(gdn::fused_step_variant({true, "", "", "", false})).can_implement(quick) == "");
 }

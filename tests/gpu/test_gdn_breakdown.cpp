@@ -167,8 +167,11 @@ TEST_CASE("GDN fused prep: beta/g, conv + SiLU and the q/k norm as one launch gi
 
 TEST_CASE("GDN PDL chain: the step's candidate (q4 tier) gives the same bits with its small kernels chained, and the chain refuses what it cannot make safe") {
   constexpr int T = 8;
+  int stepped = 0;
   for (const auto& [why, g] : geometries()) {
     CAPTURE(why);
+    if (!gdn::config_error(gdn::step_candidate(), g).empty()) continue;  // its recurrence refuses dk = 32 (the cpu suite checks the refusal)
+    ++stepped;
     const auto w = rg::random_weights(g, 51);
     const auto q = rg::quantize_projections(w);
     const auto h = test::gdn_inputs(g, T, 52, 902);
@@ -199,6 +202,7 @@ TEST_CASE("GDN PDL chain: the step's candidate (q4 tier) gives the same bits wit
     CHECK(bitwise_diff(on.get(0, What::OUT), y_before) == 0);  // nothing ran
     CHECK_THROWS_WITH_AS(on.set_ba_variant("f32_gemv/impl=nope"), doctest::Contains("split-row"), Error);
   }
+  CHECK(stepped == 1);  // the Qwen3.5-27B state
 }
 
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {

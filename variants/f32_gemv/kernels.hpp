@@ -15,6 +15,8 @@ struct F32Kernel {
   // cudaMalloc: 16-byte aligned rows when k % 4 == 0). No allocation, no sync. Deterministic: the
   // same inputs give the same bits on every run.
   void (*launch)(const float* w, const float* x, float* y, int m, int k, cudaStream_t stream);
+  // Why it cannot take an m x k problem ("" when it can; nullptr: it takes every shape).
+  std::string (*can_implement)(std::int64_t m, std::int64_t k) = nullptr;
 };
 
 // Our f32 kernels (the cuBLAS peer has no raw launcher), in registration order.

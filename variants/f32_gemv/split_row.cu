@@ -25,6 +25,7 @@ namespace klab::f32_gemv {
 namespace {
 constexpr int kThreads = 256, kWarps = kThreads / 32, kMaxPer = 8;
 constexpr int kMaxK = 4 * kThreads * kMaxPer;  // 8192
+}  // namespace
 
 std::string split_row_error(std::int64_t m, std::int64_t k) {
   if (m < 1 || k < 1) return "empty shape";
@@ -33,6 +34,8 @@ std::string split_row_error(std::int64_t m, std::int64_t k) {
   if (m > 2147483647) return "m over 2^31 - 1 (grid.x)";
   return "";
 }
+
+namespace {
 
 template <bool Pdl>
 __global__ void __launch_bounds__(kThreads) split_row_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int k) {

@@ -91,8 +91,8 @@ template Variant warp_row_variant<4>();
 const std::vector<F32Kernel>& f32_kernels() {
   static const std::vector<F32Kernel> ks{{warp_row_variant<1>().name, &launch_warp_row<1>},
                                          {warp_row_variant<4>().name, &launch_warp_row<4>},
-                                         {split_row_variant<false>().name, split_row_launcher(false)},
-                                         {split_row_variant<true>().name, split_row_launcher(true)}};
+                                         {split_row_variant<false>().name, split_row_launcher(false), &split_row_error},
+                                         {split_row_variant<true>().name, split_row_launcher(true), &split_row_error}};
   return ks;
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "f32_gemv/kernels.hpp"
 #include "gdn/gdn_device.hpp"
 #include "gdn/inputs.hpp"
 #include "klab/cuda.hpp"
@@ -101,11 +102,13 @@ std::string axes_value(const q4_gemv::Q4Kernel& k) {
   return s;
 }
 
-std::string can_step(const Problem& p, bool q4) {
+// Why a variant cannot step p's geometry: the device's refusal, the q4 tier on f32 weights, or a
+// kernel it names (the recurrence, the b|a kernel) refusing the geometry.
+std::string can_step(const Problem& p, const StepConfig& c) {
   const rg::Geometry g = step_geometry(p);
   if (auto why = GdnDevice::can_implement(g, 1); !why.empty()) return why;
-  if (q4 && p.param("weights") != 1) return "the q4 tier runs on q4 weights (weights=1)";
-  return "";
+  if (c.q4 && p.param("weights") != 1) return "the q4 tier runs on q4 weights (weights=1)";
+  return c.fused ? config_error(*c.fused, g) : "";
 }
 }  // namespace
 
@@ -229,6 +232,17 @@ FusedStepConfig step_candidate() {
           "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true};
 }
 
+std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
+  if (!c.recurrence.empty())
+    if (auto why = gdn_recurrence::recurrence_kernel(c.recurrence).can_implement(gdn_recurrence::dense_args(g.nk, g.nv, g.dk, g.dv, 1)); !why.empty())
+      return c.recurrence + ": " + why;
+  if (!c.ba.empty())
+    if (const auto& k = f32_gemv::f32_kernel(c.ba); k.can_implement)
+      if (auto why = k.can_implement(2 * std::int64_t(g.nv), g.hidden); !why.empty())
+        return c.ba + " (b|a, " + std::to_string(2 * g.nv) + " x " + std::to_string(g.hidden) + "): " + why;
+  return "";
+}
+
 void apply(const FusedStepConfig& c, GdnDevice& dev) {
   if (!c.f32) dev.set_q4_variant(c.q4_kernel);
   dev.set_fused_prep(true);
@@ -277,7 +291,7 @@ void register_all(Registry& r) {
     v.name = variant_name(v.op, v.axes);
     v.description = std::move(desc);
     v.tolerance = tol;
-    v.can_implement = [q4 = c.q4](const Problem& p) { return can_step(p, q4); };
+    v.can_implement = [c](const Problem& p) { return can_step(p, c); };
     v.make = [c](const klab::Workload& w) -> std::unique_ptr<Instance> { return std::make_unique<StepInstance>(step_workload_of(w), c); };
     return v;
   };

@@ -67,6 +67,9 @@ std::vector<FusedStepConfig> fused_step_configs();
 // f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL chain), which gdn-stack also runs
 // through 48 layers; the one before it is the same without the chain (its bits).
 FusedStepConfig step_candidate();
+// Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)
+// refuses the geometry, naming the kernel and its reason.
+std::string config_error(const FusedStepConfig& c, const ref::gdn::Geometry& g);
 // Applies c's kernels and modes to a loaded device (set_q4_variant where q4, set_fused_prep, and the
 // recurrence, b|a kernel and chain where c names them).
 void apply(const FusedStepConfig& c, GdnDevice& dev);
