@@ -27,6 +27,9 @@ const Claim kRecPays{"rec-pays",
                      "inside the fused step, the fused one-launch recurrence (impl=fused,cols=16,rows=8,pdl=on) is faster than the step's seed recurrence"};
 const Claim kChainBits{"chain-bitwise", "the step's candidate with its small kernels in the PDL chain gives the same candidate's bits without it"};
 const Claim kChainPays{"chain-pays", "the PDL chain pays: the step's candidate is faster with it than without it"};
+const Claim kNormPays{"norm-pays",
+                      "the gated norm as the recurrence's epilogue (norm=gated) pays: the step's candidate is faster than its twin with the gated norm "
+                      "a launch of its own"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -47,6 +50,7 @@ struct Plan {
   std::vector<std::string> candidates;
   std::string rec_base, rec_on;      // the q8 prep=fused step and its rec=...pdl=on twin (claim rec-pays)
   std::string unchained, chained;    // gdn::step_candidate() without and with the chain (chain-bitwise, chain-pays)
+  std::string norm_twin;             // gdn::step_candidate() with the gated norm a launch of its own (norm-pays)
 };
 Plan plan() {
   Plan p;
@@ -54,6 +58,9 @@ Plan plan() {
   unchained.chain = false;
   p.unchained = gdn::fused_step_variant(unchained);
   p.chained = gdn::fused_step_variant(gdn::step_candidate());
+  gdn::FusedStepConfig twin = gdn::step_candidate();
+  twin.recurrence.erase(twin.recurrence.find(",norm=gated"), 11);
+  p.norm_twin = gdn::fused_step_variant(twin);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -129,6 +136,14 @@ void run_fused(Context& ctx) {
                                          speedup_text(c) + " (" + to_string(chained->timing.mode) + ")");
       }
     }
+    const Measured* norm_twin = find(ms, pl.norm_twin);
+    if (norm_twin && chained && norm_twin->timed && chained->timed) {
+      const auto c = compare_times(norm_twin->timing.kept_ms, chained->timing.kept_ms, std::uint64_t(T));
+      ctx.claim(kNormPays).settle(key, c.verdict == Verdict::faster,
+                                  fmt("%.4f -> %.4f ms per layer and token with the gated norm in the recurrence, ", norm_twin->timing.summary.median / T,
+                                      chained->timing.summary.median / T) +
+                                      speedup_text(c));
+    }
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
@@ -148,7 +163,7 @@ void register_gdn_fused(Registry& r) {
       .name = "gdn-step-fused",
       .description = "GDN step (op gdn_step): beta/g, conv + SiLU and the q/k norm as one launch (prep=fused) against three, bits and time; the "
                      "step's candidates toward 20 us per layer (q8-dp4a projections, a fused recurrence)",
-      .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kGoal},
+      .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kGoal},
       .run = run_fused,
   });
 }

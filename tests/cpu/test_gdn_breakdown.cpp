@@ -148,7 +148,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 6);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 7);
   // The candidate runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
   const auto cand = gdn::step_candidate();
   CHECK(cand.chain);
@@ -168,4 +168,25 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(v.can_implement(def) == "");
   CHECK(v.can_implement(quick).find(cand.recurrence) != std::string::npos);
   CHECK(registry().variant(gdn::fused_step_variant({true, "", "", "", false})).can_implement(quick) == "");
+}
+
+TEST_CASE("GDN breakdown, the gated norm in the recurrence: recurrence_norm in place of two operators, the same weights + state, z in and onn out") {
+  for (const auto& g : {rg::qwen35_27b(), rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}})
+    for (bool q4 : {false, true})
+      for (bool prep : {false, true}) {
+        CAPTURE(g.str());
+        CAPTURE(q4);
+        CAPTURE(prep);
+        const auto base = gdn::step_operator_bytes(g, q4, prep), fused = gdn::step_operator_bytes(g, q4, prep, true);
+        REQUIRE(fused.size() + 1 == base.size());
+        double model = 0;
+        for (const auto& m : fused) model += m.bytes.model();
+        CHECK(model == gdn::step_bytes(g, q4));
+        const auto& rn = bytes_of(fused, gdn::kRecurrenceNorm);
+        CHECK(rn.state == bytes_of(base, "recurrence").state);
+        CHECK(rn.weights == bytes_of(base, "gated_norm").weights);
+        CHECK(rn.act == bytes_of(base, "recurrence").act + 4.0 * 2 * g.value_dim());
+        for (const auto& m : fused) CHECK(std::string(m.name) != "gated_norm");
+        CHECK(std::string(fused.back().name) == "out_proj");
+      }
 }

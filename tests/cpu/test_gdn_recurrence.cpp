@@ -146,7 +146,7 @@ TEST_CASE("gdn_recurrence pdl=early: each is the twin of a registered pdl=on ker
   int early = 0;
   for (const auto& k : gr::recurrence_kernels()) {
     const auto at = k.name.find("pdl=early");
-    if (at == std::string::npos) continue;
+    if (at == std::string::npos || k.gated_norm) continue;  // norm=gated: below
     ++early;
     CAPTURE(k.name);
     CHECK(at + 9 == k.name.size());  // the last axis, as pdl=on|off
@@ -162,4 +162,43 @@ TEST_CASE("gdn_recurrence pdl=early: each is the twin of a registered pdl=on ker
       }
   }
   CHECK(early == 5);
+}
+
+TEST_CASE("gdn_recurrence norm=gated: the twin of a kernel without the epilogue; a head's column tiles must fit a cluster; check_args guards the epilogue") {
+  int norm = 0;
+  for (const auto& k : gr::recurrence_kernels()) {
+    const auto at = k.name.find(",norm=gated");
+    CHECK(k.gated_norm == (at != std::string::npos));
+    if (!k.gated_norm) continue;
+    ++norm;
+    CAPTURE(k.name);
+    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at));
+    CHECK_FALSE(twin.gated_norm);
+    CHECK(twin.state_before_wait == k.state_before_wait);
+    for (auto [dk, dv] : {std::pair{128, 128}, std::pair{32, 48}, std::pair{64, 96}}) {
+      const gr::RecurrenceArgs a = gr::dense_args(2, 6, dk, dv, 1);
+      CHECK(k.can_implement(a) == twin.can_implement(a));  // every tile count up to 8 fits
+    }
+  }
+  CHECK(norm == 2);
+  // cols=16 at dv = 256: 16 column tiles, over a portable cluster's 8 blocks.
+  const auto& k16 = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early,norm=gated");
+  const gr::RecurrenceArgs wide = gr::dense_args(2, 6, 128, 256, 1);
+  CHECK(gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early").can_implement(wide) == "");
+  CHECK(k16.can_implement(wide).find("cluster") != std::string::npos);
+  // The epilogue's arguments: asked of a kernel without one, without z or norm_w, with eps <= 0, misaligned.
+  alignas(16) static float buf[64];
+  gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, 1);
+  a.q = a.k = a.v = a.g = a.beta = buf;
+  a.S = a.o = buf;
+  a.normalize_qk = false;
+  a.onn = buf;
+  CHECK(gr::check_args(gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early"), a).find("without one") != std::string::npos);
+  CHECK(gr::check_args(k16, a).find("z and norm_w") != std::string::npos);
+  a.z = a.norm_w = buf;
+  CHECK(gr::check_args(k16, a).find("eps") != std::string::npos);
+  a.eps = 1e-6f;
+  CHECK(gr::check_args(k16, a) == "");
+  a.z = buf + 1;
+  CHECK(gr::check_args(k16, a).find("16-byte aligned") != std::string::npos);
 }

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -203,6 +204,50 @@ TEST_CASE("GDN PDL chain: the step's candidate (q4 tier) gives the same bits wit
     CHECK_THROWS_WITH_AS(on.set_ba_variant("f32_gemv/impl=nope"), doctest::Contains("split-row"), Error);
   }
   CHECK(stepped == 1);  // the Qwen3.5-27B state
+}
+
+TEST_CASE("GDN gated norm in the recurrence (norm=gated): o bit for bit the recurrence's without it, onn and the output within 1e-5 of the unfused norm, one launch fewer") {
+  constexpr int T = 8;
+  const Geometry g{256, 16, 48, 128, 128, 4, 1e-6};  // the Qwen3.5-27B state: a head's 128 columns are 8 tiles of 16
+  for (const char* rec : {"gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early"}) {
+    for (bool q4 : {false, true}) {
+      CAPTURE(rec);
+      CAPTURE(q4);
+      const auto w = rg::random_weights(g, 61);
+      const auto q = rg::quantize_projections(w);
+      const auto h = test::gdn_inputs(g, T, 62, 903);
+      GdnDevice two(g, 1), one(g, 1);
+      load(two, w, q4 ? &q : nullptr);
+      load(one, w, q4 ? &q : nullptr);
+      for (GdnDevice* d : {&two, &one}) d->set_fused_prep(true);
+      two.set_recurrence_variant(rec);
+      one.set_recurrence_variant(std::string(rec) + ",norm=gated");
+      double worst = 0;
+      std::int64_t on_diff = 0, state_diff = 0;
+      for (int t = 0; t < T; ++t) {
+        const auto y1 = one.step(0, test::tok(h, g, t)), y2 = two.step(0, test::tok(h, g, t));
+        worst = std::max({worst, accuracy(y1, std::vector<double>(y2.begin(), y2.end())).max_rel,
+                          accuracy(one.get(0, What::ONN), [&] { const auto v = two.get(0, What::ONN); return std::vector<double>(v.begin(), v.end()); }()).max_rel});
+        on_diff += bitwise_diff(one.get(0, What::ON), two.get(0, What::ON));
+        state_diff += bitwise_diff(one.get(0, What::S), two.get(0, What::S));
+      }
+      CHECK(on_diff == 0);
+      CHECK(state_diff == 0);
+      CHECK(worst < 1e-5);
+      CHECK(worst > 0);  // another order of the sum of o^2: not bits (a check that compares the same buffer twice would read 0)
+      DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
+      cudaStream_t s = nullptr;
+      KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      const auto ops1 = one.step_operators(0, d_h.get(), d_y.get()), ops2 = two.step_operators(0, d_h.get(), d_y.get());
+      REQUIRE(ops1.size() + 1 == ops2.size());
+      CHECK(std::string(ops1[4].name) == gdn::kRecurrenceNorm);
+      int k1 = 0, k2 = 0;
+      for (const auto& op : ops1) k1 += graph_nodes(op.enqueue, s).kernels;
+      for (const auto& op : ops2) k2 += graph_nodes(op.enqueue, s).kernels;
+      CHECK(k1 == k2 - 1);
+      KLAB_CUDA(cudaStreamDestroy(s));
+    }
+  }
 }
 
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {

@@ -346,7 +346,8 @@ void GdnDevice::unload_projections(int layer) {
 std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot, const float* d_h, float* d_y) const {
   const Layer* L = layers_[std::size_t(layer)].get();
   const Geometry& g = g_;
-  const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4, fused_prep_);
+  const bool norm_in_rec = rec_->gated_norm;  // the recurrence runs the gated norm as its epilogue
+  const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4, fused_prep_, norm_in_rec);
   std::vector<StepOperator> ops;
   ops.reserve(bytes.size());
   auto add = [&](std::function<void(cudaStream_t)> f) {
@@ -383,14 +384,22 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   }
   // 5. delta-rule recurrence per value head on this layer's and slot's S, through the chosen
   // gdn_recurrence variant (checked on the host before each launch: dims, pointers, alignment of its loads).
-  add([rec = rec_, rargs = rec_args(g, L->q.get(), L->k.get(), L->xcv.get(), L->g.get(), L->beta.get(), S_of(layer, slot), L->on.get())](cudaStream_t s) {
+  auto rargs = rec_args(g, L->q.get(), L->k.get(), L->xcv.get(), L->g.get(), L->beta.get(), S_of(layer, slot), L->on.get());
+  if (norm_in_rec) {  // 5 + 6: the recurrence's epilogue writes onn
+    rargs.z = L->zv.get();
+    rargs.norm_w = L->norm_w.get();
+    rargs.onn = L->onn.get();
+    rargs.eps = static_cast<float>(g.eps);
+  }
+  add([rec = rec_, rargs](cudaStream_t s) {
     if (auto why = gdn_recurrence::check_args(*rec, rargs); !why.empty()) throw Error("GdnDevice: " + rec->name + ": " + why);
     rec->launch(rargs, s);
   });
   // 6. gated RMSNorm per value head
-  add([L, nv = g.nv, dv = g.dv, eps = static_cast<float>(g.eps), chain](cudaStream_t s) {
-    kernels::gated_norm(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), nv, dv, eps, s, chain);
-  });
+  if (!norm_in_rec)
+    add([L, nv = g.nv, dv = g.dv, eps = static_cast<float>(g.eps), chain](cudaStream_t s) {
+      kernels::gated_norm(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), nv, dv, eps, s, chain);
+    });
   // 7. y = W_out onn
   add([L, d_y](cudaStream_t s) { L->out->enqueue(L->onn.get(), d_y, s); });
   if (ops.size() != bytes.size())

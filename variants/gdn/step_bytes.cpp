@@ -3,7 +3,7 @@
 
 namespace klab::gdn {
 
-std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep) {
+std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep, bool fused_norm) {
   // Sizes in elements; every activation and small weight is f32 (4 bytes).
   const double H = g.hidden, C = g.conv_dim(), V = g.value_dim(), K = g.key_dim(), nv = g.nv;
   const double big = q4 ? 0.5625 : 4.0;  // bytes per weight of the big three
@@ -29,6 +29,11 @@ std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool
   add(7, f * g.dv, 0, f * (3 * V));
   // 7. y = W_out onn: W (H, V); onn in, y out.
   add(8, big * H * V, 0, f * (V + H));
+  if (fused_norm) {
+    // recurrence (6) + gated_norm (7): z in and onn out beside the recurrence's own act.
+    m[6] = {kRecurrenceNorm, {m[6].bytes.weights + m[7].bytes.weights, m[6].bytes.state + m[7].bytes.state, m[6].bytes.act + f * 2 * V}};
+    m.erase(m.begin() + 7);
+  }
   if (!fused_prep) return m;
   // beta_g + conv_silu + qk_norm as one launch: b|a and xc in; xcv, q, k, beta and g out.
   OperatorModel fused{kFusedPrepOperators[3], {m[3].bytes.weights + m[4].bytes.weights + m[5].bytes.weights, m[3].bytes.state + m[4].bytes.state + m[5].bytes.state,

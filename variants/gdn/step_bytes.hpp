@@ -27,9 +27,12 @@ struct OperatorBytes {
 // The step's operators in the order enqueue_step runs them (one launch each in the default kernels).
 inline constexpr std::array<const char*, 9> kStepOperators{"in_proj_qkv", "in_proj_z", "in_proj_ba", "beta_g", "conv_silu",
                                                            "qk_norm",     "recurrence", "gated_norm", "out_proj"};
-// The same step with beta_g, conv_silu and qk_norm as one launch (GdnDevice::set_fused_prep).
+// The same step with beta_g, conv_silu and qk_norm as one launch (GdnDevice::set_fused_prep); with a
+// recurrence that runs the gated norm as its epilogue (RecurrenceKernel::gated_norm), recurrence and
+// gated_norm are the one operator kRecurrenceNorm in either list.
 inline constexpr std::array<const char*, 7> kFusedPrepOperators{"in_proj_qkv", "in_proj_z",  "in_proj_ba", "conv_norm_bg",
                                                                 "recurrence",  "gated_norm", "out_proj"};
+inline constexpr const char* kRecurrenceNorm = "recurrence_norm";
 
 struct OperatorModel {
   const char* name;
@@ -38,7 +41,9 @@ struct OperatorModel {
 // The nine operators' bytes for geometry g, the big three on the q4 tier (q4) or f32, in step order;
 // fused_prep: the seven of kFusedPrepOperators, conv_norm_bg with the weights and state of the three
 // it replaces and as act only what it reads (b|a, xc) and writes (xcv, q, k, beta, g): the q and k
-// parts of xcv are no longer read back by a launch of their own.
-std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep = false);
+// parts of xcv are no longer read back by a launch of their own. fused_norm: recurrence and gated_norm
+// as kRecurrenceNorm, with both their weights and state, and as act the recurrence's with z in and
+// onn out (o is still written, no longer read back).
+std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep = false, bool fused_norm = false);
 
 }  // namespace klab::gdn

@@ -218,6 +218,12 @@ std::vector<FusedStepConfig> fused_step_configs() {
       // the step's candidate toward issue 14's 20 us: q8 projections, the fused recurrence (q/k norm
       // already done by conv_norm_bg: normalize_qk off) of the batch-1 ladder, and their prefetching twins
       {false, q8, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on"},
+      // the candidate with the gated norm as a launch of its own, and without the chain: its two twins
+      [] {
+        FusedStepConfig c = step_candidate();
+        c.recurrence = "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early";
+        return c;
+      }(),
       [] {
         FusedStepConfig c = step_candidate();
         c.chain = false;
@@ -229,7 +235,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
 
 FusedStepConfig step_candidate() {
   return {false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=8",
-          "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true};
+          "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early,norm=gated", "f32_gemv/impl=split-row,pdl=on", true};
 }
 
 std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {

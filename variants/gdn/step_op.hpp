@@ -63,9 +63,10 @@ struct FusedStepConfig {
 };
 std::vector<FusedStepConfig> fused_step_configs();
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections with x and
-// their weights prefetched into L2, the fused prep, the fused recurrence with pdl=early, b|a on
-// f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL chain), which gdn-stack also runs
-// through 48 layers; the one before it is the same without the chain (its bits).
+// their weights prefetched into L2, the fused prep, the fused recurrence with pdl=early and the gated
+// norm as its epilogue, b|a on f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL chain),
+// which gdn-stack also runs through 48 layers; the two before it are the same with the gated norm a
+// launch of its own, and without the chain (its bits).
 FusedStepConfig step_candidate();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)
 // refuses the geometry, naming the kernel and its reason.

@@ -42,6 +42,13 @@ std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a) {
   if (auto why = kern.can_implement(a); !why.empty()) return why;
   if (!a.q || !a.k || !a.v || !a.g || !a.beta || !a.S || !a.o) return "a null tensor pointer";
   if (kern.workspace_floats(a) > 0 && !a.workspace) return "no workspace (" + std::to_string(kern.workspace_floats(a)) + " floats needed)";
+  if (a.onn) {
+    if (!kern.gated_norm) return "the gated-norm epilogue (onn) asked of a kernel without one (" + kern.name + ")";
+    if (!a.z || !a.norm_w) return "the gated-norm epilogue needs z and norm_w";
+    if (!(a.eps > 0)) return "the gated-norm epilogue needs eps > 0";
+    auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+    if (!aligned(a.z) || !aligned(a.norm_w) || !aligned(a.onn)) return "z, norm_w and onn must be 16-byte aligned (float4 loads and stores)";
+  }
   if (kern.vec4) {
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     if (!aligned(a.S) || !aligned(a.o) || !aligned(a.v)) return "S, o and v must be 16-byte aligned (float4 loads and stores)";

@@ -40,6 +40,13 @@ struct RecurrenceArgs {
   // Scratch of workspace_floats(args) floats (device; the seed's normalised q and k), or null when
   // the kernel needs none.
   float* workspace = nullptr;
+  // The GDN step's gated RMSNorm as an epilogue (kernels with RecurrenceKernel::gated_norm; onn null:
+  // none, the op's own races): per sequence and value head, with z and onn at + b*o_stride + h*dv,
+  //   onn[c] = o[c] * rsqrt(mean_c o[c]^2 + eps) * norm_w[c] * silu(z[c])   (o still written)
+  const float* z = nullptr;
+  const float* norm_w = nullptr;  // (dv)
+  float* onn = nullptr;
+  float eps = 0;
 };
 
 // The arguments of `batch` densely packed sequences ((batch, nk, dk) q and k, (batch, nv, dv) v and
@@ -61,6 +68,8 @@ struct RecurrenceKernel {
   // must guarantee that no kernel that may still run writes this S (kernels_fused.cu). A caller whose
   // kernels let their dependents go early (GdnDevice::set_pdl_chain) cannot, and refuses it.
   bool state_before_wait = false;
+  // Can run the gated RMSNorm epilogue (RecurrenceArgs::onn): impl=fused,...,norm=gated.
+  bool gated_norm = false;
 };
 
 // Every kernel, in ladder order (seed first).

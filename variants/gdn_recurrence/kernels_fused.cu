@@ -40,6 +40,8 @@
 // prefetch only fills L2, the GPU's point of coherence, so a predecessor's later store of that S
 // lands over it and the load after the wait sees it: no contract on the caller beyond PDL's own (a
 // dependent reads nothing of ours before its wait).
+#include <cooperative_groups.h>
+
 #include "gdn_recurrence/kernels.hpp"
 
 #include "klab/cuda.hpp"
@@ -73,7 +75,54 @@ __device__ __forceinline__ float4 row_slot_sum(float4 p) {
 
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-template <int C, int R, bool Early = false>
+// silu(x) = x / (1 + exp(-x)), as the GDN step's gated_norm computes it (variants/gdn/gdn_kernels.cu).
+__device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }
+
+// The most blocks of a cluster (norm=gated): the portable cluster size.
+constexpr int kMaxCluster = 8;
+
+// norm=gated (RecurrenceArgs::onn, kernels.hpp): the GDN step's gated RMSNorm on o, inside the
+// recurrence. A head's dv columns span the ceil(dv / C) blocks of one thread block cluster (the
+// launcher's cluster dimension, at most kMaxCluster; the blocks of head h are h tiles .. h tiles +
+// tiles - 1, so cluster rank = column tile): each block sums the squares of its C columns of o (per
+// quad one fma chain x, y, z, w, then a butterfly over warp 0's Q quads), the cluster syncs, every
+// block adds the cluster's partial sums in rank order (the same bits in every block, through
+// distributed shared memory), and each quad forms onn = ((o r) norm_w) silu(z), r = 1 / sqrt(ss / dv
+// + eps): gated_norm's formula per element, not its reduction order (a block_sum over dv threads),
+// so a tolerance against the unfused step, and o itself the bits of the kernel without the epilogue.
+__device__ __forceinline__ void gated_norm_epilogue(const RecurrenceArgs& a, const float4* red_o, int W, int Q, int cq, int w, int rs, int lane,
+                                                    bool live, int b, int h, int c0) {
+  namespace cg = cooperative_groups;
+  __shared__ float ss_part;
+  cg::cluster_group cluster = cg::this_cluster();
+  const std::int64_t at = b * a.o_stride + static_cast<std::int64_t>(h) * a.dv + c0;
+  float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (w == 0) {
+    if (rs == 0 && live) {
+      o = red_o[cq];
+      for (int ww = 1; ww < W; ++ww) o = f4_add(o, red_o[ww * Q + cq]);
+      *reinterpret_cast<float4*>(a.o + at) = o;
+    }
+    // ss = sum of o^2 over the block's columns (0 from dead quads and the other row slots' lanes)
+    float ss = fmaf(o.w, o.w, fmaf(o.z, o.z, fmaf(o.y, o.y, o.x * o.x)));
+    for (int off = Q / 2; off > 0; off /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+    if (lane == 0) ss_part = ss;
+  }
+  cluster.sync();  // every block's ss_part is written
+  if (w == 0 && rs == 0 && live) {
+    float tot = 0.f;
+    for (unsigned r = 0; r < cluster.num_blocks(); ++r) tot += *cluster.map_shared_rank(&ss_part, r);
+    // r = 1 / sqrt(mean(o^2) + eps); onn = o * r * norm_w * silu(z)
+    const float rr = 1.f / sqrtf(tot / static_cast<float>(a.dv) + a.eps);
+    const float4 z = *reinterpret_cast<const float4*>(a.z + at);
+    const float4 nw = *reinterpret_cast<const float4*>(a.norm_w + c0);
+    const float4 y = make_float4(o.x * rr * nw.x * silu(z.x), o.y * rr * nw.y * silu(z.y), o.z * rr * nw.z * silu(z.z), o.w * rr * nw.w * silu(z.w));
+    *reinterpret_cast<float4*>(a.onn + at) = y;
+  }
+  cluster.sync();  // no block leaves while another still reads its ss_part
+}
+
+template <int C, int R, bool Early = false, bool Norm = false>
 __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a) {
   static_assert(C >= 4 && C <= 128 && (C & (C - 1)) == 0, "cols: a power of two from 4 to 128 (C/4 column quads divide a warp)");
   static_assert(R >= 1 && R <= 16, "rows: 1 to 16 float4 of S a thread (registers)");
@@ -183,6 +232,12 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
   __syncthreads();
   // Every S store of this block is done: dependents may start (they read only their own state first).
   if constexpr (!Early) asm volatile("griddepcontrol.launch_dependents;");
+  if constexpr (Norm) {
+    if (a.onn) {  // uniform: a kernel argument
+      gated_norm_epilogue(a, red_o, W, Q, cq, w, rs, lane, live, b, h, c0);
+      return;
+    }
+  }
   if (w == 0 && rs == 0 && live) {
     float4 o = red_o[cq];
     for (int ww = 1; ww < W; ++ww) o = f4_add(o, red_o[ww * Q + cq]);
@@ -209,31 +264,63 @@ std::string can(const RecurrenceArgs& a) {
   return "";
 }
 
-template <int C, int R, bool Pdl, bool Early = false>
+template <int C, int R>
+std::string can_norm(const RecurrenceArgs& a) {
+  if (auto why = can<C, R>(a); !why.empty()) return why;
+  if ((a.dv + C - 1) / C > kMaxCluster)
+    return "dv / cols = " + std::to_string((a.dv + C - 1) / C) + " column tiles, over the " + std::to_string(kMaxCluster) +
+           " blocks of a portable cluster (norm=gated: a head's tiles are one cluster)";
+  return "";
+}
+
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
   const int tiles = (a.dv + C - 1) / C;
   const int threads = threads_for<C, R>(a);
   const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+  if constexpr (Norm) {  // a head's tiles are one cluster (the epilogue's reduction), with PDL as Pdl / Early say
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch));
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(tiles);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = Pdl || Early ? 2 : 1;
+    KLAB_CUDA(cudaLaunchKernelEx(&cfg, fused_kernel<C, R, Early, true>, a));
+    return;
+  }
   launch_maybe_pdl(Pdl || Early, fused_kernel<C, R, Early>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads),
                    smem, s, a);
 }
 
 std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
 
-template <int C, int R, bool Pdl, bool Early = false>
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false>
 RecurrenceKernel fused() {
   RecurrenceKernel k;
   k.axes = {{"impl", "fused"}, {"cols", std::to_string(C)}, {"rows", std::to_string(R)}, {"pdl", Early ? "early" : Pdl ? "on" : "off"}};
+  if (Norm) k.axes.push_back({"norm", "gated"});
   k.description = "one launch, q/k norm fused, S read once into registers as float4: " + std::to_string(C) + " columns x all rows per block, " +
                   std::to_string(R) + " rows x 4 columns per thread" +
                   (Early ? ", programmatic dependent launch, dependents let go at the start, S prefetched into L2 before the wait and loaded after it"
                    : Pdl ? ", programmatic dependent launch (S loads before the wait)"
-                         : "");
-  k.can_implement = can<C, R>;
+                         : "") +
+                  (Norm ? "; the GDN step's gated RMSNorm as an epilogue where the caller asks for it (a head's column tiles one thread block "
+                          "cluster, the sum of o^2 through distributed shared memory)"
+                        : "");
+  k.can_implement = Norm ? can_norm<C, R> : can<C, R>;
   k.workspace_floats = no_workspace;
-  k.launch = launch<C, R, Pdl, Early>;
+  k.launch = launch<C, R, Pdl, Early, Norm>;
   k.state_before_wait = Pdl && !Early;
   k.vec4 = true;
+  k.gated_norm = Norm;
   return k;
 }
 
@@ -260,7 +347,10 @@ std::vector<RecurrenceKernel> fused_kernels() {
           fused<32, 16, true>(), fused<64, 16, false>(),
           // pdl=early (above): the twins of the fastest pdl=on configurations at batch 1 (cols=16 rows=8 and
           // rows=4, cols=8 rows=4) and at batch 32 (cols=32 rows=8 and rows=16)
-          fused<16, 8, true, true>(), fused<16, 4, true, true>(), fused<8, 4, true, true>(), fused<32, 8, true, true>(), fused<32, 16, true, true>()};
+          fused<16, 8, true, true>(), fused<16, 4, true, true>(), fused<8, 4, true, true>(), fused<32, 8, true, true>(), fused<32, 16, true, true>(),
+          // norm=gated (above): the GDN step's gated RMSNorm fused in, on the pdl=early twins at batch 1 (cols=16 rows=8: a
+          // cluster of 8 at dv = 128; cols=32 rows=8: 4). Raced alone (no epilogue asked) they are their pdl=early twins.
+          fused<16, 8, true, true, true>(), fused<32, 8, true, true, true>()};
 }
 
 }  // namespace klab::gdn_recurrence
