@@ -145,7 +145,7 @@ TEST_CASE("q4_gemm traffic by hand: 17408x5120 at n = 8") {
   CHECK(t.macs == 89128960.0 * 8);
 }
 
-TEST_CASE("q4_gemm: the op's params, impl=loop and the batched kernels registered, each with a bit-model and a tolerance") {
+TEST_CASE("q4_gemm: the op's params, impl=loop and the batched kernels registered, each with a bit-model and a tolerance; the experiment's claims") {
   const Op& op = registry().op(q4_gemm::kOp);
   std::set<std::string> params;
   for (const auto& d : op.params) params.insert(d.name);
@@ -173,6 +173,11 @@ TEST_CASE("q4_gemm: the op's params, impl=loop and the batched kernels registere
   CHECK(names == want);
   CHECK(q4_gemm::gemm_variants().front().name == variant_name(q4_gemm::kOp, {{"impl", "loop"}}) + "," +
                                                      q4_gemv::q4_kernel(q4_gemm::kLoopGemv).name.substr(std::string(q4_gemv::kOp).size() + 1));
+  const Experiment& e = registry().experiment("q4-gemm-batch");
+  std::set<std::string> ids;
+  for (const Claim& c : e.claims) ids.insert(c.id);
+  CHECK(ids == std::set<std::string>{"batched-bits", "batched-pays", "weights-once"});
+  CHECK(e.needs_device);
 }
 
 TEST_CASE("q4_gemm bit-models: the batched kernels' schedule simulated equals the per-column q8-dp4a gemv model bit for bit, and impl=loop's model") {
