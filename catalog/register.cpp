@@ -6,6 +6,7 @@
 #include "f32_gemv/variants.hpp"
 #include "gdn/step_op.hpp"
 #include "gdn_recurrence/variants.hpp"
+#include "q4_gemm/variants.hpp"
 #include "q4_gemv/variants.hpp"
 
 namespace klab {
@@ -16,12 +17,14 @@ const Registry& registry() {
     // Ops and their variants first, then the peers (they attach to registered ops), then experiments.
     f32_gemv::register_all(reg);
     q4_gemv::register_all(reg);
+    q4_gemm::register_all(reg);
     gdn::register_all(reg);
     gdn_recurrence::register_all(reg);
     baselines::register_all(reg);
     experiments::register_f32_gemv(reg);
     experiments::register_q4_gemv(reg);
     experiments::register_q4_ceiling(reg);
+    experiments::register_q4_gemm_batch(reg);
     experiments::register_gdn_oracle(reg);
     experiments::register_gdn_guards(reg);
     experiments::register_gdn_drift(reg);

@@ -49,32 +49,14 @@
 #include "klab/registry.hpp"
 #include "q4_gemv/lane_block.hpp"
 #include "q4_gemv/packed.hpp"
+#include "q4_gemv/packed_device.cuh"
 #include "q4_gemv/packed_kernels.hpp"
 #include "q4_gemv/packed_ring.hpp"
 
 namespace klab::q4_gemv::packed {
 
 namespace {
-constexpr unsigned kFull = 0xFFFFFFFFu;
 constexpr int kMaxWarps = 32;  // one thread per block of 32 weights, at most 1024 threads: k <= 32768
-
-// A lane's R scales in one load: R * 2 bytes (R = 16: two 16-byte loads).
-template <int R>
-struct Scales {
-  using V = std::conditional_t<R == 1, unsigned short, std::conditional_t<R == 2, unsigned, std::conditional_t<R == 4, uint2, uint4>>>;
-  V v;
-  __device__ void load(const std::uint8_t* p) { v = __ldcs(reinterpret_cast<const V*>(p)); }
-  __device__ std::uint16_t get(int r) const { return reinterpret_cast<const std::uint16_t*>(&v)[r]; }
-};
-template <>
-struct Scales<16> {
-  uint4 v[2];
-  __device__ void load(const std::uint8_t* p) {
-    v[0] = __ldcs(reinterpret_cast<const uint4*>(p));
-    v[1] = __ldcs(reinterpret_cast<const uint4*>(p) + 1);
-  }
-  __device__ std::uint16_t get(int r) const { return reinterpret_cast<const std::uint16_t*>(v)[r]; }
-};
 
 // One group's weights for one thread: R blocks of codes and their scales.
 template <int R>
@@ -142,8 +124,6 @@ __device__ __forceinline__ void prep(const float* __restrict__ x, int b, XState<
   }
 }
 
-__device__ __forceinline__ std::uint32_t word_of(const uint4& q, int w) { return w == 0 ? q.x : w == 1 ? q.y : w == 2 ? q.z : q.w; }
-
 // xpf=l2: x prefetched into L2 before anything else a kernel issues (one TMA bulk prefetch per warp:
 // the x of the warp's 32 blocks, 4 KB, less in the last warp). Why (reports/h200, stream mode): x is
 // read only after griddepcontrol.wait, by then behind the weight loads this launch (and the launches
@@ -196,26 +176,6 @@ __device__ __forceinline__ void block_values(const Buf<R>& buf, const XState<F>&
     }
     for (int r = 0; r < R; ++r) p[r] = h2_finish(h[r], half_value(buf.s.get(r)), st.f);
   }
-}
-
-// The transposed xor-butterfly: at offsets 16, 8, .. (while a lane carries more than one row) a lane
-// keeps half its rows (the upper half where its offset bit is set) and adds its partner's values of
-// them; then the plain butterfly over the remaining offsets. Row r ends, summed over the warp, in
-// lane r * 32 / R (returned in every lane; meaningful there).
-template <int R>
-__device__ __forceinline__ float warp_rows(float (&v)[R], int lane) {
-  int o = 16;
-  for (int n = R; n > 1; n /= 2, o /= 2) {
-    const bool hi = (lane & o) != 0;
-    for (int i = 0; i < n / 2; ++i) {
-      const float send = hi ? v[i] : v[i + n / 2];
-      const float keep = hi ? v[i + n / 2] : v[i];
-      v[i] = add_rn(keep, __shfl_xor_sync(kFull, send, o));
-    }
-  }
-  float t = v[0];
-  for (; o > 0; o /= 2) t = add_rn(t, __shfl_xor_sync(kFull, t, o));
-  return t;
 }
 
 template <Form F, int R, bool XPf = false>
