@@ -66,6 +66,19 @@ inline std::uint16_t random_finite_half(Rng& rng) {
   }
 }
 
+// A raw-q4 matrix of every code (-8 included) and random finite f16 scales, from stream 9 of seed.
+inline ref::Q4Matrix random_q4_matrix(std::int64_t m, std::int64_t k, std::uint64_t seed) {
+  Rng rng(seed, 9);
+  ref::Q4Matrix q;
+  q.m = m;
+  q.k = k;
+  q.codes.resize(std::size_t(m * k / 2));
+  q.scales.resize(std::size_t(m * k / 32));
+  for (auto& c : q.codes) c = std::uint8_t(rng.uniform() * 256.0);
+  for (auto& s : q.scales) s = random_finite_half(rng);
+  return q;
+}
+
 inline Q4Case q4_generated(Shape s, Dist d, std::uint64_t seed) {
   Problem p{s, d, seed};
   auto wl = registry().op("q4_gemv").generate(p);

@@ -24,17 +24,7 @@ using namespace klab;
 namespace pk = klab::q4_gemv::packed;
 
 namespace {
-ref::Q4Matrix random_matrix(std::int64_t m, std::int64_t k, std::uint64_t seed) {
-  Rng rng(seed, 9);
-  ref::Q4Matrix q;
-  q.m = m;
-  q.k = k;
-  q.codes.resize(std::size_t(m * k / 2));
-  q.scales.resize(std::size_t(m * k / 32));
-  for (auto& c : q.codes) c = std::uint8_t(rng.uniform() * 256.0);
-  for (auto& s : q.scales) s = test::random_finite_half(rng);
-  return q;
-}
+ref::Q4Matrix random_matrix(std::int64_t m, std::int64_t k, std::uint64_t seed) { return test::random_q4_matrix(m, k, seed); }
 std::uint32_t bits(float v) {
   std::uint32_t u;
   std::memcpy(&u, &v, sizeof u);
