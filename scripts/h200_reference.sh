@@ -44,7 +44,7 @@ grep -E "rc=|added|measurement" "$OUT/peers.log"
 fi
 [ "$PART" = main ] && exit 0
 if [ "$PART" != sanitize ]; then
-(time timeout 120 "$B/klab_gpu_tests") > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu-tests.log"
+(time timeout 240 "$B/klab_gpu_tests") > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu-tests.log"
 tail -3 "$OUT/gpu-tests.log"
 fi
 # RUN2=0 leaves out the second run (when device time is short).
