@@ -18,10 +18,15 @@ void register_f32_gemv(Registry& r) {
   // It reached ~97% run hot (L2 holding part of the weights); under a clean read flush and
   // back to back in a graph it should still show >= 90% on the largest shape.
   const Claim stream_90{"stream-90", "warp-row,unroll=4 reaches at least 90% of the read ceiling at 17408x5120 in stream mode"};
-  e.claims = {accurate, unroll_faster, beats_cublas, ceiling_85, stream_90};
+  // The GDN step's b|a projection (96 x 5120): a thread block per row (impl=split-row) against one warp
+  // per row (warp-row,unroll=1, the step's default there); not yet measured on the H200.
+  const Claim split_row_small{"split-row-ba",
+                              "split-row,pdl=on is faster than warp-row,unroll=1 at 96x5120 (the GDN step's b|a: 12 blocks of 8 warps there)"};
+  e.claims = {accurate, unroll_faster, beats_cublas, ceiling_85, stream_90, split_row_small};
   e.run = [=](Context& ctx) {
-    auto vs = lookup(ctx, {"f32_gemv/impl=warp-row,unroll=1", "f32_gemv/impl=warp-row,unroll=4", "f32_gemv/impl=cublas-sgemv"});
-    auto shapes = shapes_for(ctx, {{17408, 5120}, {10240, 5120}, {6144, 5120}, {5120, 6144}, {33, 160}}, {{1024, 512}, {33, 160}});
+    auto vs = lookup(ctx, {"f32_gemv/impl=warp-row,unroll=1", "f32_gemv/impl=warp-row,unroll=4", "f32_gemv/impl=cublas-sgemv",
+                           "f32_gemv/impl=split-row,pdl=off", "f32_gemv/impl=split-row,pdl=on"});
+    auto shapes = shapes_for(ctx, {{17408, 5120}, {10240, 5120}, {6144, 5120}, {5120, 6144}, {96, 5120}, {33, 160}}, {{1024, 512}, {33, 160}});
     const Op& op = ctx.registry().op("f32_gemv");
     // A shape skipped (or a seed shape not timed) leaves its claims not evaluated.
     ctx.claim(accurate).needs(shape_keys(shapes));
@@ -38,6 +43,11 @@ void register_f32_gemv(Registry& r) {
         ev += fmt(" %.2g", m.acc.max_rel);
       }
       ctx.claim(accurate).settle(s.str(), all, ev);
+      if (s == Shape{96, 5120} && ms.size() == 5 && ms[0].timed && ms[4].timed && ms[4].vs_a)
+        ctx.claim(split_row_small).set(ms[4].vs_a->verdict == Verdict::faster,
+                                       fmt("96x5120: warp-row,unroll=1 %.4f ms, split-row,pdl=on %.4f ms, pdl=off %.4f ms; ", ms[0].timing.summary.median,
+                                           ms[4].timing.summary.median, ms[3].timing.summary.median) +
+                                           speedup_text(*ms[4].vs_a));
       const bool seed_shape = s.m * s.k >= 5120LL * 5120;
       if (!seed_shape || !ms[0].timed || !ms[1].timed || !ms[2].timed) continue;
       ctx.claim(unroll_faster).settle(s.str(), ms[1].vs_a->verdict == Verdict::faster,
