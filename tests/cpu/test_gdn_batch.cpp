@@ -2,9 +2,10 @@
 // batch_error accepts exactly the q4 kernels whose column bits are q4_gemm's, with the fused prep and
 // a fused recurrence, and names each refusal; every accepted kernel's bit-model equals q4_gemm's
 // model column by column (so the batch's projections are the single step's bits); the scratch sizes
-// by hand.
+// by hand; the experiment gdn-batch is registered with its claims.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "../q4_cases.hpp"
 #include "gdn/gdn_device.hpp"
 #include "gdn/step_op.hpp"
+#include "klab/catalog.hpp"
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
 #include "klab/ref/gdn.hpp"
@@ -104,4 +106,12 @@ TEST_CASE("GdnDevice::batch_scratch: the batch's tensors for B slots, by hand at
   // q4_gemm's workspace: 40 bytes per column and block of 32, for the wider input (nv*dv = 6144 > 5120).
   CHECK(s.workspace_bytes == std::size_t(40) * 32 * (6144 / 32));
   CHECK(GdnDevice::batch_scratch(g, 1).workspace_bytes == std::size_t(40) * (6144 / 32));
+}
+
+TEST_CASE("gdn-batch is registered with its claims, and needs a device") {
+  const auto& e = registry().experiment("gdn-batch");
+  CHECK(e.needs_device);
+  std::set<std::string> ids;
+  for (const auto& c : e.claims) ids.insert(c.id);
+  CHECK(ids == std::set<std::string>{"slots-bitwise", "batch-pays", "weights-once"});
 }
