@@ -161,6 +161,7 @@ void run_batch(Context& ctx) {
 
   TimingOptions opt = ctx.options().timing();
   std::vector<std::unique_ptr<Timer::Subject>> subs;  // per B: batch, singles
+  std::vector<GraphNodes> nodes;                      // per B: batch, singles (one body: one layer's token)
   for (int B : kBs) {
     std::vector<Body> batch, singles;
     for (int l = 0; l < nl; ++l) {
@@ -171,6 +172,7 @@ void run_batch(Context& ctx) {
       });
     }
     for (auto* bodies : {&batch, &singles}) {
+      nodes.push_back(graph_nodes(bodies->front(), s));
       std::string why;
       subs.push_back(timer.stream_subject(*bodies, opt, {}, why));
       if (!subs.back()) throw Error("gdn-batch: B = " + std::to_string(B) + ": " + why);
@@ -198,6 +200,8 @@ void run_batch(Context& ctx) {
     rec["ba"] = dev.ba_variant();
     rec["fused_prep"] = dev.fused_prep();
     rec["pdl_chain"] = dev.pdl_chain();
+    rec["batch_kernels"] = nodes[2 * i].kernels;
+    rec["singles_kernels"] = nodes[2 * i + 1].kernels;
     rec["bitwise"] = {{"out_differ", c.out_differ}, {"S_differ", c.S_differ}, {"hist_differ", c.hist_differ}, {"compared", c.compared}, {"tokens", kCheckTokens}};
     rec["batch_us_per_token"] = us_json(tb, seed);
     rec["singles_us_per_token"] = us_json(ts, seed);

@@ -20,6 +20,7 @@
 #include "klab/metrics.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"
+#include "klab/timing.hpp"
 
 using namespace klab;
 namespace rg = klab::ref::gdn;
@@ -138,6 +139,8 @@ TEST_CASE("GDN batched slots: in one CUDA graph (reserve_batch first) the batch 
   KLAB_CUDA(cudaStreamEndCapture(s, &graph));
   if (graph) KLAB_CUDA(cudaGraphDestroy(graph));
   a.reserve_batch(B);
+  // The launches: 3 q4_gemm pairs (xprep_cols, gemm), B b|a, conv_norm_bg_slots, the recurrence with the gated norm in it.
+  CHECK(graph_nodes([&](cudaStream_t st) { a.enqueue_batch(0, 0, B, d_h.get(), ya.get(), st); }, s).kernels == 3 * 2 + B + 2);
   KLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   a.enqueue_batch(0, 0, B, d_h.get(), ya.get(), s);
   KLAB_CUDA(cudaStreamEndCapture(s, &graph));
