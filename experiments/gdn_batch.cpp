@@ -1,7 +1,7 @@
 // gdn-batch (issue 14 part 4, "batched slots"): one token of a GDN layer for B sequences at once
 // (GdnDevice::enqueue_batch: each big projection one q4_gemm launch over the B columns, the weights
-// read once for all B; the small kernels and the recurrence one launch over the B slots, b|a one
-// launch per slot) against the B slots' own single-sequence steps (GdnDevice::step_operators, the
+// read once for all B; b|a, the small kernels and the recurrence one launch each over the B slots)
+// against the B slots' own single-sequence steps (GdnDevice::step_operators, the
 // single step's launches), at B = 1, 8 and 32. Not yet run on the H200 (written in a session without
 // a device).
 //

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../q4_cases.hpp"
+#include "f32_gemv/kernels.hpp"
 #include "gdn/gdn_device.hpp"
 #include "gdn/step_op.hpp"
 #include "klab/catalog.hpp"
@@ -86,6 +87,13 @@ TEST_CASE("every q4 kernel batch_error accepts: packed, q8-dp4a, a q4_gemm rows=
   }
   CHECK(accepted >= 2);  // at least the brief's kernel and the step's candidate
   CHECK(GdnDevice::batch_error(gdn::step_candidate().q4_kernel, kRec, true, 8) == "");
+}
+
+TEST_CASE("every f32_gemv kernel (the b|a kernels the batch may run) has a launch over several columns") {
+  for (const auto& kern : f32_gemv::f32_kernels()) {
+    CAPTURE(kern.name);
+    CHECK(bool(kern.launch_cols));
+  }
 }
 
 TEST_CASE("GdnDevice::batch_scratch: the batch's tensors for B slots, by hand at the Qwen3.5-27B geometry") {

@@ -2,7 +2,8 @@
 // layer stepped at once give, slot by slot, the output, S and conv history of that slot's own
 // single-sequence steps (step(), the same q4 kernel, recurrence and fused prep) bit for bit, token
 // after token; slots outside the batch are untouched; what the batch cannot take is refused before
-// any launch. Not yet run on the H200 (written in a session without a device).
+// any launch; f32_gemv's launch_cols (the batch's b|a) is its launch column by column. Not yet run
+// on the H200 (written in a session without a device).
 #include <doctest/doctest.h>
 
 #include <cuda_runtime.h>
@@ -10,9 +11,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "f32_gemv/kernels.hpp"
 #include "gdn/gdn_device.hpp"
+#include "gdn/inputs.hpp"
 #include "gdn/step_op.hpp"
 #include "gdn_util.hpp"
 #include "klab/cuda.hpp"
@@ -139,8 +143,8 @@ TEST_CASE("GDN batched slots: in one CUDA graph (reserve_batch first) the batch 
   KLAB_CUDA(cudaStreamEndCapture(s, &graph));
   if (graph) KLAB_CUDA(cudaGraphDestroy(graph));
   a.reserve_batch(B);
-  // The launches: 3 q4_gemm pairs (xprep_cols, gemm), B b|a, conv_norm_bg_slots, the recurrence with the gated norm in it.
-  CHECK(graph_nodes([&](cudaStream_t st) { a.enqueue_batch(0, 0, B, d_h.get(), ya.get(), st); }, s).kernels == 3 * 2 + B + 2);
+  // The launches: 3 q4_gemm pairs (xprep_cols, gemm), b|a, conv_norm_bg_slots, the recurrence with the gated norm in it.
+  CHECK(graph_nodes([&](cudaStream_t st) { a.enqueue_batch(0, 0, B, d_h.get(), ya.get(), st); }, s).kernels == 3 * 2 + 3);
   KLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
   a.enqueue_batch(0, 0, B, d_h.get(), ya.get(), s);
   KLAB_CUDA(cudaStreamEndCapture(s, &graph));
@@ -197,4 +201,28 @@ TEST_CASE("GDN batched slots: enqueue_batch refuses, before any launch, what it 
   CHECK(dev.batch_capacity() == 0);
   for (int s = 0; s < slots; ++s)
     for (float x : dev.get(0, What::S, s)) REQUIRE(x == 0.f);
+}
+
+TEST_CASE("f32_gemv launch_cols (the batch's b|a): every column bit for bit the kernel's launch on that column, every kernel") {
+  for (const auto& kern : f32_gemv::f32_kernels()) {
+    REQUIRE(bool(kern.launch_cols));
+    for (auto [m, k] : {std::pair{96, 256}, std::pair{37, 5120}, std::pair{5, 97}}) {
+      if (kern.can_implement && !kern.can_implement(m, k).empty()) continue;  // split-row: k % 4 != 0
+      CAPTURE(kern.name);
+      CAPTURE(m);
+      CAPTURE(k);
+      constexpr int n = 3;
+      const auto w = gdn::inputs(m * k, 1, Dist::normal, 71, 1);
+      const auto x = gdn::inputs(k * n, 1, Dist::normal, 71, 2);
+      auto d_w = DeviceBuffer<float>::from(w);
+      auto d_x = DeviceBuffer<float>::from(x);
+      DeviceBuffer<float> y_cols(std::size_t(m) * n), y_one(std::size_t(m) * n);
+      poison_device(y_cols.get(), y_cols.size());
+      poison_device(y_one.get(), y_one.size());
+      kern.launch_cols(d_w.get(), d_x.get(), y_cols.get(), m, k, n, nullptr);
+      for (int j = 0; j < n; ++j) kern.launch(d_w.get(), d_x.get() + std::size_t(j) * k, y_one.get() + std::size_t(j) * m, m, k, nullptr);
+      KLAB_CUDA(cudaDeviceSynchronize());
+      CHECK(bitwise_diff(y_cols.download(), y_one.download()) == 0);
+    }
+  }
 }

@@ -580,6 +580,10 @@ void GdnDevice::enqueue_batch(int layer, int first_slot, int B, const float* d_h
     require(!rec_->state_before_wait, at + "the PDL chain (set_pdl_chain) cannot take " + rec_->name +
                                           ": it loads S before its wait (its pdl=early twin loads nothing before the wait)");
   const q4_gemm::GemmKernel& gk = *gemm_for_rows(axis_of(q4_->kernel->axes, "rows"));
+  const f32_gemv::F32Kernel& bk = f32_gemv::f32_kernel(ba_kernel_);
+  require(bk.launch_cols != nullptr, at + "the b|a kernel " + ba_kernel_ + " has no launch over several columns (F32Kernel::launch_cols)");
+  if (bk.can_implement)
+    if (auto why = bk.can_implement(2 * std::int64_t(g_.nv), g_.hidden); !why.empty()) throw Error(at + "b|a: " + ba_kernel_ + ": " + why);
   Q4Pool::Tensor t[3];
   for (BigProj p : {BigProj::qkv, BigProj::z, BigProj::out}) {
     const Q4Pool::Tensor& tp = t[int(p)] = q4_->pool.resolve(L.q4[std::size_t(p)], at + "q4 " + to_string(p));
@@ -616,7 +620,7 @@ void GdnDevice::enqueue_batch(int layer, int first_slot, int B, const float* d_h
   std::uint8_t* ws = b.workspace.get();
   gk.launch(t[0].packed, d_h, b.xc.get(), int(C), int(H), B, ws, stream);
   gk.launch(t[1].packed, d_h, b.z.get(), int(V), int(H), B, ws, stream);
-  for (int j = 0; j < B; ++j) enqueue_f32_matvec(L.w_ba.get(), d_h + j * H, b.ba.get() + std::int64_t(j) * 2 * g.nv, 2 * std::int64_t(g.nv), H, stream, ba_kernel_);
+  bk.launch_cols(L.w_ba.get(), d_h, b.ba.get(), 2 * g.nv, int(H), B, stream);
   kernels::conv_norm_bg_slots(b.xc.get(), L.conv_w.get(), hist_of(layer, first_slot), std::int64_t(nl_) * hist_per_layer(), b.xcv.get(), b.q.get(), b.k.get(),
                               b.ba.get(), L.a_log.get(), L.dt_bias.get(), b.beta.get(), b.g.get(), g.nk, g.dk, g.nv, g.dv, g.ck, B, stream, pdl_chain_);
   rec_->launch(ra, stream);

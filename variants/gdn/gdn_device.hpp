@@ -176,8 +176,8 @@ class GdnDevice {
   // B slots first_slot .. first_slot+B-1 at once, on device buffers the caller owns: d_h (B, hidden)
   // in, row j slot first_slot+j's input (16-byte aligned), d_y (B, hidden) out (may not overlap d_h).
   // Enqueued on `stream`, no sync. Each big projection is ONE q4_gemm launch over the B columns (its
-  // weights read once for all B), b|a one f32 launch per slot (ba_variant), beta/g + conv + q/k norm
-  // one conv_norm_bg_slots launch, the recurrence one launch at batch B on the slots' own S (strided
+  // weights read once for all B), b|a one launch of its f32 kernel over the B slots (ba_variant's
+  // F32Kernel::launch_cols), beta/g + conv + q/k norm one conv_norm_bg_slots launch, the recurrence one launch at batch B on the slots' own S (strided
   // nl layers apart), the gated norm one launch over the B slots (or the recurrence's epilogue).
   // Bits: every slot's output, S and hist are bit for bit those of step() on that slot alone with the
   // same settings (q4_gemm's column j is the q4 kernel's output for x_j; the other kernels run each
