@@ -36,6 +36,7 @@ const Registry& registry() {
     experiments::register_gdn_stack(reg);
     experiments::register_gdn_breakdown(reg);
     experiments::register_gdn_fused(reg);
+    experiments::register_gdn_batch(reg);
     return reg;
   }();
   return r;

@@ -71,5 +71,7 @@ void register_gdn_stack(Registry& r);
 void register_gdn_breakdown(Registry& r);
 // Issue 14: gdn-step-fused, the step with beta/g, conv and the q/k norm as one launch, and its candidates.
 void register_gdn_fused(Registry& r);
+// Issue 14 part 4: gdn-batch, one token of B = 1, 8, 32 slots in one batched step against B single steps.
+void register_gdn_batch(Registry& r);
 
 }  // namespace klab::experiments

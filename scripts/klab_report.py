@@ -133,6 +133,22 @@ _FIELDS = {
         ("pct_floor", "number or null", False), ("floor_ms", "number or null", False), ("cold", "object", False),
         ("not_timed_why", "string", False),
     ],
+    # gdn-batch (experiments/gdn_batch.cpp): one token of B slots in one batched step against B single steps.
+    "gdn_batch": [
+        ("experiment", "string", True), ("B", "integer", True), ("layers", "integer", True),
+        ("bitwise", "object", True), ("bitwise.out_differ", "integer", True), ("bitwise.S_differ", "integer", True),
+        ("bitwise.hist_differ", "integer", True), ("bitwise.compared", "integer", True),
+        ("batch_us_per_token", "object", True), ("batch_us_per_token.median", "number", True),
+        ("batch_us_per_token.ci95_lo", "number", True), ("batch_us_per_token.ci95_hi", "number", True),
+        ("singles_us_per_token", "object", True), ("singles_us_per_token.median", "number", True),
+        ("singles_us_per_token.ci95_lo", "number", True), ("singles_us_per_token.ci95_hi", "number", True),
+        ("us_per_slot", "number", False), ("batch_kernels", "integer", False), ("singles_kernels", "integer", False),
+        ("batch_vs_singles", "object", False), ("geometry", "object", False),
+        ("projections", "string", False), ("batch_gemm", "string", False), ("recurrence", "string", False),
+        ("ba", "string", False), ("fused_prep", "boolean", False), ("pdl_chain", "boolean", False),
+        ("bytes_per_token", "number", False), ("timing", "object", False), ("timing.mode", "mode", False),
+        ("singles_timing", "object", False),
+    ],
     # gdn-step-breakdown (experiments/gdn_breakdown.cpp): one record per tier and operator of the GDN
     # step, and one per tier for the whole step (whole: true).
     "gdn_breakdown": [

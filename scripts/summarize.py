@@ -13,7 +13,8 @@ its measurements per problem (variant | median ms (min..max) | GB/s |
 headline's mode, % of attainable (vs a read of exactly the op's bytes in that mode) and, when the
 headline is not launch, a launch column, and name the variants timed in launch mode only), the seed ladder, error-budget and GDN tables where the report has those
 records (the GDN step per layer and token from gdn_step measurements, or schema-1 gdn_timing records;
-gdn-stack's layers per token as one CUDA graph from gdn_stack records),
+gdn-stack's layers per token as one CUDA graph from gdn_stack records, gdn-batch's batched slots from
+gdn_batch records),
 the named outputs of ops that have several (per output max_rel and bits vs A), figures from
 REPORT/plots/ that exist, and what was skipped and why. Measurements are grouped by problem (the
 shape of a mat-vec; an op's own parameters, "ck=4,dk=128,...", otherwise). A report that is not
@@ -352,6 +353,27 @@ def gdn_stack_lines(recs):
         table(("tier", "layers", "ms per token (95% CI)", "enqueued ms", "GB/s", "% of floor", "kernel nodes (all)", "graph vs enqueued"), rows)
 
 
+def gdn_batch_lines(recs):
+    """gdn-batch: one token of B slots in one batched GDN step against the B slots' single steps, per B:
+    us per token of each (median and its 95% bootstrap interval), us per slot, the speed-up of the
+    batch (verdict with its interval), and the per-slot bit check."""
+    rows = []
+    for r in sorted(recs, key=lambda r: r["B"]):
+        b = r["bitwise"]
+        differ = b["out_differ"] + b["S_differ"] + b["hist_differ"]
+        check = f"{differ} of {b['compared']} differ" if differ else "bitwise equal"
+        bt, st = r["batch_us_per_token"], r["singles_us_per_token"]
+        vs = r.get("batch_vs_singles")
+        speed = f"x{vs['speedup']:.3g}, {vs['verdict']}" if isinstance(vs, dict) and kr.is_finite(vs.get("speedup")) and "verdict" in vs else "n/a"
+        rows.append((r["B"], f"{bt['median']:.4g} ({bt['ci95_lo']:.4g}..{bt['ci95_hi']:.4g})",
+                     f"{st['median']:.4g} ({st['ci95_lo']:.4g}..{st['ci95_hi']:.4g})", kr.fmt_num(r.get("us_per_slot"), 4), speed, check))
+    first = recs[0]
+    where = ", ".join(x for x in (kr.get(first, "geometry.str"), f"{first['layers']} layers rotating", first.get("batch_gemm")) if x)
+    return [f"GDN batched slots ({where}): stream mode, us per token of one layer for all B slots (median (95% bootstrap interval)); "
+            "singles: the B slots' single steps one after another; speed-up: singles / batched:", ""] + \
+        table(("B", "batched us per token (95% CI)", "singles us per token (95% CI)", "us per slot", "speed-up", "slots vs their single steps"), rows)
+
+
 def breakdown_lines(recs):
     """gdn-step-breakdown: per tier, each operator of the GDN step in stream mode (kernels, median time
     and its 95% CI, the bytes of the step's model, the activations, the floor, % of floor, share of the
@@ -498,6 +520,8 @@ def summarize(report, plots):
             lines += gdn_timing_lines(report.of("gdn_timing", e))
         if report.of("gdn_stack", e):
             lines += gdn_stack_lines(report.of("gdn_stack", e))
+        if report.of("gdn_batch", e):
+            lines += gdn_batch_lines(report.of("gdn_batch", e))
         if report.of("gdn_breakdown", e):
             lines += breakdown_lines(report.of("gdn_breakdown", e))
         lines += accuracy_table_lines(meas)

@@ -17,6 +17,11 @@ struct F32Kernel {
   void (*launch)(const float* w, const float* x, float* y, int m, int k, cudaStream_t stream);
   // Why it cannot take an m x k problem ("" when it can; nullptr: it takes every shape).
   std::string (*can_implement)(std::int64_t m, std::int64_t k) = nullptr;
+  // The same kernel over n columns in ONE launch (grid.y = column j, n <= 65535): x_j at x + j k,
+  // y_j at y + j m (x as `launch` wants it; with k % 4 == 0 every x_j is then 16-byte aligned). Column j
+  // runs the kernel's code for one column (one device function) on x_j and y_j, so y_j is bit for bit
+  // `launch` on x_j. W is read once per column (from L2 after the first): one launch, not one read.
+  void (*launch_cols)(const float* w, const float* x, float* y, int m, int k, int n, cudaStream_t stream) = nullptr;
 };
 
 // Our f32 kernels (the cuBLAS peer has no raw launcher), in registration order.

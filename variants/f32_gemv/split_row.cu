@@ -37,8 +37,10 @@ std::string split_row_error(std::int64_t m, std::int64_t k) {
 
 namespace {
 
+// The kernel's code for one x and y: split_row_kernel runs it on its pointers, split_row_cols_kernel
+// on column blockIdx.y's.
 template <bool Pdl>
-__global__ void __launch_bounds__(kThreads) split_row_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int k) {
+__device__ __forceinline__ void split_row_body(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int k) {
   if constexpr (Pdl) asm volatile("griddepcontrol.launch_dependents;");
   __shared__ float part[kWarps];
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
@@ -76,6 +78,19 @@ __global__ void __launch_bounds__(kThreads) split_row_kernel(const float* __rest
 }
 
 template <bool Pdl>
+__global__ void __launch_bounds__(kThreads) split_row_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int k) {
+  split_row_body<Pdl>(w, x, y, k);
+}
+
+// Column j = blockIdx.y: x_j at x + j k, y_j at y + j m.
+template <bool Pdl>
+__global__ void __launch_bounds__(kThreads) split_row_cols_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m,
+                                                                  int k) {
+  const std::size_t j = blockIdx.y;
+  split_row_body<Pdl>(w, x + j * std::size_t(k), y + j * std::size_t(m), k);
+}
+
+template <bool Pdl>
 void launch_split_row(const float* w, const float* x, float* y, int m, int k, cudaStream_t s) {
   if (auto why = split_row_error(m, k); !why.empty()) throw Error("f32_gemv launch (impl=split-row): " + why);
   require(w && x && y, "f32_gemv launch (impl=split-row): a null buffer");
@@ -83,6 +98,16 @@ void launch_split_row(const float* w, const float* x, float* y, int m, int k, cu
           "f32_gemv launch (impl=split-row): w and x must be 16-byte aligned");
   launch_maybe_pdl(Pdl, split_row_kernel<Pdl>, dim3(unsigned(m)), dim3(kThreads), 0, s, w, x, y, k);
   KLAB_CUDA_LAUNCH("split_row_kernel");
+}
+template <bool Pdl>
+void launch_split_row_cols(const float* w, const float* x, float* y, int m, int k, int n, cudaStream_t s) {
+  if (auto why = split_row_error(m, k); !why.empty()) throw Error("f32_gemv launch_cols (impl=split-row): " + why);
+  require(n >= 1 && n <= 65535, "f32_gemv launch_cols (impl=split-row): n = " + std::to_string(n) + " outside [1, 65535] (grid.y)");
+  require(w && x && y, "f32_gemv launch_cols (impl=split-row): a null buffer");
+  require(reinterpret_cast<std::uintptr_t>(w) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
+          "f32_gemv launch_cols (impl=split-row): w and x must be 16-byte aligned");
+  launch_maybe_pdl(Pdl, split_row_cols_kernel<Pdl>, dim3(unsigned(m), unsigned(n)), dim3(kThreads), 0, s, w, x, y, m, k);
+  KLAB_CUDA_LAUNCH("split_row_cols_kernel");
 }
 }  // namespace
 
@@ -104,6 +129,10 @@ template Variant split_row_variant<true>();
 
 void (*split_row_launcher(bool pdl))(const float*, const float*, float*, int, int, cudaStream_t) {
   return pdl ? &launch_split_row<true> : &launch_split_row<false>;
+}
+
+void (*split_row_cols_launcher(bool pdl))(const float*, const float*, float*, int, int, int, cudaStream_t) {
+  return pdl ? &launch_split_row_cols<true> : &launch_split_row_cols<false>;
 }
 
 }  // namespace klab::f32_gemv

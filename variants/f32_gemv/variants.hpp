@@ -12,6 +12,7 @@ template <bool Pdl>
 Variant split_row_variant();
 // Its raw launcher (kernels.hpp's F32Kernel::launch), and why it cannot take an m x k problem.
 void (*split_row_launcher(bool pdl))(const float*, const float*, float*, int, int, cudaStream_t);
+void (*split_row_cols_launcher(bool pdl))(const float*, const float*, float*, int, int, int, cudaStream_t);
 std::string split_row_error(std::int64_t m, std::int64_t k);
 
 // One f32_gemv kernel bound to a workload: W and x uploaded once; run() only launches.

@@ -14,8 +14,10 @@ namespace klab::f32_gemv {
 namespace {
 constexpr int kWarpsPerBlock = 8;
 
+// The kernel's code for one x and y: warp_row_kernel runs it on its pointers, warp_row_cols_kernel on
+// column blockIdx.y's.
 template <bool Vec4, int Unroll>
-__global__ void warp_row_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+__device__ __forceinline__ void warp_row_body(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= m) return;
@@ -56,12 +58,33 @@ __global__ void warp_row_kernel(const float* __restrict__ w, const float* __rest
   if (lane == 0) y[row] = sum;
 }
 
+template <bool Vec4, int Unroll>
+__global__ void warp_row_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  warp_row_body<Vec4, Unroll>(w, x, y, m, k);
+}
+
+// Column j = blockIdx.y: x_j at x + j k, y_j at y + j m.
+template <bool Vec4, int Unroll>
+__global__ void warp_row_cols_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  const std::size_t j = blockIdx.y;
+  warp_row_body<Vec4, Unroll>(w, x + j * std::size_t(k), y + j * std::size_t(m), m, k);
+}
+
 template <int Unroll>
 void launch_warp_row(const float* w, const float* x, float* y, int m, int k, cudaStream_t s) {
   const unsigned grid = unsigned((m + kWarpsPerBlock - 1) / kWarpsPerBlock);
   if (k % 4 == 0) warp_row_kernel<true, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, x, y, m, k);
   else warp_row_kernel<false, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, x, y, m, k);
   KLAB_CUDA_LAUNCH("warp_row_kernel");
+}
+
+template <int Unroll>
+void launch_warp_row_cols(const float* w, const float* x, float* y, int m, int k, int n, cudaStream_t s) {
+  require(n >= 1 && n <= 65535, "f32_gemv launch_cols (impl=warp-row): n = " + std::to_string(n) + " outside [1, 65535] (grid.y)");
+  const dim3 grid(unsigned((m + kWarpsPerBlock - 1) / kWarpsPerBlock), unsigned(n));
+  if (k % 4 == 0) warp_row_cols_kernel<true, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, x, y, m, k);
+  else warp_row_cols_kernel<false, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, x, y, m, k);
+  KLAB_CUDA_LAUNCH("warp_row_cols_kernel");
 }
 
 }  // namespace
@@ -89,10 +112,10 @@ template Variant warp_row_variant<1>();
 template Variant warp_row_variant<4>();
 
 const std::vector<F32Kernel>& f32_kernels() {
-  static const std::vector<F32Kernel> ks{{warp_row_variant<1>().name, &launch_warp_row<1>},
-                                         {warp_row_variant<4>().name, &launch_warp_row<4>},
-                                         {split_row_variant<false>().name, split_row_launcher(false), &split_row_error},
-                                         {split_row_variant<true>().name, split_row_launcher(true), &split_row_error}};
+  static const std::vector<F32Kernel> ks{{warp_row_variant<1>().name, &launch_warp_row<1>, nullptr, &launch_warp_row_cols<1>},
+                                         {warp_row_variant<4>().name, &launch_warp_row<4>, nullptr, &launch_warp_row_cols<4>},
+                                         {split_row_variant<false>().name, split_row_launcher(false), &split_row_error, split_row_cols_launcher(false)},
+                                         {split_row_variant<true>().name, split_row_launcher(true), &split_row_error, split_row_cols_launcher(true)}};
   return ks;
 }
 

@@ -1,6 +1,7 @@
 // The GDN decode step as a device object: state, weights, intermediates and the one step body.
 #include "gdn/gdn_device.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <stdexcept>
@@ -8,6 +9,8 @@
 #include "f32_gemv/kernels.hpp"
 #include "gdn/gdn_kernels.hpp"
 #include "klab/error.hpp"
+#include "q4_gemm/gemm.hpp"
+#include "q4_gemm/op.hpp"
 #include "q4_gemv/q4_gemv.hpp"
 
 namespace klab::gdn {
@@ -99,6 +102,13 @@ GdnDevice::GdnDevice(const Geometry& g, int nl, int slots) : g_(g), nl_(nl), slo
   // stream (set_stream) would not wait for it. Finish here, once.
   KLAB_CUDA(cudaDeviceSynchronize());
 }
+
+// enqueue_batch's scratch for `cap` slots (batch_scratch(g, cap) sizes each tensor).
+struct GdnDevice::Batch {
+  int cap = 0;
+  DeviceBuffer<float> xc, xcv, z, q, k, ba, beta, g, o, onn;
+  DeviceBuffer<std::uint8_t> workspace;
+};
 
 GdnDevice::~GdnDevice() = default;
 
@@ -474,6 +484,148 @@ void GdnDevice::enqueue_run(int layer, int T, const float* d_h_seq, float* d_y_s
   for (int t = 0; t < T; ++t) enqueue_step(layer, slot, d_h_seq + t * H, d_y_seq + t * H, stream);
   // get(OUT) reads the last step's output, as after step().
   KLAB_CUDA(cudaMemcpyAsync(L.out_y.get(), d_y_seq + (T - 1) * H, std::size_t(H) * kF, cudaMemcpyDeviceToDevice, stream));
+}
+
+namespace {
+// The value of axis `name` of a kernel's axes ("" when it has none).
+std::string axis_of(const std::vector<std::pair<std::string, std::string>>& axes, const char* name) {
+  for (const auto& [a, v] : axes)
+    if (a == name) return v;
+  return "";
+}
+// The q4_gemm kernel for a q4 kernel of rows=R: the first registered with R rows (nullptr: none).
+const q4_gemm::GemmKernel* gemm_for_rows(const std::string& rows) {
+  for (const auto& k : q4_gemm::gemm_kernels())
+    if (std::to_string(k.rows) == rows) return &k;
+  return nullptr;
+}
+}  // namespace
+
+std::string GdnDevice::batch_error(const std::string& q4_variant, const std::string& recurrence, bool fused_prep, int B) {
+  std::vector<std::string> why;
+  if (B < 1 || B > q4_gemm::kMaxCols) why.push_back("B = " + std::to_string(B) + " outside [1, " + std::to_string(q4_gemm::kMaxCols) + "] (q4_gemm's columns)");
+  const q4_gemv::Q4Kernel* k = nullptr;
+  for (const auto& c : q4_gemv::q4_kernels())
+    if (c.name == q4_variant) k = &c;
+  if (!k) {
+    why.push_back("no q4 kernel '" + q4_variant + "'");
+  } else {
+    const std::string rows = axis_of(k->axes, "rows");
+    const q4_gemm::GemmKernel* gk = gemm_for_rows(rows);
+    if (axis_of(k->axes, "map") != "packed" || axis_of(k->axes, "dot") != "q8-dp4a" || !gk || !k->layout)
+      why.push_back("the q4 kernel " + q4_variant + " is not a map=packed,dot=q8-dp4a kernel of a rows= that q4_gemm has (its column bits are q4_gemm's "
+                    "only then; e.g. set_q4_variant(\"q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8\"))");
+  }
+  if (!fused_prep) why.push_back("the fused prep is off (set_fused_prep(true): beta/g, conv and the q/k norm batch as one conv_norm_bg_slots launch)");
+  const gdn_recurrence::RecurrenceKernel* rk = nullptr;
+  for (const auto& c : gdn_recurrence::recurrence_kernels())
+    if (c.name == recurrence) rk = &c;
+  if (!rk) why.push_back("no gdn_recurrence kernel '" + recurrence + "'");
+  else if (axis_of(rk->axes, "impl") != "fused")
+    why.push_back("the recurrence " + recurrence + " is not impl=fused (the batch runs it once at batch B with the slots' S strides; "
+                  "e.g. set_recurrence_variant(\"gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on\"))");
+  std::string out;
+  for (const auto& w : why) out += (out.empty() ? "" : "; ") + w;
+  return out;
+}
+
+std::string GdnDevice::batch_gemm_variant(const std::string& q4_variant) {
+  if (auto why = batch_error(q4_variant, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on", true, 1); !why.empty())
+    throw Error("GdnDevice::batch_gemm_variant: " + why);
+  return gemm_for_rows(axis_of(q4_kernel_by_name(q4_variant).axes, "rows"))->name;
+}
+
+GdnDevice::BatchScratch GdnDevice::batch_scratch(const Geometry& g, int B) {
+  BatchScratch b;
+  const std::int64_t n = B, C = g.conv_dim(), V = g.value_dim(), K = g.key_dim();
+  b.xc = b.xcv = n * C;
+  b.z = b.o = b.onn = n * V;
+  b.q = b.k = n * K;
+  b.ba = n * 2 * g.nv;
+  b.beta = b.g = n * g.nv;
+  b.workspace_bytes = std::max(q4_gemm::workspace_bytes(g.hidden, n), q4_gemm::workspace_bytes(V, n));
+  return b;
+}
+
+int GdnDevice::batch_capacity() const { return batch_ ? batch_->cap : 0; }
+
+void GdnDevice::reserve_batch(int B) {
+  require(B >= 1 && B <= q4_gemm::kMaxCols, "GdnDevice::reserve_batch: B = " + std::to_string(B) + " outside [1, " + std::to_string(q4_gemm::kMaxCols) + "]");
+  if (batch_capacity() >= B) return;
+  const BatchScratch n = batch_scratch(g_, B);
+  auto b = std::make_unique<Batch>();
+  b->cap = B;
+  auto f = [&](DeviceBuffer<float>& d, std::int64_t count) { d = DeviceBuffer<float>(std::size_t(count)); };
+  f(b->xc, n.xc), f(b->xcv, n.xcv), f(b->z, n.z), f(b->q, n.q), f(b->k, n.k), f(b->ba, n.ba), f(b->beta, n.beta), f(b->g, n.g), f(b->o, n.o),
+      f(b->onn, n.onn);
+  b->workspace = DeviceBuffer<std::uint8_t>(n.workspace_bytes);
+  KLAB_CUDA(cudaDeviceSynchronize());  // nothing enqueued still uses the old scratch freed here
+  batch_ = std::move(b);
+}
+
+void GdnDevice::enqueue_batch(int layer, int first_slot, int B, const float* d_h, float* d_y, cudaStream_t stream) {
+  const Layer& L = ready(layer, "enqueue_batch");
+  const std::string at = "GdnDevice::enqueue_batch: " + layer_str(layer) + ": ";
+  require(B >= 1, at + "B = " + std::to_string(B) + ", at least one slot");
+  require(first_slot >= 0 && std::int64_t(first_slot) + B <= slots_, at + "slots " + std::to_string(first_slot) + ".." +
+                                                                          std::to_string(std::int64_t(first_slot) + B - 1) + " out of range (slots 0.." +
+                                                                          std::to_string(slots_ - 1) + ")");
+  require(L.tier == Layer::Tier::q4, at + "is on the f32 tier: the batched step runs the q4 tier (its projections through q4_gemm)");
+  if (auto why = batch_error(q4_variant(), recurrence_variant(), fused_prep_, B); !why.empty()) throw Error(at + why);
+  require(d_h != nullptr && d_y != nullptr, at + "null buffer");
+  require(reinterpret_cast<std::uintptr_t>(d_h) % 16 == 0, at + "input not 16-byte aligned (q4_gemm reads x with 16-byte loads)");
+  const std::int64_t H = g_.hidden, n = std::int64_t(B) * H;
+  require(!(d_y < d_h + n && d_h < d_y + n), at + "output overlaps input");
+  if (pdl_chain_)
+    require(!rec_->state_before_wait, at + "the PDL chain (set_pdl_chain) cannot take " + rec_->name +
+                                          ": it loads S before its wait (its pdl=early twin loads nothing before the wait)");
+  const q4_gemm::GemmKernel& gk = *gemm_for_rows(axis_of(q4_->kernel->axes, "rows"));
+  const f32_gemv::F32Kernel& bk = f32_gemv::f32_kernel(ba_kernel_);
+  require(bk.launch_cols != nullptr, at + "the b|a kernel " + ba_kernel_ + " has no launch over several columns (F32Kernel::launch_cols)");
+  if (bk.can_implement)
+    if (auto why = bk.can_implement(2 * std::int64_t(g_.nv), g_.hidden); !why.empty()) throw Error(at + "b|a: " + ba_kernel_ + ": " + why);
+  Q4Pool::Tensor t[3];
+  for (BigProj p : {BigProj::qkv, BigProj::z, BigProj::out}) {
+    const Q4Pool::Tensor& tp = t[int(p)] = q4_->pool.resolve(L.q4[std::size_t(p)], at + "q4 " + to_string(p));
+    require(q4_->pool.layout() == q4_->kernel->layout && tp.packed != nullptr,
+            at + to_string(p) + ": the pool holds no copy in " + q4_->kernel->layout->name + " (set_q4_variant packs them)");
+    if (auto why = q4_gemm::launch_error(tp.shape.rows, tp.shape.cols, B); !why.empty()) throw Error(at + to_string(p) + ": " + gk.name + ": " + why);
+  }
+  if (batch_capacity() < B) {
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    KLAB_CUDA(cudaStreamIsCapturing(stream, &cap));
+    require(cap == cudaStreamCaptureStatusNone, at + "the batch scratch holds " + std::to_string(batch_capacity()) + " slots, " + std::to_string(B) +
+                                                    " asked inside a stream capture, which cannot allocate: reserve_batch(" + std::to_string(B) + ") before capturing");
+    reserve_batch(B);
+  }
+  Batch& b = *batch_;
+  const Geometry& g = g_;
+  const std::int64_t C = g.conv_dim(), V = g.value_dim(), K = g.key_dim();
+  auto ra = rec_args(g, b.q.get(), b.k.get(), b.xcv.get(), b.g.get(), b.beta.get(), S_of(layer, first_slot), b.o.get());
+  ra.batch = B;
+  ra.q_stride = ra.k_stride = K;
+  ra.v_stride = C;
+  ra.gb_stride = g.nv;
+  ra.S_stride = std::int64_t(nl_) * S_per_layer();
+  ra.o_stride = V;
+  const bool norm_in_rec = rec_->gated_norm;
+  if (norm_in_rec) {
+    ra.z = b.z.get();
+    ra.norm_w = L.norm_w.get();
+    ra.onn = b.onn.get();
+    ra.eps = static_cast<float>(g.eps);
+  }
+  if (auto why = gdn_recurrence::check_args(*rec_, ra); !why.empty()) throw Error(at + rec_->name + ": " + why);
+  // Every check made: the launches, in the step's order.
+  std::uint8_t* ws = b.workspace.get();
+  gk.launch(t[0].packed, d_h, b.xc.get(), int(C), int(H), B, ws, stream);
+  gk.launch(t[1].packed, d_h, b.z.get(), int(V), int(H), B, ws, stream);
+  bk.launch_cols(L.w_ba.get(), d_h, b.ba.get(), 2 * g.nv, int(H), B, stream);
+  kernels::conv_norm_bg_slots(b.xc.get(), L.conv_w.get(), hist_of(layer, first_slot), std::int64_t(nl_) * hist_per_layer(), b.xcv.get(), b.q.get(), b.k.get(),
+                              b.ba.get(), L.a_log.get(), L.dt_bias.get(), b.beta.get(), b.g.get(), g.nk, g.dk, g.nv, g.dv, g.ck, B, stream, pdl_chain_);
+  rec_->launch(ra, stream);
+  if (!norm_in_rec) kernels::gated_norm(b.o.get(), b.z.get(), L.norm_w.get(), b.onn.get(), B * g.nv, g.dv, static_cast<float>(g.eps), stream, pdl_chain_);
+  gk.launch(t[2].packed, b.onn.get(), d_y, int(H), int(V), B, ws, stream);
 }
 
 void GdnDevice::reset() {

@@ -172,6 +172,42 @@ class GdnDevice {
   // timing the step alone. y_seq may not overlap h_seq.
   void enqueue_run(int layer, int T, const float* d_h_seq, float* d_y_seq, cudaStream_t stream, int slot = 0);
 
+  // Batched slots (README.md "Batched slots"; not yet run on the H200): ONE token of `layer` for the
+  // B slots first_slot .. first_slot+B-1 at once, on device buffers the caller owns: d_h (B, hidden)
+  // in, row j slot first_slot+j's input (16-byte aligned), d_y (B, hidden) out (may not overlap d_h).
+  // Enqueued on `stream`, no sync. Each big projection is ONE q4_gemm launch over the B columns (its
+  // weights read once for all B), b|a one launch of its f32 kernel over the B slots (ba_variant's
+  // F32Kernel::launch_cols), beta/g + conv + q/k norm one conv_norm_bg_slots launch, the recurrence one launch at batch B on the slots' own S (strided
+  // nl layers apart), the gated norm one launch over the B slots (or the recurrence's epilogue).
+  // Bits: every slot's output, S and hist are bit for bit those of step() on that slot alone with the
+  // same settings (q4_gemm's column j is the q4 kernel's output for x_j; the other kernels run each
+  // slot's elements with the single-slot code; tests/gpu/test_gdn_batch.cpp).
+  // Refused before any launch (klab::Error naming the problem): the checks of enqueue_run (range,
+  // loaded, bindings, slots, null, alignment, overlap) and batch_error's requirements. The batch's
+  // intermediates live in a scratch of the device (one for all layers, grown to the largest B and
+  // reused): calls on streams that may run at once must not overlap. Growing it allocates and
+  // synchronises, which a stream capture cannot hold: inside one the scratch must already be large
+  // enough (reserve_batch), else refused. get() is untouched by a batch step: its intermediates and
+  // OUT stay those of the layer's last single-slot step; S and HIST read a slot's state as it is now.
+  void enqueue_batch(int layer, int first_slot, int B, const float* d_h, float* d_y, cudaStream_t stream);
+  // Why enqueue_batch refuses B slots on the current settings ("" when it takes them; pure host): the
+  // q4 kernel must be a map=packed,dot=q8-dp4a kernel of a rows= that a q4_gemm kernel has (its
+  // layout is then q4_gemm's and its bits q4_gemm's columns: batch_gemm_variant names the one used),
+  // the fused prep on, the recurrence impl=fused (no workspace; batch in grid.y), B in [1, kMaxCols].
+  static std::string batch_error(const std::string& q4_variant, const std::string& recurrence, bool fused_prep, int B);
+  // The q4_gemm kernel enqueue_batch runs for q4 kernel `q4_variant` (klab::Error when batch_error refuses it).
+  static std::string batch_gemm_variant(const std::string& q4_variant);
+  // The batch scratch of B slots, by tensor: floats (xc .. onn) and the q4_gemm workspace's bytes.
+  struct BatchScratch {
+    std::int64_t xc = 0, xcv = 0, z = 0, q = 0, k = 0, ba = 0, beta = 0, g = 0, o = 0, onn = 0;  // floats
+    std::size_t workspace_bytes = 0;  // one q4_gemm workspace, the larger of hidden's and nv*dv's (the three launches share it in stream order)
+    std::int64_t floats() const { return xc + xcv + z + q + k + ba + beta + g + o + onn; }
+  };
+  static BatchScratch batch_scratch(const Geometry& g, int B);
+  // Grows the batch scratch to B slots now (allocates, synchronises; outside any capture). No-op when it holds B.
+  void reserve_batch(int B);
+  int batch_capacity() const;
+
   // One operator of the step: its name (kStepOperators, or kFusedPrepOperators with set_fused_prep), its bytes (step_bytes.hpp, for the layer's
   // tier) and the launch itself, enqueued on the stream it is given (no allocation, no sync; the
   // recurrence checks its arguments first and the q4 projections their bindings, as in the step).
@@ -239,6 +275,8 @@ class GdnDevice {
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer<float> h_in_;                // step(): (hidden)
   DeviceBuffer<float> h_seq_, y_seq_;       // run(): (T, hidden), grown on demand
+  struct Batch;                             // enqueue_batch's scratch
+  std::unique_ptr<Batch> batch_;
 };
 
 }  // namespace klab::gdn

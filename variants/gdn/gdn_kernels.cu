@@ -7,6 +7,7 @@
 #include "gdn/gdn_kernels.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "klab/cuda.hpp"
 
@@ -130,11 +131,13 @@ __device__ __forceinline__ void pdl_prologue_conv(const float* conv_w, const flo
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 
+// The body of a conv_norm_bg block for one slot (blockIdx.x as above): conv_norm_bg_kernel runs it on
+// its pointers, conv_norm_bg_slots_kernel on slot blockIdx.y's.
 template <bool Pdl>
-__global__ void conv_norm_bg_kernel(const float* __restrict__ xc, const float* __restrict__ conv_w, float* __restrict__ hist, float* xcv,
-                                    float* __restrict__ q, float* __restrict__ k, const float* __restrict__ ba, const float* __restrict__ a_log,
-                                    const float* __restrict__ dt_bias, float* __restrict__ beta, float* __restrict__ g, int nk, int dk, int nv,
-                                    int dv, int ck, int vblocks) {
+__device__ __forceinline__ void conv_norm_bg_block(const float* __restrict__ xc, const float* __restrict__ conv_w, float* __restrict__ hist, float* xcv,
+                                                   float* __restrict__ q, float* __restrict__ k, const float* __restrict__ ba,
+                                                   const float* __restrict__ a_log, const float* __restrict__ dt_bias, float* __restrict__ beta,
+                                                   float* __restrict__ g, int nk, int dk, int nv, int dv, int ck, int vblocks) {
   __shared__ float smem[33];
   const int conv_dim = 2 * nk * dk + nv * dv;
   const int b = blockIdx.x;
@@ -158,6 +161,27 @@ __global__ void conv_norm_bg_kernel(const float* __restrict__ xc, const float* _
   } else {
     for (int h = threadIdx.x; h < nv; h += blockDim.x) beta_g_one(ba, a_log, dt_bias, beta, g, nv, h);
   }
+}
+
+template <bool Pdl>
+__global__ void conv_norm_bg_kernel(const float* __restrict__ xc, const float* __restrict__ conv_w, float* __restrict__ hist, float* xcv,
+                                    float* __restrict__ q, float* __restrict__ k, const float* __restrict__ ba, const float* __restrict__ a_log,
+                                    const float* __restrict__ dt_bias, float* __restrict__ beta, float* __restrict__ g, int nk, int dk, int nv,
+                                    int dv, int ck, int vblocks) {
+  conv_norm_bg_block<Pdl>(xc, conv_w, hist, xcv, q, k, ba, a_log, dt_bias, beta, g, nk, dk, nv, dv, ck, vblocks);
+}
+
+// conv_norm_bg_slots (gdn_kernels.hpp): slot s = blockIdx.y runs conv_norm_bg_block on its own rows of
+// the dense per-slot tensors and its own history (hist + s hist_stride); the weights are shared.
+template <bool Pdl>
+__global__ void conv_norm_bg_slots_kernel(const float* __restrict__ xc, const float* __restrict__ conv_w, float* __restrict__ hist, float* xcv,
+                                          float* __restrict__ q, float* __restrict__ k, const float* __restrict__ ba, const float* __restrict__ a_log,
+                                          const float* __restrict__ dt_bias, float* __restrict__ beta, float* __restrict__ g, int nk, int dk, int nv,
+                                          int dv, int ck, int vblocks, std::int64_t hist_stride) {
+  const std::size_t s = blockIdx.y;
+  const std::size_t conv_dim = std::size_t(2 * nk * dk + nv * dv), key = std::size_t(nk) * dk, heads = std::size_t(nv);
+  conv_norm_bg_block<Pdl>(xc + s * conv_dim, conv_w, hist + s * std::size_t(hist_stride), xcv + s * conv_dim, q + s * key, k + s * key, ba + s * 2 * heads,
+                          a_log, dt_bias, beta + s * heads, g + s * heads, nk, dk, nv, dv, ck, vblocks);
 }
 
 // o, z, onn (nv, dv); norm_w (dv). One block per value head.
@@ -205,6 +229,16 @@ void conv_norm_bg(const float* xc, const float* conv_w, float* hist, float* xcv,
   launch_maybe_pdl(pdl, pdl ? conv_norm_bg_kernel<true> : conv_norm_bg_kernel<false>, dim3(unsigned(2 * nk + vblocks + 1)), dim3(unsigned(threads)), 0,
                    stream, xc, conv_w, hist, xcv, q, k, ba, a_log, dt_bias, beta, g, nk, dk, nv, dv, ck, vblocks);
   KLAB_CUDA_LAUNCH("conv_norm_bg_kernel");
+}
+
+void conv_norm_bg_slots(const float* xc, const float* conv_w, float* hist, std::int64_t hist_stride, float* xcv, float* q, float* k, const float* ba,
+                        const float* a_log, const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, int slots,
+                        cudaStream_t stream, bool pdl) {
+  const int threads = reduce_threads(dk);  // conv_norm_bg's block: the same blocks, the same bits
+  const int vblocks = (nv * dv + threads - 1) / threads;
+  launch_maybe_pdl(pdl, pdl ? conv_norm_bg_slots_kernel<true> : conv_norm_bg_slots_kernel<false>, dim3(unsigned(2 * nk + vblocks + 1), unsigned(slots)),
+                   dim3(unsigned(threads)), 0, stream, xc, conv_w, hist, xcv, q, k, ba, a_log, dt_bias, beta, g, nk, dk, nv, dv, ck, vblocks, hist_stride);
+  KLAB_CUDA_LAUNCH("conv_norm_bg_slots_kernel");
 }
 
 void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream, bool pdl) {

@@ -7,6 +7,8 @@
 // and every slot.
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "klab/ref/gdn.hpp"
 
 namespace klab::gdn::kernels {
@@ -42,12 +44,24 @@ void qk_norm(const float* xcv, float* q, float* k, int nk, int dk, cudaStream_t 
 void conv_norm_bg(const float* xc, const float* conv_w, float* hist, float* xcv, float* q, float* k, const float* ba, const float* a_log,
                   const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, cudaStream_t stream, bool pdl = false);
 
+// conv_norm_bg for `slots` slots in ONE launch (GdnDevice::enqueue_batch): grid (conv_norm_bg's
+// blocks, slots); slot s's blocks run conv_norm_bg's block code (one device function, the same
+// instructions) on slot s's tensors, so every slot's xcv, hist, q, k, beta and g are bit for bit what
+// conv_norm_bg gives on that slot alone. Per-slot tensors are dense: xc, xcv (slots, conv_dim);
+// q, k (slots, nk, dk); ba (slots, 2 nv); beta, g (slots, nv); slot s's history at
+// hist + s * hist_stride (floats; the device's slots of one layer are nl layers apart). conv_w,
+// a_log and dt_bias are shared. slots in [1, 65535] (grid.y). pdl: as conv_norm_bg's.
+void conv_norm_bg_slots(const float* xc, const float* conv_w, float* hist, std::int64_t hist_stride, float* xcv, float* q, float* k, const float* ba,
+                        const float* a_log, const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, int slots,
+                        cudaStream_t stream, bool pdl = false);
+
 // Operator 5, the recurrence, is a gdn_recurrence variant chosen by name (GdnDevice::
 // set_recurrence_variant; gdn_recurrence/kernels.hpp).
 
 // Operator 6, one block per value head h:
 //   onn[h][c] = o[h][c] * rsqrt(mean_c o[h][c]^2 + eps) * norm_w[c] * silu(z[h][c])
-// o, z, onn (nv, dv); norm_w (dv).
+// o, z, onn (nv, dv); norm_w (dv). A block reads only its own head's dv values and norm_w, so B slots
+// of dense (B, nv, dv) o, z, onn are one launch with nv = B nv, each slot bit for bit its own launch.
 // pdl: as conv_norm_bg's (norm_w prefetched into L2 before the wait; the same bits).
 void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream, bool pdl = false);
 
