@@ -36,8 +36,10 @@ if [ "$PART" = all ] || [ "$PART" = main ] || [ "$PART" = extras ]; then
   PYTHONPATH=/tmp/ps timeout 70 python3 peers/run.py --problems /tmp/p --report "$OUT/run" --out "$OUT/run/peers.jsonl" \
     --merge --q4-experiment q4-to-ceiling
   echo "peers rc=$?"
-  timeout 50 python3 scripts/profile_ncu.py "$OUT/run" --klab "$B/klab" --experiments q4-to-ceiling --shapes 17408x5120 \
-    --variants 'q4_gemv/map=*'
+  # The grid=groups,xprep=launch rungs with their xpf=l2 / wpf=l2 twins (the question of 2026-12-01's
+  # rungs); every map=packed rung did not fit 50 s in the run before.
+  timeout 90 python3 scripts/profile_ncu.py "$OUT/run" --klab "$B/klab" --experiments q4-to-ceiling --shapes 17408x5120 \
+    --variants 'q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch*'
   echo "profile rc=$?"
 } > "$OUT/peers.log" 2>&1
 grep -E "rc=|added|measurement" "$OUT/peers.log"
