@@ -811,7 +811,8 @@ def _per_layer_token(view, n):
 def gdn_step_rows(records):
     """The gdn_step measurements among `records`, in file order, as dicts: record, experiment,
     variant, tier, mode (the round trip: host-facing, device-run, device-resident), projections (the
-    q4 kernel, the proj axis; None for f32), tokens, layers (1), problem, dist, bytes_per_step (the
+    q4 kernel, the proj axis; None for f32), options (the step's other axes, e.g. "prep=fused,
+    rec=impl=fused+cols=16+rows=8+pdl=on"; "" for the plain step), tokens, layers (1), problem, dist, bytes_per_step (the
     op's bytes / tokens), headline (timing mode) and views: {timing mode: {median, min, max (ms per
     layer and token), samples (kept repetitions, per layer and token), gbps, pct_ceiling,
     pct_attainable, vs_a, timing}} ({} when not timed)."""
@@ -826,7 +827,8 @@ def gdn_step_rows(records):
         n = tokens * layers
         rows.append({
             "record": r, "experiment": r["experiment"], "variant": r["variant"], "tier": axes.get("tier", "n/a"),
-            "mode": ROUND_TRIPS.get(api, f"api={api}"), "projections": axes.get("proj"), "tokens": tokens, "layers": layers,
+            "mode": ROUND_TRIPS.get(api, f"api={api}"), "projections": axes.get("proj"),
+            "options": ", ".join(f"{a}={v}" for a, v in axes.items() if a not in ("tier", "api", "proj")), "tokens": tokens, "layers": layers,
             "problem": problem_of(r), "dist": r["dist"],
             "bytes_per_step": r["bytes"] / n if is_finite(r.get("bytes")) else None,
             "headline": timing_mode(r), "views": {m: _per_layer_token(v, n) for m, v in mode_views(r)},
@@ -835,8 +837,9 @@ def gdn_step_rows(records):
 
 
 def q4_kernel_rows(rows):
-    """The q4 tier's device-resident runs, one per q4 mat-vec kernel inside the step."""
-    return [s for s in rows if s["tier"] == "q4" and s["projections"] and s["mode"] == "device-resident"]
+    """The q4 tier's device-resident runs of the plain step (no other option), one per q4 mat-vec
+    kernel inside it."""
+    return [s for s in rows if s["tier"] == "q4" and s["projections"] and s["mode"] == "device-resident" and not s["options"]]
 
 
 def gdn_tier_rows(rows):

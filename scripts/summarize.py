@@ -304,6 +304,7 @@ def gdn_step_lines(steps):
     lines = []
     for (problem, dist), rows in kr.group(steps, lambda s: (s["problem"], s["dist"])).items():
         launch = any(s["headline"] not in (None, "launch") and "launch" in s["views"] for s in rows)
+        options = any(s["options"] for s in rows)  # the step's other axes (gdn-step-fused): a column of their own
         out = []
         for s in rows:
             mode, v = kr.gdn_view(s, s["headline"])
@@ -312,7 +313,7 @@ def gdn_step_lines(steps):
             else:
                 t = f"{v['median']:.4g} ({v['min']:.4g}..{v['max']:.4g})"
                 rates = (kr.mode_label(v["timing"]), kr.fmt_num(v["gbps"], 4), kr.fmt_num(v["pct_ceiling"]), kr.fmt_num(v["pct_attainable"]))
-            row = (s["tier"], s["mode"], s["projections"] or "", t) + rates
+            row = (s["tier"], s["mode"], s["projections"] or "") + ((s["options"],) if options else ()) + (t,) + rates
             if launch:
                 lv = s["views"].get("launch")
                 row += ("(the headline)" if mode == "launch" else f"{lv['median']:.4g}" if lv else "n/a",)
@@ -321,7 +322,7 @@ def gdn_step_lines(steps):
         lines += [f"GDN step per layer and token ({dist} inputs, {', '.join(map(str, tokens))} tokens per run; {problem}): "
                   "the measurement's time / tokens; mode = the round trip (host-facing: a copy in, a copy out and a sync per "
                   "token; device-run: one of each per run; device-resident: the run alone):", ""]
-        lines += table(("tier", "mode", "projections (q4 kernel)", "ms per layer and token (min..max)", "timing", "GB/s",
+        lines += table(("tier", "mode", "projections (q4 kernel)") + (("step options",) if options else ()) + ("ms per layer and token (min..max)", "timing", "GB/s",
                         "% of ceiling", "% of attainable") + (("launch: ms per layer and token",) if launch else ()) + ("verdict vs A",), out)
     return lines
 

@@ -155,6 +155,29 @@ class SummarizeTest(Base):
         self.assertNotIn("Records of kinds this summary does not read", t)
 
 
+    def test_step_options_get_a_column_of_their_own(self):
+        # gdn-step-fused's variants carry axes beyond tier and proj: the plain and the fused step of one
+        # kernel must not read as two equal rows.
+        recs = lines_of()
+        plain = next(r for r in recs if r.get("variant") == Q4_DEFAULT)
+        fused = json.loads(json.dumps(plain))
+        fused["variant"] = Q4_DEFAULT + ",prep=fused,rec=impl=fused+cols=16+rows=8+pdl=on"
+        fused["axes"] = dict(fused.get("axes", {}), prep="fused", rec="impl=fused+cols=16+rows=8+pdl=on")
+        for r in (plain, fused):
+            r["experiment"] = "gdn-step-fused"
+        d = self.report("fused", [recs[0], plain, fused])
+        rows = kr.gdn_step_rows(kr.load(d).of("measurement", "gdn-step-fused"))
+        self.assertEqual([r["options"] for r in rows], ["", "prep=fused, rec=impl=fused+cols=16+rows=8+pdl=on"])
+        self.assertEqual([r["variant"] for r in kr.q4_kernel_rows(rows)], [Q4_DEFAULT])  # the figure of q4 kernels: the plain step only
+        p = run("summarize.py", d, "--out", "-")
+        self.assertOk(p)
+        self.assertIn("| tier | mode | projections (q4 kernel) | step options | ms per layer and token (min..max) |", p.stdout)
+        self.assertIn("| q4 | device-resident | map=block-per-thread+dot=offset+rows=8 | prep=fused, rec=impl=fused+cols=16+rows=8+pdl=on | 0.07 (", p.stdout)
+        self.assertIn("| q4 | device-resident | map=block-per-thread+dot=offset+rows=8 |  | 0.07 (", p.stdout)
+        # Without options (the fixture's own gdn-q4-layer), no such column.
+        self.assertNotIn("step options", run("summarize.py", FIXTURE, "--out", "-").stdout)
+
+
 class PlotTest(Base):
     # No accuracy figure for f32-gemv-vs-cublas and gdn-roundtrip: every max_rel of each lies within one
     # decade (1.2e-7 and 2.2e-6 throughout), a table in summary.md instead.
