@@ -51,6 +51,13 @@ void load(GdnDevice& dev, const rg::LayerWeights& w, const rg::Q4Projections* q)
   REQUIRE(dev.load_q4(0, w, 1, 2, 3) == "");
 }
 
+// The kernel nodes a list of the step's operators adds to a CUDA graph.
+int kernels_of(const std::vector<GdnDevice::StepOperator>& ops, cudaStream_t s) {
+  int n = 0;
+  for (const auto& op : ops) n += graph_nodes(op.enqueue, s).kernels;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("GDN breakdown: the listed operators run one by one equal the step bitwise (outputs, intermediates, S, hist), f32 and q4 tiers") {
@@ -157,10 +164,7 @@ TEST_CASE("GDN fused prep: beta/g, conv + SiLU and the q/k norm as one launch gi
         CHECK(std::string(ops[i].name) == gdn::kFusedPrepOperators[i]);
         CHECK(ops[i].bytes.total() == model[i].bytes.total());
       }
-      int k1 = 0, k3 = 0;
-      for (const auto& op : ops) k1 += graph_nodes(op.enqueue, s).kernels;
-      for (const auto& op : three.step_operators(0, d_h.get(), d_y.get())) k3 += graph_nodes(op.enqueue, s).kernels;
-      CHECK(k1 == k3 - 2);
+      CHECK(kernels_of(ops, s) == kernels_of(three.step_operators(0, d_h.get(), d_y.get()), s) - 2);
       KLAB_CUDA(cudaStreamDestroy(s));
     }
   }
@@ -226,8 +230,7 @@ TEST_CASE("GDN gated norm in the recurrence (norm=gated): o bit for bit the recu
       std::int64_t on_diff = 0, state_diff = 0;
       for (int t = 0; t < T; ++t) {
         const auto y1 = one.step(0, test::tok(h, g, t)), y2 = two.step(0, test::tok(h, g, t));
-        worst = std::max({worst, accuracy(y1, std::vector<double>(y2.begin(), y2.end())).max_rel,
-                          accuracy(one.get(0, What::ONN), [&] { const auto v = two.get(0, What::ONN); return std::vector<double>(v.begin(), v.end()); }()).max_rel});
+        worst = std::max({worst, accuracy(y1, y2).max_rel, accuracy(one.get(0, What::ONN), two.get(0, What::ONN)).max_rel});
         on_diff += bitwise_diff(one.get(0, What::ON), two.get(0, What::ON));
         state_diff += bitwise_diff(one.get(0, What::S), two.get(0, What::S));
       }
@@ -241,10 +244,7 @@ TEST_CASE("GDN gated norm in the recurrence (norm=gated): o bit for bit the recu
       const auto ops1 = one.step_operators(0, d_h.get(), d_y.get()), ops2 = two.step_operators(0, d_h.get(), d_y.get());
       REQUIRE(ops1.size() + 1 == ops2.size());
       CHECK(std::string(ops1[4].name) == gdn::kRecurrenceNorm);
-      int k1 = 0, k2 = 0;
-      for (const auto& op : ops1) k1 += graph_nodes(op.enqueue, s).kernels;
-      for (const auto& op : ops2) k2 += graph_nodes(op.enqueue, s).kernels;
-      CHECK(k1 == k2 - 1);
+      CHECK(kernels_of(ops1, s) == kernels_of(ops2, s) - 1);
       KLAB_CUDA(cudaStreamDestroy(s));
     }
   }
