@@ -202,6 +202,16 @@ void GdnDevice::set_recurrence_variant(const std::string& variant) {
 }
 std::string GdnDevice::recurrence_variant() const { return rec_ ? rec_->name : ""; }
 
+std::string GdnDevice::chain_error() const {
+  if (!pdl_chain_) return "";
+  if (!fused_prep_) return "the PDL chain (set_pdl_chain) needs the fused prep (set_fused_prep): beta_g, conv_silu and qk_norm launch plainly";
+  if (rec_->state_before_wait)
+    return "the PDL chain (set_pdl_chain) cannot take " + rec_->name +
+           ": it loads S before its wait, which a chain whose kernels let their dependents go early cannot make safe (its pdl=early twin loads "
+           "nothing before the wait)";
+  return "";
+}
+
 void GdnDevice::set_ba_variant(const std::string& variant) {
   f32_gemv::f32_kernel(variant);  // an unknown name throws here, nothing changed
   ba_kernel_ = variant;
@@ -371,12 +381,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     enqueue_f32_matvec(L->w_ba.get(), d_h, L->ba.get(), rows, cols, s, ba);
   });
   const bool chain = pdl_chain_;
-  if (chain) {
-    require(fused_prep_, "GdnDevice: the PDL chain (set_pdl_chain) needs the fused prep (set_fused_prep): beta_g, conv_silu and qk_norm launch plainly");
-    require(!rec_->state_before_wait, "GdnDevice: the PDL chain (set_pdl_chain) cannot take " + rec_->name +
-                                          ": it loads S before its wait, which a chain whose kernels let their dependents go early cannot make safe "
-                                          "(its pdl=early twin loads nothing before the wait)");
-  }
+  if (auto why = chain_error(); !why.empty()) throw Error("GdnDevice: " + why);
   if (fused_prep_) {
     // 1b + 2 + 3-4 in one launch, the same bits (set_fused_prep)
     add([L, hist = hist_of(layer, slot), g, chain](cudaStream_t s) {
@@ -576,9 +581,7 @@ void GdnDevice::enqueue_batch(int layer, int first_slot, int B, const float* d_h
   require(reinterpret_cast<std::uintptr_t>(d_h) % 16 == 0, at + "input not 16-byte aligned (q4_gemm reads x with 16-byte loads)");
   const std::int64_t H = g_.hidden, n = std::int64_t(B) * H;
   require(!(d_y < d_h + n && d_h < d_y + n), at + "output overlaps input");
-  if (pdl_chain_)
-    require(!rec_->state_before_wait, at + "the PDL chain (set_pdl_chain) cannot take " + rec_->name +
-                                          ": it loads S before its wait (its pdl=early twin loads nothing before the wait)");
+  if (auto why = chain_error(); !why.empty()) throw Error(at + why);
   const q4_gemm::GemmKernel& gk = *gemm_for_rows(axis_of(q4_->kernel->axes, "rows"));
   const f32_gemv::F32Kernel& bk = f32_gemv::f32_kernel(ba_kernel_);
   require(bk.launch_cols != nullptr, at + "the b|a kernel " + ba_kernel_ + " has no launch over several columns (F32Kernel::launch_cols)");

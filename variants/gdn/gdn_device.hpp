@@ -257,6 +257,8 @@ class GdnDevice {
   // A new Layer holding w's small weights and poisoned intermediates (w's small tensors checked first).
   std::unique_ptr<Layer> make_small(int layer, const LayerWeights& w, const char* who);
   std::string small_weights_error(int layer, const LayerWeights& w, const char* who) const;
+  // Why the step cannot run as the PDL chain now ("" when it can, or when the chain is off).
+  std::string chain_error() const;
   float* S_of(int layer, int slot) const;
   float* hist_of(int layer, int slot) const;
   std::int64_t S_per_layer() const;
