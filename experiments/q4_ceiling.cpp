@@ -307,28 +307,20 @@ Experiment q4_to_ceiling() {
           for (std::size_t i : {kWarp2, kWarp8, kWarp4Off, kWarp4c3}) ev += " " + short_name(ms[i]) + " " + speed(ms[i]) + ";";
           ctx.claim(warp_pays).settle(c.verdict == Verdict::faster, ev);
         }
-        {
+        // Each rung `with` (a first index and count) against its twin `without`: faster, every one.
+        auto twins_pay = [&](const Claim& claim, const std::string& flag, auto without, std::size_t with0, std::size_t n) {
           bool all = true;
-          std::string ev = s.str() + ": without -> with xpf=l2:";
-          for (std::size_t i = 0; i < kXpfTwins.size(); ++i) {
-            const Measured &a = ms[kXpfTwins[i]], &b = ms[kXpf0 + i];
+          std::string ev = s.str() + ": without -> with " + flag + ":";
+          for (std::size_t i = 0; i < n; ++i) {
+            const Measured &a = ms[without(i)], &b = ms[with0 + i];
             const auto c = compare_times(a.timing.kept_ms, b.timing.kept_ms, s.m);
             all = all && c.verdict == Verdict::faster;
             ev += " " + short_name(a) + fmt(" %.4f -> %.4f ms ", a.timing.summary.median, b.timing.summary.median) + speedup_text(c) + ";";
           }
-          ctx.claim(xpf_pays).settle(all, ev);
-        }
-        {
-          bool all = true;
-          std::string ev = s.str() + ": without -> with wpf=l2:";
-          for (std::size_t i = 0; i < kWpfN; ++i) {
-            const Measured &a = ms[kXpf0 + i], &b = ms[kWpf0 + i];
-            const auto c = compare_times(a.timing.kept_ms, b.timing.kept_ms, s.m);
-            all = all && c.verdict == Verdict::faster;
-            ev += " " + short_name(a) + fmt(" %.4f -> %.4f ms ", a.timing.summary.median, b.timing.summary.median) + speedup_text(c) + ";";
-          }
-          ctx.claim(wpf_pays).settle(all, ev);
-        }
+          ctx.claim(claim).settle(all, ev);
+        };
+        twins_pay(xpf_pays, "xpf=l2", [](std::size_t i) { return kXpfTwins[i]; }, kXpf0, kXpfTwins.size());
+        twins_pay(wpf_pays, "wpf=l2", [](std::size_t i) { return kXpf0 + i; }, kWpf0, kWpfN);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));
