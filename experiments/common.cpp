@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "klab/error.hpp"
+#include "klab/metrics.hpp"
 
 namespace klab::experiments {
 
@@ -68,6 +69,12 @@ std::vector<std::filesystem::path> gdn_fixture_files(std::string& looked) {
     if (!out.empty()) return out;
   }
   return {};
+}
+
+std::int64_t outputs_bitwise_diff(const Measured& a, const Measured& b) {
+  std::int64_t d = 0;
+  for (std::size_t t = 0; t < a.outputs.size() && t < b.outputs.size(); ++t) d += bitwise_diff(a.outputs[t].data, b.outputs[t].data);
+  return d;
 }
 
 std::string fmt(const char* f, double a, double b, double c, double d) {

@@ -35,6 +35,8 @@ std::vector<std::filesystem::path> gdn_fixture_files(std::string& looked);
 
 // Shorthand printf-style formatting for evidence strings.
 std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0);
+// Elements differing bit for bit between two measurements' named outputs, output by output in order.
+std::int64_t outputs_bitwise_diff(const Measured& a, const Measured& b);
 
 // The rates of a step that moves `bytes` in `ms_per_step` (a multi-token timing divided by its
 // tokens): gbps, pct_ceiling (vs the run's big read) and pct_attainable (vs a read of exactly those

@@ -13,7 +13,6 @@
 #include "common.hpp"
 #include "gdn/q4_pool.hpp"
 #include "gdn/step_op.hpp"
-#include "klab/metrics.hpp"
 
 namespace klab::experiments {
 
@@ -36,12 +35,6 @@ const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
   for (const auto& m : ms)
     if (m.variant->name == name && !m.skipped) return &m;
   return nullptr;
-}
-
-std::int64_t bits_between(const Measured& a, const Measured& b) {
-  std::int64_t d = 0;
-  for (std::size_t t = 0; t < a.outputs.size() && t < b.outputs.size(); ++t) d += bitwise_diff(a.outputs[t].data, b.outputs[t].data);
-  return d;
 }
 
 // (three-launch twin, prep=fused) of the configurations without rec=, then the rec= candidates.
@@ -104,7 +97,7 @@ void run_fused(Context& ctx) {
         compared = false;
         continue;
       }
-      const auto d = bits_between(*a, *b);
+      const auto d = outputs_bitwise_diff(*a, *b);
       bits += d;
       ev_bits += " " + one + " " + std::to_string(d) + ";";
       if (!a->timed || !b->timed) {
@@ -127,7 +120,7 @@ void run_fused(Context& ctx) {
     }
     const Measured *off = find(ms, pl.unchained), *chained = find(ms, pl.chained);
     if (off && chained && off->verified && chained->verified) {
-      const auto d = bits_between(*off, *chained);
+      const auto d = outputs_bitwise_diff(*off, *chained);
       ctx.claim(kChainBits).settle(key, d == 0, std::to_string(d) + " elements (out, S, hist, intermediates) differ between " + pl.chained + " and " + pl.unchained);
       if (off->timed && chained->timed) {
         const auto c = compare_times(off->timing.kept_ms, chained->timing.kept_ms, std::uint64_t(T));

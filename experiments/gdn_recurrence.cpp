@@ -112,8 +112,7 @@ void register_gdn_recurrence(Registry& r) {
         bool faster = true;
         std::string ev_bits = key + ": elements (o and S) differing from the pdl=on twin:", ev_time = key + ": pdl=on -> pdl=early:";
         for (const auto& [i, t] : early) {
-          std::int64_t b = 0;
-          for (std::size_t j = 0; j < ms[i].outputs.size() && j < ms[t].outputs.size(); ++j) b += bitwise_diff(ms[t].outputs[j].data, ms[i].outputs[j].data);
+          const std::int64_t b = outputs_bitwise_diff(ms[t], ms[i]);
           bits += b;
           ev_bits += " " + ms[i].variant->name + " " + std::to_string(b) + ";";
           if (B != 1 || !ms[i].timed || !ms[t].timed) continue;
