@@ -2,12 +2,12 @@
 // (GdnDevice::enqueue_batch: each big projection one q4_gemm launch over the B columns, the weights
 // read once for all B; b|a, the small kernels and the recurrence one launch each over the B slots)
 // against the B slots' own single-sequence steps (GdnDevice::step_operators, the
-// single step's launches), at B = 1, 8 and 32. Not yet run on the H200 (written in a session without
-// a device).
+// single step's launches), at B = 1, 8 and 32. First run on the H200 in reports/h200/run-30bee11.
 //
 // Configuration: gdn::step_candidate() on the q4 tier (q8-dp4a projections, the fused prep, the fused
 // recurrence with pdl=early and the gated norm, b|a split-row, the PDL chain), which enqueue_batch
-// takes; both sides run it, so the single steps are the same kernels on one column.
+// takes; both sides run it, so the single steps are the same kernels on one column (the singles with
+// in_proj_qkv and in_proj_z stacked, the batch with its three q4_gemm launches: the same bits).
 // Check (before timing): from a zeroed state, T tokens of B slots through enqueue_batch, then the same
 // tokens slot by slot through the single step; every slot's outputs and its final S and conv history
 // must be bit for bit equal (claim slots-bitwise at B = 8 and 32; B = 1 recorded too).
@@ -238,7 +238,7 @@ void register_gdn_batch(Registry& r) {
   r.add(Experiment{
       .name = "gdn-batch",
       .description = "GDN batched slots: one token of B = 1, 8, 32 sequences in one batched step (q4_gemm projections, weights read once) against B "
-                     "single steps, bit for bit per slot, stream-mode time per token (not yet run on the H200)",
+                     "single steps, bit for bit per slot, stream-mode time per token",
       .claims = {kBits, kPays, kOnce},
       .run = run_batch,
   });

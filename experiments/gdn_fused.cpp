@@ -5,7 +5,7 @@
 // layer (q8-dp4a projections, the fused prep and a fused recurrence by name). A is the q4 tier on the
 // default kernel, three launches: gdn-q4-layer's own q4 row. All run on the q4 weights (weights=1),
 // so every variant meets the same f64 reference; time is per run of T tokens, quoted per layer and
-// token. Not yet measured on the H200 (written in a session without a lent GPU).
+// token. First measured in reports/h200/run-30bee11 (H200, 2026-12-01); in=qkvz is newer.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -29,6 +29,9 @@ const Claim kChainPays{"chain-pays", "the PDL chain pays: the step's candidate i
 const Claim kNormPays{"norm-pays",
                       "the gated norm as the recurrence's epilogue (norm=gated) pays: the step's candidate is faster than its twin with the gated norm "
                       "a launch of its own"};
+const Claim kMergedBits{"merged-bitwise",
+                        "the step's candidate with in_proj_qkv and in_proj_z as one q4 launch (in=qkvz) gives the same candidate's bits with them apart"};
+const Claim kMergedPays{"merged-pays", "one launch for in_proj_qkv and in_proj_z pays: the step's candidate is faster with in=qkvz than with the two apart"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -44,6 +47,7 @@ struct Plan {
   std::string rec_base, rec_on;      // the q8 prep=fused step and its rec=...pdl=on twin (claim rec-pays)
   std::string unchained, chained;    // gdn::step_candidate() without and with the chain (chain-bitwise, chain-pays)
   std::string norm_twin;             // gdn::step_candidate() with the gated norm a launch of its own (norm-pays)
+  std::string apart;                 // gdn::step_candidate() with in_proj_qkv and in_proj_z apart (merged-bitwise, merged-pays)
 };
 Plan plan() {
   Plan p;
@@ -54,6 +58,9 @@ Plan plan() {
   gdn::FusedStepConfig twin = gdn::step_candidate();
   twin.recurrence.erase(twin.recurrence.find(",norm=gated"), 11);
   p.norm_twin = gdn::fused_step_variant(twin);
+  gdn::FusedStepConfig apart = gdn::step_candidate();
+  apart.merged_in = false;
+  p.apart = gdn::fused_step_variant(apart);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -137,6 +144,18 @@ void run_fused(Context& ctx) {
                                       chained->timing.summary.median / T) +
                                       speedup_text(c));
     }
+    const Measured* apart = find(ms, pl.apart);
+    if (apart && chained && apart->verified && chained->verified) {
+      const auto d = outputs_bitwise_diff(*apart, *chained);
+      ctx.claim(kMergedBits).settle(key, d == 0, std::to_string(d) + " elements (out, S, hist, intermediates) differ between " + pl.chained + " and " + pl.apart);
+      if (apart->timed && chained->timed) {
+        const auto c = compare_times(apart->timing.kept_ms, chained->timing.kept_ms, std::uint64_t(T));
+        ctx.claim(kMergedPays).settle(key, c.verdict == Verdict::faster,
+                                      fmt("%.4f -> %.4f ms per layer and token with one launch for both, ", apart->timing.summary.median / T,
+                                          chained->timing.summary.median / T) +
+                                          speedup_text(c) + " (" + to_string(chained->timing.mode) + ")");
+      }
+    }
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
@@ -156,7 +175,7 @@ void register_gdn_fused(Registry& r) {
       .name = "gdn-step-fused",
       .description = "GDN step (op gdn_step): beta/g, conv + SiLU and the q/k norm as one launch (prep=fused) against three, bits and time; the "
                      "step's candidates toward 20 us per layer (q8-dp4a projections, a fused recurrence)",
-      .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kGoal},
+      .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kGoal},
       .run = run_fused,
   });
 }

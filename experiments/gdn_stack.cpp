@@ -1,5 +1,5 @@
 // gdn-stack (issue 14 part 5): a token through 48 GDN layers as one CUDA graph, device-resident, per
-// tier (f32, q4, and q4-fast: the q4 tier on gdn::step_candidate(), not yet measured): the graph checked bit for bit against the same layers enqueued one after another,
+// tier (f32, q4, and q4-fast: the q4 tier on gdn::step_candidate(); first measured in reports/h200/run-30bee11): the graph checked bit for bit against the same layers enqueued one after another,
 // then its time per token against the byte floor (the layers' bytes over the run's read ceiling).
 // The stack itself (loads, the chain, the graph, the check) is gdn_stack_core.cpp.
 //
@@ -45,9 +45,9 @@ const Claim kFinite{"finite", "every layer's output is finite and not zero after
 const Claim kQ4Ms{"q4-1ms", "q4: 48 layers per token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
 const Claim kF32Floor{"f32-85pct", "f32: 48 layers per token as one graph reach >= 85% of their byte floor (their bytes at the run's read ceiling)"};
 const Claim kFastMs{"q4-fast-1ms",
-                    "q4 on the step's candidate configuration (gdn::step_candidate: q8-dp4a projections with x and weights prefetched, the fused "
-                    "prep, the fused recurrence with pdl=early, b|a split-row, the PDL chain): 48 layers per token <= 1.0 ms as one graph "
-                    "(Qwen3.5-27B geometry)"};
+                    "q4 on the step's candidate configuration (gdn::step_candidate: q8-dp4a projections, in_proj_qkv and in_proj_z as one "
+                    "launch, the fused prep, the fused recurrence with pdl=early and the gated norm, b|a split-row, the PDL chain): 48 layers per "
+                    "token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
 const Claim kQ4Faster{"q4-faster", "q4 faster than f32 per token, 48 layers as one graph (bootstrap verdict on the medians)"};
 
 // The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times

@@ -3,6 +3,8 @@
 // worked out by hand; and the bootstrap interval of a median that gdn-step-breakdown reports.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -140,6 +142,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK((n.find(",rec=") != std::string::npos) == !c.recurrence.empty());
     CHECK((n.find(",ba=") != std::string::npos) == !c.ba.empty());
     CHECK((n.find(",chain=pdl") != std::string::npos) == c.chain);
+    CHECK((n.find(",in=qkvz,") != std::string::npos) == c.merged_in);
     if (c.recurrence.empty() && c.ba.empty() && !c.chain) {
       const std::string twin = c.f32 ? std::string("gdn_step/tier=f32") : gdn::q4_step_variant(c.q4_kernel);
       CHECK(registry().has_variant(twin));
@@ -148,7 +151,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 7);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 9);
   // The candidate runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
   const auto cand = gdn::step_candidate();
   CHECK(cand.chain);
@@ -157,16 +160,31 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   unchained.chain = false;
   CHECK(registry().has_variant(gdn::fused_step_variant(unchained)));
   CHECK(gdn::fused_step_variant(cand) == gdn::fused_step_variant(unchained) + ",chain=pdl");
+  // It stacks its input projections; its twin with them apart is registered too.
+  CHECK(cand.merged_in);
+  auto apart = cand;
+  apart.merged_in = false;
+  CHECK(registry().has_variant(gdn::fused_step_variant(apart)));
+  // The stacking needs conv_dim % 4 == 0 (z 16-byte aligned after xc): 2*33 + 4*32 = 194 is refused, naming it.
+  const gdn::FusedStepConfig stacked{false, cand.q4_kernel, "", "", false, true};
+  CHECK(gdn::config_error(stacked, rg::Geometry{256, 1, 4, 33, 32, 4, 1e-6}).find("conv_dim 194") != std::string::npos);
+  CHECK(gdn::config_error(stacked, rg::qwen35_27b()) == "");
   // A variant refuses, naming its kernel, a geometry one of the kernels it names cannot take: the
-  // candidate's recurrence (cols=16, rows=8: 8 row slots a warp) does not fit dk = 32 (4 row groups),
-  // the op's quick geometry; the op's default (Qwen3.5-27B) it takes.
+  // recurrence impl=fused,cols=16,rows=8 (8 row slots a warp) does not fit dk = 32 (4 row groups),
+  // the op's quick geometry; the op's default (Qwen3.5-27B) it takes. The candidate's (cols=32: 4 row
+  // slots a warp) takes both.
   const Op& op = registry().op("gdn_step");
   Problem def = op.default_problem(Dist::uniform, 1), quick = def;
   for (const auto& d : op.params)
     if (!d.quick.empty()) quick.params[d.name] = d.quick.front();
+  const auto cols16 = std::find_if(cs.begin(), cs.end(), [](const auto& c) { return c.recurrence.find("cols=16,rows=8") != std::string::npos; });
+  REQUIRE(cols16 != cs.end());
+  const Variant& v16 = registry().variant(gdn::fused_step_variant(*cols16));
+  CHECK(v16.can_implement(def) == "");
+  CHECK(v16.can_implement(quick).find(cols16->recurrence) != std::string::npos);
   const Variant& v = registry().variant(gdn::fused_step_variant(cand));
   CHECK(v.can_implement(def) == "");
-  CHECK(v.can_implement(quick).find(cand.recurrence) != std::string::npos);
+  CHECK(v.can_implement(quick) == "");
   CHECK(registry().variant(gdn::fused_step_variant({true, "", "", "", false})).can_implement(quick) == "");
 }
 
@@ -189,4 +207,27 @@ TEST_CASE("GDN breakdown, the gated norm in the recurrence: recurrence_norm in p
         for (const auto& m : fused) CHECK(std::string(m.name) != "gated_norm");
         CHECK(std::string(fused.back().name) == "out_proj");
       }
+}
+
+TEST_CASE("GDN breakdown, the stacked input projections: in_proj_qkvz in place of in_proj_qkv and in_proj_z, their weights, h read once") {
+  for (const auto& g : {rg::qwen35_27b(), rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}})
+    for (bool q4 : {false, true})
+      for (bool prep : {false, true})
+        for (bool norm : {false, true}) {
+          CAPTURE(q4);
+          CAPTURE(prep);
+          CAPTURE(norm);
+          const auto apart = gdn::step_operator_bytes(g, q4, prep, norm), one = gdn::step_operator_bytes(g, q4, prep, norm, true);
+          REQUIRE(one.size() + 1 == apart.size());
+          CHECK(std::string(one[0].name) == gdn::kStackedInProj);
+          for (std::size_t i = 1; i < one.size(); ++i) {
+            CHECK(std::string(one[i].name) == apart[i + 1].name);
+            CHECK(one[i].bytes.total() == apart[i + 1].bytes.total());
+          }
+          const double H = g.hidden, C = g.conv_dim(), V = g.value_dim();
+          CHECK(one[0].bytes.weights == apart[0].bytes.weights + apart[1].bytes.weights);
+          CHECK(one[0].bytes.state == 0);
+          CHECK(one[0].bytes.act == 4.0 * (H + C + V));
+          CHECK(one[0].bytes.act == apart[0].bytes.act + apart[1].bytes.act - 4.0 * H);  // h read once, not twice
+        }
 }

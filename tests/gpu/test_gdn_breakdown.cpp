@@ -175,7 +175,7 @@ TEST_CASE("GDN PDL chain: the step's candidate (q4 tier) gives the same bits wit
   int stepped = 0;
   for (const auto& [why, g] : geometries()) {
     CAPTURE(why);
-    if (!gdn::config_error(gdn::step_candidate(), g).empty()) continue;  // its recurrence refuses dk = 32 (the cpu suite checks the refusal)
+    REQUIRE(gdn::config_error(gdn::step_candidate(), g) == "");  // its recurrence (cols=32) takes dk = 32 and 128
     ++stepped;
     const auto w = rg::random_weights(g, 51);
     const auto q = rg::quantize_projections(w);
@@ -202,12 +202,12 @@ TEST_CASE("GDN PDL chain: the step's candidate (q4 tier) gives the same bits wit
     on.set_fused_prep(false);
     CHECK_THROWS_WITH_AS(on.step(0, test::tok(h, g, 0)), doctest::Contains("set_fused_prep"), Error);
     on.set_fused_prep(true);
-    on.set_recurrence_variant("gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on");
+    on.set_recurrence_variant("gdn_recurrence/impl=fused,cols=32,rows=8,pdl=on");
     CHECK_THROWS_WITH_AS(on.step(0, test::tok(h, g, 0)), doctest::Contains("pdl=early"), Error);
     CHECK(bitwise_diff(on.get(0, What::OUT), y_before) == 0);  // nothing ran
     CHECK_THROWS_WITH_AS(on.set_ba_variant("f32_gemv/impl=nope"), doctest::Contains("split-row"), Error);
   }
-  CHECK(stepped == 1);  // the Qwen3.5-27B state
+  CHECK(stepped == 2);
 }
 
 TEST_CASE("GDN gated norm in the recurrence (norm=gated): o bit for bit the recurrence's without it, onn and the output within 1e-5 of the unfused norm, one launch fewer") {
@@ -248,6 +248,66 @@ TEST_CASE("GDN gated norm in the recurrence (norm=gated): o bit for bit the recu
       KLAB_CUDA(cudaStreamDestroy(s));
     }
   }
+}
+
+TEST_CASE("GDN stacked input projections (set_merged_in): in_proj_qkv and in_proj_z as one q4 launch give the two launches' bits, raw and packed kernels; f32 layers refused") {
+  constexpr int T = 8;
+  const char* kernels[] = {gdn::kDefaultQ4Variant, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8",
+                           "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=on,rows=8"};
+  for (const auto& [why, g] : geometries()) {
+    for (const char* kernel : kernels) {
+      CAPTURE(why);
+      CAPTURE(kernel);
+      const auto w = rg::random_weights(g, 71);
+      const auto q = rg::quantize_projections(w);
+      const auto h = test::gdn_inputs(g, T, 72, 904);
+      GdnDevice apart(g, 1), one(g, 1);
+      load(apart, w, &q);
+      for (GdnDevice* d : {&apart, &one}) d->set_q4_variant(kernel);
+      // one: stacked before its layer is loaded (use_q4 stacks it) and again after a change of kernel (set_q4_variant restacks it).
+      one.set_merged_in(true);
+      load(one, w, &q);
+      one.set_q4_variant(gdn::kDefaultQ4Variant);
+      one.set_q4_variant(kernel);
+      CHECK(one.merged_in());
+      std::int64_t out_diff = 0, other_diff = 0;
+      for (int t = 0; t < T; ++t) {
+        out_diff += bitwise_diff(one.step(0, test::tok(h, g, t)), apart.step(0, test::tok(h, g, t)));
+        for (What wh : rg::all_whats()) other_diff += bitwise_diff(one.get(0, wh), apart.get(0, wh));
+      }
+      CHECK(out_diff == 0);
+      CHECK(other_diff == 0);
+      CHECK(bitwise_diff(one.get(0, What::Z), std::vector<float>(one.get(0, What::Z).size(), 0.0f)) > 0);  // z was written
+      // The list: in_proj_qkvz first, then the apart list's operators from in_proj_ba on; one projection's kernels fewer.
+      DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
+      cudaStream_t s = nullptr;
+      KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      const auto ops1 = one.step_operators(0, d_h.get(), d_y.get()), ops2 = apart.step_operators(0, d_h.get(), d_y.get());
+      REQUIRE(ops1.size() + 1 == ops2.size());
+      CHECK(std::string(ops1[0].name) == gdn::kStackedInProj);
+      CHECK(ops1[0].bytes.weights == ops2[0].bytes.weights + ops2[1].bytes.weights);
+      CHECK(kernels_of({ops1[0]}, s) == kernels_of({ops2[0]}, s));
+      CHECK(kernels_of(ops1, s) == kernels_of(ops2, s) - kernels_of({ops2[1]}, s));
+      KLAB_CUDA(cudaStreamDestroy(s));
+      // A stale binding is refused as the projections refuse it (no silent fallback): erase and re-put a key.
+      REQUIRE(one.q4_pool().erase(2));
+      one.q4_pool().put(2, q.z);
+      CHECK_THROWS_WITH_AS(one.step(0, test::tok(h, g, 0)), doctest::Contains("in_proj_z"), Error);
+    }
+  }
+  // f32 layers: the stacking is the q4 tier's; refused before any launch, naming the layer.
+  const Geometry g = geometries()[0].g;
+  GdnDevice f32(g, 1);
+  f32.load_f32(0, rg::random_weights(g, 73));
+  f32.set_merged_in(true);
+  CHECK_THROWS_WITH_AS(f32.step(0, std::vector<float>(std::size_t(g.hidden), 0.5f)), doctest::Contains("f32 tier"), Error);
+  f32.set_merged_in(false);
+  CHECK_NOTHROW(f32.step(0, std::vector<float>(std::size_t(g.hidden), 0.5f)));
+  // A geometry whose conv_dim is not a multiple of 4 is refused by set_merged_in, nothing changed.
+  const Geometry odd{256, 1, 4, 33, 32, 4, 1e-6};
+  GdnDevice d(odd, 1);
+  CHECK_THROWS_WITH_AS(d.set_merged_in(true), doctest::Contains("conv_dim 194"), Error);
+  CHECK_FALSE(d.merged_in());
 }
 
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {

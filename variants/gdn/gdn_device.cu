@@ -59,8 +59,25 @@ struct GdnDevice::Layer {
   std::unique_ptr<Projection> qkv, z, out;             // the big three: (conv_dim, hidden), (nv*dv, hidden), (hidden, nv*dv)
   DeviceBuffer<float> w_ba;                            // (2 nv, hidden): w_b rows, then w_a rows (always f32)
   DeviceBuffer<float> a_log, dt_bias, conv_w, norm_w;  // (nv), (nv), (conv_dim, ck), (dv)
-  DeviceBuffer<float> xc, xcv, zv, q, k, ba, beta, g, on, onn, out_y;
+  // xc (conv_dim) and zv (nv*dv) are views into one buffer xcz, zv right after xc (at conv_dim
+  // rounded up to 4 floats: 16-byte aligned), so one launch can write both (set_merged_in).
+  struct View {
+    float* p = nullptr;
+    float* get() const { return p; }
+  };
+  DeviceBuffer<float> xcz;
+  View xc, zv;
+  DeviceBuffer<float> xcv, q, k, ba, beta, g, on, onn, out_y;
+  // set_merged_in: W_qkv's rows, then W_z's, as one q4 matrix (conv_dim + nv*dv, hidden), in the q4
+  // kernel's layout (packed) or raw (codes, scales) for a kernel without one; empty otherwise.
+  DeviceBuffer<std::uint8_t> in_codes, in_packed;
+  DeviceBuffer<std::uint16_t> in_scales;
 };
+
+namespace {
+// Where zv starts inside xcz (floats).
+std::int64_t zv_offset(const Geometry& g) { return (g.conv_dim() + 3) / 4 * 4; }
+}  // namespace
 
 std::string GdnDevice::can_implement(const Geometry& g, int nl, int slots) {
   // Checked here, before Geometry::validate, so that no int product below can overflow.
@@ -171,6 +188,58 @@ void GdnDevice::set_q4_variant(const std::string& variant) {
   const q4_gemv::Q4Kernel& k = q4_kernel_by_name(variant);  // an unknown name throws here, nothing changed
   q4_->pool.use_layout(k.layout);  // a kernel with a layout of its own (map=packed) reads packed copies
   q4_->kernel = &k;
+  if (merged_in_) stack_all_in_proj();  // the stacked copies follow the kernel's layout
+}
+
+std::string GdnDevice::merged_in_error(const Geometry& g) {
+  if (g.conv_dim() % 4 != 0)
+    return "the stacked input projections (set_merged_in) write xc and z as one output, which needs conv_dim % 4 == 0 (z 16-byte aligned); "
+           "geometry " + g.str() + " has conv_dim " + std::to_string(g.conv_dim());
+  return "";
+}
+
+void GdnDevice::set_merged_in(bool on) {
+  if (on) require(merged_in_error(g_).empty(), "GdnDevice::set_merged_in: " + merged_in_error(g_));
+  merged_in_ = on;
+  if (on) {
+    stack_all_in_proj();
+  } else {
+    KLAB_CUDA(cudaDeviceSynchronize());  // no enqueued step still reads a copy freed here
+    for (auto& L : layers_)
+      if (L) L->in_codes = DeviceBuffer<std::uint8_t>(), L->in_scales = DeviceBuffer<std::uint16_t>(), L->in_packed = DeviceBuffer<std::uint8_t>();
+  }
+}
+
+void GdnDevice::stack_all_in_proj() {
+  KLAB_CUDA(cudaDeviceSynchronize());  // no enqueued step still reads a copy replaced here
+  for (auto& L : layers_)
+    if (L && L->tier == Layer::Tier::q4) stack_in_proj(*L);
+}
+
+void GdnDevice::stack_in_proj(Layer& L) {
+  const std::int64_t H = g_.hidden, C = g_.conv_dim(), V = g_.value_dim(), rows = C + V;
+  const Q4Pool::Tensor qkv = q4_->pool.resolve(L.q4[std::size_t(BigProj::qkv)], "GdnDevice::set_merged_in: in_proj_qkv");
+  const Q4Pool::Tensor z = q4_->pool.resolve(L.q4[std::size_t(BigProj::z)], "GdnDevice::set_merged_in: in_proj_z");
+  // Raw (rows, H/2) codes and (rows, H/32) scales are row-major: stacking the matrices is stacking the buffers.
+  DeviceBuffer<std::uint8_t> codes(std::size_t(rows * H / 2));
+  DeviceBuffer<std::uint16_t> scales(std::size_t(rows * H / 32));
+  KLAB_CUDA(cudaMemcpy(codes.get(), qkv.codes, std::size_t(C * H / 2), cudaMemcpyDeviceToDevice));
+  KLAB_CUDA(cudaMemcpy(codes.get() + C * H / 2, z.codes, std::size_t(V * H / 2), cudaMemcpyDeviceToDevice));
+  KLAB_CUDA(cudaMemcpy(scales.get(), qkv.scales, std::size_t(C * H / 32) * 2, cudaMemcpyDeviceToDevice));
+  KLAB_CUDA(cudaMemcpy(scales.get() + C * H / 32, z.scales, std::size_t(V * H / 32) * 2, cudaMemcpyDeviceToDevice));
+  if (const q4_gemv::Q4Layout* layout = q4_->kernel->layout) {
+    DeviceBuffer<std::uint8_t> packed(layout->bytes(rows, H));
+    layout->pack_device(codes.get(), scales.get(), int(rows), int(H), packed.get(), nullptr);
+    KLAB_CUDA(cudaDeviceSynchronize());
+    L.in_packed = std::move(packed);
+    L.in_codes = DeviceBuffer<std::uint8_t>();
+    L.in_scales = DeviceBuffer<std::uint16_t>();
+  } else {
+    KLAB_CUDA(cudaDeviceSynchronize());
+    L.in_codes = std::move(codes);
+    L.in_scales = std::move(scales);
+    L.in_packed = DeviceBuffer<std::uint8_t>();
+  }
 }
 std::string GdnDevice::q4_variant() const { return q4_->kernel ? q4_->kernel->name : ""; }
 
@@ -253,9 +322,10 @@ std::unique_ptr<GdnDevice::Layer> GdnDevice::make_small(int layer, const LayerWe
     b = DeviceBuffer<float>(std::size_t(n));
     poison_device(b.get(), b.size(), stream_);
   };
-  scratch(L->xc, C);
+  scratch(L->xcz, zv_offset(g_) + V);
+  L->xc.p = L->xcz.get();
+  L->zv.p = L->xcz.get() + zv_offset(g_);
   scratch(L->xcv, C);
-  scratch(L->zv, V);
   scratch(L->q, g_.key_dim());
   scratch(L->k, g_.key_dim());
   scratch(L->ba, 2 * nv);
@@ -304,6 +374,9 @@ void GdnDevice::load_small(int layer, const LayerWeights& w) {
     L->qkv = std::move(old->qkv);
     L->z = std::move(old->z);
     L->out = std::move(old->out);
+    L->in_codes = std::move(old->in_codes);
+    L->in_scales = std::move(old->in_scales);
+    L->in_packed = std::move(old->in_packed);
   }
   layers_[std::size_t(layer)] = std::move(L);
 }
@@ -328,6 +401,7 @@ std::string GdnDevice::use_q4(int layer, int key_qkv, int key_z, int key_out) {
   L->q4 = b;
   L->keys = keys;
   L->tier = Layer::Tier::q4;
+  if (merged_in_) stack_in_proj(*L);
   return "";
 }
 
@@ -358,6 +432,9 @@ void GdnDevice::unload_projections(int layer) {
   L.qkv.reset();
   L.z.reset();
   L.out.reset();
+  L.in_codes = DeviceBuffer<std::uint8_t>();
+  L.in_scales = DeviceBuffer<std::uint16_t>();
+  L.in_packed = DeviceBuffer<std::uint8_t>();
   L.q4 = Q4Bindings{};
   L.keys = Q4Keys{};
   L.tier = Layer::Tier::none;
@@ -367,7 +444,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   const Layer* L = layers_[std::size_t(layer)].get();
   const Geometry& g = g_;
   const bool norm_in_rec = rec_->gated_norm;  // the recurrence runs the gated norm as its epilogue
-  const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4, fused_prep_, norm_in_rec);
+  const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4, fused_prep_, norm_in_rec, merged_in_);
   std::vector<StepOperator> ops;
   ops.reserve(bytes.size());
   auto add = [&](std::function<void(cudaStream_t)> f) {
@@ -375,8 +452,25 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     ops.push_back(StepOperator{m.name, m.bytes, std::move(f)});
   };
   // 1. projections: xc = W_qkv h, z = W_z h, b|a = W_b|a h; then beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias)
-  add([L, d_h](cudaStream_t s) { L->qkv->enqueue(d_h, L->xc.get(), s); });
-  add([L, d_h](cudaStream_t s) { L->z->enqueue(d_h, L->zv.get(), s); });
+  if (merged_in_) {
+    // xc and z as one launch over the stacked copy (set_merged_in); the bindings are checked on every
+    // call as the projections check theirs (a stale tensor throws: no silent fallback).
+    require(L->tier == Layer::Tier::q4, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: the stacked input projections (set_merged_in) are the q4 tier's");
+    add([L, d_h, q4 = q4_.get(), rows = int(g.conv_dim() + g.value_dim()), H = g.hidden](cudaStream_t s) {
+      for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(L->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (stacked)");
+      const q4_gemv::Q4Kernel& k = *q4->kernel;
+      if (k.layout) {
+        if (L->in_packed.size() != k.layout->bytes(rows, H)) throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
+        k.launch_packed(L->in_packed.get(), d_h, L->xc.get(), rows, H, s);
+      } else {
+        if (L->in_codes.size() == 0) throw Error("GdnDevice: internal: the stacked input projections are not built");
+        k.launch(L->in_codes.get(), L->in_scales.get(), d_h, L->xc.get(), rows, H, s);
+      }
+    });
+  } else {
+    add([L, d_h](cudaStream_t s) { L->qkv->enqueue(d_h, L->xc.get(), s); });
+    add([L, d_h](cudaStream_t s) { L->z->enqueue(d_h, L->zv.get(), s); });
+  }
   add([L, d_h, rows = 2 * std::int64_t(g.nv), cols = std::int64_t(g.hidden), ba = ba_kernel_](cudaStream_t s) {
     enqueue_f32_matvec(L->w_ba.get(), d_h, L->ba.get(), rows, cols, s, ba);
   });

@@ -159,6 +159,20 @@ class GdnDevice {
   // (RecurrenceKernel::state_before_wait: impl=fused,...,pdl=on; pdl=early is the chain's). Default off.
   void set_pdl_chain(bool on) { pdl_chain_ = on; }
   bool pdl_chain() const { return pdl_chain_; }
+  // in_proj_qkv and in_proj_z as ONE q4 launch from the next step on (issue 14: "b|a folded into the
+  // input projections' launch"; b|a stays f32, its own launch): both read h, so the q4 kernel runs once
+  // over their rows stacked (W_qkv's conv_dim rows, then W_z's nv*dv) and writes xc and z, which lie
+  // back to back. The same kernel over the same rows: the same bits (a row's dot does not depend on
+  // the rows beside it; tests/gpu/test_gdn_breakdown.cpp). Each q4 layer keeps the stacked copy, in the
+  // q4 kernel's layout, built here, by use_q4 / load_q4 and by set_q4_variant (they allocate and
+  // synchronise: outside any stream capture); off frees them. The step's operators then begin with
+  // kStackedInProj instead of in_proj_qkv, in_proj_z. Refused: on, for a geometry merged_in_error
+  // names (klab::Error, nothing changed); a step of an f32 layer with it on (klab::Error naming the
+  // layer, before any launch). enqueue_batch keeps its three launches. Default off.
+  void set_merged_in(bool on);
+  bool merged_in() const { return merged_in_; }
+  // Why set_merged_in(true) refuses geometry g ("" when it takes it): conv_dim % 4 != 0. Pure host.
+  static std::string merged_in_error(const Geometry& g);
 
   // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
   void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);
@@ -172,7 +186,7 @@ class GdnDevice {
   // timing the step alone. y_seq may not overlap h_seq.
   void enqueue_run(int layer, int T, const float* d_h_seq, float* d_y_seq, cudaStream_t stream, int slot = 0);
 
-  // Batched slots (README.md "Batched slots"; not yet run on the H200): ONE token of `layer` for the
+  // Batched slots (README.md "Batched slots"; first run in reports/h200/run-30bee11): ONE token of `layer` for the
   // B slots first_slot .. first_slot+B-1 at once, on device buffers the caller owns: d_h (B, hidden)
   // in, row j slot first_slot+j's input (16-byte aligned), d_y (B, hidden) out (may not overlap d_h).
   // Enqueued on `stream`, no sync. Each big projection is ONE q4_gemm launch over the B columns (its
@@ -259,6 +273,9 @@ class GdnDevice {
   std::string small_weights_error(int layer, const LayerWeights& w, const char* who) const;
   // Why the step cannot run as the PDL chain now ("" when it can, or when the chain is off).
   std::string chain_error() const;
+  // set_merged_in: the stacked copy of one q4 layer's in_proj_qkv and in_proj_z, and of every q4 layer.
+  void stack_in_proj(Layer& L);
+  void stack_all_in_proj();
   float* S_of(int layer, int slot) const;
   float* hist_of(int layer, int slot) const;
   std::int64_t S_per_layer() const;
@@ -273,6 +290,7 @@ class GdnDevice {
   const gdn_recurrence::RecurrenceKernel* rec_ = nullptr;
   bool fused_prep_ = false;
   bool pdl_chain_ = false;
+  bool merged_in_ = false;
   std::string ba_kernel_ = kDefaultF32Variant;
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer<float> h_in_;                // step(): (hidden)

@@ -3,7 +3,7 @@
 
 namespace klab::gdn {
 
-std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep, bool fused_norm) {
+std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep, bool fused_norm, bool merged_in) {
   // Sizes in elements; every activation and small weight is f32 (4 bytes).
   const double H = g.hidden, C = g.conv_dim(), V = g.value_dim(), K = g.key_dim(), nv = g.nv;
   const double big = q4 ? 0.5625 : 4.0;  // bytes per weight of the big three
@@ -34,12 +34,18 @@ std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool
     m[6] = {kRecurrenceNorm, {m[6].bytes.weights + m[7].bytes.weights, m[6].bytes.state + m[7].bytes.state, m[6].bytes.act + f * 2 * V}};
     m.erase(m.begin() + 7);
   }
+  if (merged_in) {
+    // in_proj_qkv (0) + in_proj_z (1): h in once, xc and z out.
+    m[0] = {kStackedInProj, {m[0].bytes.weights + m[1].bytes.weights, 0, f * (H + C + V)}};
+    m.erase(m.begin() + 1);
+  }
   if (!fused_prep) return m;
+  const std::size_t b = merged_in ? 2 : 3;  // beta_g's index
   // beta_g + conv_silu + qk_norm as one launch: b|a and xc in; xcv, q, k, beta and g out.
-  OperatorModel fused{kFusedPrepOperators[3], {m[3].bytes.weights + m[4].bytes.weights + m[5].bytes.weights, m[3].bytes.state + m[4].bytes.state + m[5].bytes.state,
-                                               f * (2 * nv + C + C + 2 * K + 2 * nv)}};
-  m.erase(m.begin() + 3, m.begin() + 6);
-  m.insert(m.begin() + 3, fused);
+  OperatorModel fused{kFusedPrepOperators[3], {m[b].bytes.weights + m[b + 1].bytes.weights + m[b + 2].bytes.weights,
+                                               m[b].bytes.state + m[b + 1].bytes.state + m[b + 2].bytes.state, f * (2 * nv + C + C + 2 * K + 2 * nv)}};
+  m.erase(m.begin() + long(b), m.begin() + long(b) + 3);
+  m.insert(m.begin() + long(b), fused);
   return m;
 }
 

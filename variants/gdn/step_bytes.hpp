@@ -33,6 +33,9 @@ inline constexpr std::array<const char*, 9> kStepOperators{"in_proj_qkv", "in_pr
 inline constexpr std::array<const char*, 7> kFusedPrepOperators{"in_proj_qkv", "in_proj_z",  "in_proj_ba", "conv_norm_bg",
                                                                 "recurrence",  "gated_norm", "out_proj"};
 inline constexpr const char* kRecurrenceNorm = "recurrence_norm";
+// With the stacked input projections (GdnDevice::set_merged_in), in_proj_qkv and in_proj_z are the one
+// operator kStackedInProj in either list.
+inline constexpr const char* kStackedInProj = "in_proj_qkvz";
 
 struct OperatorModel {
   const char* name;
@@ -43,7 +46,9 @@ struct OperatorModel {
 // it replaces and as act only what it reads (b|a, xc) and writes (xcv, q, k, beta, g): the q and k
 // parts of xcv are no longer read back by a launch of their own. fused_norm: recurrence and gated_norm
 // as kRecurrenceNorm, with both their weights and state, and as act the recurrence's with z in and
-// onn out (o is still written, no longer read back).
-std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep = false, bool fused_norm = false);
+// onn out (o is still written, no longer read back). merged_in: in_proj_qkv and in_proj_z as
+// kStackedInProj, both their weights, h read once, xc and z written.
+std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep = false, bool fused_norm = false,
+                                               bool merged_in = false);
 
 }  // namespace klab::gdn

@@ -218,10 +218,11 @@ std::vector<FusedStepConfig> fused_step_configs() {
       // the step's candidate toward issue 14's 20 us: q8 projections, the fused recurrence (q/k norm
       // already done by conv_norm_bg: normalize_qk off) of the batch-1 ladder, and their prefetching twins
       {false, q8, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on"},
-      // the candidate with the gated norm as a launch of its own, and without the chain: its two twins
+      // the candidate with the gated norm as a launch of its own, without the chain, and with its
+      // input projections apart: its three twins
       [] {
         FusedStepConfig c = step_candidate();
-        c.recurrence = "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early";
+        c.recurrence.erase(c.recurrence.find(",norm=gated"), 11);
         return c;
       }(),
       [] {
@@ -229,19 +230,33 @@ std::vector<FusedStepConfig> fused_step_configs() {
         c.chain = false;
         return c;
       }(),
+      [] {
+        FusedStepConfig c = step_candidate();
+        c.merged_in = false;
+        return c;
+      }(),
       step_candidate(),
   };
 }
 
+// Chosen from reports/h200/run-30bee11 (H200, 2026-12-01, stream mode): the candidate of before,
+// with q4_gemv ...,xpf=l2,wpf=l2,... and the recurrence cols=16, took 71.1 us per layer (wpf=l2 alone
+// x0.19..x0.57 in q4-to-ceiling; xpf=l2 x0.97..x1.014, not kept); grid=groups,xprep=launch,rows=8 is
+// the fastest q4 kernel at the three shapes of the step (6144x5120 6.83 us, 10240x5120 10.43 us); the
+// recurrence impl=fused,cols=32,rows=8,pdl=early the fastest at batch 1 (3.37 us; 3.47 us with
+// norm=gated, one launch fewer); the step then 46.8 us (q8 + fused prep + fused recurrence, pdl=on,
+// the projections apart).
 FusedStepConfig step_candidate() {
-  return {false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=8",
-          "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early,norm=gated", "f32_gemv/impl=split-row,pdl=on", true};
+  return {false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=gated",
+          "f32_gemv/impl=split-row,pdl=on", true, true};
 }
 
 std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
   if (!c.recurrence.empty())
     if (auto why = gdn_recurrence::recurrence_kernel(c.recurrence).can_implement(gdn_recurrence::dense_args(g.nk, g.nv, g.dk, g.dv, 1)); !why.empty())
       return c.recurrence + ": " + why;
+  if (c.merged_in)
+    if (auto why = GdnDevice::merged_in_error(g); !why.empty()) return why;
   if (!c.ba.empty())
     if (const auto& k = f32_gemv::f32_kernel(c.ba); k.can_implement)
       if (auto why = k.can_implement(2 * std::int64_t(g.nv), g.hidden); !why.empty())
@@ -255,6 +270,7 @@ void apply(const FusedStepConfig& c, GdnDevice& dev) {
   if (!c.recurrence.empty()) dev.set_recurrence_variant(c.recurrence);
   if (!c.ba.empty()) dev.set_ba_variant(c.ba);
   dev.set_pdl_chain(c.chain);
+  dev.set_merged_in(c.merged_in);
 }
 
 namespace {
@@ -268,6 +284,7 @@ std::string rec_value(const std::string& rec) {
 std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStepConfig& c) {
   std::vector<std::pair<std::string, std::string>> axes{{"tier", c.f32 ? "f32" : "q4"}};
   if (!c.f32) axes.push_back({"proj", axes_value(q4_gemv::q4_kernel(c.q4_kernel))});
+  if (c.merged_in) axes.push_back({"in", "qkvz"});
   axes.push_back({"prep", "fused"});
   if (!c.recurrence.empty()) axes.push_back({"rec", rec_value(c.recurrence)});
   if (!c.ba.empty()) axes.push_back({"ba", rec_value(c.ba)});
@@ -321,7 +338,8 @@ void register_all(Registry& r) {
     r.add(variant(fused_step_axes(c), StepConfig{.q4 = !c.f32, .q4_kernel = c.q4_kernel, .fused = c},
                   std::string(c.f32 ? "the f32 tier" : "the q4 tier on " + c.q4_kernel) + " with beta/g, conv + SiLU and the q/k norm as one launch" +
                       (c.recurrence.empty() ? std::string() : ", the recurrence " + c.recurrence) + (c.ba.empty() ? std::string() : ", b|a on " + c.ba) +
-                      (c.chain ? ", the small kernels in the PDL chain" : "") + ", one device-resident run of T tokens",
+                      (c.chain ? ", the small kernels in the PDL chain" : "") + (c.merged_in ? ", in_proj_qkv and in_proj_z as one launch" : "") +
+                      ", one device-resident run of T tokens",
                   tol));
   }
 }

@@ -53,20 +53,22 @@ std::string q4_step_variant(const std::string& q4_variant);
 
 // The gdn_step variants with prep=fused (GdnDevice::set_fused_prep): the f32 tier (f32), or the q4
 // tier on q4_kernel; recurrence: a gdn_recurrence variant name, "" for the device's default; ba: the
-// b|a projection's f32_gemv kernel, "" for the device's default; chain: GdnDevice::set_pdl_chain.
+// b|a projection's f32_gemv kernel, "" for the device's default; chain: GdnDevice::set_pdl_chain;
+// merged_in: GdnDevice::set_merged_in (in_proj_qkv and in_proj_z as one q4 launch; axis in=qkvz).
 struct FusedStepConfig {
   bool f32 = false;
   std::string q4_kernel = "";
   std::string recurrence = "";
   std::string ba = "";
   bool chain = false;
+  bool merged_in = false;
 };
 std::vector<FusedStepConfig> fused_step_configs();
-// The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections with x and
-// their weights prefetched into L2, the fused prep, the fused recurrence with pdl=early and the gated
-// norm as its epilogue, b|a on f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL chain),
-// which gdn-stack also runs through 48 layers; the two before it are the same with the gated norm a
-// launch of its own, and without the chain (its bits).
+// The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
+// and in_proj_z as one launch, the fused prep, the fused recurrence cols=32,rows=8,pdl=early with the
+// gated norm as its epilogue, b|a on f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL
+// chain), which gdn-stack and gdn-step-breakdown also run; the three before it are the same with the
+// gated norm a launch of its own, without the chain, and with the two input projections apart.
 FusedStepConfig step_candidate();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)
 // refuses the geometry, naming the kernel and its reason.
