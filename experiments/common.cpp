@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 
 #include "klab/error.hpp"
@@ -78,6 +79,15 @@ std::int64_t outputs_bitwise_diff(const Measured& a, const Measured& b) {
 }
 
 std::string fmt(const char* f, double a, double b, double c, double d) {
+  // Every argument is a double: a conversion for another type (%d, %s, ...) would print garbage
+  // (gdn-batch's log printed "0 single steps" that way), so it is refused, naming the format.
+  for (const char* p = f; *p; ++p) {
+    if (*p != '%') continue;
+    ++p;
+    if (*p == '%') continue;
+    while (*p && std::strchr("-+ #0123456789.", *p)) ++p;
+    if (!*p || !std::strchr("fFeEgGaA", *p)) throw Error(std::string("fmt: format \"") + f + "\" takes doubles only (%f, %e, %g, %a)");
+  }
   char buf[512];
   std::snprintf(buf, sizeof buf, f, a, b, c, d);
   return buf;

@@ -130,7 +130,7 @@ void run_batch(Context& ctx) {
   KLAB_CUDA(cudaMemGetInfo(&free_b, &total_b));
   const int fit = int(kMemShare * double(free_b) / layer_bytes);
   if (fit < 1) {
-    ctx.skip("gdn-batch at " + g.str(), fmt("one layer of %.0f MB (weights and %d slots of state) does not fit in half the free device memory (%.0f MB)",
+    ctx.skip("gdn-batch at " + g.str(), fmt("one layer of %.0f MB (weights and %.0f slots of state) does not fit in half the free device memory (%.0f MB)",
                                             layer_bytes / 1e6, kMaxB, double(free_b) / 1e6));
     return;
   }
@@ -211,12 +211,12 @@ void run_batch(Context& ctx) {
     rec["timing"] = to_json(tb);
     rec["singles_timing"] = to_json(ts);
     ctx.add(std::move(rec));
-    ctx.log(key_of(B) + fmt(": batched %.2f us per token (%.2f us per slot), %d single steps %.2f us, ", tb.summary.median * 1e3, tb.summary.median * 1e3 / B, B,
+    ctx.log(key_of(B) + fmt(": batched %.2f us per token (%.2f us per slot), %.0f single steps %.2f us, ", tb.summary.median * 1e3, tb.summary.median * 1e3 / B, double(B),
                             ts.summary.median * 1e3) +
             speedup_text(vs) + "; " + std::to_string(c.out_differ + c.S_differ + c.hist_differ) + " elements differ");
     if (B != 1)
       ctx.claim(kBits).settle(key_of(B), c.bitwise(),
-                              key_of(B) + fmt(": %g of %g elements differ (outputs of %d tokens, final S and hist of every slot)",
+                              key_of(B) + fmt(": %g of %g elements differ (outputs of %.0f tokens, final S and hist of every slot)",
                                               double(c.out_differ + c.S_differ + c.hist_differ), double(c.compared), kCheckTokens));
     if (B == 32 && full) {
       ctx.claim(kPays).settle(key_of(B), vs.verdict == Verdict::faster,

@@ -14,13 +14,16 @@
 //   block per group, every load issued before the wait; packed.cu), best guess first:
 //   10 q8-dp4a rows=8 pdl=on (the fastest measured: 73.6 / 62.1 / 57.2 / 56.4% of the ceiling, but
 //      latency-bound: Nsight DRAM 68.5%, long_scoreboard 21.8 cycles per issue), then the ring
-//      (grid=fill,xprep=launch,load=bulk|cp-async, q8-dp4a; packed_ring.hpp), not yet measured:
+//      (grid=fill,xprep=launch,load=bulk|cp-async, q8-dp4a; packed_ring.hpp), measured in
+//      reports/h200/q4-ring-trial/ and reports/h200/run-30bee11/ (rung 11 faster than rung 10 at 17408x5120 only):
 //   11 load=bulk rows=8 pdl=on      S whole groups per block in flight in shared memory (TMA), not registers
 //   12 load=bulk rows=4 pdl=on      the same with half the group: twice the groups, finer balance at 5120-6144 rows
 //   13 load=cp-async rows=8 pdl=on  the same ring filled by per-thread cp.async: no mbarrier, no single issuer
 //   14 load=bulk rows=8 pdl=off     rung 11's twin: what PDL gives a persistent ring
-//   then grid=half (the ring in half an SM's shared memory, packed_ring.hpp), not yet measured; the
-//   trial (reports/h200/q4-ring-trial/) put rung 11 at 77.2 / 60.1 / 48.7 / 49.8% against rung 10's
+//   then grid=half (the ring in half an SM's shared memory, packed_ring.hpp), measured in
+//   reports/h200/q4-ring-trial/round2/ and reports/h200/run-30bee11/ (every grid=half rung slower than
+//   rungs 10 and 11 at every seed shape); the trial (reports/h200/q4-ring-trial/) put rung 11 at
+//   77.2 / 60.1 / 48.7 / 49.8% against rung 10's
 //   73.3 / 62.0 / 56.9 / 56.1%: its two 92 KB blocks fill the SM, so no next launch overlaps it:
 //   15 xprep=block per-sm=1 pdl=on  one block per SM (1.03x balance at every seed shape), the next launch's blocks co-reside and load during this one; no prep kernel
 //   16 xprep=block per-sm=2 pdl=on  two blocks of 2 stages per SM: twice the consumer warps, grid=fill's balance

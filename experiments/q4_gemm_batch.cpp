@@ -2,10 +2,13 @@
 // seed shapes and n = 1, 8 and 32 (op q4_gemm's params), uniform inputs, races impl=loop (A: n
 // launches of q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8, W read n
 // times) against the batched kernels (variants/q4_gemm/gemm.cu: W read once for all n columns).
-// Not yet measured on the H200: the kernels were written and checked on the CPU only.
-// Predicted (variants/q4_gemm/README.md): at n = 8 and 32 the batched kernels win by far (impl=loop
-// pays n times the weights, ~n x its n = 1 time); at n = 32 their x reads from L2 (8.9x the bytes of
-// W at rows=8) may cost more than the weights, so weights-once may not hold.
+// Measured on the H200 (reports/h200/run-30bee11, 2026-12-01, stream mode): batched-bits held,
+// batched-pays held (x2.969..x4.479 over impl=loop at n = 8 and 32), weights-once not held (at n = 32
+// the fastest takes x5.92..x6.90 its n = 1 time: the dp4a dots over 32 columns, not the weights, bound
+// it; 391..458 GB/s at n = 32).
+// Predicted before the run (variants/q4_gemm/README.md): at n = 8 and 32 the batched kernels win by
+// far (impl=loop pays n times the weights, ~n x its n = 1 time); at n = 32 their x reads from L2 (8.9x
+// the bytes of W at rows=8) may cost more than the weights, so weights-once may not hold.
 #include <algorithm>
 #include <map>
 

@@ -12,6 +12,7 @@
 #include "klab/error.hpp"
 #include "klab/experiment.hpp"
 #include "klab/registry.hpp"
+#include "common.hpp"
 #include "klab/report.hpp"
 
 using namespace klab;
@@ -225,4 +226,13 @@ TEST_CASE("a run's slice: --set parsed into parameters, --variants and --set sel
   o.variants = "q4_gemv/*rows=8";
   CHECK(o.selects("q4_gemv/map=block-per-thread,dot=offset,rows=8"));
   CHECK_FALSE(o.selects("q4_gemv/map=block-per-thread,rows=4"));
+}
+
+TEST_CASE("experiments' fmt: every argument a double; a format asking for another type is refused, naming it") {
+  CHECK(klab::experiments::fmt("%.2f us, %g x, %5.1f%%, %e", 1.234, 2.0, 3.25, 1e-3) == "1.23 us, 2 x,   3.2%, 1.000000e-03");
+  CHECK(klab::experiments::fmt("%.0f single steps", 32) == "32 single steps");
+  CHECK_THROWS_WITH_AS(klab::experiments::fmt("%d single steps", 32), doctest::Contains("%d single steps"), klab::Error);
+  CHECK_THROWS_AS(klab::experiments::fmt("%s", 1.0), klab::Error);
+  CHECK_THROWS_AS(klab::experiments::fmt("%zu", 1.0), klab::Error);
+  CHECK_THROWS_AS(klab::experiments::fmt("100%", 1.0), klab::Error);  // a lone % at the end
 }

@@ -331,8 +331,10 @@ RecurrenceKernel fused() {
 // at batch 32, where every configuration fills the GPU).
 //
 // Added after the first H200 trial (reports/h200/gdn-recurrence-trial/rec.log, stream mode: best
-// at batch 1 cols=16,rows=4,pdl=on 4.03 us; at batch 32 cols=32,rows=8,pdl=off 53.0 us), not yet
-// measured on the H200:
+// at batch 1 cols=16,rows=4,pdl=on 4.03 us; at batch 32 cols=32,rows=8,pdl=off 53.0 us); measured
+// in reports/h200/run-30bee11 (stream mode: at batch 1 the one of them faster than cols=16,rows=4,pdl=on,
+// 4.04 us, is the pdl=on twin of cols=16,rows=8, 3.91 us; at batch 32 their best is the pdl=on twin of
+// cols=32,rows=8, 52.46 us, then rows=16 53.16 / 55.78 us):
 //   batch 1, more blocks and warps (the whole 3.1 MB of S is in flight at once there: latency, not
 //   bytes, bounds it): cols=8,rows=4 (768 x 64), cols=8,rows=2 (768 x 128), cols=16,rows=2 (384 x
 //   256), all pdl=on, and the pdl=on twin of cols=16,rows=8 (384 x 64);
@@ -342,7 +344,7 @@ RecurrenceKernel fused() {
 std::vector<RecurrenceKernel> fused_kernels() {
   return {fused<32, 4, false>(), fused<16, 4, false>(), fused<16, 8, false>(), fused<32, 8, false>(), fused<64, 8, false>(),
           fused<32, 4, true>(),  fused<16, 4, true>(),
-          // not yet measured on the H200 (above)
+          // first measured in reports/h200/run-30bee11 (above)
           fused<8, 4, true>(), fused<8, 2, true>(), fused<16, 2, true>(), fused<16, 8, true>(), fused<32, 8, true>(),
           fused<32, 16, true>(), fused<64, 16, false>(),
           // pdl=early (above): the twins of the fastest pdl=on configurations at batch 1 (cols=16 rows=8 and

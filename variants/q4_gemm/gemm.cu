@@ -1,6 +1,8 @@
 // q4_gemm/map=packed,dot=q8-dp4a,grid=groups,cols=C,rows=R: Y = dequant(W) X with each weight read
-// once for all n columns. Not yet measured on the H200 (written in a session without a device:
-// compiled for sm_90 and checked on the CPU only).
+// once for all n columns. Written in a session without a device; measured on the H200 in
+// reports/h200/run-30bee11 (2026-12-01, stream mode): Y bit for bit impl=loop's, x2.969..x4.479 faster
+// than impl=loop at n = 8 and 32, but at n = 32 x5.92..x6.90 its own n = 1 time (claimed <= 2x): the
+// dp4a dots over 32 columns, not the weights, bound it (391..458 GB/s at n = 32).
 //
 // The gemv it batches is q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=R
 // (variants/q4_gemv/packed.cu, xprep_kernel and packed_xl_kernel), which reads W once per column:
@@ -25,9 +27,9 @@
 // part[] alternates between two buffers by step parity: thread e reads part[par] before it reaches
 // the next step's barrier, and part[par] is written again only after that barrier (packed_kernel's
 // argument).
-// Cost, predicted (not measured): W leaves DRAM once (0.5625 bytes per weight); x's prepared words,
-// 40 bytes per column and block, are read from L2 (ld.cg) by every group: 40 n / (18 R) bytes of L2
-// per byte of W, 8.9x at n = 32, R = 8. README.md says what that predicts.
+// Cost, predicted before the run (measured: above): W leaves DRAM once (0.5625 bytes per weight);
+// x's prepared words, 40 bytes per column and block, are read from L2 (ld.cg) by every group:
+// 40 n / (18 R) bytes of L2 per byte of W, 8.9x at n = 32, R = 8. README.md says what that predicts.
 #include <cuda_runtime.h>
 
 #include <algorithm>
