@@ -245,7 +245,10 @@ std::vector<FusedStepConfig> fused_step_configs() {
 // the fastest q4 kernel at the three shapes of the step (6144x5120 6.83 us, 10240x5120 10.43 us); the
 // recurrence impl=fused,cols=32,rows=8,pdl=early the fastest at batch 1 (3.37 us; 3.47 us with
 // norm=gated, one launch fewer); the step then 46.8 us (q8 + fused prep + fused recurrence, pdl=on,
-// the projections apart).
+// the projections apart). This candidate, measured in reports/h200/run-105e07b (H200, 2026-12-01,
+// stream mode, Qwen3.5-27B): 28.6 us per layer (gdn-step-fused), 1.490 ms per token over 48 layers
+// (gdn-stack); its twin without norm=gated 27.97 us (x0.979 for the epilogue): the next candidate
+// should drop it (not done here: every experiment of that run measured this one).
 FusedStepConfig step_candidate() {
   return {false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=gated",
           "f32_gemv/impl=split-row,pdl=on", true, true};
