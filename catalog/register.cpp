@@ -28,6 +28,7 @@ const Registry& registry() {
     experiments::register_gdn_oracle(reg);
     experiments::register_gdn_guards(reg);
     experiments::register_gdn_drift(reg);
+    experiments::register_gdn_state_drift(reg);
     experiments::register_gdn_q4_per_op(reg);
     experiments::register_gdn_q4_gates(reg);
     experiments::register_error_budget(reg);

@@ -58,6 +58,7 @@ void register_q4_gemm_batch(Registry& r);
 void register_gdn_oracle(Registry& r);
 void register_gdn_guards(Registry& r);
 void register_gdn_drift(Registry& r);
+void register_gdn_state_drift(Registry& r);
 // The GDN step's q4 tier: gdn-q4-per-op, gdn-q4-gates.
 void register_gdn_q4_per_op(Registry& r);
 void register_gdn_q4_gates(Registry& r);

@@ -22,6 +22,8 @@
 #include "klab/problem.hpp"
 #include "gdn_util.hpp"
 #include "klab/ref/gdn.hpp"
+#include "klab/ref/q4.hpp"
+#include "gdn_recurrence/kernels.hpp"
 
 using namespace klab;
 namespace rg = klab::ref::gdn;
@@ -498,6 +500,10 @@ TEST_CASE("GDN: the recurrence is a gdn_recurrence variant chosen by name; impl=
   for (const auto& k : gdn_recurrence::recurrence_kernels()) {
     if (k.name.find("impl=fused") == std::string::npos) continue;
     CAPTURE(k.name);
+    if (k.state_bf16) {  // the step's state is f32: refused, naming why
+      CHECK_REFUSED(dev.set_recurrence_variant(k.name), "bf16");
+      continue;
+    }
     gdn_recurrence::RecurrenceArgs probe;
     probe.nk = g.nk, probe.nv = g.nv, probe.dk = g.dk, probe.dv = g.dv, probe.normalize_qk = false;
     if (!k.can_implement(probe).empty()) {  // a configuration this geometry cannot take is refused, not run
@@ -512,4 +518,56 @@ TEST_CASE("GDN: the recurrence is a gdn_recurrence variant chosen by name; impl=
     ++fused;
   }
   CHECK(fused > 0);
+}
+
+TEST_CASE("gdn_recurrence state=bf16: from a bf16 S0, o is its f32 twin's bit for bit and S the twin's S rounded to nearest-even bf16, at batch 1 and 3") {
+  // The same f32 arithmetic on the same (bf16-representable) state: only the store differs.
+  namespace gr = klab::gdn_recurrence;
+  for (const auto& k : gr::recurrence_kernels()) {
+    if (!k.state_bf16) continue;
+    const auto at = k.name.find(",state=bf16");
+    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at) + k.name.substr(at + 11));
+    for (int batch : {1, 3}) {
+      CAPTURE(k.name);
+      CAPTURE(batch);
+      const int nk = 16, nv = 48, dk = 128, dv = 128;
+      Rng r(11, std::uint64_t(batch));
+      auto fill = [&](std::size_t n, double scale) {
+        std::vector<float> v(n);
+        for (auto& e : v) e = float(scale * r.normal());
+        return v;
+      };
+      const std::size_t nS = std::size_t(batch) * nv * dk * dv;
+      auto q = fill(std::size_t(batch) * nk * dk, 1), kk = fill(q.size(), 1), v = fill(std::size_t(batch) * nv * dv, 1), S0 = fill(nS, 0.1);
+      std::vector<float> g(std::size_t(batch) * nv), beta(g.size());
+      for (auto& e : g) e = float(std::log(r.uniform(0.9, 0.999)));
+      for (auto& e : beta) e = float(rg::sigmoid(r.normal()));
+      std::vector<std::uint16_t> S0b(nS);
+      for (std::size_t i = 0; i < nS; ++i) S0b[i] = ref::float_to_bf16(S0[i]), S0[i] = ref::bf16_to_float(S0b[i]);
+      auto dq = DeviceBuffer<float>::from(q), dk_ = DeviceBuffer<float>::from(kk), dv_ = DeviceBuffer<float>::from(v), dg = DeviceBuffer<float>::from(g),
+           db = DeviceBuffer<float>::from(beta), dS = DeviceBuffer<float>::from(S0);
+      auto dSb = DeviceBuffer<std::uint16_t>::from(S0b);
+      DeviceBuffer<float> o32(v.size()), o16(v.size());
+      gr::RecurrenceArgs a = gr::dense_args(nk, nv, dk, dv, batch);
+      a.q = dq.get(), a.k = dk_.get(), a.v = dv_.get(), a.g = dg.get(), a.beta = db.get();
+      gr::RecurrenceArgs b = a;
+      a.S = dS.get(), a.o = o32.get();
+      b.S = reinterpret_cast<float*>(dSb.get()), b.o = o16.get();
+      REQUIRE(gr::check_args(twin, a) == "");
+      REQUIRE(gr::check_args(k, b) == "");
+      twin.launch(a, nullptr);
+      k.launch(b, nullptr);
+      KLAB_CUDA(cudaDeviceSynchronize());
+      CHECK(bitwise_diff(o16.download(), o32.download()) == 0);
+      const auto S32 = dS.download();
+      const auto S16 = dSb.download();
+      std::int64_t off = 0, moved = 0;
+      for (std::size_t i = 0; i < nS; ++i) {
+        off += S16[i] != ref::float_to_bf16(S32[i]);
+        moved += S16[i] != S0b[i];
+      }
+      CHECK(off == 0);
+      CHECK(moved > std::int64_t(nS / 2));  // the state was updated
+    }
+  }
 }

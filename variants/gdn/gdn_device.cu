@@ -267,6 +267,7 @@ void GdnDevice::set_recurrence_variant(const std::string& variant) {
   gdn_recurrence::RecurrenceArgs probe = rec_args(g_, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   if (auto why = k.can_implement(probe); !why.empty()) throw Error("GdnDevice::set_recurrence_variant: " + variant + ": " + why);
   require(k.workspace_floats(probe) == 0, "GdnDevice::set_recurrence_variant: " + variant + " needs a workspace with the step's normalised q and k");
+  require(!k.state_bf16, "GdnDevice::set_recurrence_variant: " + variant + " keeps S in bf16; the step's state is f32 (a bf16 state is a research axis of the op gdn_recurrence: gdn-state-drift)");
   rec_ = &k;
 }
 std::string GdnDevice::recurrence_variant() const { return rec_ ? rec_->name : ""; }

@@ -51,7 +51,9 @@ std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a) {
   }
   if (kern.vec4) {
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-    if (!aligned(a.S) || !aligned(a.o) || !aligned(a.v)) return "S, o and v must be 16-byte aligned (float4 loads and stores)";
+    const bool s_ok = kern.state_bf16 ? reinterpret_cast<std::uintptr_t>(a.S) % 8 == 0 : aligned(a.S);
+    if (!s_ok) return kern.state_bf16 ? "S (bf16) must be 8-byte aligned (4 elements a load and a store)" : "S, o and v must be 16-byte aligned (float4 loads and stores)";
+    if (!aligned(a.o) || !aligned(a.v)) return "S, o and v must be 16-byte aligned (float4 loads and stores)";
     if (a.dv % 4 != 0 || a.S_stride % 4 != 0 || a.o_stride % 4 != 0 || a.v_stride % 4 != 0)
       return "dv and the S, o and v strides must be multiples of 4 floats (float4 loads and stores)";
   }

@@ -13,8 +13,9 @@
 // kn = k rsqrt(|k|^2 + 1e-6) per key head (ref::gdn::kL2NormEps). Otherwise q and k are taken as
 // already normalised (q already scaled): the step's qk_norm kernel output.
 // Then: S *= exp(g); t = (v - S^T kn) beta; S += kn t^T; o = S^T qn (the updated S).
-// Strides are in floats. Variants that load 16 bytes at a time (fused) need S, o and v 16-byte
-// aligned (every pointer, stride and dv a multiple of 4 floats): check_args says which is not.
+// Strides are in elements (floats; bf16 for S of a state=bf16 kernel). Variants that load 16 bytes at a
+// time (fused) need S, o and v 16-byte aligned (S 8-byte with state=bf16; every pointer, stride and dv a
+// multiple of 4 elements): check_args says which is not.
 // No variant writes q, k, v, g or beta; none uses atomics: same inputs, same bits.
 #include <cuda_runtime.h>
 
@@ -70,6 +71,10 @@ struct RecurrenceKernel {
   bool state_before_wait = false;
   // Can run the gated RMSNorm epilogue (RecurrenceArgs::onn): impl=fused,...,norm=gated.
   bool gated_norm = false;
+  // state=bf16: RecurrenceArgs::S points to bf16 elements (the same (dk, dv) layout and strides, in
+  // elements; 8-byte aligned), widened to f32 on load and rounded to nearest even on store. With S
+  // holding bf16 values, o and the f32 values before the store are its f32 twin's bit for bit.
+  bool state_bf16 = false;
 };
 
 // Every kernel, in ladder order (seed first).

@@ -41,6 +41,9 @@
 // lands over it and the load after the wait sees it: no contract on the caller beyond PDL's own (a
 // dependent reads nothing of ours before its wait).
 #include <cooperative_groups.h>
+#include <cuda_bf16.h>
+
+#include <type_traits>
 
 #include "gdn_recurrence/kernels.hpp"
 
@@ -74,6 +77,33 @@ __device__ __forceinline__ float4 row_slot_sum(float4 p) {
 }
 
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
+// state=bf16: S lives in memory as bf16 (4 columns = 8 bytes), in registers as f32. A load widens
+// exactly; a store rounds each element to nearest even (__floats2bfloat162_rn: the host's
+// ref::float_to_bf16). The f32 state loads and stores its float4 as before.
+template <bool Bf16, class T>
+__device__ __forceinline__ float4 load_s(const T* p) {
+  if constexpr (Bf16) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+    const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+    return make_float4(lo.x, lo.y, hi.x, hi.y);
+  } else {
+    return *reinterpret_cast<const float4*>(p);
+  }
+}
+template <bool Bf16, class T>
+__device__ __forceinline__ void store_s(T* p, float4 v) {
+  if constexpr (Bf16) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+    uint2 u;
+    u.x = *reinterpret_cast<const unsigned*>(&lo);
+    u.y = *reinterpret_cast<const unsigned*>(&hi);
+    *reinterpret_cast<uint2*>(p) = u;
+  } else {
+    *reinterpret_cast<float4*>(p) = v;
+  }
+}
 
 // silu(x) = x / (1 + exp(-x)), as the GDN step's gated_norm computes it (variants/gdn/gdn_kernels.cu).
 __device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }
@@ -122,7 +152,7 @@ __device__ __forceinline__ void gated_norm_epilogue(const RecurrenceArgs& a, con
   cluster.sync();  // no block leaves while another still reads its ss_part
 }
 
-template <int C, int R, bool Early = false, bool Norm = false>
+template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false>
 __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a) {
   static_assert(C >= 4 && C <= 128 && (C & (C - 1)) == 0, "cols: a power of two from 4 to 128 (C/4 column quads divide a warp)");
   static_assert(R >= 1 && R <= 16, "rows: 1 to 16 float4 of S a thread (registers)");
@@ -137,7 +167,8 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
   const int rg = w * RW + rs;
   const int c0 = tile * C + 4 * cq;
   const bool live = c0 < dv;  // dv % 4 == 0: a quad is wholly in or out
-  float* Sh = a.S + b * a.S_stride + static_cast<std::int64_t>(h) * dk * dv + c0;
+  using SElem = std::conditional_t<Bf16, __nv_bfloat16, float>;  // S's element in memory (state=bf16: a.S points to bf16)
+  SElem* Sh = reinterpret_cast<SElem*>(a.S) + b * a.S_stride + static_cast<std::int64_t>(h) * dk * dv + c0;
 
   float4 s[R];
   if constexpr (Early) {
@@ -157,7 +188,7 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
   // pdl=on|off: the state first, before the wait: it depends on no predecessor (PDL contract above).
 #pragma unroll
   for (int r = 0; r < R; ++r)
-    s[r] = live ? *reinterpret_cast<const float4*>(Sh + static_cast<std::int64_t>(rg + G * r) * dv) : make_float4(0.f, 0.f, 0.f, 0.f);
+    s[r] = live ? load_s<Bf16>(Sh + static_cast<std::int64_t>(rg + G * r) * dv) : make_float4(0.f, 0.f, 0.f, 0.f);
   if constexpr (!Early) asm volatile("griddepcontrol.wait;" ::: "memory");
 
   const int kh = h / (nv / nk);  // key head of value head h
@@ -220,7 +251,7 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
     s[r].y = fmaf(kn[r], t.y, s[r].y);
     s[r].z = fmaf(kn[r], t.z, s[r].z);
     s[r].w = fmaf(kn[r], t.w, s[r].w);
-    if (live) *reinterpret_cast<float4*>(Sh + static_cast<std::int64_t>(rg + G * r) * dv) = s[r];
+    if (live) store_s<Bf16>(Sh + static_cast<std::int64_t>(rg + G * r) * dv, s[r]);
     p.x = fmaf(s[r].x, qn[r], p.x);
     p.y = fmaf(s[r].y, qn[r], p.y);
     p.z = fmaf(s[r].z, qn[r], p.z);
@@ -273,8 +304,9 @@ std::string can_norm(const RecurrenceArgs& a) {
   return "";
 }
 
-template <int C, int R, bool Pdl, bool Early = false, bool Norm = false>
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
+  static_assert(!(Norm && Bf16), "norm=gated is not registered with state=bf16");
   const int tiles = (a.dv + C - 1) / C;
   const int threads = threads_for<C, R>(a);
   const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
@@ -296,16 +328,18 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
     KLAB_CUDA(cudaLaunchKernelEx(&cfg, fused_kernel<C, R, Early, true>, a));
     return;
   }
-  launch_maybe_pdl(Pdl || Early, fused_kernel<C, R, Early>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads),
+  launch_maybe_pdl(Pdl || Early, fused_kernel<C, R, Early, false, Bf16>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads),
                    smem, s, a);
 }
 
 std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
 
-template <int C, int R, bool Pdl, bool Early = false, bool Norm = false>
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false>
 RecurrenceKernel fused() {
   RecurrenceKernel k;
-  k.axes = {{"impl", "fused"}, {"cols", std::to_string(C)}, {"rows", std::to_string(R)}, {"pdl", Early ? "early" : Pdl ? "on" : "off"}};
+  k.axes = {{"impl", "fused"}, {"cols", std::to_string(C)}, {"rows", std::to_string(R)}};
+  if (Bf16) k.axes.push_back({"state", "bf16"});  // before pdl: a pdl=early name less "early" + "on" is its pdl=on twin's
+  k.axes.push_back({"pdl", Early ? "early" : Pdl ? "on" : "off"});
   if (Norm) k.axes.push_back({"norm", "gated"});
   k.description = "one launch, q/k norm fused, S read once into registers as float4: " + std::to_string(C) + " columns x all rows per block, " +
                   std::to_string(R) + " rows x 4 columns per thread" +
@@ -314,10 +348,14 @@ RecurrenceKernel fused() {
                          : "") +
                   (Norm ? "; the GDN step's gated RMSNorm as an epilogue where the caller asks for it (a head's column tiles one thread block "
                           "cluster, the sum of o^2 through distributed shared memory)"
+                        : "") +
+                  (Bf16 ? "; S stored as bf16 (half the state's bytes; widened on load, each element rounded to nearest even on store, the "
+                          "arithmetic f32): a research axis, judged by its own tolerance and by its drift over time (gdn-state-drift)"
                         : "");
   k.can_implement = Norm ? can_norm<C, R> : can<C, R>;
   k.workspace_floats = no_workspace;
-  k.launch = launch<C, R, Pdl, Early, Norm>;
+  k.launch = launch<C, R, Pdl, Early, Norm, Bf16>;
+  k.state_bf16 = Bf16;
   k.state_before_wait = Pdl && !Early;
   k.vec4 = true;
   k.gated_norm = Norm;
@@ -352,7 +390,12 @@ std::vector<RecurrenceKernel> fused_kernels() {
           fused<16, 8, true, true>(), fused<16, 4, true, true>(), fused<8, 4, true, true>(), fused<32, 8, true, true>(), fused<32, 16, true, true>(),
           // norm=gated (above): the GDN step's gated RMSNorm fused in, on the pdl=early twins at batch 1 (cols=16 rows=8: a
           // cluster of 8 at dv = 128; cols=32 rows=8: 4). Raced alone (no epilogue asked) they are their pdl=early twins.
-          fused<16, 8, true, true, true>(), fused<32, 8, true, true, true>()};
+          fused<16, 8, true, true, true>(), fused<32, 8, true, true, true>(),
+          // state=bf16 (issue 14's research axis; not yet measured on the H200, written in a session whose device time was
+          // spent): the fastest f32 configuration at batch 1 and 32 (cols=32 rows=8; reports/h200/run-105e07b: pdl=early 3.40 /
+          // 51.60 us) with S half the bytes, in its three PDL forms. Predicted: at batch 32 S is 50 of 100 MB read and written,
+          // so toward ~30 us if the f32 kernel's 86% of the size-matched read carries over; at batch 1 little (latency-bound).
+          fused<32, 8, false, false, false, true>(), fused<32, 8, true, false, false, true>(), fused<32, 8, true, true, false, true>()};
 }
 
 }  // namespace klab::gdn_recurrence

@@ -1,6 +1,7 @@
 #include "gdn_recurrence/variants.hpp"
 
 #include "klab/cuda.hpp"
+#include "klab/ref/q4.hpp"
 
 namespace klab::gdn_recurrence {
 
@@ -10,16 +11,30 @@ RecurrenceArgs args_of(const Problem& p) {
   return dense_args(int(p.param("nk")), int(p.param("nv")), int(p.param("dk")), int(p.param("dv")), int(p.param("batch")));
 }
 
+std::vector<std::uint16_t> to_bf16(const std::vector<float>& x) {
+  std::vector<std::uint16_t> b(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) b[i] = ref::float_to_bf16(x[i]);
+  return b;
+}
+
 // One kernel bound to one workload: the inputs and S0 uploaded once; S is the state run() updates in
-// place, restored from S0 by a device-to-device copy in reset() (outside the timed region).
+// place, restored from S0 by a device-to-device copy in reset() (outside the timed region). A
+// state=bf16 kernel gets S0 rounded to bf16 (to nearest even) and its S read back widened to f32.
 class RecurrenceInstance : public Instance {
  public:
   RecurrenceInstance(const RecurrenceKernel& kern, const Workload& w)
       : kern_(kern), q_(DeviceBuffer<float>::from(w.q)), k_(DeviceBuffer<float>::from(w.k)), v_(DeviceBuffer<float>::from(w.v)),
-        g_(DeviceBuffer<float>::from(w.g)), beta_(DeviceBuffer<float>::from(w.beta)), S0_(DeviceBuffer<float>::from(w.S0)),
-        S_(w.S0.size()), o_(w.v.size()) {
+        g_(DeviceBuffer<float>::from(w.g)), beta_(DeviceBuffer<float>::from(w.beta)), o_(w.v.size()) {
+    if (kern_.state_bf16) {
+      S0b_ = DeviceBuffer<std::uint16_t>::from(to_bf16(w.S0));
+      Sb_ = DeviceBuffer<std::uint16_t>(w.S0.size());
+    } else {
+      S0_ = DeviceBuffer<float>::from(w.S0);
+      S_ = DeviceBuffer<float>(w.S0.size());
+    }
     a_ = dense_args(w.nk, w.nv, w.dk, w.dv, w.batch);
-    a_.q = q_.get(), a_.k = k_.get(), a_.v = v_.get(), a_.g = g_.get(), a_.beta = beta_.get(), a_.S = S_.get(), a_.o = o_.get();
+    a_.q = q_.get(), a_.k = k_.get(), a_.v = v_.get(), a_.g = g_.get(), a_.beta = beta_.get(), a_.o = o_.get();
+    a_.S = kern_.state_bf16 ? reinterpret_cast<float*>(Sb_.get()) : S_.get();
     a_.normalize_qk = true;
     ws_ = DeviceBuffer<float>(kern_.workspace_floats(a_));
     a_.workspace = ws_.get();
@@ -36,14 +51,28 @@ class RecurrenceInstance : public Instance {
     reset(s);
   }
   void reset(cudaStream_t s) override {
-    KLAB_CUDA(cudaMemcpyAsync(S_.get(), S0_.get(), S0_.bytes(), cudaMemcpyDeviceToDevice, s));
+    if (kern_.state_bf16)
+      KLAB_CUDA(cudaMemcpyAsync(Sb_.get(), S0b_.get(), S0b_.bytes(), cudaMemcpyDeviceToDevice, s));
+    else
+      KLAB_CUDA(cudaMemcpyAsync(S_.get(), S0_.get(), S0_.bytes(), cudaMemcpyDeviceToDevice, s));
   }
-  std::vector<Named<float>> outputs() override { return {{"o", o_.download()}, {"S", S_.download()}}; }
+  std::vector<Named<float>> outputs() override {
+    std::vector<float> S;
+    if (kern_.state_bf16) {
+      const auto b = Sb_.download();
+      S.resize(b.size());
+      for (std::size_t i = 0; i < b.size(); ++i) S[i] = ref::bf16_to_float(b[i]);
+    } else {
+      S = S_.download();
+    }
+    return {{"o", o_.download()}, {"S", std::move(S)}};
+  }
 
  private:
   const RecurrenceKernel& kern_;
   RecurrenceArgs a_;
   DeviceBuffer<float> q_, k_, v_, g_, beta_, S0_, S_, o_, ws_;
+  DeviceBuffer<std::uint16_t> S0b_, Sb_;  // state=bf16
 };
 
 }  // namespace
@@ -54,7 +83,7 @@ Variant make_variant(const RecurrenceKernel& kern) {
   v.axes = kern.axes;
   v.name = variant_name(v.op, v.axes);
   v.description = kern.description;
-  v.tolerance = kTolerance;
+  v.tolerance = kern.state_bf16 ? kBf16Tolerance : kTolerance;
   const RecurrenceKernel* k = &kern;  // recurrence_kernels() lives as long as the program
   v.can_implement = [k](const Problem& p) { return k->can_implement(args_of(p)); };
   v.make = [k](const klab::Workload& wl) { return std::unique_ptr<Instance>(new RecurrenceInstance(*k, workload_of(wl))); };

@@ -23,6 +23,8 @@ struct Accuracy {
 
 Accuracy accuracy(std::span<const float> out, std::span<const double> ref);
 Accuracy accuracy(std::span<const float> out, std::span<const float> ref);
+// A model's f64 output against an f64 reference (no poison check: a model writes every element).
+Accuracy accuracy(std::span<const double> out, std::span<const double> ref);
 
 // Number of elements whose bit patterns differ (sizes must match, else klab::Error).
 std::int64_t bitwise_diff(std::span<const float> a, std::span<const float> b);
