@@ -133,6 +133,13 @@ _FIELDS = {
         ("pct_floor", "number or null", False), ("floor_ms", "number or null", False), ("cold", "object", False),
         ("not_timed_why", "string", False),
     ],
+    # gdn-state-drift (experiments/gdn_state_drift.cpp): one 64-token window of one subject (a storage model or a kernel).
+    "state_drift": [
+        ("experiment", "string", True), ("regime", "string", True), ("subject", "string", True), ("window", "integer", True),
+        ("t_begin", "integer", True), ("t_end", "integer", True), ("o_max_rel", "number or null", True),
+        ("o_rms_rel", "number or null", True), ("S_max_rel", "number or null", True), ("S_rms_rel", "number or null", True),
+        ("o_finite", "boolean", False), ("S_finite", "boolean", False), ("decay", "object", False), ("geometry", "object", False),
+    ],
     # gdn-batch (experiments/gdn_batch.cpp): one token of B slots in one batched step against B single steps.
     "gdn_batch": [
         ("experiment", "string", True), ("B", "integer", True), ("layers", "integer", True),

@@ -375,6 +375,32 @@ def gdn_batch_lines(recs):
         table(("B", "batched us per token (95% CI)", "singles us per token (95% CI)", "us per slot", "speed-up", "slots vs their single steps"), rows)
 
 
+def state_drift_lines(recs):
+    """gdn-state-drift: per regime, one row per 64-token window, one column pair per subject (the
+    storage models, then the kernels, in the order they first appear): the window's worst o max_rel
+    and S's max_rel at its end against the f64 reference."""
+    lines = []
+    regimes = list(dict.fromkeys(r["regime"] for r in recs))
+    for regime in regimes:
+        rs = [r for r in recs if r["regime"] == regime]
+        subjects = list(dict.fromkeys(r["subject"] for r in rs))
+        cell = {(r["window"], r["subject"]): r for r in rs}
+        header = ["tokens"] + [f"{s} o / S" for s in subjects]
+        rows = []
+        for w in sorted({r["window"] for r in rs}):
+            first = next(r for r in rs if r["window"] == w)
+            row = [f"{first['t_begin']}..{first['t_end']}"]
+            for s in subjects:
+                r = cell.get((w, s))
+                row.append(f"{kr.fmt_num(r['o_max_rel'], 3)} / {kr.fmt_num(r['S_max_rel'], 3)}" if r else "n/a")
+            rows.append(tuple(row))
+        decay = rs[0].get("decay") or {}
+        where = f" (exp(g) in [{decay['lo']}, {decay['hi']}))" if "lo" in decay and "hi" in decay else ""
+        lines += [f"State drift, regime {regime}{where}: per window, the worst max_rel of o over its tokens / S's at its end, "
+                  "against the f64 reference:", ""] + table(header, rows)
+    return lines
+
+
 def breakdown_lines(recs):
     """gdn-step-breakdown: per tier, each operator of the GDN step in stream mode (kernels, median time
     and its 95% CI, the bytes of the step's model, the activations, the floor, % of floor, share of the
@@ -525,6 +551,8 @@ def summarize(report, plots):
             lines += gdn_batch_lines(report.of("gdn_batch", e))
         if report.of("gdn_breakdown", e):
             lines += breakdown_lines(report.of("gdn_breakdown", e))
+        if report.of("state_drift", e):
+            lines += state_drift_lines(report.of("state_drift", e))
         lines += accuracy_table_lines(meas)
         lines += figures_for(report, plan, e, plots)
         skips = report.of("skip", e)
