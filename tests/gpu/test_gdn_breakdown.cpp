@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gdn/gdn_device.hpp"
@@ -49,6 +50,17 @@ void load(GdnDevice& dev, const rg::LayerWeights& w, const rg::Q4Projections* q)
   dev.q4_pool().put(2, q->z);
   dev.q4_pool().put(3, q->out);
   REQUIRE(dev.load_q4(0, w, 1, 2, 3) == "");
+}
+
+// T tokens of h stepped through two devices side by side: the output elements that differ, and those
+// of every intermediate and the state (rg::all_whats) after each token.
+std::pair<std::int64_t, std::int64_t> twins_diff(GdnDevice& a, GdnDevice& b, const std::vector<float>& h, const Geometry& g, int T) {
+  std::int64_t out_diff = 0, other_diff = 0;
+  for (int t = 0; t < T; ++t) {
+    out_diff += bitwise_diff(a.step(0, test::tok(h, g, t)), b.step(0, test::tok(h, g, t)));
+    for (What wh : rg::all_whats()) other_diff += bitwise_diff(a.get(0, wh), b.get(0, wh));
+  }
+  return {out_diff, other_diff};
 }
 
 // The kernel nodes a list of the step's operators adds to a CUDA graph.
@@ -190,11 +202,7 @@ TEST_CASE("GDN PDL chain: the step's candidate (q4 tier) gives the same bits wit
     CHECK(on.pdl_chain());
     CHECK_FALSE(off.pdl_chain());
     CHECK(on.ba_variant() == cand.ba);
-    std::int64_t out_diff = 0, other_diff = 0;
-    for (int t = 0; t < T; ++t) {
-      out_diff += bitwise_diff(on.step(0, test::tok(h, g, t)), off.step(0, test::tok(h, g, t)));
-      for (What wh : rg::all_whats()) other_diff += bitwise_diff(on.get(0, wh), off.get(0, wh));
-    }
+    const auto [out_diff, other_diff] = twins_diff(on, off, h, g, T);
     CHECK(out_diff == 0);
     CHECK(other_diff == 0);
     // Refused before any launch: a chain without the fused prep, and a recurrence that loads S before its wait.
@@ -270,11 +278,7 @@ TEST_CASE("GDN stacked input projections (set_merged_in): in_proj_qkv and in_pro
       one.set_q4_variant(gdn::kDefaultQ4Variant);
       one.set_q4_variant(kernel);
       CHECK(one.merged_in());
-      std::int64_t out_diff = 0, other_diff = 0;
-      for (int t = 0; t < T; ++t) {
-        out_diff += bitwise_diff(one.step(0, test::tok(h, g, t)), apart.step(0, test::tok(h, g, t)));
-        for (What wh : rg::all_whats()) other_diff += bitwise_diff(one.get(0, wh), apart.get(0, wh));
-      }
+      const auto [out_diff, other_diff] = twins_diff(one, apart, h, g, T);
       CHECK(out_diff == 0);
       CHECK(other_diff == 0);
       CHECK(bitwise_diff(one.get(0, What::Z), std::vector<float>(one.get(0, What::Z).size(), 0.0f)) > 0);  // z was written

@@ -10,16 +10,9 @@ The synthetic run (the numbers are invented for the test, no GPU measured them; 
   B = 32: batched 400 us (CI 390..410), singles 1600 us (CI 1590..1610), 12.5 us per slot, x4 faster,
           2 elements of S differ of 1000
 """
-import json
-import subprocess
-import sys
-import tempfile
 import unittest
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import klab_report as kr  # noqa: E402
+from synthetic import SummaryCase
 
 ENV = {"device": None, "git_commit": "0" * 40, "date": "2026-12-01T00:00:00Z", "command": "klab run gdn-batch"}
 
@@ -42,17 +35,7 @@ B32 = rec(32, us(400, 390, 410), us(1600, 1590, 1610), 12.5, {"ratio": 0.25, "ci
           S_differ=2)
 
 
-class GdnBatch(unittest.TestCase):
-    def write(self, d, records):
-        (Path(d) / "report.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-
-    def summary(self, records):
-        with tempfile.TemporaryDirectory() as d:
-            self.write(d, records)
-            p = subprocess.run([sys.executable, str(ROOT / "scripts/summarize.py"), d], capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            return (Path(d) / "summary.md").read_text()
-
+class GdnBatch(SummaryCase):
     def test_table_rows(self):
         md = self.summary([B32, B1])  # rows come out in B order
         self.assertIn("GDN batched slots (hidden=5120 nk=16 nv=48 dk=128 dv=128 ck=4, 3 layers rotating, "
@@ -64,20 +47,8 @@ class GdnBatch(unittest.TestCase):
         self.assertNotIn("Records of kinds this summary does not read", md)
 
     def test_schema_refuses_a_record_without_its_check_or_times(self):
-        for field in ("bitwise", "B", "batch_us_per_token", "singles_us_per_token"):
-            bad = dict(B1)
-            del bad[field]
-            with tempfile.TemporaryDirectory() as d:
-                self.write(d, [bad])
-                with self.assertRaises(kr.ReportError) as cm:
-                    kr.load(d)
-                self.assertIn(field, str(cm.exception))
-        bad = dict(B1, batch_us_per_token={"median": 50.0})  # an interval is part of the time
-        with tempfile.TemporaryDirectory() as d:
-            self.write(d, [bad])
-            with self.assertRaises(kr.ReportError) as cm:
-                kr.load(d)
-            self.assertIn("ci95_lo", str(cm.exception))
+        self.assert_each_required(B1, ("bitwise", "B", "batch_us_per_token", "singles_us_per_token"))
+        self.assert_refused(dict(B1, batch_us_per_token={"median": 50.0}), "ci95_lo")  # an interval is part of the time
 
 
 if __name__ == "__main__":

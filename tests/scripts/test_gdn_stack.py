@@ -12,16 +12,9 @@ The synthetic run (48 layers; the numbers are invented for the test, no GPU meas
        3 elements of S differ, output not finite (max |out| null)
   q4 on a second run: not timed (the graph differed), with its reason.
 """
-import json
-import subprocess
-import sys
-import tempfile
 import unittest
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import klab_report as kr  # noqa: E402
+from synthetic import SummaryCase
 
 ENV = {"device": None, "git_commit": "0" * 40, "date": "2026-12-01T00:00:00Z", "command": "klab run gdn-stack"}
 
@@ -48,17 +41,7 @@ UNTIMED = rec("q4", timed=False, not_timed_why="the graph differs from the seque
               bitwise={"out_differ": 5, "S_differ": 0, "hist_differ": 0, "compared": 9})
 
 
-class GdnStack(unittest.TestCase):
-    def write(self, d, records):
-        (Path(d) / "report.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-
-    def summary(self, records):
-        with tempfile.TemporaryDirectory() as d:
-            self.write(d, records)
-            p = subprocess.run([sys.executable, str(ROOT / "scripts/summarize.py"), d], capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            return (Path(d) / "summary.md").read_text()
-
+class GdnStack(SummaryCase):
     def test_table_rows(self):
         md = self.summary([F32, Q4])
         self.assertIn("| tier | layers | ms per token (95% CI) | enqueued ms | GB/s | % of floor | kernel nodes (all) | graph vs enqueued |", md)
@@ -74,20 +57,8 @@ class GdnStack(unittest.TestCase):
                       "5 of 9 differ; max \\|out\\| 12.5 |", md)
 
     def test_schema_refuses_a_record_without_its_check(self):
-        for field in ("bitwise", "tier", "kernel_nodes"):
-            bad = dict(F32)
-            del bad[field]
-            with tempfile.TemporaryDirectory() as d:
-                self.write(d, [bad])
-                with self.assertRaises(kr.ReportError) as cm:
-                    kr.load(d)
-                self.assertIn(field, str(cm.exception))
-        bad = dict(F32, ms_per_token={"median": 6.0})  # an interval is part of the time
-        with tempfile.TemporaryDirectory() as d:
-            self.write(d, [bad])
-            with self.assertRaises(kr.ReportError) as cm:
-                kr.load(d)
-            self.assertIn("ci95_lo", str(cm.exception))
+        self.assert_each_required(F32, ("bitwise", "tier", "kernel_nodes"))
+        self.assert_refused(dict(F32, ms_per_token={"median": 6.0}), "ci95_lo")  # an interval is part of the time
 
 
 if __name__ == "__main__":

@@ -9,16 +9,9 @@ The synthetic run (the numbers are invented for the test, nothing measured them)
 two windows (tokens 0..63, 64..127), subjects model-f32 and model-bf16, model-bf16 missing in the
 second window; regime "long-memory", one window of model-bf16.
 """
-import json
-import subprocess
-import sys
-import tempfile
 import unittest
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-import klab_report as kr  # noqa: E402
+from synthetic import SummaryCase
 
 ENV = {"device": None, "git_commit": "0" * 40, "date": "2026-12-01T00:00:00Z", "command": "klab run gdn-state-drift"}
 
@@ -35,17 +28,7 @@ RECS = [rec("seeded", "model-f32", 0, 1.25e-7, 2.5e-7), rec("seeded", "model-bf1
         rec("long-memory", "model-bf16", 0, 0.0116, 0.0127, 0.98, 0.99999)]
 
 
-class StateDrift(unittest.TestCase):
-    def write(self, d, records):
-        (Path(d) / "report.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-
-    def summary(self, records):
-        with tempfile.TemporaryDirectory() as d:
-            self.write(d, records)
-            p = subprocess.run([sys.executable, str(ROOT / "scripts/summarize.py"), d], capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            return (Path(d) / "summary.md").read_text()
-
+class StateDrift(SummaryCase):
     def test_table_per_regime(self):
         md = self.summary(RECS)
         self.assertIn("State drift, regime seeded (exp(g) in [0.9, 0.999)):", md)
@@ -59,14 +42,7 @@ class StateDrift(unittest.TestCase):
         self.assertNotIn("Records of kinds this summary does not read", md)
 
     def test_schema_refuses_a_record_without_its_window_or_errors(self):
-        for field in ("regime", "subject", "window", "o_max_rel", "S_max_rel"):
-            bad = dict(RECS[0])
-            del bad[field]
-            with tempfile.TemporaryDirectory() as d:
-                self.write(d, [bad])
-                with self.assertRaises(kr.ReportError) as cm:
-                    kr.load(d)
-                self.assertIn(field, str(cm.exception))
+        self.assert_each_required(RECS[0], ("regime", "subject", "window", "o_max_rel", "S_max_rel"))
 
 
 if __name__ == "__main__":

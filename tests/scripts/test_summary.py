@@ -5,16 +5,14 @@ sub-bullets. The report is built here; expectations are worked out by hand.
 
     /usr/bin/python3 tests/scripts/test_summary.py      (ctest: the "scripts-summary" test)
 """
-import json
-import subprocess
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import summarize  # noqa: E402
+from synthetic import SummaryCase  # noqa: E402
 
 ENV = {"device": None, "git_commit": "0" * 40, "date": "2026-12-01T00:00:00Z", "command": "klab run"}
 
@@ -24,14 +22,7 @@ def claim(e, i, state, text, evidence=""):
             "evidence": evidence, "env": ENV}
 
 
-class Summary(unittest.TestCase):
-    def summary(self, records):
-        with tempfile.TemporaryDirectory() as d:
-            (Path(d) / "report.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-            p = subprocess.run([sys.executable, str(ROOT / "scripts/summarize.py"), d], capture_output=True, text=True)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            return (Path(d) / "summary.md").read_text()
-
+class Summary(SummaryCase):
     def test_anchors_as_github_makes_them(self):
         self.assertEqual(summarize.anchor("f32-gemv-vs-cublas"), "#f32-gemv-vs-cublas")
         # ':' and '/' dropped, as GitHub does: "ab:64x96/uniform" -> "ab64x96uniform".
