@@ -215,8 +215,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       {true, "", ""},
       {false, kDefaultQ4Variant, ""},
       {false, q8, ""},
-      // the step's candidate toward issue 14's 20 us: q8 projections, the fused recurrence (q/k norm
-      // already done by conv_norm_bg: normalize_qk off) of the batch-1 ladder, and their prefetching twins
+      // q8 projections with the fused recurrence (q/k norm already done by conv_norm_bg: normalize_qk
+      // off) of the batch-1 ladder: the twin of rec-pays
       {false, q8, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on"},
       // the candidate with the gated norm as a launch of its own, without the chain, and with its
       // input projections apart: its three twins
@@ -241,7 +241,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
 
 // Chosen from reports/h200/run-30bee11 (H200, 2026-12-01, stream mode): the candidate of before,
 // with q4_gemv ...,xpf=l2,wpf=l2,... and the recurrence cols=16, took 71.1 us per layer (wpf=l2 alone
-// x0.19..x0.57 in q4-to-ceiling; xpf=l2 x0.97..x1.014, not kept); grid=groups,xprep=launch,rows=8 is
+// x0.19..x0.57 in q4-to-ceiling; xpf=l2 within x0.996..x1.014 of its twin on 23 of 28, slower on the
+// other 5: not kept); grid=groups,xprep=launch,rows=8 is
 // the fastest q4 kernel at the three shapes of the step (6144x5120 6.83 us, 10240x5120 10.43 us); the
 // recurrence impl=fused,cols=32,rows=8,pdl=early the fastest at batch 1 (3.37 us; 3.47 us with
 // norm=gated, one launch fewer); the step then 46.8 us (q8 + fused prep + fused recurrence, pdl=on,
