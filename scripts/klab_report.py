@@ -949,6 +949,8 @@ def chart_plan(report):
             plan.append((chart_name(prefix, e), kind, e, er))
     for e, er in group(report.of("gdn_breakdown"), lambda r: r["experiment"]).items():
         plan.append((chart_name("step-breakdown", e), "gdn_breakdown", e, er))
+    for e, er in group(report.of("state_drift"), lambda r: r["experiment"]).items():
+        plan.append((chart_name("state-drift", e), "state_drift", e, er))
     ops = report.of("gdn_op")
     if not ops:
         notes.append("no gdn_op records: no GDN per-operator figure")

@@ -620,9 +620,36 @@ def draw_breakdown(plt, report, e, recs):
     return fig
 
 
+def draw_state_drift(plt, report, e, recs):
+    """gdn-state-drift: one panel per decay regime, o's worst max_rel per 64-token window against the
+    window's last token, one line per subject (the storage models, then the kernels), log scale: does
+    the error grow with t, and how far apart are the state precisions."""
+    regimes = list(dict.fromkeys(r["regime"] for r in recs))
+    subjects = list(dict.fromkeys(r["subject"] for r in recs))
+    fig, axes = plt.subplots(1, len(regimes), figsize=(min(MAX_WIDTH_IN, 1.5 + 4.2 * len(regimes)), 4.2), sharey=True, squeeze=False)
+    for ax, regime in zip(axes[0], regimes):
+        for i, subject in enumerate(subjects):
+            pts = sorted((r["t_end"], r["o_max_rel"]) for r in recs
+                         if r["regime"] == regime and r["subject"] == subject and kr.is_finite(r.get("o_max_rel")) and r["o_max_rel"] > 0)
+            if not pts:
+                continue
+            ax.plot([t for t, _ in pts], [v for _, v in pts], marker="o", markersize=3, color=series_style(i)[0], label=subject.replace("gdn_recurrence/", ""))
+        ax.set_yscale("log")
+        ax.set_title(regime, fontsize=9)
+        ax.set_xlabel("token (window's last)")
+        ax.grid(True, which="major", axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("o max_rel vs f64 (worst in the window)")
+    fig.suptitle(f"{e}: the recurrence's error over time, per state precision\n{gpu_label(report)}", fontsize=10)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 0.9), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
 DRAW = {"bandwidth": draw_bandwidth, "accuracy": draw_accuracy, "ladder": draw_ladder,
         "error_budget": draw_error_budget, "gdn_op": draw_gdn_ops, "gdn_timing": draw_gdn_timing,
-        "gdn_step": draw_gdn_step, "gdn_q4_kernels": draw_gdn_q4_kernels, "gdn_breakdown": draw_breakdown}
+        "gdn_step": draw_gdn_step, "gdn_q4_kernels": draw_gdn_q4_kernels, "gdn_breakdown": draw_breakdown,
+        "state_drift": draw_state_drift}
 
 
 def main(argv=None):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/summarize.py's gdn-state-drift table and klab_report.py's check of state_drift records
+"""scripts/summarize.py's gdn-state-drift table, plot.py's figure of it and klab_report.py's check of state_drift records
 (reports/SCHEMA.md), on a synthetic report built here. Expected cells are worked out by hand below,
 not read from the scripts.
 
@@ -9,9 +9,13 @@ The synthetic run (the numbers are invented for the test, nothing measured them)
 two windows (tokens 0..63, 64..127), subjects model-f32 and model-bf16, model-bf16 missing in the
 second window; regime "long-memory", one window of model-bf16.
 """
+import subprocess
+import sys
+import tempfile
 import unittest
+from pathlib import Path
 
-from synthetic import SummaryCase
+from synthetic import ROOT, SummaryCase, kr, write_report
 
 ENV = {"device": None, "git_commit": "0" * 40, "date": "2026-12-01T00:00:00Z", "command": "klab run gdn-state-drift"}
 
@@ -40,6 +44,16 @@ class StateDrift(SummaryCase):
         self.assertIn("| 0..63 | 0.0116 / 0.0127 |", md)
         self.assertLess(md.index("regime seeded"), md.index("regime long-memory"))
         self.assertNotIn("Records of kinds this summary does not read", md)
+
+    def test_figure_planned_and_drawn(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_report(d, RECS)
+            plan, _ = kr.chart_plan(kr.load(d))
+            drift = [(name, kind) for name, kind, e, _ in plan if kind == "state_drift"]
+            self.assertEqual(drift, [("gdn-state-drift", "state_drift")])  # one figure: both regimes as panels
+            p = subprocess.run([sys.executable, str(ROOT / "scripts/plot.py"), d, "--formats", "png"], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue((Path(d) / "plots" / "gdn-state-drift.png").is_file())
 
     def test_schema_refuses_a_record_without_its_window_or_errors(self):
         self.assert_each_required(RECS[0], ("regime", "subject", "window", "o_max_rel", "S_max_rel"))
