@@ -151,7 +151,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 9);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 11);
   // The candidate runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
   const auto cand = gdn::step_candidate();
   CHECK(cand.chain);
@@ -169,6 +169,19 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   const gdn::FusedStepConfig stacked{false, cand.q4_kernel, "", "", false, true};
   CHECK(gdn::config_error(stacked, rg::Geometry{256, 1, 4, 33, 32, 4, 1e-6}).find("conv_dim 194") != std::string::npos);
   CHECK(gdn::config_error(stacked, rg::qwen35_27b()) == "");
+  // The stacked launch on a kernel of its own: registered, named by it; refused without the stacking or
+  // with a kernel of another layout (rows=4: tiles-r4 against the candidate's tiles-r8).
+  auto ring = cand;
+  ring.stacked_kernel = gdn::kStackedRing;
+  CHECK(registry().has_variant(gdn::fused_step_variant(ring)));
+  CHECK(gdn::fused_step_variant(ring).find(",in=qkvz,in_proj=map=packed+dot=q8-dp4a+grid=fill+") != std::string::npos);
+  CHECK(gdn::config_error(ring, rg::qwen35_27b()) == "");
+  auto loose = ring;
+  loose.merged_in = false;
+  CHECK(gdn::config_error(loose, rg::qwen35_27b()).find("without the stacked input projections") != std::string::npos);
+  auto other = ring;
+  other.stacked_kernel = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=4";
+  CHECK(gdn::config_error(other, rg::qwen35_27b()).find("does not read the layout") != std::string::npos);
   // A variant refuses, naming its kernel, a geometry one of the kernels it names cannot take: the
   // recurrence impl=fused,cols=16,rows=8 (8 row slots a warp) does not fit dk = 32 (4 row groups),
   // the op's quick geometry; the op's default (Qwen3.5-27B) it takes. The candidate's (cols=32: 4 row

@@ -299,6 +299,31 @@ TEST_CASE("GDN stacked input projections (set_merged_in): in_proj_qkv and in_pro
       CHECK_THROWS_WITH_AS(one.step(0, test::tok(h, g, 0)), doctest::Contains("in_proj_z"), Error);
     }
   }
+  // The stacked launch on a kernel of its own (set_stacked_q4_variant): the TMA ring beside grid=groups,
+  // the same layout (tiles-r8) and dot form: the same bits. Another layout is refused, nothing changed;
+  // a later change of the q4 variant's layout is refused when the step is enqueued.
+  for (const auto& [why, g] : geometries()) {
+    CAPTURE(why);
+    const auto w = rg::random_weights(g, 74);
+    const auto q = rg::quantize_projections(w);
+    const auto h = test::gdn_inputs(g, T, 75, 905);
+    GdnDevice apart(g, 1), ring(g, 1);
+    load(apart, w, &q);
+    load(ring, w, &q);
+    for (GdnDevice* d : {&apart, &ring}) d->set_q4_variant(kernels[1]);
+    ring.set_merged_in(true);
+    ring.set_stacked_q4_variant(gdn::kStackedRing);
+    CHECK(ring.stacked_q4_variant() == gdn::kStackedRing);
+    const auto [out_diff, other_diff] = twins_diff(ring, apart, h, g, T);
+    CHECK(out_diff == 0);
+    CHECK(other_diff == 0);
+    CHECK_THROWS_WITH_AS(ring.set_stacked_q4_variant("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=4"), doctest::Contains("tiles-r4"), Error);
+    CHECK(ring.stacked_q4_variant() == gdn::kStackedRing);
+    ring.set_q4_variant(gdn::kDefaultQ4Variant);  // the raw layout: the ring no longer reads the stacked copy
+    CHECK_THROWS_WITH_AS(ring.step(0, test::tok(h, g, 0)), doctest::Contains("set_stacked_q4_variant again"), Error);
+    ring.set_stacked_q4_variant("");
+    CHECK_NOTHROW(ring.step(0, test::tok(h, g, 0)));
+  }
   // f32 layers: the stacking is the q4 tier's; refused before any launch, naming the layer.
   const Geometry g = geometries()[0].g;
   GdnDevice f32(g, 1);

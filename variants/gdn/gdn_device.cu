@@ -210,6 +210,20 @@ void GdnDevice::set_merged_in(bool on) {
   }
 }
 
+void GdnDevice::set_stacked_q4_variant(const std::string& variant) {
+  if (variant.empty()) {
+    stacked_kernel_ = nullptr;
+    return;
+  }
+  const q4_gemv::Q4Kernel& k = q4_kernel_by_name(variant);  // an unknown name throws here, nothing changed
+  require(k.layout && k.layout == q4_->kernel->layout,
+          "GdnDevice::set_stacked_q4_variant: " + variant + " reads " + (k.layout ? k.layout->name : std::string("the raw layout")) + ", the q4 variant " +
+              q4_->kernel->name + " " + (q4_->kernel->layout ? q4_->kernel->layout->name : std::string("the raw layout")) +
+              ": the stacked copy is in the q4 variant's layout (a map=packed kernel of the same rows=)");
+  stacked_kernel_ = &k;
+}
+std::string GdnDevice::stacked_q4_variant() const { return stacked_kernel_ ? stacked_kernel_->name : ""; }
+
 void GdnDevice::stack_all_in_proj() {
   KLAB_CUDA(cudaDeviceSynchronize());  // no enqueued step still reads a copy replaced here
   for (auto& L : layers_)
@@ -457,9 +471,12 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     // xc and z as one launch over the stacked copy (set_merged_in); the bindings are checked on every
     // call as the projections check theirs (a stale tensor throws: no silent fallback).
     require(L->tier == Layer::Tier::q4, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: the stacked input projections (set_merged_in) are the q4 tier's");
-    add([L, d_h, q4 = q4_.get(), rows = int(g.conv_dim() + g.value_dim()), H = g.hidden](cudaStream_t s) {
+    add([L, d_h, q4 = q4_.get(), own = stacked_kernel_, rows = int(g.conv_dim() + g.value_dim()), H = g.hidden](cudaStream_t s) {
       for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(L->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (stacked)");
-      const q4_gemv::Q4Kernel& k = *q4->kernel;
+      const q4_gemv::Q4Kernel& k = own ? *own : *q4->kernel;
+      if (own && own->layout != q4->kernel->layout)
+        throw Error("GdnDevice: the stacked launch's kernel " + own->name + " no longer reads the q4 variant's layout (" + q4->kernel->name +
+                    "; set_stacked_q4_variant again)");
       if (k.layout) {
         if (L->in_packed.size() != k.layout->bytes(rows, H)) throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
         k.launch_packed(L->in_packed.get(), d_h, L->xc.get(), rows, H, s);

@@ -173,6 +173,14 @@ class GdnDevice {
   bool merged_in() const { return merged_in_; }
   // Why set_merged_in(true) refuses geometry g ("" when it takes it): conv_dim % 4 != 0. Pure host.
   static std::string merged_in_error(const Geometry& g);
+  // The q4 kernel of the stacked launch (set_merged_in), by name; "" (the default): the q4 variant.
+  // It must read the q4 variant's layout (the stacked copy is packed in it): a map=packed kernel of
+  // the same rows= (e.g. grid=fill,xprep=launch,load=bulk beside grid=groups,xprep=launch). With the
+  // same dot form its bits are the q4 variant's (q4-to-ceiling: grid, xprep and pdl change no bit).
+  // klab::Error, nothing changed, for an unknown name or another layout; checked again when a step is
+  // enqueued (set_q4_variant may change the layout since).
+  void set_stacked_q4_variant(const std::string& variant);
+  std::string stacked_q4_variant() const;
 
   // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
   void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);
@@ -291,6 +299,7 @@ class GdnDevice {
   bool fused_prep_ = false;
   bool pdl_chain_ = false;
   bool merged_in_ = false;
+  const q4_gemv::Q4Kernel* stacked_kernel_ = nullptr;  // set_stacked_q4_variant; nullptr: the q4 variant
   std::string ba_kernel_ = kDefaultF32Variant;
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer<float> h_in_;                // step(): (hidden)

@@ -235,6 +235,14 @@ std::vector<FusedStepConfig> fused_step_configs() {
         c.merged_in = false;
         return c;
       }(),
+      // the stacked launch (16384 rows at Qwen3.5-27B) on the TMA ring, q4-to-ceiling's fastest at 17408
+      // rows (reports/h200/run-30bee11: 14.06 against 14.90 us for grid=groups; slower at 10240 rows):
+      // not yet measured inside the step
+      [] {
+        FusedStepConfig c = step_candidate();
+        c.stacked_kernel = kStackedRing;
+        return c;
+      }(),
       step_candidate(),
   };
 }
@@ -256,6 +264,12 @@ FusedStepConfig step_candidate() {
 }
 
 std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
+  if (!c.stacked_kernel.empty()) {
+    if (!c.merged_in) return "a kernel of its own for the stacked launch (" + c.stacked_kernel + ") without the stacked input projections";
+    const auto& own = q4_gemv::q4_kernel(c.stacked_kernel);
+    if (c.f32 || !own.layout || own.layout != q4_gemv::q4_kernel(c.q4_kernel).layout)
+      return c.stacked_kernel + " does not read the layout of " + (c.f32 ? std::string("the f32 tier") : c.q4_kernel) + " (the stacked copy's)";
+  }
   if (!c.recurrence.empty())
     if (auto why = gdn_recurrence::recurrence_kernel(c.recurrence).can_implement(gdn_recurrence::dense_args(g.nk, g.nv, g.dk, g.dv, 1)); !why.empty())
       return c.recurrence + ": " + why;
@@ -275,6 +289,7 @@ void apply(const FusedStepConfig& c, GdnDevice& dev) {
   if (!c.ba.empty()) dev.set_ba_variant(c.ba);
   dev.set_pdl_chain(c.chain);
   dev.set_merged_in(c.merged_in);
+  dev.set_stacked_q4_variant(c.stacked_kernel);
 }
 
 namespace {
@@ -289,6 +304,7 @@ std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStep
   std::vector<std::pair<std::string, std::string>> axes{{"tier", c.f32 ? "f32" : "q4"}};
   if (!c.f32) axes.push_back({"proj", axes_value(q4_gemv::q4_kernel(c.q4_kernel))});
   if (c.merged_in) axes.push_back({"in", "qkvz"});
+  if (!c.stacked_kernel.empty()) axes.push_back({"in_proj", axes_value(q4_gemv::q4_kernel(c.stacked_kernel))});
   axes.push_back({"prep", "fused"});
   if (!c.recurrence.empty()) axes.push_back({"rec", rec_value(c.recurrence)});
   if (!c.ba.empty()) axes.push_back({"ba", rec_value(c.ba)});
@@ -343,6 +359,7 @@ void register_all(Registry& r) {
                   std::string(c.f32 ? "the f32 tier" : "the q4 tier on " + c.q4_kernel) + " with beta/g, conv + SiLU and the q/k norm as one launch" +
                       (c.recurrence.empty() ? std::string() : ", the recurrence " + c.recurrence) + (c.ba.empty() ? std::string() : ", b|a on " + c.ba) +
                       (c.chain ? ", the small kernels in the PDL chain" : "") + (c.merged_in ? ", in_proj_qkv and in_proj_z as one launch" : "") +
+                      (c.stacked_kernel.empty() ? std::string() : " on " + c.stacked_kernel) +
                       ", one device-resident run of T tokens",
                   tol));
   }

@@ -62,8 +62,11 @@ struct FusedStepConfig {
   std::string ba = "";
   bool chain = false;
   bool merged_in = false;
+  std::string stacked_kernel = "";  // with merged_in: GdnDevice::set_stacked_q4_variant ("": the q4 kernel; axis in_proj)
 };
 std::vector<FusedStepConfig> fused_step_configs();
+// The q4 kernel of one of them for its stacked launch (FusedStepConfig::stacked_kernel): the TMA ring.
+inline constexpr const char* kStackedRing = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
 // and in_proj_z as one launch, the fused prep, the fused recurrence cols=32,rows=8,pdl=early with the
 // gated norm as its epilogue, b|a on f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL
