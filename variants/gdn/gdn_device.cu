@@ -70,8 +70,10 @@ struct GdnDevice::Layer {
   DeviceBuffer<float> xcv, q, k, ba, beta, g, on, onn, out_y;
   // set_merged_in: W_qkv's rows, then W_z's, as one q4 matrix (conv_dim + nv*dv, hidden), in the q4
   // kernel's layout (packed) or raw (codes, scales) for a kernel without one; empty otherwise.
-  DeviceBuffer<std::uint8_t> in_codes, in_packed;
-  DeviceBuffer<std::uint16_t> in_scales;
+  struct Stacked {
+    DeviceBuffer<std::uint8_t> codes, packed;
+    DeviceBuffer<std::uint16_t> scales;
+  } in;
 };
 
 namespace {
@@ -186,9 +188,10 @@ std::string GdnDevice::describe(int layer) const {
 
 void GdnDevice::set_q4_variant(const std::string& variant) {
   const q4_gemv::Q4Kernel& k = q4_kernel_by_name(variant);  // an unknown name throws here, nothing changed
+  const q4_gemv::Q4Layout* before = q4_->kernel->layout;
   q4_->pool.use_layout(k.layout);  // a kernel with a layout of its own (map=packed) reads packed copies
   q4_->kernel = &k;
-  if (merged_in_) stack_all_in_proj();  // the stacked copies follow the kernel's layout
+  if (merged_in_ && k.layout != before) stack_all_in_proj();  // the stacked copies follow the kernel's layout
 }
 
 std::string GdnDevice::merged_in_error(const Geometry& g) {
@@ -200,13 +203,14 @@ std::string GdnDevice::merged_in_error(const Geometry& g) {
 
 void GdnDevice::set_merged_in(bool on) {
   if (on) require(merged_in_error(g_).empty(), "GdnDevice::set_merged_in: " + merged_in_error(g_));
+  if (on == merged_in_) return;  // the layers' stacked copies are as they should be (use_q4 stacks each new one)
   merged_in_ = on;
   if (on) {
     stack_all_in_proj();
   } else {
     KLAB_CUDA(cudaDeviceSynchronize());  // no enqueued step still reads a copy freed here
     for (auto& L : layers_)
-      if (L) L->in_codes = DeviceBuffer<std::uint8_t>(), L->in_scales = DeviceBuffer<std::uint16_t>(), L->in_packed = DeviceBuffer<std::uint8_t>();
+      if (L) L->in = {};
   }
 }
 
@@ -235,25 +239,23 @@ void GdnDevice::stack_in_proj(Layer& L) {
   const Q4Pool::Tensor qkv = q4_->pool.resolve(L.q4[std::size_t(BigProj::qkv)], "GdnDevice::set_merged_in: in_proj_qkv");
   const Q4Pool::Tensor z = q4_->pool.resolve(L.q4[std::size_t(BigProj::z)], "GdnDevice::set_merged_in: in_proj_z");
   // Raw (rows, H/2) codes and (rows, H/32) scales are row-major: stacking the matrices is stacking the buffers.
-  DeviceBuffer<std::uint8_t> codes(std::size_t(rows * H / 2));
-  DeviceBuffer<std::uint16_t> scales(std::size_t(rows * H / 32));
-  KLAB_CUDA(cudaMemcpy(codes.get(), qkv.codes, std::size_t(C * H / 2), cudaMemcpyDeviceToDevice));
-  KLAB_CUDA(cudaMemcpy(codes.get() + C * H / 2, z.codes, std::size_t(V * H / 2), cudaMemcpyDeviceToDevice));
-  KLAB_CUDA(cudaMemcpy(scales.get(), qkv.scales, std::size_t(C * H / 32) * 2, cudaMemcpyDeviceToDevice));
-  KLAB_CUDA(cudaMemcpy(scales.get() + C * H / 32, z.scales, std::size_t(V * H / 32) * 2, cudaMemcpyDeviceToDevice));
+  Layer::Stacked st;
+  st.codes = DeviceBuffer<std::uint8_t>(std::size_t(rows * H / 2));
+  st.scales = DeviceBuffer<std::uint16_t>(std::size_t(rows * H / 32));
+  KLAB_CUDA(cudaMemcpy(st.codes.get(), qkv.codes, std::size_t(C * H / 2), cudaMemcpyDeviceToDevice));
+  KLAB_CUDA(cudaMemcpy(st.codes.get() + C * H / 2, z.codes, std::size_t(V * H / 2), cudaMemcpyDeviceToDevice));
+  KLAB_CUDA(cudaMemcpy(st.scales.get(), qkv.scales, std::size_t(C * H / 32) * 2, cudaMemcpyDeviceToDevice));
+  KLAB_CUDA(cudaMemcpy(st.scales.get() + C * H / 32, z.scales, std::size_t(V * H / 32) * 2, cudaMemcpyDeviceToDevice));
   if (const q4_gemv::Q4Layout* layout = q4_->kernel->layout) {
-    DeviceBuffer<std::uint8_t> packed(layout->bytes(rows, H));
-    layout->pack_device(codes.get(), scales.get(), int(rows), int(H), packed.get(), nullptr);
+    st.packed = DeviceBuffer<std::uint8_t>(layout->bytes(rows, H));
+    layout->pack_device(st.codes.get(), st.scales.get(), int(rows), int(H), st.packed.get(), nullptr);
     KLAB_CUDA(cudaDeviceSynchronize());
-    L.in_packed = std::move(packed);
-    L.in_codes = DeviceBuffer<std::uint8_t>();
-    L.in_scales = DeviceBuffer<std::uint16_t>();
+    st.codes = DeviceBuffer<std::uint8_t>();  // the kernel reads the packed copy alone
+    st.scales = DeviceBuffer<std::uint16_t>();
   } else {
     KLAB_CUDA(cudaDeviceSynchronize());
-    L.in_codes = std::move(codes);
-    L.in_scales = std::move(scales);
-    L.in_packed = DeviceBuffer<std::uint8_t>();
   }
+  L.in = std::move(st);
 }
 std::string GdnDevice::q4_variant() const { return q4_->kernel ? q4_->kernel->name : ""; }
 
@@ -389,9 +391,7 @@ void GdnDevice::load_small(int layer, const LayerWeights& w) {
     L->qkv = std::move(old->qkv);
     L->z = std::move(old->z);
     L->out = std::move(old->out);
-    L->in_codes = std::move(old->in_codes);
-    L->in_scales = std::move(old->in_scales);
-    L->in_packed = std::move(old->in_packed);
+    L->in = std::move(old->in);
   }
   layers_[std::size_t(layer)] = std::move(L);
 }
@@ -447,9 +447,7 @@ void GdnDevice::unload_projections(int layer) {
   L.qkv.reset();
   L.z.reset();
   L.out.reset();
-  L.in_codes = DeviceBuffer<std::uint8_t>();
-  L.in_scales = DeviceBuffer<std::uint16_t>();
-  L.in_packed = DeviceBuffer<std::uint8_t>();
+  L.in = {};
   L.q4 = Q4Bindings{};
   L.keys = Q4Keys{};
   L.tier = Layer::Tier::none;
@@ -478,11 +476,11 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
         throw Error("GdnDevice: the stacked launch's kernel " + own->name + " no longer reads the q4 variant's layout (" + q4->kernel->name +
                     "; set_stacked_q4_variant again)");
       if (k.layout) {
-        if (L->in_packed.size() != k.layout->bytes(rows, H)) throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
-        k.launch_packed(L->in_packed.get(), d_h, L->xc.get(), rows, H, s);
+        if (L->in.packed.size() != k.layout->bytes(rows, H)) throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
+        k.launch_packed(L->in.packed.get(), d_h, L->xc.get(), rows, H, s);
       } else {
-        if (L->in_codes.size() == 0) throw Error("GdnDevice: internal: the stacked input projections are not built");
-        k.launch(L->in_codes.get(), L->in_scales.get(), d_h, L->xc.get(), rows, H, s);
+        if (L->in.codes.size() == 0) throw Error("GdnDevice: internal: the stacked input projections are not built");
+        k.launch(L->in.codes.get(), L->in.scales.get(), d_h, L->xc.get(), rows, H, s);
       }
     });
   } else {
