@@ -18,6 +18,7 @@
 #include "gdn/gdn_device.hpp"
 #include "gdn/inputs.hpp"
 #include "gdn/step_op.hpp"
+#include "gdn_common.hpp"
 #include "gdn_util.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
@@ -42,9 +43,7 @@ constexpr const char* kRec = "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on";
 // Both layers of `dev` on the q4 tier (keys 3l+1..3l+3), the batch's settings.
 void load(GdnDevice& dev, const rg::LayerWeights& w, const rg::Q4Projections& q) {
   for (int l = 0; l < dev.layers(); ++l) {
-    dev.q4_pool().put(3 * l + 1, q.qkv);
-    dev.q4_pool().put(3 * l + 2, q.z);
-    dev.q4_pool().put(3 * l + 3, q.out);
+    experiments::put_all(dev.q4_pool(), q, 3 * l + 1, 3 * l + 2, 3 * l + 3);
     REQUIRE(dev.load_q4(l, w, 3 * l + 1, 3 * l + 2, 3 * l + 3) == "");
   }
 }
@@ -176,10 +175,8 @@ TEST_CASE("GDN batched slots: enqueue_batch refuses, before any launch, what it 
   dev.load_f32(0, w);
   refuse(0, B, d_h.get(), d_y.get(), "f32 tier");
   dev.unload_projections(0);
-  dev.q4_pool().put(1, q.qkv);
-  dev.q4_pool().put(2, q.z);
-  dev.q4_pool().put(3, q.out);
-  REQUIRE(dev.use_q4(0, 1, 2, 3) == "");
+  experiments::put_all(dev.q4_pool(), q);
+  REQUIRE(dev.use_q4(0, experiments::kQkv, experiments::kZ, experiments::kOut) == "");
   refuse(0, B, d_h.get(), d_y.get(), "map=packed,dot=q8-dp4a");  // the default q4 kernel
   dev.set_q4_variant(kQ4);
   refuse(0, B, d_h.get(), d_y.get(), "set_fused_prep");

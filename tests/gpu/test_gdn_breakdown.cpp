@@ -16,6 +16,7 @@
 #include "gdn/gdn_device.hpp"
 #include "gdn/step_bytes.hpp"
 #include "gdn/step_op.hpp"
+#include "gdn_common.hpp"
 #include "gdn_util.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
@@ -46,10 +47,8 @@ void load(GdnDevice& dev, const rg::LayerWeights& w, const rg::Q4Projections* q)
     dev.load_f32(0, w);
     return;
   }
-  dev.q4_pool().put(1, q->qkv);
-  dev.q4_pool().put(2, q->z);
-  dev.q4_pool().put(3, q->out);
-  REQUIRE(dev.load_q4(0, w, 1, 2, 3) == "");
+  experiments::put_all(dev.q4_pool(), *q);
+  REQUIRE(dev.load_q4(0, w, experiments::kQkv, experiments::kZ, experiments::kOut) == "");
 }
 
 // T tokens of h stepped through two devices side by side: the output elements that differ, and those

@@ -21,6 +21,7 @@
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
 #include "klab/problem.hpp"
+#include "gdn_common.hpp"
 #include "gdn_util.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"
@@ -56,11 +57,7 @@ const Geometry& qwen_state() { return q4_geometries()[3].g; }
 std::vector<float> inputs(const Geometry& g, int T, std::uint64_t seed) { return test::gdn_inputs(g, T, seed, 700); }
 using test::tok;
 
-void put_all(gdn::Q4Pool& pool, const rg::Q4Projections& q, int kq = 1, int kz = 2, int ko = 3) {
-  pool.put(kq, q.qkv);
-  pool.put(kz, q.z);
-  pool.put(ko, q.out);
-}
+using experiments::put_all;  // the GDN experiments' (gdn_common.hpp): keys 1, 2, 3 unless given
 
 std::vector<std::vector<float>> all_intermediates(const GdnDevice& dev, int layer, int slot = 0) {
   std::vector<std::vector<float>> v;
