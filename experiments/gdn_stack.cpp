@@ -46,7 +46,7 @@ const Claim kQ4Ms{"q4-1ms", "q4: 48 layers per token <= 1.0 ms as one graph (Qwe
 const Claim kF32Floor{"f32-85pct", "f32: 48 layers per token as one graph reach >= 85% of their byte floor (their bytes at the run's read ceiling)"};
 const Claim kFastMs{"q4-fast-1ms",
                     "q4 on the step's candidate configuration (gdn::step_candidate: q8-dp4a projections, in_proj_qkv and in_proj_z as one "
-                    "launch, the fused prep, the fused recurrence with pdl=early and the gated norm, b|a split-row, the PDL chain): 48 layers per "
+                    "launch on the TMA ring, the fused prep, the fused recurrence with pdl=early, b|a split-row, the PDL chain): 48 layers per "
                     "token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
 const Claim kQ4Faster{"q4-faster", "q4 faster than f32 per token, 48 layers as one graph (bootstrap verdict on the medians)"};
 

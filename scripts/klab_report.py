@@ -89,6 +89,8 @@ _FIELDS = {
         ("timing.launches", "integer", False), ("timing.copies", "integer", False),
         ("pct_attainable", "number or null", False), ("attainable_gbps", "number or null", False),
         ("modes", "object", False), ("stream_unavailable", "string", False),
+        # A variant with bytes of its own (Variant::traffic, e.g. a bf16 state): the op's beside them.
+        ("bytes", "number", False), ("op_bytes", "number", False),
     ],
     "claim": [
         ("experiment", "string", True), ("index", "integer", True), ("text", "string", True),

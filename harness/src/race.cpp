@@ -213,6 +213,7 @@ nlohmann::json to_json(const Measured& m) {
   if (m.input_hash) j["input_hash"] = hash_hex(m.input_hash);
   if (!m.output.empty()) j["output_hash"] = hash_hex(m.output_hash);
   j["bytes"] = m.traffic.bytes;
+  if (m.op_bytes) j["op_bytes"] = *m.op_bytes;
   j["macs"] = m.traffic.macs;
   if (m.timed) {
     auto mode_json = [&](const ModeResult& r) {
@@ -281,7 +282,8 @@ std::vector<Measured> race(Context& ctx, const Op& op, const std::vector<const V
     Measured m;
     m.variant = v;
     m.problem = problem;
-    m.traffic = op.traffic(problem);
+    m.traffic = v->traffic ? v->traffic(problem) : op.traffic(problem);
+    if (v->traffic) m.op_bytes = op.traffic(problem).bytes;
     m.tolerance = tolerance_of(ro, *v);
     if (!ctx.options().selects(v->name)) {
       // Left out on purpose (--variants): no skip record (the report's options say the filter).

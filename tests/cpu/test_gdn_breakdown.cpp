@@ -160,26 +160,33 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   unchained.chain = false;
   CHECK(registry().has_variant(gdn::fused_step_variant(unchained)));
   CHECK(gdn::fused_step_variant(cand) == gdn::fused_step_variant(unchained) + ",chain=pdl");
-  // It stacks its input projections; its twin with them apart is registered too.
+  // It stacks its input projections on the TMA ring; its twins with the stacked launch on its q4 kernel
+  // and with the projections apart are registered too, as is its twin with the gated norm as the
+  // recurrence's epilogue.
   CHECK(cand.merged_in);
-  auto apart = cand;
+  CHECK(cand.stacked_kernel == gdn::kStackedRing);
+  CHECK(gdn::fused_step_variant(cand).find(",in=qkvz,in_proj=map=packed+dot=q8-dp4a+grid=fill+") != std::string::npos);
+  CHECK(gdn::config_error(cand, rg::qwen35_27b()) == "");
+  auto ringless = cand;
+  ringless.stacked_kernel = "";
+  CHECK(registry().has_variant(gdn::fused_step_variant(ringless)));
+  auto apart = ringless;
   apart.merged_in = false;
   CHECK(registry().has_variant(gdn::fused_step_variant(apart)));
+  auto gated = cand;
+  gated.recurrence += ",norm=gated";
+  CHECK(gr::recurrence_kernel(gated.recurrence).gated_norm);
+  CHECK(registry().has_variant(gdn::fused_step_variant(gated)));
   // The stacking needs conv_dim % 4 == 0 (z 16-byte aligned after xc): 2*33 + 4*32 = 194 is refused, naming it.
   const gdn::FusedStepConfig stacked{false, cand.q4_kernel, "", "", false, true};
   CHECK(gdn::config_error(stacked, rg::Geometry{256, 1, 4, 33, 32, 4, 1e-6}).find("conv_dim 194") != std::string::npos);
   CHECK(gdn::config_error(stacked, rg::qwen35_27b()) == "");
-  // The stacked launch on a kernel of its own: registered, named by it; refused without the stacking or
-  // with a kernel of another layout (rows=4: tiles-r4 against the candidate's tiles-r8).
-  auto ring = cand;
-  ring.stacked_kernel = gdn::kStackedRing;
-  CHECK(registry().has_variant(gdn::fused_step_variant(ring)));
-  CHECK(gdn::fused_step_variant(ring).find(",in=qkvz,in_proj=map=packed+dot=q8-dp4a+grid=fill+") != std::string::npos);
-  CHECK(gdn::config_error(ring, rg::qwen35_27b()) == "");
-  auto loose = ring;
+  // The stacked launch on a kernel of its own is refused without the stacking or with a kernel of
+  // another layout (rows=4: tiles-r4 against the candidate's tiles-r8).
+  auto loose = cand;
   loose.merged_in = false;
   CHECK(gdn::config_error(loose, rg::qwen35_27b()).find("without the stacked input projections") != std::string::npos);
-  auto other = ring;
+  auto other = cand;
   other.stacked_kernel = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=4";
   CHECK(gdn::config_error(other, rg::qwen35_27b()).find("does not read the layout") != std::string::npos);
   // A variant refuses, naming its kernel, a geometry one of the kernels it names cannot take: the

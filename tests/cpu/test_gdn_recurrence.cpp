@@ -81,7 +81,15 @@ TEST_CASE("gdn_recurrence: every kernel of the table is a registered variant and
     const Variant& v = registry().variant(k.name);
     CHECK(v.tolerance == (k.state_bf16 ? gr::kBf16Tolerance : gr::kTolerance));
     CHECK(k.state_bf16 == (k.name.find(",state=bf16,") != std::string::npos));
-    for (const Problem& p : op.declared_problems(false)) CHECK(v.can_implement(p) == "");
+    for (const Problem& p : op.declared_problems(false)) {
+      CHECK(v.can_implement(p) == "");
+      // state=bf16 counts its own bytes: S read and written at 2 bytes an element instead of 4.
+      CHECK(bool(v.traffic) == k.state_bf16);
+      if (!v.traffic) continue;
+      const double state = double(p.param("batch")) * 48 * 128 * 128;
+      CHECK(v.traffic(p).bytes == doctest::Approx(op.traffic(p).bytes - 4.0 * state));
+      CHECK(v.traffic(p).macs == op.traffic(p).macs);
+    }
   }
   CHECK(registry().variants_of("gdn_recurrence").size() == gr::recurrence_kernels().size());
   CHECK_THROWS_WITH_AS(gr::recurrence_kernel("gdn_recurrence/impl=nope"), doctest::Contains("impl=seed"), Error);

@@ -218,11 +218,12 @@ std::vector<FusedStepConfig> fused_step_configs() {
       // q8 projections with the fused recurrence (q/k norm already done by conv_norm_bg: normalize_qk
       // off) of the batch-1 ladder: the twin of rec-pays
       {false, q8, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on"},
-      // the candidate with the gated norm as a launch of its own, without the chain, and with its
-      // input projections apart: its three twins
+      // the candidate's twins (gdn-step-fused's claims): with the gated norm as the recurrence's
+      // epilogue (norm-pays), without the chain (chain-*), with the input projections apart (merged-*),
+      // and with its stacked launch on the step's q4 kernel instead of the TMA ring (ring-*)
       [] {
         FusedStepConfig c = step_candidate();
-        c.recurrence.erase(c.recurrence.find(",norm=gated"), 11);
+        c.recurrence += ",norm=gated";
         return c;
       }(),
       [] {
@@ -233,34 +234,32 @@ std::vector<FusedStepConfig> fused_step_configs() {
       [] {
         FusedStepConfig c = step_candidate();
         c.merged_in = false;
+        c.stacked_kernel = "";  // no stacked launch to put on a kernel of its own
         return c;
       }(),
-      // the stacked launch (16384 rows at Qwen3.5-27B) on the TMA ring, q4-to-ceiling's fastest at 17408
-      // rows (reports/h200/run-30bee11: 14.06 against 14.90 us for grid=groups; slower at 10240 rows):
-      // not yet measured inside the step
       [] {
         FusedStepConfig c = step_candidate();
-        c.stacked_kernel = kStackedRing;
+        c.stacked_kernel = "";
         return c;
       }(),
       step_candidate(),
   };
 }
 
-// Chosen from reports/h200/run-30bee11 (H200, 2026-12-01, stream mode): the candidate of before,
-// with q4_gemv ...,xpf=l2,wpf=l2,... and the recurrence cols=16, took 71.1 us per layer (wpf=l2 alone
-// x0.19..x0.57 in q4-to-ceiling; xpf=l2 within x0.996..x1.014 of its twin on 23 of 28, slower on the
-// other 5: not kept); grid=groups,xprep=launch,rows=8 is
-// the fastest q4 kernel at the three shapes of the step (6144x5120 6.83 us, 10240x5120 10.43 us); the
-// recurrence impl=fused,cols=32,rows=8,pdl=early the fastest at batch 1 (3.37 us; 3.47 us with
-// norm=gated, one launch fewer); the step then 46.8 us (q8 + fused prep + fused recurrence, pdl=on,
-// the projections apart). This candidate, measured in reports/h200/run-105e07b (H200, 2026-12-01,
-// stream mode, Qwen3.5-27B): 28.6 us per layer (gdn-step-fused), 1.490 ms per token over 48 layers
-// (gdn-stack); its twin without norm=gated 27.97 us (x0.979 for the epilogue): the next candidate
-// should drop it (not done here: every experiment of that run measured this one).
+// Chosen from the H200's reports (2026-12-01, stream mode, Qwen3.5-27B geometry):
+// - run-30bee11: grid=groups,xprep=launch,rows=8 is the fastest q4 kernel at the three shapes of the
+//   step (6144x5120 6.83 us, 10240x5120 10.43 us); the recurrence impl=fused,cols=32,rows=8,pdl=early
+//   the fastest at batch 1 (3.37 us); the candidate of before (xpf=l2,wpf=l2, recurrence cols=16) took
+//   71.1 us per layer (wpf=l2 x0.19..x0.57 in q4-to-ceiling, xpf=l2 no gain: not kept).
+// - run-105e07b: the candidate of then (this one with norm=gated and without the ring) 28.6 us per
+//   layer, 1.490 ms per token over 48 layers; its twin without norm=gated 27.97 us.
+// - run-08a86f8: again without norm=gated 27.97 against 28.4 us (x0.983 for the epilogue: claim
+//   norm-pays not held), and its stacked launch on the TMA ring 28.1 against 28.4 us (x1.013, same
+//   bits: ring-pays held). This candidate takes both: the gated norm a launch of its own (in the PDL
+//   chain), the ring for in_proj_qkvz (16384 rows). Not measured as a whole before it was chosen.
 FusedStepConfig step_candidate() {
-  return {false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=gated",
-          "f32_gemv/impl=split-row,pdl=on", true, true};
+  return {false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early",
+          "f32_gemv/impl=split-row,pdl=on", true, true, kStackedRing};
 }
 
 std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {

@@ -53,7 +53,8 @@ struct Measured {
   std::uint64_t input_hash = 0;   // Workload::digest() of the problem (0: the op gives none)
   std::uint64_t output_hash = 0;  // fnv1a64 of the output's bits
   bool timed = false;
-  Traffic traffic;
+  Traffic traffic;                 // the variant's own (Variant::traffic) where it has one, else the op's
+  std::optional<double> op_bytes;  // the op's bytes, set only where the variant's own differ
   // Every mode timed, in the run's order (RunOptions::modes), and why stream mode is missing when
   // the variant could not be captured in a graph.
   std::vector<ModeResult> modes;

@@ -93,6 +93,10 @@ struct Variant {
   std::function<std::unique_ptr<Instance>(const Workload&)> make;
   // Optional CPU bit-model: reproduces the kernel's arithmetic order exactly.
   std::function<std::vector<float>(const Workload&)> cpu_model;
+  // Bytes and MACs of this variant's own format where they differ from its op's (e.g. a state kept
+  // in bf16): GB/s and the shares of the ceiling read these, the record keeps the op's as op_bytes.
+  // Empty: the op's (Op::traffic). Peers that read another copy of the data keep the op's on purpose.
+  std::function<Traffic(const Problem&)> traffic;
 };
 
 // Builds "op/k1=v1,k2=v2" from the axes.
