@@ -39,6 +39,9 @@ const Claim kRingBits{"ring-bitwise",
                       "the step's candidate, its stacked launch on the TMA ring (in_proj=...grid=fill...), gives the bits of its twin with the stacked "
                       "launch on the step's q4 kernel"};
 const Claim kRingPays{"ring-pays", "the TMA ring pays for the stacked launch: the step's candidate is faster with in_proj=...grid=fill... than without"};
+const Claim kClusterBits{"cluster-bitwise",
+                         "the step's candidate on the q4 kernel grid=groups,xprep=cluster (no prep kernel) gives the candidate's bits"};
+const Claim kClusterPays{"cluster-pays", "the step's candidate is faster on the q4 kernel grid=groups,xprep=cluster than on xprep=launch"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -56,6 +59,7 @@ struct Plan {
   std::string norm_twin;             // gdn::step_candidate() with the gated norm as the recurrence's epilogue (norm-pays)
   std::string ringless;              // gdn::step_candidate() with its stacked launch on its q4 kernel, not the ring (ring-bitwise, ring-pays)
   std::string apart;                 // ringless with in_proj_qkv and in_proj_z apart (merged-bitwise, merged-pays)
+  std::string cluster;               // gdn::step_candidate() on gdn::kClusterQ4 (cluster-bitwise, cluster-pays)
 };
 Plan plan() {
   Plan p;
@@ -70,6 +74,9 @@ Plan plan() {
   apart.merged_in = false;
   apart.stacked_kernel = "";
   p.apart = gdn::fused_step_variant(apart);
+  gdn::FusedStepConfig cluster = gdn::step_candidate();
+  cluster.q4_kernel = gdn::kClusterQ4;
+  p.cluster = gdn::fused_step_variant(cluster);
   gdn::FusedStepConfig ringless = gdn::step_candidate();
   ringless.stacked_kernel = "";
   p.ringless = gdn::fused_step_variant(ringless);
@@ -171,6 +178,7 @@ void run_fused(Context& ctx) {
     const Measured* ringless = find(ms, pl.ringless);
     twin_claims(find(ms, pl.apart), ringless, pl.apart, pl.ringless, kMergedBits, kMergedPays, "with one launch for both");
     twin_claims(ringless, chained, pl.ringless, pl.chained, kRingBits, kRingPays, "with the stacked launch on the ring");
+    twin_claims(chained, find(ms, pl.cluster), pl.chained, pl.cluster, kClusterBits, kClusterPays, "with the q4 kernel xprep=cluster");
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
@@ -190,7 +198,8 @@ void register_gdn_fused(Registry& r) {
       .name = "gdn-step-fused",
       .description = "GDN step (op gdn_step): beta/g, conv + SiLU and the q/k norm as one launch (prep=fused) against three, bits and time; the "
                      "step's candidates toward 20 us per layer (q8-dp4a projections, a fused recurrence)",
-      .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kGoal},
+      .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
+                 kClusterPays, kGoal},
       .run = run_fused,
   });
 }

@@ -49,6 +49,13 @@
 //   then wpf=l2 (packed.cu, xprep_kernel): the twins of 29-32 whose tiny prep kernel, resident while
 //   the previous call still runs, also prefetches this call's weights into L2 (at most half the L2):
 //   36-39. Predicted: DRAM never idles at a launch boundary; 6144x5120 toward ~4.5 us (85%).
+//   then xprep=cluster (packed.cu, packed_xc_kernel): rung 10's and 19's twins without the prep kernel,
+//   x quantised after the wait by clusters of 8 blocks (1/8 of x each, 8 threads per block of 32) and
+//   shared over distributed shared memory: 40, 41. Why: the prep kernel puts a kernel boundary (its
+//   completion, then the main kernel's release) and an L2 round trip on every launch's path, while
+//   per-thread quantisation (rung 3's kind: 12.6 us at 6144x5120) costs too many instructions after
+//   the wait. Predicted (2026-12-01, before any run): the small shapes gain most, 6144x5120 from
+//   6.83 toward ~5.5 us (70%); 17408x5120 little.
 //   Predicted (not measured): 10/11 ~12-13 / 8.5 / 6 / 6 us at the four seed shapes (balanced waves,
 //   no per-block x preparation, no persistent-loop tail); 13 ~ fill's f16x2 or better; 14 ~20 us on
 //   17408x5120 (A's structure less one FADD per weight, plus PDL).
@@ -82,6 +89,8 @@ constexpr std::size_t kXpf0 = 29;
 // The rungs 36-39 are the wpf=l2 twins (packed.cu, xprep_kernel: the prep kernel prefetches its
 // call's weights into L2) of the xpf=l2 rungs 29-32.
 constexpr std::size_t kWpf0 = 36, kWpfN = 4;
+// The rungs 40, 41: grid=groups,xprep=cluster,q8-dp4a,pdl=on, rows=8 and 4 (twins of rungs 10 and 19).
+constexpr std::size_t kXc8 = 40, kXc4 = 41;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -138,6 +147,9 @@ std::vector<std::string> rungs() {
     std::string n = out[kXpf0 + i];
     out.push_back(n.insert(n.find(",xpf=l2") + 7, ",wpf=l2"));
   }
+  // 40, 41: xprep=cluster (no prep kernel; x quantised once per cluster of 8 blocks), rungs 10's and 19's twins.
+  for (const std::string rows : {"8", "4"})
+    out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "cluster"}, {"pdl", "on"}, {"rows", rows}}));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -196,7 +208,12 @@ Experiment q4_to_ceiling() {
                        "x prefetched into L2 before the weight loads pays: every xpf=l2 rung is faster than its twin without it on the four seed shapes"};
   const Claim wpf_pays{"wpf-pays",
                        "the prep kernel's weight prefetch pays: every wpf=l2 rung is faster than its xpf=l2 twin without it on the four seed shapes"};
-  e.claims = {accurate, f32_bitwise, form_bitwise, ceiling, beats_peers, pdl_pays_claim, exact_faster, ring_pays, half_pays, warp_pays, xpf_pays, wpf_pays};
+  const Claim cluster_pays{"cluster-pays",
+                           "x prepared inside the launch pays: grid=groups,xprep=cluster,q8-dp4a,pdl=on (no prep kernel; each of a cluster's 8 "
+                           "blocks quantises 1/8 of x, shared over distributed shared memory) is faster than its xprep=launch twin, rows=8 and "
+                           "rows=4, on the four seed shapes"};
+  e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,  beats_peers, pdl_pays_claim, exact_faster,
+              ring_pays, half_pays,   warp_pays,    xpf_pays, wpf_pays,    cluster_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -248,7 +265,7 @@ Experiment q4_to_ceiling() {
                  {kXlQ8r8, 2}, {kRingBulk8, 2}, {kRingBulk4, 2}, {kRingCp8, 2}, {kRingBulk8Off, 2}, {kHalf1, 2}, {kHalf2, 2}, {kHalf1Xl, 2},
                  {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}, {kXlQ8r16, 2},
                  {kXpf0, 2}, {kXpf0 + 1, 2}, {kXpf0 + 2, 2}, {kXpf0 + 3, 2}, {kXpf0 + 4, 2}, {kXpf0 + 5, 2}, {kXpf0 + 6, 2},
-                 {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}}) {
+                 {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -324,6 +341,7 @@ Experiment q4_to_ceiling() {
         };
         twins_pay(xpf_pays, "xpf=l2", [](std::size_t i) { return kXpfTwins[i]; }, kXpf0, kXpfTwins.size());
         twins_pay(wpf_pays, "wpf=l2", [](std::size_t i) { return kXpf0 + i; }, kWpf0, kWpfN);
+        twins_pay(cluster_pays, "xprep=cluster (for xprep=launch)", [](std::size_t i) { return i == 0 ? kXlQ8r8 : kXlQ8r4; }, kXc8, 2);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

@@ -151,7 +151,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 11);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 13);
   // The candidate runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
   const auto cand = gdn::step_candidate();
   CHECK(cand.chain);
@@ -173,6 +173,10 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   auto apart = ringless;
   apart.merged_in = false;
   CHECK(registry().has_variant(gdn::fused_step_variant(apart)));
+  auto cluster = cand;
+  cluster.q4_kernel = gdn::kClusterQ4;
+  CHECK(registry().has_variant(gdn::fused_step_variant(cluster)));
+  CHECK(gdn::config_error(cluster, rg::qwen35_27b()) == "");  // the ring reads the same layout (tiles-r8)
   auto gated = cand;
   gated.recurrence += ",norm=gated";
   CHECK(gr::recurrence_kernel(gated.recurrence).gated_norm);

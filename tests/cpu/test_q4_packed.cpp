@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <set>
 
 #include "../q4_cases.hpp"
@@ -608,4 +609,69 @@ TEST_CASE("map=packed wpf=l2: each such kernel is the twin of its xpf=l2 kernel 
                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=16",
                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,wpf=l2,load=bulk,pdl=on,rows=8",
                                       });
+}
+
+TEST_CASE("map=packed xprep=cluster: 8 threads' shares (amax4, q8_part) rebuild q8_prep exactly; each kernel the twin of its xprep=launch kernel") {
+  namespace pk = q4_gemv::packed;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> n(0.f, 1.f);
+  std::vector<std::array<float, 32>> blocks;
+  for (int t = 0; t < 2000; ++t) {
+    std::array<float, 32> b{};
+    const float scale = std::ldexp(1.f, int(rng() % 40) - 20);
+    for (auto& v : b) v = n(rng) * scale;
+    if (t % 7 == 0) b[rng() % 32] *= 1000.f;  // one outlier
+    blocks.push_back(b);
+  }
+  blocks.push_back({});  // all zero
+  std::array<float, 32> tiny{};
+  tiny[3] = 0x1p-100f, tiny[9] = -0x1p-98f;  // amax below kQ8MinAmax: quantises to zero
+  blocks.push_back(tiny);
+  std::array<float, 32> ties{};
+  for (int i = 0; i < 32; ++i) ties[i] = (i % 2 ? -1.f : 1.f) * (127.f - float(i)) + 0.5f;  // x * 127/amax near halves
+  ties[0] = 127.f;
+  blocks.push_back(ties);
+  for (const auto& b : blocks) {
+    const pk::Q8X want = pk::q8_prep(b.data());
+    float amax = 0.f;
+    for (int sub = 0; sub < 8; ++sub) {
+      const float v[4] = {b[4 * sub], b[4 * sub + 1], b[4 * sub + 2], b[4 * sub + 3]};
+      amax = std::fmax(amax, pk::amax4(v));
+    }
+    std::uint32_t xe[4] = {}, xo[4] = {};
+    int sum = 0;
+    for (int sub = 0; sub < 8; ++sub) {
+      const float v[4] = {b[4 * sub], b[4 * sub + 1], b[4 * sub + 2], b[4 * sub + 3]};
+      const pk::Q8Part q = pk::q8_part(v, sub, pk::q8_inv(amax));
+      CHECK((xe[sub / 2] & q.e) == 0u);  // the two halves of a word do not overlap
+      xe[sub / 2] |= q.e, xo[sub / 2] |= q.o, sum += q.sum;
+    }
+    for (int w = 0; w < 4; ++w) {
+      CHECK(xe[w] == want.xe[w]);
+      CHECK(xo[w] == want.xo[w]);
+    }
+    CHECK(-8 * sum == want.c);
+    CHECK(pk::float_bits(pk::q8_step(amax)) == pk::float_bits(want.d));
+  }
+  // The kernels: twins of xprep=launch of the same rows, with its layout, tolerance and bit-model.
+  const auto c = test::q4_generated({37, 2080}, Dist::student_t, 11);
+  int n_xc = 0;
+  for (const auto& name : packed_names()) {
+    const std::size_t at = name.find(",xprep=cluster,");
+    if (at == std::string::npos) continue;
+    ++n_xc;
+    CAPTURE(name);
+    const std::string twin = std::string(name).replace(at, 15, ",xprep=launch,");
+    const auto& a = q4_gemv::q4_kernel(twin);
+    const auto& k = q4_gemv::q4_kernel(name);
+    REQUIRE(a.layout != nullptr);
+    CHECK(k.layout->name == a.layout->name);
+    CHECK(k.tolerance == a.tolerance);
+    CHECK(k.rows_per_warp == a.rows_per_warp);
+    const bool own_launcher = k.launch_packed != a.launch_packed, same_model = q4_gemv::q4_model(name) == q4_gemv::q4_model(twin);
+    CHECK(own_launcher);
+    CHECK(same_model);
+    CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(twin)(c.w, c.x)) == 0);
+  }
+  CHECK(n_xc == 2);
 }

@@ -242,6 +242,13 @@ std::vector<FusedStepConfig> fused_step_configs() {
         c.stacked_kernel = "";
         return c;
       }(),
+      // the candidate with out_proj (and every launch not on the ring) on grid=groups,xprep=cluster, the
+      // same bits without the prep kernel (q4-to-ceiling's rungs 40-41; not yet measured)
+      [] {
+        FusedStepConfig c = step_candidate();
+        c.q4_kernel = kClusterQ4;
+        return c;
+      }(),
       step_candidate(),
   };
 }

@@ -34,6 +34,7 @@
 //   * with loads (R+1 per 32 R weights), the row reduction (~3 R per 32 R) and loop overhead;
 //     the counts measured on this file's SASS are in variants/q4_gemv/README.md (section "map=packed").
 // Registers and spills (ptxas, sm_90) are in the README too.
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -382,6 +383,111 @@ packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
       y[row] = s;
     }
   }
+}
+
+// ---- grid=groups,xprep=cluster: x prepared inside the launch, shared over a cluster of 8 blocks ----
+// Why (reports/h200/run-30bee11, H200, 2026-12-01, stream mode): grid=groups,xprep=launch,q8-dp4a,rows=8,
+// the fastest rung at the three smaller seed shapes, takes 6.83 us at 6144x5120 against 3.87 us for
+// its bytes, and each launch boundary carries a chain of its own: main N done -> prep N+1 released,
+// reads x from L2, quantises, writes g_xq, completes -> main N+1 released, reads g_xq from L2, dots.
+// Its twin without the prep kernel (grid=groups,pdl=on,rows=4: every thread quantises its own block
+// of 32, ~200 lane instructions per thread per group) took 12.62 us: the work after the wait is on
+// the path. Here the prep is one launch's and costs each thread 1/8 of a block: the grid's blocks
+// form clusters of kXcCluster = 8 (grid rounded up to a multiple of 8; the padding blocks load and
+// store no rows); after griddepcontrol.wait member r quantises the x blocks b = r, r + 8, ... with 8
+// threads per block (4 columns each: one float4 ld.cg, the block's amax and its sum of q by xor-
+// shuffles within the 8 lanes, which are exact in any order), into its shared memory; one cluster
+// barrier (release / acquire); then thread tid reads its block's words from member tid % 8 over
+// distributed shared memory and does packed_xl_kernel's q8 dots. A second cluster barrier, arrived
+// at after those reads and waited on just before the block exits, keeps every member's shared memory
+// alive while others read it. Bits: the values q8_prep gives (the same amax, inv = 127/amax, d =
+// amax/127, q = q8_round(x, inv), c = -8 sum q, the same byte positions) and then packed_xl_kernel's
+// functions in its order: y is bit for bit grid=groups,xprep=launch,q8-dp4a of the same rows. No
+// g_xq: safe on concurrent streams.
+constexpr int kXcCluster = 8;
+constexpr int kXcBlocks = kMaxWarps * 32 / kXcCluster;  // x blocks one member prepares, at most (k <= 32768)
+
+template <int R>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+packed_xc_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  asm volatile("griddepcontrol.launch_dependents;");
+  __shared__ uint4 xs_e[kXcBlocks], xs_o[kXcBlocks];
+  __shared__ int2 xs_cd[kXcBlocks];
+  __shared__ float part[kMaxWarps][R];
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, W = blockDim.x >> 5;
+  const int nb = k / ref::kQ4Block;
+  const bool rows_live = static_cast<long long>(blockIdx.x) * R < m;  // not a padding block
+  const bool active = tid < nb && rows_live;
+  constexpr int kTile = R * (kChunk * 16 + kChunk * 2);
+  const std::uint8_t* q = packed + (std::size_t(blockIdx.x) * W + warp) * kTile + lane * 16;
+  Buf<R> buf;
+  if (active) {
+    for (int r = 0; r < R; ++r) buf.q[r] = __ldcs(reinterpret_cast<const uint4*>(q + r * kChunk * 16));
+    buf.s.load(q + R * kChunk * 16 + lane * (2 * R - 16));
+  }
+  // x comes from the launch before us: wait for it.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  {
+    const int rank = int(cluster.block_rank()), sub = tid & 7;
+    const int mine = rank < nb ? (nb - rank + kXcCluster - 1) / kXcCluster : 0;  // blocks rank, rank + 8, ... below nb
+    const unsigned group = 0xFFu << (lane & 24);                                     // the 8 lanes of one block
+    for (int j = tid >> 3; j < mine; j += int(blockDim.x) >> 3) {                    // uniform within the 8 lanes
+      const int b = rank + kXcCluster * j;
+      const float4 v4 = __ldcg(reinterpret_cast<const float4*>(x) + std::size_t(b) * 8 + sub);  // columns 4 sub .. 4 sub + 3
+      const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+      float a = amax4(v);
+      for (int o = 1; o < 8; o *= 2) a = fmaxf(a, __shfl_xor_sync(group, a, o));  // = block_amax (a max is exact in any order)
+      Q8Part q8 = q8_part(v, sub, q8_inv(a));
+      q8.e |= __shfl_xor_sync(group, q8.e, 1);
+      q8.o |= __shfl_xor_sync(group, q8.o, 1);
+      for (int o = 1; o < 8; o *= 2) q8.sum += __shfl_xor_sync(group, q8.sum, o);  // integers: exact in any order
+      const int h = sub & 1;
+      if (h == 0) {
+        reinterpret_cast<std::uint32_t*>(&xs_e[j])[sub >> 1] = q8.e;
+        reinterpret_cast<std::uint32_t*>(&xs_o[j])[sub >> 1] = q8.o;
+      }
+      if (sub == 0) xs_cd[j] = make_int2(-8 * q8.sum, int(float_bits(q8_step(a))));
+    }
+  }
+  // Not .aligned: the barriers sit after branches that may leave a warp diverged.
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+  uint4 xe{}, xo{};
+  int2 cd{};
+  if (active) {
+    const int owner = tid % kXcCluster, j = tid / kXcCluster;
+    xe = *cluster.map_shared_rank(&xs_e[j], owner), xo = *cluster.map_shared_rank(&xs_o[j], owner);
+    cd = *cluster.map_shared_rank(&xs_cd[j], owner);
+  }
+  // Our reads of the others' memory are done once their values are in registers: the arrive takes
+  // one of them as an operand, so it issues only after every load above has returned (relaxed: no
+  // MEMBAR.GPU, which would also wait for the weight loads).
+  asm volatile("barrier.cluster.arrive.relaxed;" ::"r"(xe.x ^ xe.y ^ xe.z ^ xe.w ^ xo.x ^ xo.y ^ xo.z ^ xo.w ^ std::uint32_t(cd.x) ^ std::uint32_t(cd.y))
+               : "memory");
+  float p[R];
+  if (active) {
+    const float d = __int_as_float(cd.y);
+    for (int r = 0; r < R; ++r) {  // = packed_xl_kernel<q8>: row by row
+      int se = cd.x, so = 0;
+      for (int j = 0; j < 4; ++j) q8_word(word_of(buf.q[r], j), word_of(xe, j), word_of(xo, j), se, so);
+      p[r] = q8_finish(se, so, half_value(buf.s.get(r)), d);
+    }
+  } else {
+    for (int r = 0; r < R; ++r) p[r] = 0.f;
+  }
+  const float t = warp_rows<R>(p, lane);
+  if ((lane & (32 / R - 1)) == 0) part[warp][lane / (32 / R)] = t;
+  __syncthreads();
+  if (tid < R) {
+    const int row = blockIdx.x * R + tid;
+    if (row < m) {
+      float s = part[0][tid];
+      for (int w = 1; w < W; ++w) s = add_rn(s, part[w][tid]);
+      y[row] = s;
+    }
+  }
+  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");  // every member is done reading our memory
 }
 
 // ---- grid=warp: one WARP per group of R rows, every chunk's loads in flight before the wait ----
@@ -736,6 +842,34 @@ void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int 
   KLAB_CUDA_LAUNCH("packed_xl_kernel");
 }
 
+// grid=groups,xprep=cluster: one launch, clusters of kXcCluster blocks (cudaLaunchKernelEx with the
+// cluster dimension, and the PDL attribute when Pdl); the grid is the groups rounded up to a whole
+// number of clusters.
+template <int R, bool Pdl>
+void launch_xc(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
+  require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
+  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
+          "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+  const long long groups = (static_cast<long long>(m) + R - 1) / R;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(unsigned((groups + kXcCluster - 1) / kXcCluster * kXcCluster));
+  cfg.blockDim = dim3(unsigned(warps_for(k) * 32));
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = kXcCluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = Pdl ? 2 : 1;
+  KLAB_CUDA(cudaLaunchKernelEx(&cfg, packed_xc_kernel<R>, packed, x, y, m, k));
+  KLAB_CUDA_LAUNCH("packed_xc_kernel");
+}
+
 template <int R, int C, bool Pdl>
 void launch_warp(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
@@ -769,6 +903,17 @@ int resident_warps_xl() {
   int n = cache.load(std::memory_order_relaxed);
   if (n == 0) {
     KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_xl_kernel<F, R>, warps_for(5120) * 32, 0));
+    cache.store(n, std::memory_order_relaxed);
+  }
+  return n * warps_for(5120);
+}
+
+template <int R>
+int resident_warps_xc() {
+  static std::atomic<int> cache{0};
+  int n = cache.load(std::memory_order_relaxed);
+  if (n == 0) {
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_xc_kernel<R>, warps_for(5120) * 32, 0));
     cache.store(n, std::memory_order_relaxed);
   }
   return n * warps_for(5120);
@@ -954,6 +1099,18 @@ Q4Kernel kernel_xl() {
   return kern;
 }
 
+// grid=groups,xprep=cluster (q8-dp4a): x prepared in the launch, shared over clusters of 8 blocks.
+template <int R, bool Pdl>
+Q4Kernel kernel_xc() {
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "cluster"}, {"pdl", Pdl ? "on" : "off"},
+                  {"rows", std::to_string(R)}};
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xc<R>, warps_for(5120)};
+  kern.layout = &layout<R>();
+  kern.launch_packed = &launch_xc<R, Pdl>;
+  kern.tolerance = form_tolerance(Form::q8);
+  return kern;
+}
+
 // grid=warp,xprep=launch,inflight=C (q8-dp4a): one warp per group, C chunks' loads in flight.
 template <int R, int C, bool Pdl>
 Q4Kernel kernel_warp() {
@@ -1051,6 +1208,10 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_xl<Form::q8, 4, true, true, true>());
   v.push_back(kernel_xl<Form::q8, 16, true, true, true>());
   v.push_back(kernel_ring<8, Load::bulk, true, true, true>());
+  // xprep=cluster (packed_xc_kernel): no prep kernel, x quantised once per cluster of 8 blocks and
+  // shared over distributed shared memory; rows=8 is rung 10's twin, rows=4 rung 19's.
+  v.push_back(kernel_xc<8, true>());
+  v.push_back(kernel_xc<4, true>());
   return v;
 }
 

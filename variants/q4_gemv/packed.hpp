@@ -117,13 +117,15 @@ constexpr float kQ8MinAmax = 0x1p-96f;
 // q = rn(x * inv) from one fma: x*inv + 1.5*2^23 rounds once, to an integer (|x*inv| <= 127 < 2^22);
 // its low byte is q in two's complement. 1.5*2^23 is even, so ties still go to even q.
 KLAB_HD inline int q8_round(float x, float inv) { return int(std::int8_t(float_bits(fma_rn(x, inv, 12582912.0f)) & 0xFFu)); }
+// inv = 127/amax and the step d = amax/127 of a block from its amax (both 0 below kQ8MinAmax).
+KLAB_HD inline float q8_inv(float amax) { return amax >= kQ8MinAmax ? div_rn(127.0f, amax) : 0.f; }
+KLAB_HD inline float q8_step(float amax) { return amax >= kQ8MinAmax ? div_rn(amax, 127.0f) : 0.f; }
 // Quantises the block's 32 activations (x[0..31], in column order).
 KLAB_HD inline Q8X q8_prep(const float* x) {
   const float amax = block_amax(x);
-  const bool live = amax >= kQ8MinAmax;
-  const float inv = live ? div_rn(127.0f, amax) : 0.f;
+  const float inv = q8_inv(amax);
   Q8X X{};
-  X.d = live ? div_rn(amax, 127.0f) : 0.f;
+  X.d = q8_step(amax);
   int sum = 0;
   for (int w = 0; w < 4; ++w)
     for (int j = 0; j < 4; ++j) {
@@ -134,6 +136,32 @@ KLAB_HD inline Q8X q8_prep(const float* x) {
     }
   X.c = -8 * sum;
   return X;
+}
+// xprep=cluster (packed_xc_kernel): q8_prep split over the 8 threads of a block, thread `sub` holding
+// columns 4 sub .. 4 sub + 3 (v). amax4 is its share of block_amax (the block's is the max of the 8);
+// q8_part its codes where q8_prep puts them: sub = 2 w + h covers columns 8 w + 4 h + i, the even
+// ones bytes 2 h and 2 h + 1 of xe[w], the odd ones of xo[w]; so xe[w] = part(2w).e | part(2w+1).e,
+// likewise xo, and sum q is the parts' sums added (integers: in any order).
+struct Q8Part {
+  std::uint32_t e, o;
+  int sum;
+};
+KLAB_HD inline float amax4(const float (&v)[4]) {
+  float a = 0.f;
+  for (int i = 0; i < 4; ++i) {
+#if defined(__CUDA_ARCH__)
+    a = fmaxf(a, fabsf(v[i]));
+#else
+    a = std::fmax(a, std::fabs(v[i]));
+#endif
+  }
+  return a;
+}
+KLAB_HD inline Q8Part q8_part(const float (&v)[4], int sub, float inv) {
+  const int q0 = q8_round(v[0], inv), q1 = q8_round(v[1], inv), q2 = q8_round(v[2], inv), q3 = q8_round(v[3], inv);
+  const int shift = 16 * (sub & 1);
+  return {((std::uint32_t(q0) & 0xFFu) | ((std::uint32_t(q2) & 0xFFu) << 8)) << shift,
+          ((std::uint32_t(q1) & 0xFFu) | ((std::uint32_t(q3) & 0xFFu) << 8)) << shift, q0 + q1 + q2 + q3};
 }
 // sum over 4 bytes of a_j * b_j + c: a's bytes unsigned (codes u or 16 u, <= 240), b's signed (q).
 KLAB_HD inline int dp4a_us(std::uint32_t a, std::uint32_t b, int c) {
