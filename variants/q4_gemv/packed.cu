@@ -460,11 +460,6 @@ packed_xc_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
     xe = *cluster.map_shared_rank(&xs_e[j], owner), xo = *cluster.map_shared_rank(&xs_o[j], owner);
     cd = *cluster.map_shared_rank(&xs_cd[j], owner);
   }
-  // Our reads of the others' memory are done once their values are in registers: the arrive takes
-  // one of them as an operand, so it issues only after every load above has returned (relaxed: no
-  // MEMBAR.GPU, which would also wait for the weight loads).
-  asm volatile("barrier.cluster.arrive.relaxed;" ::"r"(xe.x ^ xe.y ^ xe.z ^ xe.w ^ xo.x ^ xo.y ^ xo.z ^ xo.w ^ std::uint32_t(cd.x) ^ std::uint32_t(cd.y))
-               : "memory");
   float p[R];
   if (active) {
     const float d = __int_as_float(cd.y);
@@ -476,6 +471,12 @@ packed_xc_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
   } else {
     for (int r = 0; r < R; ++r) p[r] = 0.f;
   }
+  // Our reads of the others' memory are done: release orders them before the arrive. A relaxed arrive
+  // may be observed before its loads return (ptxas dropped the operand meant to tie it to them), and a
+  // member that has exited cannot be read: the likely cause of the first H200 run's "unspecified
+  // launch failure" at 17408x5120 (2026-12-01), where memcheck's serialised run passed. After the dots,
+  // so that its fence waits for nothing they do not need.
+  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
   const float t = warp_rows<R>(p, lane);
   if ((lane & (32 / R - 1)) == 0) part[warp][lane / (32 / R)] = t;
   __syncthreads();
