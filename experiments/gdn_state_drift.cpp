@@ -281,6 +281,7 @@ void register_gdn_state_drift(Registry& r) {
                      "window against the f64 reference: storage models on the CPU, the kernels on a device, and the time half the state's bytes buys",
       .claims = {kModelF32, kModelBf16, kModelFlat, kKernelF32, kKernelBf16, kBf16Pays},
       .needs_device = false,  // the storage models run anywhere; the kernels' part skips, saying so
+      .uses_device = true,    // and runs where there is a device, even when this experiment runs alone
       .run = run_state_drift,
   });
 }

@@ -179,7 +179,7 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
   std::optional<Ceiling> ceiling;
   std::unique_ptr<Timer> timer;
   cudaStream_t stream = nullptr;
-  const bool any_device = std::any_of(exps.begin(), exps.end(), [](auto* e) { return e->needs_device; });
+  const bool any_device = std::any_of(exps.begin(), exps.end(), [](auto* e) { return e->needs_device || e->uses_device; });
   if (has_device()) {
     dev = select_device(opt.device);
     env["device"] = to_json(*dev);

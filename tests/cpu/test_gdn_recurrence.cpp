@@ -246,6 +246,9 @@ TEST_CASE("gdn_recurrence state=bf16: the twins of cols=32,rows=8 in its three P
   }
   CHECK(bf16 == 3);
   CHECK(registry().experiment("gdn-state-drift").claims.size() == 6);
+  // It runs without a device, and sets one up where there is one, even alone (its kernels and timer).
+  CHECK_FALSE(registry().experiment("gdn-state-drift").needs_device);
+  CHECK(registry().experiment("gdn-state-drift").uses_device);
 }
 
 TEST_CASE("gdn_recurrence state=bf16: one step from S0 rounded to bf16, S rounded again, stays inside kBf16Tolerance on the op's declared problems (the storage's cost alone)") {

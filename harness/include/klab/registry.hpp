@@ -118,6 +118,10 @@ struct Experiment {
   std::string description;
   std::vector<Claim> claims;  // stated before the run; each is reported held / not held / not evaluated
   bool needs_device = true;
+  // With needs_device false: a device, where there is one, still serves part of it (the kernels' half
+  // of gdn-state-drift), so the run sets up its timer and ceiling as for the others. Without this an
+  // experiment like that, run alone on a GPU machine, found no timer (2026-12-01, H200: exit 2).
+  bool uses_device = false;
   std::function<void(Context&)> run;
 };
 
