@@ -55,7 +55,9 @@
 //   completion, then the main kernel's release) and an L2 round trip on every launch's path, while
 //   per-thread quantisation (rung 3's kind: 12.6 us at 6144x5120) costs too many instructions after
 //   the wait. Predicted (2026-12-01, before any run): the small shapes gain most, 6144x5120 from
-//   6.83 toward ~5.5 us (70%); 17408x5120 little.
+//   6.83 toward ~5.5 us (70%); 17408x5120 little. Measured (reports/h200/run-4198a57, H200, stream):
+//   slower everywhere, rows=8 9.92 us at 6144x5120 (x0.68), 18.94 at 17408x5120 (x0.79); Nsight: 1.69
+//   against 1.03 SASS per MAC, membar and barrier stalls. Kept as a negative result.
 //   Predicted (not measured): 10/11 ~12-13 / 8.5 / 6 / 6 us at the four seed shapes (balanced waves,
 //   no per-block x preparation, no persistent-loop tail); 13 ~ fill's f16x2 or better; 14 ~20 us on
 //   17408x5120 (A's structure less one FADD per weight, plus PDL).
