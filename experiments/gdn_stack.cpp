@@ -49,6 +49,19 @@ const Claim kFastMs{"q4-fast-1ms",
                     "launch on the TMA ring, the fused prep, the fused recurrence with pdl=early, b|a split-row, the PDL chain): 48 layers per "
                     "token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
 const Claim kQ4Faster{"q4-faster", "q4 faster than f32 per token, 48 layers as one graph (bootstrap verdict on the medians)"};
+const Claim kRingInGraph{"ring-in-graph",
+                         "in the 48-layer graph too, the candidate's stacked launch on the TMA ring pays: q4-fast is faster per token than q4-fast-groups "
+                         "(the same with the stacked launch on the candidate's grid=groups kernel; gdn-step-fused's ring-pays, per layer)"};
+
+// The q4-fast tiers' configurations: "q4-fast" the step's candidate, "q4-fast-groups" the same with its
+// stacked launch on its own q4 kernel. Why the second (reports/h200/run-4198a57, H200, 2026-12-01): the
+// ring paid x1.019 per layer in gdn-step-fused, but the 48-layer graph of the candidate with it took
+// 1.545 ms per token against 1.490 ms for the previous candidate without it (run-105e07b).
+gdn::FusedStepConfig fast_config(const std::string& tier) {
+  gdn::FusedStepConfig c = gdn::step_candidate();
+  if (tier == "q4-fast-groups") c.stacked_kernel = "";
+  return c;
+}
 
 // The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times
 // resamples A and B and takes median(B)/median(A); with A = {1} every resample of A has median 1, so
@@ -68,14 +81,15 @@ struct TierResult {
   double median = 0;
 };
 
-// Tiers: "f32", "q4" (the device's defaults) and "q4-fast" (the q4 tier on gdn::step_candidate()).
+// Tiers: "f32", "q4" (the device's defaults), "q4-fast" (the q4 tier on gdn::step_candidate()) and
+// "q4-fast-groups" (fast_config).
 void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
               std::map<std::string, TierResult>& out) {
   const Geometry& g = w.g;
-  const bool q4 = tier != "f32", fast = tier == "q4-fast";
+  const bool q4 = tier != "f32", fast = tier.rfind("q4-fast", 0) == 0;
   const bool full = !ctx.options().quick && nl == kLayers;
   if (fast)
-    if (auto why = gdn::config_error(gdn::step_candidate(), g); !why.empty()) {
+    if (auto why = gdn::config_error(fast_config(tier), g); !why.empty()) {
       ctx.skip("gdn-stack " + tier + " at " + g.str(), why);
       return;
     }
@@ -90,7 +104,7 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   GdnDevice dev(g, nl);
   if (q4) load_stack_q4(dev, w, q);
   else load_stack_f32(dev, w);
-  if (fast) gdn::apply(gdn::step_candidate(), dev);
+  if (fast) gdn::apply(fast_config(tier), dev);
   GdnStack stack(dev, ctx.timer().stream());
   stack.set_input(h);
   const StackCheck c = check_stack(dev, stack);  // captures the graph
@@ -157,6 +171,7 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   const std::string ev = tier + fmt(": %.4f ms per token (95%% CI %.4f..%.4f), ", med, lo, hi) +
                          fmt("%.4g GB per token, %.0f GB/s = %.1f%% of the byte floor", bytes / 1e9, gbps, 100.0 * gbps / ceiling) +
                          fmt(" (read ceiling %.0f GB/s); %g kernel nodes", ceiling, double(stack.kernel_nodes()));
+  if (tier == "q4-fast-groups") return;  // in ring-in-graph only
   if (fast)
     ctx.claim(kFastMs).settle(kFullKey, med <= 1.0,
                               ev + "; " + dev.q4_variant() + ", " + dev.recurrence_variant() + ", b|a " + dev.ba_variant() + ", fused prep" +
@@ -168,9 +183,9 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
 void run_stack(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   const int nl = ctx.options().quick ? kQuickLayers : kLayers;
-  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs}) ctx.claim(*c).needs({kFullKey});
-  ctx.claim(kBitwise).needs({"f32", "q4", "q4-fast"});
-  ctx.claim(kFinite).needs({"f32", "q4", "q4-fast"});
+  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kRingInGraph}) ctx.claim(*c).needs({kFullKey});
+  ctx.claim(kBitwise).needs({"f32", "q4", "q4-fast", "q4-fast-groups"});
+  ctx.claim(kFinite).needs({"f32", "q4", "q4-fast", "q4-fast-groups"});
   if (auto why = GdnDevice::can_implement(g, nl); !why.empty()) throw Error("gdn-stack: " + why);
   if (auto why = rg::q4_geometry_error(g); !why.empty()) throw Error("gdn-stack: no q4 tier at " + g.str() + ": " + why);
   // One layer's weights, generated once; every layer gets its own device copy.
@@ -182,6 +197,13 @@ void run_stack(Context& ctx) {
   run_tier(ctx, "f32", w, q, h, nl, res);
   run_tier(ctx, "q4", w, q, h, nl, res);
   run_tier(ctx, "q4-fast", w, q, h, nl, res);
+  run_tier(ctx, "q4-fast-groups", w, q, h, nl, res);
+  if (!ctx.options().quick && res.count("q4-fast") && res.count("q4-fast-groups")) {
+    const Comparison c = compare_times(res["q4-fast-groups"].kept_ms, res["q4-fast"].kept_ms);
+    ctx.claim(kRingInGraph).settle(kFullKey, c.verdict == Verdict::faster,
+                                   fmt("per token as one graph: q4-fast-groups %.4f ms, q4-fast %.4f ms, q4-fast ", res["q4-fast-groups"].median,
+                                       res["q4-fast"].median) + speedup_text(c));
+  }
   if (ctx.options().quick || !res.count("f32") || !res.count("q4")) return;
   const Comparison cmp = compare_times(res["f32"].kept_ms, res["q4"].kept_ms);
   ctx.claim(kQ4Faster).settle(kFullKey, cmp.verdict == Verdict::faster,
@@ -194,7 +216,7 @@ void register_gdn_stack(Registry& r) {
   r.add(Experiment{
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
-      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs},
+      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph},
       .run = run_stack,
   });
 }
