@@ -46,20 +46,20 @@ const Claim kQ4Ms{"q4-1ms", "q4: 48 layers per token <= 1.0 ms as one graph (Qwe
 const Claim kF32Floor{"f32-85pct", "f32: 48 layers per token as one graph reach >= 85% of their byte floor (their bytes at the run's read ceiling)"};
 const Claim kFastMs{"q4-fast-1ms",
                     "q4 on the step's candidate configuration (gdn::step_candidate: q8-dp4a projections, in_proj_qkv and in_proj_z as one "
-                    "launch on the TMA ring, the fused prep, the fused recurrence with pdl=early, b|a split-row, the PDL chain): 48 layers per "
+                    "launch, the fused prep, the fused recurrence with pdl=early, b|a split-row, the PDL chain): 48 layers per "
                     "token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
 const Claim kQ4Faster{"q4-faster", "q4 faster than f32 per token, 48 layers as one graph (bootstrap verdict on the medians)"};
 const Claim kRingInGraph{"ring-in-graph",
-                         "in the 48-layer graph too, the candidate's stacked launch on the TMA ring pays: q4-fast is faster per token than q4-fast-groups "
-                         "(the same with the stacked launch on the candidate's grid=groups kernel; gdn-step-fused's ring-pays, per layer)"};
+                         "in the 48-layer graph, the stacked launch on the TMA ring pays: q4-fast-ring (the candidate with in_proj_qkvz on "
+                         "gdn::kStackedRing) is faster per token than q4-fast (gdn-step-fused's ring-pays, per layer)"};
 
-// The q4-fast tiers' configurations: "q4-fast" the step's candidate, "q4-fast-groups" the same with its
-// stacked launch on its own q4 kernel. Why the second (reports/h200/run-4198a57, H200, 2026-12-01): the
-// ring paid x1.019 per layer in gdn-step-fused, but the 48-layer graph of the candidate with it took
-// 1.545 ms per token against 1.490 ms for the previous candidate without it (run-105e07b).
+// The q4-fast tiers' configurations: "q4-fast" the step's candidate, "q4-fast-ring" the same with its
+// stacked launch on the TMA ring. Why the second: the ring paid x1.019 per layer in gdn-step-fused
+// (reports/h200/run-4198a57) but lost in this graph, 1.546 against 1.4775 ms per token (run-68b986b,
+// H200, 2026-12-01, when the candidate had it and the twin did not).
 gdn::FusedStepConfig fast_config(const std::string& tier) {
   gdn::FusedStepConfig c = gdn::step_candidate();
-  if (tier == "q4-fast-groups") c.stacked_kernel = "";
+  if (tier == "q4-fast-ring") c.stacked_kernel = gdn::kStackedRing;
   return c;
 }
 
@@ -82,7 +82,7 @@ struct TierResult {
 };
 
 // Tiers: "f32", "q4" (the device's defaults), "q4-fast" (the q4 tier on gdn::step_candidate()) and
-// "q4-fast-groups" (fast_config).
+// "q4-fast-ring" (fast_config).
 void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
               std::map<std::string, TierResult>& out) {
   const Geometry& g = w.g;
@@ -171,7 +171,7 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   const std::string ev = tier + fmt(": %.4f ms per token (95%% CI %.4f..%.4f), ", med, lo, hi) +
                          fmt("%.4g GB per token, %.0f GB/s = %.1f%% of the byte floor", bytes / 1e9, gbps, 100.0 * gbps / ceiling) +
                          fmt(" (read ceiling %.0f GB/s); %g kernel nodes", ceiling, double(stack.kernel_nodes()));
-  if (tier == "q4-fast-groups") return;  // in ring-in-graph only
+  if (tier == "q4-fast-ring") return;  // in ring-in-graph only
   if (fast)
     ctx.claim(kFastMs).settle(kFullKey, med <= 1.0,
                               ev + "; " + dev.q4_variant() + ", " + dev.recurrence_variant() + ", b|a " + dev.ba_variant() + ", fused prep" +
@@ -184,8 +184,8 @@ void run_stack(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   const int nl = ctx.options().quick ? kQuickLayers : kLayers;
   for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kRingInGraph}) ctx.claim(*c).needs({kFullKey});
-  ctx.claim(kBitwise).needs({"f32", "q4", "q4-fast", "q4-fast-groups"});
-  ctx.claim(kFinite).needs({"f32", "q4", "q4-fast", "q4-fast-groups"});
+  ctx.claim(kBitwise).needs({"f32", "q4", "q4-fast", "q4-fast-ring"});
+  ctx.claim(kFinite).needs({"f32", "q4", "q4-fast", "q4-fast-ring"});
   if (auto why = GdnDevice::can_implement(g, nl); !why.empty()) throw Error("gdn-stack: " + why);
   if (auto why = rg::q4_geometry_error(g); !why.empty()) throw Error("gdn-stack: no q4 tier at " + g.str() + ": " + why);
   // One layer's weights, generated once; every layer gets its own device copy.
@@ -197,12 +197,12 @@ void run_stack(Context& ctx) {
   run_tier(ctx, "f32", w, q, h, nl, res);
   run_tier(ctx, "q4", w, q, h, nl, res);
   run_tier(ctx, "q4-fast", w, q, h, nl, res);
-  run_tier(ctx, "q4-fast-groups", w, q, h, nl, res);
-  if (!ctx.options().quick && res.count("q4-fast") && res.count("q4-fast-groups")) {
-    const Comparison c = compare_times(res["q4-fast-groups"].kept_ms, res["q4-fast"].kept_ms);
+  run_tier(ctx, "q4-fast-ring", w, q, h, nl, res);
+  if (!ctx.options().quick && res.count("q4-fast") && res.count("q4-fast-ring")) {
+    const Comparison c = compare_times(res["q4-fast"].kept_ms, res["q4-fast-ring"].kept_ms);
     ctx.claim(kRingInGraph).settle(kFullKey, c.verdict == Verdict::faster,
-                                   fmt("per token as one graph: q4-fast-groups %.4f ms, q4-fast %.4f ms, q4-fast ", res["q4-fast-groups"].median,
-                                       res["q4-fast"].median) + speedup_text(c));
+                                   fmt("per token as one graph: q4-fast %.4f ms, q4-fast-ring %.4f ms, q4-fast-ring ", res["q4-fast"].median,
+                                       res["q4-fast-ring"].median) + speedup_text(c));
   }
   if (ctx.options().quick || !res.count("f32") || !res.count("q4")) return;
   const Comparison cmp = compare_times(res["f32"].kept_ms, res["q4"].kept_ms);

@@ -160,23 +160,23 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   unchained.chain = false;
   CHECK(registry().has_variant(gdn::fused_step_variant(unchained)));
   CHECK(gdn::fused_step_variant(cand) == gdn::fused_step_variant(unchained) + ",chain=pdl");
-  // It stacks its input projections on the TMA ring; its twins with the stacked launch on its q4 kernel
-  // and with the projections apart are registered too, as is its twin with the gated norm as the
+  // It stacks its input projections (on its q4 kernel); its twins with the stacked launch on the TMA
+  // ring and with the projections apart are registered too, as is its twin with the gated norm as the
   // recurrence's epilogue.
   CHECK(cand.merged_in);
-  CHECK(cand.stacked_kernel == gdn::kStackedRing);
-  CHECK(gdn::fused_step_variant(cand).find(",in=qkvz,in_proj=map=packed+dot=q8-dp4a+grid=fill+") != std::string::npos);
-  CHECK(gdn::config_error(cand, rg::qwen35_27b()) == "");
-  auto ringless = cand;
-  ringless.stacked_kernel = "";
-  CHECK(registry().has_variant(gdn::fused_step_variant(ringless)));
-  auto apart = ringless;
+  CHECK(cand.stacked_kernel.empty());
+  auto ring = cand;
+  ring.stacked_kernel = gdn::kStackedRing;
+  CHECK(registry().has_variant(gdn::fused_step_variant(ring)));
+  CHECK(gdn::fused_step_variant(ring).find(",in=qkvz,in_proj=map=packed+dot=q8-dp4a+grid=fill+") != std::string::npos);
+  CHECK(gdn::config_error(ring, rg::qwen35_27b()) == "");
+  auto apart = cand;
   apart.merged_in = false;
   CHECK(registry().has_variant(gdn::fused_step_variant(apart)));
   auto cluster = cand;
   cluster.q4_kernel = gdn::kClusterQ4;
   CHECK(registry().has_variant(gdn::fused_step_variant(cluster)));
-  CHECK(gdn::config_error(cluster, rg::qwen35_27b()) == "");  // the ring reads the same layout (tiles-r8)
+  CHECK(gdn::config_error(cluster, rg::qwen35_27b()) == "");
   auto gated = cand;
   gated.recurrence += ",norm=gated";
   CHECK(gr::recurrence_kernel(gated.recurrence).gated_norm);
@@ -187,10 +187,10 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(gdn::config_error(stacked, rg::qwen35_27b()) == "");
   // The stacked launch on a kernel of its own is refused without the stacking or with a kernel of
   // another layout (rows=4: tiles-r4 against the candidate's tiles-r8).
-  auto loose = cand;
+  auto loose = ring;
   loose.merged_in = false;
   CHECK(gdn::config_error(loose, rg::qwen35_27b()).find("without the stacked input projections") != std::string::npos);
-  auto other = cand;
+  auto other = ring;
   other.stacked_kernel = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=4";
   CHECK(gdn::config_error(other, rg::qwen35_27b()).find("does not read the layout") != std::string::npos);
   // A variant refuses, naming its kernel, a geometry one of the kernels it names cannot take: the

@@ -220,7 +220,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       {false, q8, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on"},
       // the candidate's twins (gdn-step-fused's claims): with the gated norm as the recurrence's
       // epilogue (norm-pays), without the chain (chain-*), with the input projections apart (merged-*),
-      // and with its stacked launch on the step's q4 kernel instead of the TMA ring (ring-*)
+      // and with its stacked launch on the TMA ring (ring-*)
       [] {
         FusedStepConfig c = step_candidate();
         c.recurrence += ",norm=gated";
@@ -234,12 +234,11 @@ std::vector<FusedStepConfig> fused_step_configs() {
       [] {
         FusedStepConfig c = step_candidate();
         c.merged_in = false;
-        c.stacked_kernel = "";  // no stacked launch to put on a kernel of its own
         return c;
       }(),
       [] {
         FusedStepConfig c = step_candidate();
-        c.stacked_kernel = "";
+        c.stacked_kernel = kStackedRing;
         return c;
       }(),
       // the candidate with out_proj (and every launch not on the ring) on grid=groups,xprep=cluster, the
@@ -261,12 +260,17 @@ std::vector<FusedStepConfig> fused_step_configs() {
 // - run-105e07b: the candidate of then (this one with norm=gated and without the ring) 28.6 us per
 //   layer, 1.490 ms per token over 48 layers; its twin without norm=gated 27.97 us.
 // - run-08a86f8: again without norm=gated 27.97 against 28.4 us (x0.983 for the epilogue: claim
-//   norm-pays not held), and its stacked launch on the TMA ring 28.1 against 28.4 us (x1.013, same
-//   bits: ring-pays held). This candidate takes both: the gated norm a launch of its own (in the PDL
-//   chain), the ring for in_proj_qkvz (16384 rows). Not measured as a whole before it was chosen.
+//   norm-pays not held), and the stacked launch on the TMA ring 28.1 against 28.4 us (x1.013).
+// - run-4198a57: with both (no norm=gated, the ring) 27.42 us per layer in gdn-step-fused, the fastest
+//   there (the ring x1.019 per layer), but 1.545 ms per token as the 48-layer graph, and in run-68b986b
+//   (the same commit's twins in one run of gdn-stack) the ring lost there: 1.546 ms with it against
+//   1.4775 ms with the stacked launch on grid=groups (x0.956). A token through the layers is what the
+//   candidate is for, so it keeps grid=groups for the stacked launch; the ring stays its twin.
+// This candidate: the gated norm a launch of its own (in the PDL chain), the stacked launch on the
+// step's q4 kernel.
 FusedStepConfig step_candidate() {
   return {false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early",
-          "f32_gemv/impl=split-row,pdl=on", true, true, kStackedRing};
+          "f32_gemv/impl=split-row,pdl=on", true, true, ""};
 }
 
 std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {

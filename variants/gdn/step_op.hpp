@@ -71,12 +71,11 @@ inline constexpr const char* kStackedRing = "q4_gemv/map=packed,dot=q8-dp4a,grid
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
-// and in_proj_z as one launch on the TMA ring kStackedRing, the fused prep, the fused recurrence
-// cols=32,rows=8,pdl=early with the gated norm a launch of its own, b|a on
-// f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL chain), which gdn-stack,
-// gdn-step-breakdown and gdn-batch also run; the four before it are the same with the gated norm as the
-// recurrence's epilogue, without the chain, with the two input projections apart, with the stacked
-// launch on the step's q4 kernel, and with the q4 kernel kClusterQ4.
+// and in_proj_z as one launch, the fused prep, the fused recurrence cols=32,rows=8,pdl=early with the
+// gated norm a launch of its own, b|a on f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL
+// chain), which gdn-stack, gdn-step-breakdown and gdn-batch also run; the ones before it are the same
+// with the gated norm as the recurrence's epilogue, without the chain, with the two input projections
+// apart, with the stacked launch on the TMA ring kStackedRing, and with the q4 kernel kClusterQ4.
 FusedStepConfig step_candidate();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)
 // refuses the geometry, naming the kernel and its reason.
