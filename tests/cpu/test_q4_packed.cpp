@@ -564,9 +564,9 @@ TEST_CASE("map=packed grid=half models: bit for bit grid=groups,xprep=launch,q8-
 
 namespace {
 // The packed kernels whose name holds `mark` (and not `unless`), each checked against its twin, the
-// name less `mark`: the same layout, tolerance, rows and bit-model (the same bits on a ragged
-// Student-t problem), but a launcher of its own. Returns their names.
-std::set<std::string> check_twins(const std::string& mark, const std::string& unless) {
+// name with `mark` replaced by `by` (by default: less `mark`): the same layout, tolerance, rows and
+// bit-model (the same bits on a ragged Student-t problem), but a launcher of its own. Returns their names.
+std::set<std::string> check_twins(const std::string& mark, const std::string& unless, const std::string& by = "") {
   std::set<std::string> with;
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 11);
   for (const auto& name : packed_names()) {
@@ -574,7 +574,7 @@ std::set<std::string> check_twins(const std::string& mark, const std::string& un
     if (at == std::string::npos || (!unless.empty() && name.find(unless) != std::string::npos)) continue;
     with.insert(name);
     CAPTURE(name);
-    const std::string twin = std::string(name).erase(at, mark.size());
+    const std::string twin = std::string(name).replace(at, mark.size(), by);
     const auto& a = q4_gemv::q4_kernel(twin);
     const auto& b = q4_gemv::q4_kernel(name);
     REQUIRE(a.layout != nullptr);
@@ -654,24 +654,7 @@ TEST_CASE("map=packed xprep=cluster: 8 threads' shares (amax4, q8_part) rebuild 
     CHECK(pk::float_bits(pk::q8_step(amax)) == pk::float_bits(want.d));
   }
   // The kernels: twins of xprep=launch of the same rows, with its layout, tolerance and bit-model.
-  const auto c = test::q4_generated({37, 2080}, Dist::student_t, 11);
-  int n_xc = 0;
-  for (const auto& name : packed_names()) {
-    const std::size_t at = name.find(",xprep=cluster,");
-    if (at == std::string::npos) continue;
-    ++n_xc;
-    CAPTURE(name);
-    const std::string twin = std::string(name).replace(at, 15, ",xprep=launch,");
-    const auto& a = q4_gemv::q4_kernel(twin);
-    const auto& k = q4_gemv::q4_kernel(name);
-    REQUIRE(a.layout != nullptr);
-    CHECK(k.layout->name == a.layout->name);
-    CHECK(k.tolerance == a.tolerance);
-    CHECK(k.rows_per_warp == a.rows_per_warp);
-    const bool own_launcher = k.launch_packed != a.launch_packed, same_model = q4_gemv::q4_model(name) == q4_gemv::q4_model(twin);
-    CHECK(own_launcher);
-    CHECK(same_model);
-    CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(twin)(c.w, c.x)) == 0);
-  }
-  CHECK(n_xc == 2);
+  CHECK(check_twins(",xprep=cluster,", "", ",xprep=launch,") ==
+        std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8",
+                              "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=4"});
 }

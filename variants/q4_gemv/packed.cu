@@ -318,6 +318,46 @@ __global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, 
   }
 }
 
+// The pieces grid=groups' kernels share (packed_xl_kernel, packed_xc_kernel):
+// group_base / load_group: thread `lane` of warp `warp` loads its block of 32 of the thread block's
+// group of R rows (R code blocks, their scales), streaming (ld.cs); issued before griddepcontrol.wait.
+template <int R>
+__device__ __forceinline__ const std::uint8_t* group_base(const std::uint8_t* __restrict__ packed, int W, int warp, int lane) {
+  constexpr int kTile = R * (kChunk * 16 + kChunk * 2);
+  return packed + (std::size_t(blockIdx.x) * W + warp) * kTile + lane * 16;
+}
+template <int R>
+__device__ __forceinline__ void load_group(const std::uint8_t* __restrict__ q, int lane, Buf<R>& buf) {
+  for (int r = 0; r < R; ++r) buf.q[r] = __ldcs(reinterpret_cast<const uint4*>(q + r * kChunk * 16));
+  buf.s.load(q + R * kChunk * 16 + lane * (2 * R - 16));
+}
+// q8_rows: the q8 dots of the thread's block for its R rows, row by row (a row's code registers die
+// with its chain), from the prepared x (xe, xo, c, d).
+template <int R>
+__device__ __forceinline__ void q8_rows(const Buf<R>& buf, uint4 xe, uint4 xo, int c, float d, float (&p)[R]) {
+  for (int r = 0; r < R; ++r) {
+    int se = c, so = 0;
+    for (int j = 0; j < 4; ++j) q8_word(word_of(buf.q[r], j), word_of(xe, j), word_of(xo, j), se, so);
+    p[r] = q8_finish(se, so, half_value(buf.s.get(r)), d);
+  }
+}
+// store_rows: the transposed butterfly of each warp's R row values, the warps' totals in `part`, and
+// threads r < R summing them in warp order into y[blockIdx.x * R + r] (rows past m not stored).
+template <int R>
+__device__ __forceinline__ void store_rows(float (&p)[R], float (&part)[kMaxWarps][R], int tid, int lane, int warp, int W, float* __restrict__ y, int m) {
+  const float t = warp_rows<R>(p, lane);
+  if ((lane & (32 / R - 1)) == 0) part[warp][lane / (32 / R)] = t;
+  __syncthreads();
+  if (tid < R) {
+    const int row = blockIdx.x * R + tid;
+    if (row < m) {
+      float s = part[0][tid];
+      for (int w = 1; w < W; ++w) s = add_rn(s, part[w][tid]);
+      y[row] = s;
+    }
+  }
+}
+
 // One thread block per group of R rows (grid = groups), one thread per block of 32 weights; the
 // block values, the transposed butterfly and the warps' sum exactly as packed_kernel: the same bits.
 template <Form F, int R>
@@ -328,13 +368,9 @@ packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, W = blockDim.x >> 5;
   const int nb = k / ref::kQ4Block;
   const bool active = tid < nb;
-  constexpr int kTile = R * (kChunk * 16 + kChunk * 2);
-  const std::uint8_t* q = packed + (std::size_t(blockIdx.x) * W + warp) * kTile + lane * 16;
+  const std::uint8_t* q = group_base<R>(packed, W, warp, lane);
   Buf<R> buf;
-  if (active) {
-    for (int r = 0; r < R; ++r) buf.q[r] = __ldcs(reinterpret_cast<const uint4*>(q + r * kChunk * 16));
-    buf.s.load(q + R * kChunk * 16 + lane * (2 * R - 16));
-  }
+  if (active) load_group<R>(q, lane, buf);
   // g_xq (and x) come from the launches before us: wait for them.
   asm volatile("griddepcontrol.wait;" ::: "memory");
   float p[R];
@@ -353,12 +389,7 @@ packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
       for (int r = 0; r < R; ++r) p[r] = mul_rn(DotOffset::finish(acc[r], sx), half_value(buf.s.get(r)));
     } else if constexpr (F == Form::q8) {
       const uint4 xe = __ldcg(&g_xq[tid]), xo = __ldcg(&g_xq[kXqStride + tid]), cd = __ldcg(&g_xq[2 * kXqStride + tid]);
-      const float d = __uint_as_float(cd.y);
-      for (int r = 0; r < R; ++r) {  // row by row: a row's code registers die with its chain
-        int se = int(cd.x), so = 0;
-        for (int j = 0; j < 4; ++j) q8_word(word_of(buf.q[r], j), word_of(xe, j), word_of(xo, j), se, so);
-        p[r] = q8_finish(se, so, half_value(buf.s.get(r)), d);
-      }
+      q8_rows<R>(buf, xe, xo, int(cd.x), __uint_as_float(cd.y), p);
     } else {
       uint4 xp[4];
       for (int j = 0; j < 4; ++j) xp[j] = __ldcg(&g_xq[j * kXqStride + tid]);
@@ -372,17 +403,7 @@ packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
   } else {
     for (int r = 0; r < R; ++r) p[r] = 0.f;
   }
-  const float t = warp_rows<R>(p, lane);
-  if ((lane & (32 / R - 1)) == 0) part[warp][lane / (32 / R)] = t;
-  __syncthreads();
-  if (tid < R) {
-    const int row = blockIdx.x * R + tid;
-    if (row < m) {
-      float s = part[0][tid];
-      for (int w = 1; w < W; ++w) s = add_rn(s, part[w][tid]);
-      y[row] = s;
-    }
-  }
+  store_rows<R>(p, part, tid, lane, warp, W, y, m);
 }
 
 // ---- grid=groups,xprep=cluster: x prepared inside the launch, shared over a cluster of 8 blocks ----
@@ -420,13 +441,9 @@ packed_xc_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
   const int nb = k / ref::kQ4Block;
   const bool rows_live = static_cast<long long>(blockIdx.x) * R < m;  // not a padding block
   const bool active = tid < nb && rows_live;
-  constexpr int kTile = R * (kChunk * 16 + kChunk * 2);
-  const std::uint8_t* q = packed + (std::size_t(blockIdx.x) * W + warp) * kTile + lane * 16;
+  const std::uint8_t* q = group_base<R>(packed, W, warp, lane);
   Buf<R> buf;
-  if (active) {
-    for (int r = 0; r < R; ++r) buf.q[r] = __ldcs(reinterpret_cast<const uint4*>(q + r * kChunk * 16));
-    buf.s.load(q + R * kChunk * 16 + lane * (2 * R - 16));
-  }
+  if (active) load_group<R>(q, lane, buf);
   // x comes from the launch before us: wait for it.
   asm volatile("griddepcontrol.wait;" ::: "memory");
   {
@@ -462,12 +479,7 @@ packed_xc_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
   }
   float p[R];
   if (active) {
-    const float d = __int_as_float(cd.y);
-    for (int r = 0; r < R; ++r) {  // = packed_xl_kernel<q8>: row by row
-      int se = cd.x, so = 0;
-      for (int j = 0; j < 4; ++j) q8_word(word_of(buf.q[r], j), word_of(xe, j), word_of(xo, j), se, so);
-      p[r] = q8_finish(se, so, half_value(buf.s.get(r)), d);
-    }
+    q8_rows<R>(buf, xe, xo, cd.x, __int_as_float(cd.y), p);  // = packed_xl_kernel<q8>
   } else {
     for (int r = 0; r < R; ++r) p[r] = 0.f;
   }
@@ -477,17 +489,7 @@ packed_xc_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
   // launch failure" at 17408x5120 (2026-12-01), where memcheck's serialised run passed. After the dots,
   // so that its fence waits for nothing they do not need.
   asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-  const float t = warp_rows<R>(p, lane);
-  if ((lane & (32 / R - 1)) == 0) part[warp][lane / (32 / R)] = t;
-  __syncthreads();
-  if (tid < R) {
-    const int row = blockIdx.x * R + tid;
-    if (row < m) {
-      float s = part[0][tid];
-      for (int w = 1; w < W; ++w) s = add_rn(s, part[w][tid]);
-      y[row] = s;
-    }
-  }
+  store_rows<R>(p, part, tid, lane, warp, W, y, m);
   asm volatile("barrier.cluster.wait.acquire;" ::: "memory");  // every member is done reading our memory
 }
 

@@ -89,10 +89,12 @@ KLAB_HD inline float div_rn(float a, float b) {
 // 2^e as an f32, for e in [-126, 127].
 KLAB_HD inline float pow2(int e) { return ref::bits_to_float(std::uint32_t(e + 127) << 23); }
 
-// A block's largest |x_i| (a max is exact in any order; inputs are finite).
-KLAB_HD inline float block_amax(const float* x) {
+// The largest |x_i| of n values from +0 (a max is exact in any order; inputs are finite): a block's
+// (n = 32) and, for xprep=cluster, a thread's share of one (amax4).
+template <int N>
+KLAB_HD inline float amax_of(const float* x) {
   float a = 0.f;
-  for (int i = 0; i < 32; ++i) {
+  for (int i = 0; i < N; ++i) {
 #if defined(__CUDA_ARCH__)
     a = fmaxf(a, fabsf(x[i]));
 #else
@@ -101,6 +103,7 @@ KLAB_HD inline float block_amax(const float* x) {
   }
   return a;
 }
+KLAB_HD inline float block_amax(const float* x) { return amax_of<32>(x); }
 
 // The activations of one block as the kernel keeps them: q_i in [-127, 127], even columns of word w
 // in xe[w] (byte j = column 8w + 2j), odd columns in xo[w] (byte j = column 8w + 2j + 1), as the
@@ -146,17 +149,7 @@ struct Q8Part {
   std::uint32_t e, o;
   int sum;
 };
-KLAB_HD inline float amax4(const float (&v)[4]) {
-  float a = 0.f;
-  for (int i = 0; i < 4; ++i) {
-#if defined(__CUDA_ARCH__)
-    a = fmaxf(a, fabsf(v[i]));
-#else
-    a = std::fmax(a, std::fabs(v[i]));
-#endif
-  }
-  return a;
-}
+KLAB_HD inline float amax4(const float (&v)[4]) { return amax_of<4>(v); }
 KLAB_HD inline Q8Part q8_part(const float (&v)[4], int sub, float inv) {
   const int q0 = q8_round(v[0], inv), q1 = q8_round(v[1], inv), q2 = q8_round(v[2], inv), q3 = q8_round(v[3], inv);
   const int shift = 16 * (sub & 1);
