@@ -809,13 +809,18 @@ long long wpf_bytes(long long bytes) {
   return std::min(bytes, half);
 }
 
-template <Form F, int R, bool Fill, bool Pdl, bool XPf = false>
-void launch_packed(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+// Every map=packed launcher's refusals, before any CUDA call: the shape, k, null and misaligned buffers.
+void check_launch(const std::uint8_t* packed, const float* x, const float* y, int m, int k) {
   if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
   if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
   require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
   require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
           "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+}
+
+template <Form F, int R, bool Fill, bool Pdl, bool XPf = false>
+void launch_packed(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
   const int W = warps_for(k);
   const long long groups = (static_cast<long long>(m) + R - 1) / R;
   long long grid = groups;
@@ -831,11 +836,7 @@ void launch_packed(const std::uint8_t* packed, const float* x, float* y, int m, 
 
 template <Form F, int R, bool Pdl, bool XPf = false, bool WPf = false>
 void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
-  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
-  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
-  require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
-  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
-          "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+  check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   launch_maybe_pdl(Pdl, xprep_kernel<F, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
                    WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
@@ -850,11 +851,7 @@ void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int 
 // number of clusters.
 template <int R, bool Pdl>
 void launch_xc(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
-  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
-  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
-  require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
-  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
-          "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+  check_launch(packed, x, y, m, k);
   const long long groups = (static_cast<long long>(m) + R - 1) / R;
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(unsigned((groups + kXcCluster - 1) / kXcCluster * kXcCluster));
@@ -875,11 +872,7 @@ void launch_xc(const std::uint8_t* packed, const float* x, float* y, int m, int 
 
 template <int R, int C, bool Pdl>
 void launch_warp(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
-  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
-  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
-  require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
-  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
-          "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+  check_launch(packed, x, y, m, k);
   const int nb = k / ref::kQ4Block;
   const long long groups = (static_cast<long long>(m) + R - 1) / R;
   launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
@@ -954,11 +947,7 @@ int resident_warps_ring() {
 
 template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
-  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
-  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
-  require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
-  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
-          "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+  check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
@@ -991,11 +980,7 @@ int resident_warps_half() {
 // so a grid larger than what is resident only runs later, never deadlocks.
 template <int R, bool XB, int P, bool Pdl, bool XPf = false>
 void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
-  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv launch: " + why);
-  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv launch: " + why);
-  require(packed && x && y, "q4_gemv launch: a null buffer (the packed weights, x and y must all be device pointers)");
-  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
-          "q4_gemv launch (map=packed): the packed weights and x must be 16-byte aligned");
+  check_launch(packed, x, y, m, k);
   half_attributes<R, XB, XPf>();
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, half_stages(W, R, P)};
