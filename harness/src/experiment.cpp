@@ -95,7 +95,9 @@ const Ceiling& Context::ceiling() const {
   return *ceiling_;
 }
 Timer& Context::timer() {
-  require(timer_ != nullptr, "experiment '" + exp_.name + "' asked for the timer, but there is no device");
+  require(timer_ != nullptr, "experiment '" + exp_.name + "' asked for the timer, but there is none: " +
+                                 (dev_ ? std::string("the run set none up because the experiment declares neither needs_device nor uses_device")
+                                       : std::string("there is no device")));
   return *timer_;
 }
 

@@ -236,3 +236,14 @@ TEST_CASE("experiments' fmt: every argument a double; a format asking for anothe
   CHECK_THROWS_AS(klab::experiments::fmt("%zu", 1.0), klab::Error);
   CHECK_THROWS_AS(klab::experiments::fmt("100%", 1.0), klab::Error);  // a lone % at the end
 }
+
+TEST_CASE("Context::timer without one says why: no device, or an experiment that declared no use of it") {
+  Fresh f;
+  CHECK_THROWS_WITH_AS(f.ctx.timer(), doctest::Contains("there is no device"), Error);
+  // A device but no timer: what klab run does for an experiment with needs_device and uses_device false.
+  DeviceInfo dev;
+  dev.name = "a device";
+  Context with_dev{registry(), f.e, RunOptions{}, f.rep, &dev, nullptr, nullptr};
+  CHECK(with_dev.has_device());
+  CHECK_THROWS_WITH_AS(with_dev.timer(), doctest::Contains("neither needs_device nor uses_device"), Error);
+}
