@@ -73,7 +73,7 @@ void model_step(const ref::gdn::Geometry& g, const Token& x, Storage s, std::vec
   if (s == Storage::f32)
     for (auto& e : S) e = static_cast<double>(static_cast<float>(e));
   else if (s == Storage::bf16)
-    for (auto& e : S) e = static_cast<double>(ref::bf16_to_float(ref::float_to_bf16(static_cast<float>(e))));
+    for (auto& e : S) e = static_cast<double>(ref::round_bf16(static_cast<float>(e)));
 }
 
 }  // namespace state_drift
@@ -146,12 +146,7 @@ struct Kernels {
     bf16.launch(a16, nullptr);
     KLAB_CUDA(cudaDeviceSynchronize());
   }
-  std::vector<float> S16() const {
-    const auto b = Sb.download();
-    std::vector<float> f(b.size());
-    for (std::size_t i = 0; i < b.size(); ++i) f[i] = ref::bf16_to_float(b[i]);
-    return f;
-  }
+  std::vector<float> S16() const { return ref::from_bf16(Sb.download()); }
 };
 
 void run_state_drift(Context& ctx) {

@@ -41,6 +41,18 @@ std::uint16_t float_to_bf16(float f) {
   return std::uint16_t(bits >> 16);
 }
 
+std::vector<std::uint16_t> to_bf16(std::span<const float> x) {
+  std::vector<std::uint16_t> b(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) b[i] = float_to_bf16(x[i]);
+  return b;
+}
+
+std::vector<float> from_bf16(std::span<const std::uint16_t> b) {
+  std::vector<float> x(b.size());
+  for (std::size_t i = 0; i < b.size(); ++i) x[i] = bf16_to_float(b[i]);
+  return x;
+}
+
 std::string q4_shape_error(std::int64_t m, std::int64_t k) {
   if (m <= 0 || k <= 0) return "empty shape " + std::to_string(m) + "x" + std::to_string(k) + " (both dimensions must be positive)";
   if (k % kQ4Block != 0)

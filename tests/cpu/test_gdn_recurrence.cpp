@@ -256,7 +256,7 @@ TEST_CASE("gdn_recurrence state=bf16: one step from S0 rounded to bf16, S rounde
   // computes but for its f32 arithmetic (~1e-7). Its distance to the f64 truth must leave the
   // tolerance a margin, or a correct kernel would fail its race.
   const Op& op = registry().op("gdn_recurrence");
-  auto bf = [](double x) { return double(ref::bf16_to_float(ref::float_to_bf16(float(x)))); };
+  auto bf = [](double x) { return double(ref::round_bf16(float(x))); };
   for (const Problem& p : {op.declared_problems(false)[0], op.declared_problems(false)[2], op.declared_problems(true)[0]}) {
     CAPTURE(p.key());
     const auto wl = op.generate(p);
@@ -307,7 +307,7 @@ TEST_CASE("gdn-state-drift's models: the f64 model is ref::gdn::recurrence, the 
   int differ32 = 0, differ16 = 0;
   for (std::size_t i = 0; i < nS; ++i) {
     CHECK(S32[i] == double(float(S32[i])));
-    CHECK(S16[i] == double(ref::bf16_to_float(ref::float_to_bf16(float(S16[i])))));
+    CHECK(S16[i] == double(ref::round_bf16(float(S16[i]))));
     differ32 += S32[i] != Sref[i];
     differ16 += S16[i] != Sref[i];
   }

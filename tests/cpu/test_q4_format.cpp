@@ -90,6 +90,17 @@ TEST_CASE("bf16 conversions") {
     const float f = ref::bf16_to_float(std::uint16_t(b));
     if (!std::isnan(f)) REQUIRE(ref::float_to_bf16(f) == b);
   }
+  // The array forms and round_bf16 are the scalar conversions element by element.
+  const std::vector<float> xs{1.0f, std::bit_cast<float>(0x3F808000u), std::bit_cast<float>(0x3F818000u), -3.0f, 0.0f};
+  const auto bs = ref::to_bf16(xs);
+  REQUIRE(bs.size() == xs.size());
+  const auto back = ref::from_bf16(bs);
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    CHECK(bs[i] == ref::float_to_bf16(xs[i]));
+    CHECK(back[i] == ref::bf16_to_float(bs[i]));
+    CHECK(ref::round_bf16(xs[i]) == back[i]);
+  }
+  CHECK(back[1] == 1.0f);  // the tie went down to even
 }
 
 TEST_CASE("q4 quantisation: scale = f16(amax/7), codes = round(w/scale), byte layout") {

@@ -28,12 +28,8 @@ constexpr double kBf16PeerTolerance = 3e-2;
 class CublasBf16 : public Instance {
  public:
   explicit CublasBf16(const q4_gemv::Workload& wl) : m_(int(wl.w.m)), k_(int(wl.w.k)), y_(std::size_t(m_)) {
-    const auto wf = ref::q4_dequantize(wl.w);
-    std::vector<std::uint16_t> wb(wf.size()), xb(wl.x.size());
-    for (std::size_t i = 0; i < wf.size(); ++i) wb[i] = ref::float_to_bf16(wf[i]);
-    for (std::size_t i = 0; i < wl.x.size(); ++i) xb[i] = ref::float_to_bf16(wl.x[i]);
-    w_ = DeviceBuffer<std::uint16_t>::from(wb);
-    x_ = DeviceBuffer<std::uint16_t>::from(xb);
+    w_ = DeviceBuffer<std::uint16_t>::from(ref::to_bf16(ref::q4_dequantize(wl.w)));
+    x_ = DeviceBuffer<std::uint16_t>::from(ref::to_bf16(wl.x));
     KLAB_CUBLAS(cublasSetPointerMode(h_.get(), CUBLAS_POINTER_MODE_HOST));
   }
   void run(cudaStream_t s) override {

@@ -101,6 +101,11 @@ std::uint16_t float_to_half(float f);
 // bf16 <-> f32. bf16 is the top half of an f32; the narrowing rounds to nearest even (NaN stays NaN).
 float bf16_to_float(std::uint16_t b);
 std::uint16_t float_to_bf16(float f);
+// Whole arrays, element by element as the two above; and f rounded to the nearest bf16 as an f32 (the
+// value a bf16 store keeps).
+std::vector<std::uint16_t> to_bf16(std::span<const float> x);
+std::vector<float> from_bf16(std::span<const std::uint16_t> b);
+inline float round_bf16(float f) { return bf16_to_float(float_to_bf16(f)); }
 
 struct Q4Matrix {
   std::int64_t m = 0, k = 0;
