@@ -59,22 +59,13 @@ struct Plan {
 };
 Plan plan() {
   Plan p;
-  gdn::FusedStepConfig unchained = gdn::step_candidate();
-  unchained.chain = false;
-  p.unchained = gdn::fused_step_variant(unchained);
+  const gdn::CandidateTwins t = gdn::candidate_twins();
+  p.unchained = gdn::fused_step_variant(t.unchained);
   p.chained = gdn::fused_step_variant(gdn::step_candidate());
-  gdn::FusedStepConfig twin = gdn::step_candidate();
-  twin.recurrence += ",norm=gated";
-  p.norm_twin = gdn::fused_step_variant(twin);
-  gdn::FusedStepConfig apart = gdn::step_candidate();
-  apart.merged_in = false;
-  p.apart = gdn::fused_step_variant(apart);
-  gdn::FusedStepConfig cluster = gdn::step_candidate();
-  cluster.q4_kernel = gdn::kClusterQ4;
-  p.cluster = gdn::fused_step_variant(cluster);
-  gdn::FusedStepConfig ring = gdn::step_candidate();
-  ring.stacked_kernel = gdn::kStackedRing;
-  p.ring = gdn::fused_step_variant(ring);
+  p.norm_twin = gdn::fused_step_variant(t.norm_gated);
+  p.apart = gdn::fused_step_variant(t.apart);
+  p.cluster = gdn::fused_step_variant(t.cluster);
+  p.ring = gdn::fused_step_variant(t.ring);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {

@@ -57,11 +57,7 @@ const Claim kRingInGraph{"ring-in-graph",
 // stacked launch on the TMA ring. Why the second: the ring paid x1.019 per layer in gdn-step-fused
 // (reports/h200/run-4198a57) but lost in this graph, 1.546 against 1.4775 ms per token (run-68b986b,
 // H200, 2026-12-01, when the candidate had it and the twin did not).
-gdn::FusedStepConfig fast_config(const std::string& tier) {
-  gdn::FusedStepConfig c = gdn::step_candidate();
-  if (tier == "q4-fast-ring") c.stacked_kernel = gdn::kStackedRing;
-  return c;
-}
+gdn::FusedStepConfig fast_config(const std::string& tier) { return tier == "q4-fast-ring" ? gdn::candidate_twins().ring : gdn::step_candidate(); }
 
 // The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times
 // resamples A and B and takes median(B)/median(A); with A = {1} every resample of A has median 1, so

@@ -181,6 +181,13 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   gated.recurrence += ",norm=gated";
   CHECK(gr::recurrence_kernel(gated.recurrence).gated_norm);
   CHECK(registry().has_variant(gdn::fused_step_variant(gated)));
+  // candidate_twins() are these, one setting changed each.
+  const auto tw = gdn::candidate_twins();
+  CHECK(gdn::fused_step_variant(tw.norm_gated) == gdn::fused_step_variant(gated));
+  CHECK(gdn::fused_step_variant(tw.unchained) == gdn::fused_step_variant(unchained));
+  CHECK(gdn::fused_step_variant(tw.apart) == gdn::fused_step_variant(apart));
+  CHECK(gdn::fused_step_variant(tw.ring) == gdn::fused_step_variant(ring));
+  CHECK(gdn::fused_step_variant(tw.cluster) == gdn::fused_step_variant(cluster));
   // The stacking needs conv_dim % 4 == 0 (z 16-byte aligned after xc): 2*33 + 4*32 = 194 is refused, naming it.
   const gdn::FusedStepConfig stacked{false, cand.q4_kernel, "", "", false, true};
   CHECK(gdn::config_error(stacked, rg::Geometry{256, 1, 4, 33, 32, 4, 1e-6}).find("conv_dim 194") != std::string::npos);

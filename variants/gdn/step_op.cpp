@@ -211,6 +211,7 @@ Op make_step_op() {
 
 std::vector<FusedStepConfig> fused_step_configs() {
   const std::string q8 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
+  const CandidateTwins t = candidate_twins();
   return {
       {true, "", ""},
       {false, kDefaultQ4Variant, ""},
@@ -218,36 +219,12 @@ std::vector<FusedStepConfig> fused_step_configs() {
       // q8 projections with the fused recurrence (q/k norm already done by conv_norm_bg: normalize_qk
       // off) of the batch-1 ladder: the twin of rec-pays
       {false, q8, "gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on"},
-      // the candidate's twins (gdn-step-fused's claims): with the gated norm as the recurrence's
-      // epilogue (norm-pays), without the chain (chain-*), with the input projections apart (merged-*),
-      // and with its stacked launch on the TMA ring (ring-*)
-      [] {
-        FusedStepConfig c = step_candidate();
-        c.recurrence += ",norm=gated";
-        return c;
-      }(),
-      [] {
-        FusedStepConfig c = step_candidate();
-        c.chain = false;
-        return c;
-      }(),
-      [] {
-        FusedStepConfig c = step_candidate();
-        c.merged_in = false;
-        return c;
-      }(),
-      [] {
-        FusedStepConfig c = step_candidate();
-        c.stacked_kernel = kStackedRing;
-        return c;
-      }(),
-      // the candidate with out_proj (and every launch not on the ring) on grid=groups,xprep=cluster, the
-      // same bits without the prep kernel (q4-to-ceiling's rungs 40-41; not yet measured)
-      [] {
-        FusedStepConfig c = step_candidate();
-        c.q4_kernel = kClusterQ4;
-        return c;
-      }(),
+      // the candidate's twins (candidate_twins: gdn-step-fused's claims)
+      t.norm_gated,
+      t.unchained,
+      t.apart,
+      t.ring,
+      t.cluster,
       step_candidate(),
   };
 }
@@ -271,6 +248,17 @@ std::vector<FusedStepConfig> fused_step_configs() {
 FusedStepConfig step_candidate() {
   return {false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early",
           "f32_gemv/impl=split-row,pdl=on", true, true, ""};
+}
+
+CandidateTwins candidate_twins() {
+  CandidateTwins t;
+  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = step_candidate();
+  t.norm_gated.recurrence += ",norm=gated";
+  t.unchained.chain = false;
+  t.apart.merged_in = false;
+  t.ring.stacked_kernel = kStackedRing;
+  t.cluster.q4_kernel = kClusterQ4;
+  return t;
 }
 
 std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {

@@ -77,6 +77,16 @@ inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=g
 // with the gated norm as the recurrence's epilogue, without the chain, with the two input projections
 // apart, with the stacked launch on the TMA ring kStackedRing, and with the q4 kernel kClusterQ4.
 FusedStepConfig step_candidate();
+// The candidate's twins, each differing from it in one setting: the claims of gdn-step-fused
+// (norm-pays, chain-*, merged-*, ring-*, cluster-*) and gdn-stack's q4-fast-ring tier race them.
+struct CandidateTwins {
+  FusedStepConfig norm_gated;  // the gated norm as the recurrence's epilogue (norm=gated)
+  FusedStepConfig unchained;   // without the PDL chain
+  FusedStepConfig apart;       // in_proj_qkv and in_proj_z as two launches
+  FusedStepConfig ring;        // the stacked launch on kStackedRing
+  FusedStepConfig cluster;     // every other q4 launch on kClusterQ4
+};
+CandidateTwins candidate_twins();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)
 // refuses the geometry, naming the kernel and its reason.
 std::string config_error(const FusedStepConfig& c, const ref::gdn::Geometry& g);
