@@ -51,15 +51,18 @@ void load(GdnDevice& dev, const rg::LayerWeights& w, const rg::Q4Projections* q)
   REQUIRE(dev.load_q4(0, w, experiments::kQkv, experiments::kZ, experiments::kOut) == "");
 }
 
-// T tokens of h stepped through two devices side by side: the output elements that differ, and those
-// of every intermediate and the state (rg::all_whats) after each token.
-std::pair<std::int64_t, std::int64_t> twins_diff(GdnDevice& a, GdnDevice& b, const std::vector<float>& h, const Geometry& g, int T) {
-  std::int64_t out_diff = 0, other_diff = 0;
+// T tokens of h stepped through two devices side by side: the elements that differ, of the output,
+// of every intermediate, and of the state (S and conv history; rg::all_whats) after each token.
+struct TwinsDiff {
+  std::int64_t out = 0, mid = 0, state = 0;
+};
+TwinsDiff twins_diff(GdnDevice& a, GdnDevice& b, const std::vector<float>& h, const Geometry& g, int T) {
+  TwinsDiff d;
   for (int t = 0; t < T; ++t) {
-    out_diff += bitwise_diff(a.step(0, test::tok(h, g, t)), b.step(0, test::tok(h, g, t)));
-    for (What wh : rg::all_whats()) other_diff += bitwise_diff(a.get(0, wh), b.get(0, wh));
+    d.out += bitwise_diff(a.step(0, test::tok(h, g, t)), b.step(0, test::tok(h, g, t)));
+    for (What wh : rg::all_whats()) (wh == What::S || wh == What::HIST ? d.state : d.mid) += bitwise_diff(a.get(0, wh), b.get(0, wh));
   }
-  return {out_diff, other_diff};
+  return d;
 }
 
 // The kernel nodes a list of the step's operators adds to a CUDA graph.
@@ -154,15 +157,10 @@ TEST_CASE("GDN fused prep: beta/g, conv + SiLU and the q/k norm as one launch gi
       CHECK_FALSE(one.fused_prep());
       one.set_fused_prep(true);
       CHECK(one.fused_prep());
-      std::int64_t out_diff = 0, mid_diff = 0, state_diff = 0;
-      for (int t = 0; t < T; ++t) {
-        out_diff += bitwise_diff(one.step(0, test::tok(h, g, t)), three.step(0, test::tok(h, g, t)));
-        for (What wh : rg::all_whats())
-          (wh == What::S || wh == What::HIST ? state_diff : mid_diff) += bitwise_diff(one.get(0, wh), three.get(0, wh));
-      }
-      CHECK(out_diff == 0);
-      CHECK(mid_diff == 0);
-      CHECK(state_diff == 0);
+      const TwinsDiff d = twins_diff(one, three, h, g, T);
+      CHECK(d.out == 0);
+      CHECK(d.mid == 0);
+      CHECK(d.state == 0);
       CHECK(bitwise_diff(one.get(0, What::HIST), std::vector<float>(one.get(0, What::HIST).size(), 0.0f)) > 0);  // the history moved
       // The list: seven operators with the fused byte model, two kernels fewer than the nine.
       DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
@@ -201,9 +199,9 @@ TEST_CASE("GDN PDL chain: the step's candidate (q4 tier) gives the same bits wit
     CHECK(on.pdl_chain());
     CHECK_FALSE(off.pdl_chain());
     CHECK(on.ba_variant() == cand.ba);
-    const auto [out_diff, other_diff] = twins_diff(on, off, h, g, T);
-    CHECK(out_diff == 0);
-    CHECK(other_diff == 0);
+    const TwinsDiff d = twins_diff(on, off, h, g, T);
+    CHECK(d.out == 0);
+    CHECK(d.mid + d.state == 0);
     // Refused before any launch: a chain without the fused prep, and a recurrence that loads S before its wait.
     const auto y_before = on.get(0, What::OUT);
     on.set_fused_prep(false);
@@ -277,9 +275,9 @@ TEST_CASE("GDN stacked input projections (set_merged_in): in_proj_qkv and in_pro
       one.set_q4_variant(gdn::kDefaultQ4Variant);
       one.set_q4_variant(kernel);
       CHECK(one.merged_in());
-      const auto [out_diff, other_diff] = twins_diff(one, apart, h, g, T);
-      CHECK(out_diff == 0);
-      CHECK(other_diff == 0);
+      const TwinsDiff d = twins_diff(one, apart, h, g, T);
+      CHECK(d.out == 0);
+      CHECK(d.mid + d.state == 0);
       CHECK(bitwise_diff(one.get(0, What::Z), std::vector<float>(one.get(0, What::Z).size(), 0.0f)) > 0);  // z was written
       // The list: in_proj_qkvz first, then the apart list's operators from in_proj_ba on; one projection's kernels fewer.
       DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
@@ -313,9 +311,9 @@ TEST_CASE("GDN stacked input projections (set_merged_in): in_proj_qkv and in_pro
     ring.set_merged_in(true);
     ring.set_stacked_q4_variant(gdn::kStackedRing);
     CHECK(ring.stacked_q4_variant() == gdn::kStackedRing);
-    const auto [out_diff, other_diff] = twins_diff(ring, apart, h, g, T);
-    CHECK(out_diff == 0);
-    CHECK(other_diff == 0);
+    const TwinsDiff d = twins_diff(ring, apart, h, g, T);
+    CHECK(d.out == 0);
+    CHECK(d.mid + d.state == 0);
     CHECK_THROWS_WITH_AS(ring.set_stacked_q4_variant("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=4"), doctest::Contains("tiles-r4"), Error);
     CHECK(ring.stacked_q4_variant() == gdn::kStackedRing);
     ring.set_q4_variant(gdn::kDefaultQ4Variant);  // the raw layout: the ring no longer reads the stacked copy
