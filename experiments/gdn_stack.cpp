@@ -52,12 +52,22 @@ const Claim kQ4Faster{"q4-faster", "q4 faster than f32 per token, 48 layers as o
 const Claim kRingInGraph{"ring-in-graph",
                          "in the 48-layer graph, the stacked launch on the TMA ring pays: q4-fast-ring (the candidate with in_proj_qkvz on "
                          "gdn::kStackedRing) is faster per token than q4-fast (gdn-step-fused's ring-pays, per layer)"};
+const Claim kPreparedInGraph{"prepared-in-graph",
+                             "in the 48-layer graph, out_proj without its prep launch pays: q4-fast-prepared (the candidate with out=prepared, "
+                             "the gated norm writing out_proj's q8 x) is faster per token than q4-fast"};
 
 // The q4-fast tiers' configurations: "q4-fast" the step's candidate, "q4-fast-ring" the same with its
 // stacked launch on the TMA ring. Why the second: the ring paid x1.019 per layer in gdn-step-fused
 // (reports/h200/run-4198a57) but lost in this graph, 1.546 against 1.4775 ms per token (run-68b986b,
 // H200, 2026-12-01, when the candidate had it and the twin did not).
-gdn::FusedStepConfig fast_config(const std::string& tier) { return tier == "q4-fast-ring" ? gdn::candidate_twins().ring : gdn::step_candidate(); }
+// "q4-fast-prepared": the candidate with out_proj's x prepared by the gated norm (out=prepared, one
+// launch fewer a layer; gdn-step-fused's normq8-pays, per layer).
+gdn::FusedStepConfig fast_config(const std::string& tier) {
+  if (tier == "q4-fast-ring") return gdn::candidate_twins().ring;
+  if (tier == "q4-fast-prepared") return gdn::candidate_twins().norm_q8;
+  return gdn::step_candidate();
+}
+bool twin_tier(const std::string& tier) { return tier == "q4-fast-ring" || tier == "q4-fast-prepared"; }
 
 // The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times
 // resamples A and B and takes median(B)/median(A); with A = {1} every resample of A has median 1, so
@@ -77,8 +87,8 @@ struct TierResult {
   double median = 0;
 };
 
-// Tiers: "f32", "q4" (the device's defaults), "q4-fast" (the q4 tier on gdn::step_candidate()) and
-// "q4-fast-ring" (fast_config).
+// Tiers: "f32", "q4" (the device's defaults), "q4-fast" (the q4 tier on gdn::step_candidate()),
+// "q4-fast-ring" and "q4-fast-prepared" (fast_config).
 void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
               std::map<std::string, TierResult>& out) {
   const Geometry& g = w.g;
@@ -167,7 +177,7 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   const std::string ev = tier + fmt(": %.4f ms per token (95%% CI %.4f..%.4f), ", med, lo, hi) +
                          fmt("%.4g GB per token, %.0f GB/s = %.1f%% of the byte floor", bytes / 1e9, gbps, 100.0 * gbps / ceiling) +
                          fmt(" (read ceiling %.0f GB/s); %g kernel nodes", ceiling, double(stack.kernel_nodes()));
-  if (tier == "q4-fast-ring") return;  // in ring-in-graph only
+  if (twin_tier(tier)) return;  // in ring-in-graph / prepared-in-graph only
   if (fast)
     ctx.claim(kFastMs).settle(kFullKey, med <= 1.0,
                               ev + "; " + dev.q4_variant() + ", " + dev.recurrence_variant() + ", b|a " + dev.ba_variant() + ", fused prep" +
@@ -179,9 +189,9 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
 void run_stack(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   const int nl = ctx.options().quick ? kQuickLayers : kLayers;
-  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kRingInGraph}) ctx.claim(*c).needs({kFullKey});
-  ctx.claim(kBitwise).needs({"f32", "q4", "q4-fast", "q4-fast-ring"});
-  ctx.claim(kFinite).needs({"f32", "q4", "q4-fast", "q4-fast-ring"});
+  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kRingInGraph, &kPreparedInGraph}) ctx.claim(*c).needs({kFullKey});
+  ctx.claim(kBitwise).needs({"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-prepared"});
+  ctx.claim(kFinite).needs({"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-prepared"});
   if (auto why = GdnDevice::can_implement(g, nl); !why.empty()) throw Error("gdn-stack: " + why);
   if (auto why = rg::q4_geometry_error(g); !why.empty()) throw Error("gdn-stack: no q4 tier at " + g.str() + ": " + why);
   // One layer's weights, generated once; every layer gets its own device copy.
@@ -194,11 +204,13 @@ void run_stack(Context& ctx) {
   run_tier(ctx, "q4", w, q, h, nl, res);
   run_tier(ctx, "q4-fast", w, q, h, nl, res);
   run_tier(ctx, "q4-fast-ring", w, q, h, nl, res);
-  if (!ctx.options().quick && res.count("q4-fast") && res.count("q4-fast-ring")) {
-    const Comparison c = compare_times(res["q4-fast"].kept_ms, res["q4-fast-ring"].kept_ms);
-    ctx.claim(kRingInGraph).settle(kFullKey, c.verdict == Verdict::faster,
-                                   fmt("per token as one graph: q4-fast %.4f ms, q4-fast-ring %.4f ms, q4-fast-ring ", res["q4-fast"].median,
-                                       res["q4-fast-ring"].median) + speedup_text(c));
+  run_tier(ctx, "q4-fast-prepared", w, q, h, nl, res);
+  for (const auto& [twin, claim] : {std::pair<std::string, const Claim*>{"q4-fast-ring", &kRingInGraph}, {"q4-fast-prepared", &kPreparedInGraph}}) {
+    if (ctx.options().quick || !res.count("q4-fast") || !res.count(twin)) continue;
+    const Comparison c = compare_times(res["q4-fast"].kept_ms, res[twin].kept_ms);
+    ctx.claim(*claim).settle(kFullKey, c.verdict == Verdict::faster,
+                             fmt("per token as one graph: q4-fast %.4f ms, ", res["q4-fast"].median) + twin + fmt(" %.4f ms, ", res[twin].median) + twin +
+                                 " " + speedup_text(c));
   }
   if (ctx.options().quick || !res.count("f32") || !res.count("q4")) return;
   const Comparison cmp = compare_times(res["f32"].kept_ms, res["q4"].kept_ms);
@@ -212,7 +224,7 @@ void register_gdn_stack(Registry& r) {
   r.add(Experiment{
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
-      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph},
+      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph},
       .run = run_stack,
   });
 }

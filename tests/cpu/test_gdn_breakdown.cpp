@@ -151,7 +151,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 13);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 15);
   // The candidate runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
   const auto cand = gdn::step_candidate();
   CHECK(cand.chain);
@@ -188,6 +188,21 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(gdn::fused_step_variant(tw.apart) == gdn::fused_step_variant(apart));
   CHECK(gdn::fused_step_variant(tw.ring) == gdn::fused_step_variant(ring));
   CHECK(gdn::fused_step_variant(tw.cluster) == gdn::fused_step_variant(cluster));
+  // out=prepared (set_norm_q8): the candidate's twin with out_proj's x written by the gated norm; refused
+  // on a kernel without launch_prepared, with the gated norm in the recurrence, and for dv % 32 != 0.
+  auto prepared = cand;
+  prepared.norm_q8 = true;
+  CHECK(gdn::fused_step_variant(tw.norm_q8) == gdn::fused_step_variant(prepared));
+  CHECK(gdn::fused_step_variant(prepared) == gdn::fused_step_variant(cand) + ",out=prepared");
+  CHECK(registry().has_variant(gdn::fused_step_variant(prepared)));
+  CHECK(gdn::config_error(prepared, rg::qwen35_27b()) == "");
+  auto prepared_raw = prepared;
+  prepared_raw.q4_kernel = "q4_gemv/map=block-per-thread,dot=offset,rows=8";
+  CHECK(gdn::config_error(prepared_raw, rg::qwen35_27b()).find("takes its x prepared") != std::string::npos);
+  auto prepared_gated = prepared;
+  prepared_gated.recurrence += ",norm=gated";
+  CHECK(gdn::config_error(prepared_gated, rg::qwen35_27b()).find("a launch of its own") != std::string::npos);
+  CHECK(gdn::config_error(prepared, rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}).find("dv = 48") != std::string::npos);
   // The stacking needs conv_dim % 4 == 0 (z 16-byte aligned after xc): 2*33 + 4*32 = 194 is refused, naming it.
   const gdn::FusedStepConfig stacked{false, cand.q4_kernel, "", "", false, true};
   CHECK(gdn::config_error(stacked, rg::Geometry{256, 1, 4, 33, 32, 4, 1e-6}).find("conv_dim 194") != std::string::npos);

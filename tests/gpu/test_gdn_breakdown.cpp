@@ -336,6 +336,54 @@ TEST_CASE("GDN stacked input projections (set_merged_in): in_proj_qkv and in_pro
   CHECK_FALSE(d.merged_in());
 }
 
+TEST_CASE("GDN out_proj without its prep launch (set_norm_q8): the step's candidate gives its bits with the gated norm writing out_proj's q8 x, one kernel fewer; what it cannot take is refused") {
+  constexpr int T = 8;
+  const Geometry g = geometries()[1].g;  // dv = 128: a warp per 32 values of onn
+  const auto w = rg::random_weights(g, 81);
+  const auto q = rg::quantize_projections(w);
+  const auto h = test::gdn_inputs(g, T, 82, 906);
+  GdnDevice own(g, 1), prepared(g, 1);
+  load(own, w, &q);
+  load(prepared, w, &q);
+  gdn::apply(gdn::step_candidate(), own);
+  const gdn::FusedStepConfig twin = gdn::candidate_twins().norm_q8;
+  REQUIRE(twin.norm_q8);
+  REQUIRE(gdn::config_error(twin, g) == "");
+  gdn::apply(twin, prepared);
+  CHECK(prepared.norm_q8());
+  const TwinsDiff d = twins_diff(prepared, own, h, g, T);
+  CHECK(d.out == 0);
+  CHECK(d.mid + d.state == 0);
+  CHECK(bitwise_diff(prepared.get(0, What::OUT), std::vector<float>(std::size_t(g.hidden), 0.0f)) > 0);  // y was written
+  DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
+  cudaStream_t s = nullptr;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const auto ops1 = prepared.step_operators(0, d_h.get(), d_y.get()), ops2 = own.step_operators(0, d_h.get(), d_y.get());
+  REQUIRE(ops1.size() == ops2.size());
+  CHECK(kernels_of(ops1, s) == kernels_of(ops2, s) - 1);
+  CHECK(kernels_of({ops1.back()}, s) == 1);  // out_proj: the main kernel alone
+  KLAB_CUDA(cudaStreamDestroy(s));
+  // Refused when enqueued, before any launch (nothing ran): a q4 kernel without launch_prepared, the
+  // gated norm inside the recurrence.
+  const auto y_before = prepared.get(0, What::OUT);
+  prepared.set_q4_variant(gdn::kDefaultQ4Variant);
+  CHECK_THROWS_WITH_AS(prepared.step(0, test::tok(h, g, 0)), doctest::Contains("takes its x prepared"), Error);
+  prepared.set_q4_variant(twin.q4_kernel);
+  prepared.set_recurrence_variant(twin.recurrence + ",norm=gated");
+  CHECK_THROWS_WITH_AS(prepared.step(0, test::tok(h, g, 0)), doctest::Contains("a launch of its own"), Error);
+  CHECK(bitwise_diff(prepared.get(0, What::OUT), y_before) == 0);
+  CHECK(gdn::config_error([&] { auto c = twin; c.recurrence += ",norm=gated"; return c; }(), g).find("a launch of its own") != std::string::npos);
+  // A geometry whose dv is not a multiple of 32 is refused by set_norm_q8, nothing changed; f32 layers when stepped.
+  const Geometry odd = geometries()[0].g;
+  GdnDevice f32(odd, 1);
+  CHECK_THROWS_WITH_AS(f32.set_norm_q8(true), doctest::Contains("dv = 48"), Error);
+  CHECK_FALSE(f32.norm_q8());
+  GdnDevice f32b(g, 1);
+  f32b.load_f32(0, w);
+  f32b.set_norm_q8(true);
+  CHECK_THROWS_WITH_AS(f32b.step(0, test::tok(h, g, 0)), doctest::Contains("q4 variant"), Error);
+}
+
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

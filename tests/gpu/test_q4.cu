@@ -13,6 +13,7 @@
 #include "klab/cuda.hpp"
 #include "klab/metrics.hpp"
 #include "q4_gemv/policy.hpp"
+#include "q4_gemv/prepared_x.cuh"
 #include "q4_gemv/q4_gemv.hpp"
 
 using namespace klab;
@@ -29,6 +30,19 @@ std::uint32_t bits(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   return u;
+}
+
+// One warp per block of 32: the producer's side of prepared_x.cuh.
+__global__ void write_prepared(const float* x, uint4* xq) {
+  q4_gemv::store_prepared_q8_warp(xq, int(blockIdx.x), x[blockIdx.x * 32 + threadIdx.x], int(threadIdx.x));
+}
+// The three q8 words of blocks 0..nb-1 of the prepared array, word-major.
+std::vector<std::uint32_t> prepared_words(int nb) {
+  std::vector<std::uint32_t> out(std::size_t(3 * nb) * 4);
+  for (int w = 0; w < 3; ++w)
+    KLAB_CUDA(cudaMemcpy(out.data() + std::size_t(w * nb) * 4, q4_gemv::prepared_x() + std::size_t(w) * q4_gemv::kPreparedStride,
+                         std::size_t(nb) * sizeof(uint4), cudaMemcpyDeviceToHost));
+  return out;
 }
 
 std::vector<float> run_variant(const std::string& name, const test::Q4Case& c) {
@@ -194,4 +208,53 @@ TEST_CASE("q4 launch refusals with real device buffers: K not a multiple of 32, 
   says(0, 32, scales.get(), "empty shape");
   says(2, 32, nullptr, "null buffer");
   CHECK(cudaGetLastError() == cudaSuccess);  // nothing was launched
+}
+
+TEST_CASE("prepared x (prepared_x.cuh): the warp writer writes what xprep writes, bit for bit, and launch_prepared then gives launch_packed's y") {
+  int with = 0;
+  for (const auto& kern : q4_gemv::q4_kernels()) {
+    if (!kern.launch_prepared) continue;
+    ++with;
+    CAPTURE(kern.name);
+    for (Shape s : std::vector<Shape>{{5, 160}, {37, 5120}, {9, 6144}}) {
+      auto c = test::q4_generated(s, Dist::student_t, 11);
+      // Blocks the arithmetic treats apart: all zeros, an amax below 2^-96 (quantised to zero), signed
+      // zeros; and a second x with one NaN lane (amax drops it; its code is the low byte of the
+      // device's NaN, which the host's bit-models do not reproduce: the first H200 run of this case,
+      // 2026-12-02, found the model differing there on all 12 kernel-shape pairs). Both x: the writer's words are
+      // xprep's and launch_prepared gives launch_packed's y; the finite one: y is also the model's.
+      const int nb = int(s.k / 32);
+      for (int i = 0; i < 32; ++i) c.x[32 + i] = 0.f, c.x[64 + i] = (i % 2 ? -1e-30f : 1e-30f);
+      c.x[3] = -0.f;
+      std::vector<float> x_nan = c.x;
+      x_nan[std::size_t(nb - 1) * 32 + 5] = std::nanf("");
+      auto codes = DeviceBuffer<std::uint8_t>::from(c.w.codes);
+      auto scales = DeviceBuffer<std::uint16_t>::from(c.w.scales);
+      DeviceBuffer<std::uint8_t> packed(kern.layout->bytes(s.m, s.k));
+      kern.layout->pack_device(codes.get(), scales.get(), int(s.m), int(s.k), packed.get(), nullptr);
+      for (const std::vector<float>* xs : {&x_nan, &c.x}) {
+        const bool finite = xs == &c.x;
+        CAPTURE(finite);
+        auto x = DeviceBuffer<float>::from(*xs);
+        DeviceBuffer<float> y_own(std::size_t(s.m)), y_prep(std::size_t(s.m));
+        kern.launch_packed(packed.get(), x.get(), y_own.get(), int(s.m), int(s.k), nullptr);  // its own prep launch fills the array
+        KLAB_CUDA(cudaDeviceSynchronize());
+        const auto by_xprep = prepared_words(nb);
+        KLAB_CUDA(cudaMemset(q4_gemv::prepared_x(), 0xA5, std::size_t(3) * q4_gemv::kPreparedStride * sizeof(uint4)));
+        write_prepared<<<nb, 32>>>(x.get(), q4_gemv::prepared_x());
+        KLAB_CUDA_LAUNCH("write_prepared");
+        KLAB_CUDA(cudaDeviceSynchronize());
+        CHECK(prepared_words(nb) == by_xprep);
+        poison_device(y_prep.get(), y_prep.size());
+        kern.launch_prepared(packed.get(), x.get(), y_prep.get(), int(s.m), int(s.k), nullptr);
+        KLAB_CUDA(cudaDeviceSynchronize());
+        const auto own = y_own.download(), prep = y_prep.download();
+        CHECK(bitwise_diff(prep, own) == 0);
+        if (finite) CHECK(bitwise_diff(own, q4_gemv::q4_model(kern.name)(c.w, c.x)) == 0);  // not two equal copies of nothing
+      }
+    }
+  }
+  CHECK(with >= 2);  // the q8-dp4a grid=groups,xprep=launch kernels: pdl on and off, rows 4, 8, 16
+  CHECK(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
+  CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=f32,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
 }

@@ -11,6 +11,7 @@
 #include "klab/error.hpp"
 #include "q4_gemm/gemm.hpp"
 #include "q4_gemm/op.hpp"
+#include "q4_gemv/prepared_x.cuh"
 #include "q4_gemv/q4_gemv.hpp"
 
 namespace klab::gdn {
@@ -298,6 +299,24 @@ std::string GdnDevice::chain_error() const {
   return "";
 }
 
+void GdnDevice::set_norm_q8(bool on) {
+  if (on) {
+    if (auto why = kernels::gated_norm_q8_error(g_.nv, g_.dv); !why.empty()) throw Error("GdnDevice::set_norm_q8: " + why);
+    xq_ = q4_gemv::prepared_x();
+  }
+  norm_q8_ = on;
+}
+
+std::string GdnDevice::norm_q8_error() const {
+  if (!norm_q8_) return "";
+  const std::string what = "out_proj without its prep launch (set_norm_q8) ";
+  if (!q4_ || !q4_->kernel || !q4_->kernel->launch_prepared)
+    return what + "needs a q4 variant that takes its x prepared (grid=groups,xprep=launch,dot=q8-dp4a without xpf/wpf), not " +
+           (q4_ && q4_->kernel ? q4_->kernel->name : std::string("none"));
+  if (rec_->gated_norm) return what + "needs the gated norm as a launch of its own, not " + rec_->name + "'s epilogue";
+  return "";
+}
+
 void GdnDevice::set_ba_variant(const std::string& variant) {
   f32_gemv::f32_kernel(variant);  // an unknown name throws here, nothing changed
   ba_kernel_ = variant;
@@ -492,6 +511,8 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   });
   const bool chain = pdl_chain_;
   if (auto why = chain_error(); !why.empty()) throw Error("GdnDevice: " + why);
+  if (auto why = norm_q8_error(); !why.empty()) throw Error("GdnDevice: " + why);
+  if (norm_q8_) require(L->tier == Layer::Tier::q4, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: out_proj without its prep launch (set_norm_q8) is the q4 tier's");
   if (fused_prep_) {
     // 1b + 2 + 3-4 in one launch, the same bits (set_fused_prep)
     add([L, hist = hist_of(layer, slot), g, chain](cudaStream_t s) {
@@ -522,11 +543,20 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   });
   // 6. gated RMSNorm per value head
   if (!norm_in_rec)
-    add([L, nv = g.nv, dv = g.dv, eps = static_cast<float>(g.eps), chain](cudaStream_t s) {
-      kernels::gated_norm(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), nv, dv, eps, s, chain);
+    add([L, nv = g.nv, dv = g.dv, eps = static_cast<float>(g.eps), chain, xq = norm_q8_ ? xq_ : nullptr](cudaStream_t s) {
+      if (xq) kernels::gated_norm_q8(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), xq, nv, dv, eps, s, chain);
+      else kernels::gated_norm(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), nv, dv, eps, s, chain);
     });
-  // 7. y = W_out onn
-  add([L, d_y](cudaStream_t s) { L->out->enqueue(L->onn.get(), d_y, s); });
+  // 7. y = W_out onn (set_norm_q8: onn's q8 form already in the prepared array)
+  if (norm_q8_)
+    add([L, d_y, q4 = q4_.get()](cudaStream_t s) {
+      const Q4Pool::Tensor t = q4->pool.resolve(L->q4[std::size_t(BigProj::out)], "q4 out_proj (prepared x)");
+      if (q4->pool.layout() != q4->kernel->layout || t.packed == nullptr)
+        throw Error("GdnDevice: internal: out_proj's tensor is not in " + q4->kernel->layout->name);
+      q4->kernel->launch_prepared(t.packed, L->onn.get(), d_y, int(t.shape.rows), int(t.shape.cols), s);
+    });
+  else
+    add([L, d_y](cudaStream_t s) { L->out->enqueue(L->onn.get(), d_y, s); });
   if (ops.size() != bytes.size())
     throw Error("GdnDevice: internal: the step lists " + std::to_string(ops.size()) + " operators, the byte model " + std::to_string(bytes.size()));
   return ops;

@@ -181,6 +181,18 @@ class GdnDevice {
   // enqueued (set_q4_variant may change the layout since).
   void set_stacked_q4_variant(const std::string& variant);
   std::string stacked_q4_variant() const;
+  // out_proj without its x-prep launch from the next step on: the gated norm also writes onn's q8
+  // form (kernels::gated_norm_q8, onn itself bit for bit) where the q4 kernel's own prep launch would
+  // have, and out_proj runs Q4Kernel::launch_prepared (q4_gemv/prepared_x.cuh). The same bits as
+  // without it (tests/gpu/test_gdn.cpp). Needs, checked when a step is enqueued (klab::Error naming
+  // the reason, before any launch): a q4 layer, a q4 variant with launch_prepared
+  // (grid=groups,xprep=launch,dot=q8-dp4a), the gated norm a launch of its own (no norm=gated
+  // recurrence). Refused at once (klab::Error, nothing changed): a geometry gated_norm_q8_error names.
+  // enqueue_batch (q4_gemm) does not use it. Default off.
+  void set_norm_q8(bool on);
+  bool norm_q8() const { return norm_q8_; }
+  // Why a step cannot run with norm_q8 now ("" when it can, or when it is off).
+  std::string norm_q8_error() const;
 
   // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
   void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);
@@ -299,6 +311,8 @@ class GdnDevice {
   bool fused_prep_ = false;
   bool pdl_chain_ = false;
   bool merged_in_ = false;
+  bool norm_q8_ = false;
+  uint4* xq_ = nullptr;  // set_norm_q8: q4_gemv::prepared_x(), resolved outside any capture
   const q4_gemv::Q4Kernel* stacked_kernel_ = nullptr;  // set_stacked_q4_variant; nullptr: the q4 variant
   std::string ba_kernel_ = kDefaultF32Variant;
   std::vector<std::unique_ptr<Layer>> layers_;

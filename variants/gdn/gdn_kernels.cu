@@ -10,6 +10,8 @@
 #include <cstdint>
 
 #include "klab/cuda.hpp"
+#include "klab/error.hpp"
+#include "q4_gemv/prepared_x.cuh"
 
 namespace klab::gdn::kernels {
 
@@ -185,9 +187,10 @@ __global__ void conv_norm_bg_slots_kernel(const float* __restrict__ xc, const fl
 }
 
 // o, z, onn (nv, dv); norm_w (dv). One block per value head.
-template <bool Pdl>
+// Q8: also the q8 form of onn for out_proj (gated_norm_q8), blockDim.x == dv (a multiple of 32).
+template <bool Pdl, bool Q8 = false>
 __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __restrict__ z, const float* __restrict__ norm_w,
-                                  float* __restrict__ onn, int dv, float eps) {
+                                  float* __restrict__ onn, int dv, float eps, uint4* __restrict__ xq = nullptr) {
   __shared__ float smem[33];
   if constexpr (Pdl) {
     asm volatile("griddepcontrol.launch_dependents;");
@@ -202,7 +205,14 @@ __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __re
   // r = 1 / sqrt(mean(o^2) + eps)
   const float r = 1.f / sqrtf(ss / static_cast<float>(dv) + eps);
   // onn = o * r * norm_w * silu(z)
-  for (int c = threadIdx.x; c < dv; c += blockDim.x) onn[base + c] = o[base + c] * r * norm_w[c] * silu(z[base + c]);
+  if constexpr (Q8) {  // one element a thread: thread c's warp holds block (base + c) / 32 of x
+    const int c = threadIdx.x;
+    const float v = o[base + c] * r * norm_w[c] * silu(z[base + c]);
+    onn[base + c] = v;
+    q4_gemv::store_prepared_q8_warp(xq, int((base + c) / 32), v, c & 31);
+  } else {
+    for (int c = threadIdx.x; c < dv; c += blockDim.x) onn[base + c] = o[base + c] * r * norm_w[c] * silu(z[base + c]);
+  }
 }
 
 }  // namespace
@@ -241,8 +251,27 @@ void conv_norm_bg_slots(const float* xc, const float* conv_w, float* hist, std::
   KLAB_CUDA_LAUNCH("conv_norm_bg_slots_kernel");
 }
 
+std::string gated_norm_q8_error(int nv, int dv) {
+  if (dv % 32 != 0 || dv > 256 || dv <= 0)
+    return "dv = " + std::to_string(dv) + ": the q8 epilogue takes a thread per element, so dv a positive multiple of 32 up to 256";
+  if (nv <= 0 || std::int64_t(nv) * dv / 32 > q4_gemv::kPreparedStride)
+    return "nv dv = " + std::to_string(std::int64_t(nv) * dv) + " activations: the prepared array holds 1 to " +
+           std::to_string(32 * q4_gemv::kPreparedStride);
+  return "";
+}
+
+void gated_norm_q8(const float* o, const float* z, const float* norm_w, float* onn, uint4* xq, int nv, int dv, float eps, cudaStream_t stream,
+                   bool pdl) {
+  if (auto why = gated_norm_q8_error(nv, dv); !why.empty()) throw Error("gated_norm_q8: " + why);
+  require(o && z && norm_w && onn && xq, "gated_norm_q8: a null buffer");
+  launch_maybe_pdl(pdl, pdl ? gated_norm_kernel<true, true> : gated_norm_kernel<false, true>, dim3(unsigned(nv)), dim3(unsigned(dv)), 0, stream, o, z,
+                   norm_w, onn, dv, eps, xq);
+  KLAB_CUDA_LAUNCH("gated_norm_kernel<q8>");
+}
+
 void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream, bool pdl) {
-  if (pdl) launch_maybe_pdl(true, gated_norm_kernel<true>, dim3(unsigned(nv)), dim3(unsigned(reduce_threads(dv))), 0, stream, o, z, norm_w, onn, dv, eps);
+  if (pdl) launch_maybe_pdl(true, gated_norm_kernel<true>, dim3(unsigned(nv)), dim3(unsigned(reduce_threads(dv))), 0, stream, o, z, norm_w, onn, dv, eps,
+                            nullptr);
   else gated_norm_kernel<false><<<nv, reduce_threads(dv), 0, stream>>>(o, z, norm_w, onn, dv, eps);
   KLAB_CUDA_LAUNCH("gated_norm_kernel");
 }

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "klab/ref/gdn.hpp"
 
@@ -64,5 +65,15 @@ void conv_norm_bg_slots(const float* xc, const float* conv_w, float* hist, std::
 // of dense (B, nv, dv) o, z, onn are one launch with nv = B nv, each slot bit for bit its own launch.
 // pdl: as conv_norm_bg's (norm_w prefetched into L2 before the wait; the same bits).
 void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream, bool pdl = false);
+// The same launch (onn bit for bit) that also writes onn's q8 form for out_proj's
+// grid=groups,xprep=launch,dot=q8-dp4a kernel into xq (q4_gemv::prepared_x(); the contract and the
+// layout are in q4_gemv/prepared_x.cuh), so that out_proj runs without its prep launch
+// (GdnDevice::set_norm_q8). Each warp quantises the 32 values it just computed. Refuses (klab::Error,
+// before any CUDA call) what gated_norm_q8_error names.
+void gated_norm_q8(const float* o, const float* z, const float* norm_w, float* onn, uint4* xq, int nv, int dv, float eps, cudaStream_t stream,
+                   bool pdl = false);
+// Why gated_norm_q8 cannot take (nv, dv) ("" when it can): a thread per element, so dv a multiple
+// of 32 and at most 256 (gated_norm's block); nv dv / 32 blocks of 32 within the prepared array.
+std::string gated_norm_q8_error(int nv, int dv);
 
 }  // namespace klab::gdn::kernels

@@ -6,6 +6,7 @@
 
 #include "f32_gemv/kernels.hpp"
 #include "gdn/gdn_device.hpp"
+#include "gdn/gdn_kernels.hpp"
 #include "gdn/inputs.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
@@ -225,6 +226,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.apart,
       t.ring,
       t.cluster,
+      t.norm_q8,
       step_candidate(),
   };
 }
@@ -252,12 +254,13 @@ FusedStepConfig step_candidate() {
 
 CandidateTwins candidate_twins() {
   CandidateTwins t;
-  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = step_candidate();
+  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.norm_q8 = step_candidate();
   t.norm_gated.recurrence += ",norm=gated";
   t.unchained.chain = false;
   t.apart.merged_in = false;
   t.ring.stacked_kernel = kStackedRing;
   t.cluster.q4_kernel = kClusterQ4;
+  t.norm_q8.norm_q8 = true;
   return t;
 }
 
@@ -273,6 +276,12 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
       return c.recurrence + ": " + why;
   if (c.merged_in)
     if (auto why = GdnDevice::merged_in_error(g); !why.empty()) return why;
+  if (c.norm_q8) {
+    if (c.f32 || !q4_gemv::q4_kernel(c.q4_kernel).launch_prepared)
+      return "out=prepared needs a q4 kernel that takes its x prepared (grid=groups,xprep=launch,dot=q8-dp4a), not " + (c.f32 ? std::string("the f32 tier") : c.q4_kernel);
+    if (!c.recurrence.empty() && gdn_recurrence::recurrence_kernel(c.recurrence).gated_norm) return "out=prepared needs the gated norm as a launch of its own, not " + c.recurrence + "'s epilogue";
+    if (auto why = kernels::gated_norm_q8_error(g.nv, g.dv); !why.empty()) return "out=prepared: " + why;
+  }
   if (!c.ba.empty())
     if (const auto& k = f32_gemv::f32_kernel(c.ba); k.can_implement)
       if (auto why = k.can_implement(2 * std::int64_t(g.nv), g.hidden); !why.empty())
@@ -288,6 +297,7 @@ void apply(const FusedStepConfig& c, GdnDevice& dev) {
   dev.set_pdl_chain(c.chain);
   dev.set_merged_in(c.merged_in);
   dev.set_stacked_q4_variant(c.stacked_kernel);
+  dev.set_norm_q8(c.norm_q8);
 }
 
 namespace {
@@ -307,6 +317,7 @@ std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStep
   if (!c.recurrence.empty()) axes.push_back({"rec", rec_value(c.recurrence)});
   if (!c.ba.empty()) axes.push_back({"ba", rec_value(c.ba)});
   if (c.chain) axes.push_back({"chain", "pdl"});
+  if (c.norm_q8) axes.push_back({"out", "prepared"});
   return axes;
 }
 

@@ -63,6 +63,7 @@ struct FusedStepConfig {
   bool chain = false;
   bool merged_in = false;
   std::string stacked_kernel = "";  // with merged_in: GdnDevice::set_stacked_q4_variant ("": the q4 kernel; axis in_proj)
+  bool norm_q8 = false;             // GdnDevice::set_norm_q8: the gated norm writes out_proj's q8 x (axis out=prepared)
 };
 std::vector<FusedStepConfig> fused_step_configs();
 // The q4 kernel of one of them for its stacked launch (FusedStepConfig::stacked_kernel): the TMA ring.
@@ -85,6 +86,7 @@ struct CandidateTwins {
   FusedStepConfig apart;       // in_proj_qkv and in_proj_z as two launches
   FusedStepConfig ring;        // the stacked launch on kStackedRing
   FusedStepConfig cluster;     // every other q4 launch on kClusterQ4
+  FusedStepConfig norm_q8;     // out_proj without its prep launch: the gated norm writes its q8 x
 };
 CandidateTwins candidate_twins();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)

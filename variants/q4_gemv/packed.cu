@@ -53,6 +53,7 @@
 #include "q4_gemv/packed_device.cuh"
 #include "q4_gemv/packed_kernels.hpp"
 #include "q4_gemv/packed_ring.hpp"
+#include "q4_gemv/prepared_x.cuh"
 
 namespace klab::q4_gemv::packed {
 
@@ -269,6 +270,7 @@ packed_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__
 template <Form F>
 constexpr int kXqWords = F == Form::f32 ? 1 : F == Form::q8 ? 3 : 5;
 constexpr int kXqStride = kMaxWarps * 32;  // blocks of 32 (k <= 32768)
+static_assert(kXqStride == kPreparedStride, "prepared_x.cuh states g_xq's layout for producers of a prepared x");
 __device__ uint4 g_xq[5 * kXqStride];
 
 // wpf=l2 (wpf_bytes > 0): the prep kernel also prefetches the first wpf_bytes of the main kernel's
@@ -834,6 +836,15 @@ void launch_packed(const std::uint8_t* packed, const float* x, float* y, int m, 
   KLAB_CUDA_LAUNCH("packed_kernel");
 }
 
+// launch_prepared: the main kernel alone; its producer wrote g_xq (prepared_x.cuh).
+template <int R, bool Pdl>
+void launch_xl_prepared(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  launch_maybe_pdl(Pdl, packed_xl_kernel<Form::q8, R>, dim3(unsigned((static_cast<long long>(m) + R - 1) / R)), dim3(unsigned(warps_for(k) * 32)), 0,
+                   stream, packed, x, y, m, k);
+  KLAB_CUDA_LAUNCH("packed_xl_kernel");
+}
+
 template <Form F, int R, bool Pdl, bool XPf = false, bool WPf = false>
 void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
@@ -1083,6 +1094,7 @@ Q4Kernel kernel_xl() {
   Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xl<F, R>, warps_for(5120)};
   kern.layout = &layout<R>();
   kern.launch_packed = &launch_xl<F, R, Pdl, XPf, WPf>;
+  if constexpr (F == Form::q8 && !XPf && !WPf) kern.launch_prepared = &launch_xl_prepared<R, Pdl>;
   kern.tolerance = form_tolerance(F);
   return kern;
 }
@@ -1204,3 +1216,11 @@ std::vector<Q4Kernel> packed_kernels() {
 }
 
 }  // namespace klab::q4_gemv::packed
+
+namespace klab::q4_gemv {
+uint4* prepared_x() {
+  void* p = nullptr;
+  KLAB_CUDA(cudaGetSymbolAddress(&p, packed::g_xq));
+  return static_cast<uint4*>(p);
+}
+}  // namespace klab::q4_gemv

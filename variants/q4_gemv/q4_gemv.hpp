@@ -49,6 +49,10 @@ struct Q4Kernel {
   // launch_packed takes the buffer that layout->pack_device / pack_host made from the same matrix.
   const Q4Layout* layout = nullptr;
   void (*launch_packed)(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) = nullptr;
+  // launch_packed without the kernel's own x preparation: x is taken as already prepared, by its
+  // producer, in prepared_x() (prepared_x.cuh states the contract; x itself is not read). Only the
+  // grid=groups,xprep=launch,dot=q8-dp4a kernels without xpf/wpf have it (nullptr elsewhere).
+  void (*launch_prepared)(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) = nullptr;
   // max_rel against the f64 reference this kernel is held to (0: the default 1e-5 of exact f32
   // sums). Set only where the kernel rounds on purpose (x in f16 or int8); the reason is beside the
   // value (packed.hpp: form_tolerance).

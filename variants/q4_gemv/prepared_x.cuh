@@ -1,0 +1,57 @@
+#pragma once
+// The q8 x of the grid=groups,xprep=launch,dot=q8-dp4a kernels, written by x's PRODUCER instead of
+// by the kernel's own prep launch (Q4Kernel::launch_prepared). Why: that prep launch is a hop of its
+// own in every call (its producer completes -> prep reads x, quantises, completes -> the main kernel,
+// whose weight loads are in flight, reads the prepared x), and a producer that already holds x on
+// chip can write the prepared form in its epilogue instead (GdnDevice::set_norm_q8: the gated norm
+// for out_proj).
+//
+// Contract, for a producer of x (k activations, k % 32 == 0, k <= 32 * kPreparedStride):
+//   - for every block b of 32 activations, write what packed.cu's xprep_kernel<q8> writes: q8_prep's
+//     xe, xo, (c, d) at prepared_x()[b], [kPreparedStride + b], [2 kPreparedStride + b]. The warp
+//     form below does exactly that (the same bits: max, q8_round and integer sums are exact in any
+//     order; tests/gpu/test_gdn.cpp holds a step with it to the step without it bit for bit);
+//   - the producer runs on the stream of the launch_prepared call, before it; with PDL the main
+//     kernel reads the prepared x only after griddepcontrol.wait, so the producer may let its
+//     dependents go early, and it must itself wait (griddepcontrol.wait) before writing, because the
+//     previous call of any xprep=launch kernel reads the same array;
+//   - one array per device: calls on concurrent streams would race (as for xprep=launch itself).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "q4_gemv/packed.hpp"
+
+namespace klab::q4_gemv {
+
+// Blocks of 32 the array holds per word (packed.cu's kXqStride: k <= 32768).
+inline constexpr int kPreparedStride = 1024;
+
+// The array on the current device (cudaGetSymbolAddress of packed.cu's g_xq); throws CudaError.
+uint4* prepared_x();
+
+#if defined(__CUDACC__)
+// Block b of x, column `lane` held by lane `lane` of a whole warp (all 32 lanes call it, every
+// lane's v finite or not): q8_prep of the 32 values, written by lane 0.
+__device__ __forceinline__ void store_prepared_q8_warp(uint4* xq, int b, float v, int lane) {
+  // block_amax starts from +0 and fmaxf drops a NaN operand: so does this (fmaxf(0, |NaN|) = 0)
+  float a = fmaxf(0.f, fabsf(v));
+  for (int off = 16; off > 0; off /= 2) a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, off));
+  const int q = packed::q8_round(v, packed::q8_inv(a));
+  int s = q;
+  for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+  // byte j of xe[w] is column 8w + 2j, of xo[w] column 8w + 2j + 1: OR over the lanes 2 and 4 apart
+  std::uint32_t word = (std::uint32_t(q) & 0xFFu) << (8 * ((lane & 7) >> 1));
+  word |= __shfl_xor_sync(0xffffffffu, word, 2);
+  word |= __shfl_xor_sync(0xffffffffu, word, 4);  // lane 8w: xe[w]; lane 8w + 1: xo[w]
+  std::uint32_t e[4], o[4];
+  for (int w = 0; w < 4; ++w) e[w] = __shfl_sync(0xffffffffu, word, 8 * w), o[w] = __shfl_sync(0xffffffffu, word, 8 * w + 1);
+  if (lane == 0) {
+    xq[b] = make_uint4(e[0], e[1], e[2], e[3]);
+    xq[kPreparedStride + b] = make_uint4(o[0], o[1], o[2], o[3]);
+    xq[2 * kPreparedStride + b] = make_uint4(std::uint32_t(-8 * s), packed::float_bits(packed::q8_step(a)), 0, 0);
+  }
+}
+#endif
+
+}  // namespace klab::q4_gemv
