@@ -45,7 +45,10 @@ void register_gdn_recurrence(Registry& r) {
   // pdl=early (kernels_fused.cu): dependents let go at the start, S prefetched into L2 before the wait.
   const Claim early_bits{"early-bitwise", "every pdl=early variant gives its pdl=on twin's o and S bit for bit at batch 1, 8 and 32"};
   const Claim early_pays{"early-pays", "every pdl=early variant is faster than its pdl=on twin at batch 1 (stream mode)"};
-  e.claims = {accurate, once_bits, once_faster, fused_faster, b1_goal, b32_goal, early_bits, early_pays};
+  // cache=stream (kernels_fused.cu): S loaded and stored evict-first; twin: the same name without it.
+  const Claim stream_bits{"stream-bitwise", "every cache=stream variant gives its twin's (the same without cache=stream) o and S bit for bit at batch 1, 8 and 32"};
+  const Claim stream_pays{"stream-pays", "every cache=stream variant is faster than its twin at batch 32 (stream mode)"};
+  e.claims = {accurate, once_bits, once_faster, fused_faster, b1_goal, b32_goal, early_bits, early_pays, stream_bits, stream_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("gdn_recurrence");
     // Ladder order, seed (A) first: the kernel table's order.
@@ -78,6 +81,17 @@ void register_gdn_recurrence(Registry& r) {
     for (std::size_t i = 0; i < names.size(); ++i)
       if (const auto at = names[i].find("pdl=early"); at != std::string::npos)
         early.emplace_back(i, std::find(names.begin(), names.end(), names[i].substr(0, at) + "pdl=on") - names.begin());
+    // (cache=stream, its twin) likewise
+    std::vector<std::pair<std::size_t, std::size_t>> streamed;
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (const auto at = names[i].find(",cache=stream"); at != std::string::npos) {
+        const std::string twin = names[i].substr(0, at) + names[i].substr(at + std::string(",cache=stream").size());
+        const std::size_t t = std::find(names.begin(), names.end(), twin) - names.begin();
+        if (t == names.size()) throw Error("gdn-recurrence: internal: " + names[i] + " has no registered twin " + twin);
+        streamed.emplace_back(i, t);
+      }
+    ctx.claim(stream_bits).needs(all);
+    ctx.claim(stream_pays).needs({batch_key(32)});
     ctx.claim(b1_goal).needs({batch_key(1)});
     ctx.claim(b32_goal).needs({batch_key(32)});
 
@@ -127,6 +141,28 @@ void register_gdn_recurrence(Registry& r) {
         ctx.claim(early_bits).settle(key, bits == 0, ev_bits);
         if (B == 1 && std::all_of(early.begin(), early.end(), [&](const auto& e) { return ms[e.first].timed && ms[e.second].timed; }))
           ctx.claim(early_pays).settle(key, faster, ev_time);
+      }
+      if (!streamed.empty() &&
+          std::none_of(streamed.begin(), streamed.end(), [&](const auto& e) { return ms[e.first].skipped || ms[e.second].skipped; })) {
+        std::int64_t bits = 0;
+        bool faster = true, timed = true;
+        std::string ev_bits = key + ": elements (o and S) differing from the twin without cache=stream:", ev_time = key + ": without -> with cache=stream:";
+        for (const auto& [i, t] : streamed) {
+          const std::int64_t b = outputs_bitwise_diff(ms[t], ms[i]);
+          bits += b;
+          ev_bits += " " + ms[i].variant->name + " " + std::to_string(b) + ";";
+          if (!ms[i].timed || !ms[t].timed) {
+            timed = false;
+            continue;
+          }
+          const auto c = compare_times(ms[t].timing.kept_ms, ms[i].timing.kept_ms, std::uint64_t(B));
+          faster = faster && c.verdict == Verdict::faster;
+          ev_time += " " + ms[i].variant->name + fmt(" %.2f -> %.2f us ", ms[t].timing.summary.median * 1e3, ms[i].timing.summary.median * 1e3) +
+                     speedup_text(c) + " (" + mode_name(ms[i]) + ");";
+        }
+        ctx.claim(stream_bits).settle(key, bits == 0, ev_bits);
+        if (B == 32 && timed) ctx.claim(stream_pays).settle(key, faster, ev_time);
+        else if (timed) ctx.log(ev_time);
       }
       const Measured* best = fastest(ms, false);
       if (!best) continue;

@@ -175,7 +175,28 @@ TEST_CASE("gdn_recurrence pdl=early: each is the twin of a registered pdl=on ker
         CHECK(k.workspace_floats(a) == twin.workspace_floats(a));
       }
   }
-  CHECK(early == 6);  // five f32 twins and cols=32,rows=8,state=bf16
+  CHECK(early == 7);  // five f32 twins, cols=32,rows=8,state=bf16 and cols=32,rows=8,cache=stream
+}
+
+TEST_CASE("gdn_recurrence cache=stream: each is the twin of a registered kernel without it, its own launch, taking exactly the problems it takes") {
+  int streamed = 0;
+  for (const auto& k : gr::recurrence_kernels()) {
+    const auto at = k.name.find(",cache=stream");
+    if (at == std::string::npos) continue;
+    ++streamed;
+    CAPTURE(k.name);
+    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at) + k.name.substr(at + 13));
+    CHECK_FALSE(k.state_bf16);
+    CHECK(k.state_before_wait == twin.state_before_wait);
+    const bool own_launch = k.launch != twin.launch;
+    CHECK(own_launch);
+    for (int batch : {1, 8, 32})
+      for (auto [dk, dv] : {std::pair{128, 128}, std::pair{64, 96}, std::pair{96, 128}}) {
+        const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
+        CHECK(k.can_implement(a) == twin.can_implement(a));
+      }
+  }
+  CHECK(streamed == 2);  // cols=32,rows=8 with pdl=on and pdl=early
 }
 
 TEST_CASE("gdn_recurrence norm=gated: the twin of a kernel without the epilogue; a head's column tiles must fit a cluster; check_args guards the epilogue") {

@@ -81,18 +81,22 @@ __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefe
 // state=bf16: S lives in memory as bf16 (4 columns = 8 bytes), in registers as f32. A load widens
 // exactly; a store rounds each element to nearest even (__floats2bfloat162_rn: the host's
 // ref::float_to_bf16). The f32 state loads and stores its float4 as before.
-template <bool Bf16, class T>
+// cache=stream (Cs): the f32 state's loads and stores with the evict-first hint (ld.global.cs /
+// st.global.cs), the same values.
+template <bool Bf16, bool Cs = false, class T>
 __device__ __forceinline__ float4 load_s(const T* p) {
   if constexpr (Bf16) {
     const uint2 u = *reinterpret_cast<const uint2*>(p);
     const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
     const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
     return make_float4(lo.x, lo.y, hi.x, hi.y);
+  } else if constexpr (Cs) {
+    return __ldcs(reinterpret_cast<const float4*>(p));
   } else {
     return *reinterpret_cast<const float4*>(p);
   }
 }
-template <bool Bf16, class T>
+template <bool Bf16, bool Cs = false, class T>
 __device__ __forceinline__ void store_s(T* p, float4 v) {
   if constexpr (Bf16) {
     const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
@@ -100,6 +104,8 @@ __device__ __forceinline__ void store_s(T* p, float4 v) {
     u.x = *reinterpret_cast<const unsigned*>(&lo);
     u.y = *reinterpret_cast<const unsigned*>(&hi);
     *reinterpret_cast<uint2*>(p) = u;
+  } else if constexpr (Cs) {
+    __stcs(reinterpret_cast<float4*>(p), v);
   } else {
     *reinterpret_cast<float4*>(p) = v;
   }
@@ -152,7 +158,7 @@ __device__ __forceinline__ void gated_norm_epilogue(const RecurrenceArgs& a, con
   cluster.sync();  // no block leaves while another still reads its ss_part
 }
 
-template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false>
+template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false>
 __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a) {
   static_assert(C >= 4 && C <= 128 && (C & (C - 1)) == 0, "cols: a power of two from 4 to 128 (C/4 column quads divide a warp)");
   static_assert(R >= 1 && R <= 16, "rows: 1 to 16 float4 of S a thread (registers)");
@@ -188,7 +194,7 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
   // pdl=on|off: the state first, before the wait: it depends on no predecessor (PDL contract above).
 #pragma unroll
   for (int r = 0; r < R; ++r)
-    s[r] = live ? load_s<Bf16>(Sh + static_cast<std::int64_t>(rg + G * r) * dv) : make_float4(0.f, 0.f, 0.f, 0.f);
+    s[r] = live ? load_s<Bf16, Cs>(Sh + static_cast<std::int64_t>(rg + G * r) * dv) : make_float4(0.f, 0.f, 0.f, 0.f);
   if constexpr (!Early) asm volatile("griddepcontrol.wait;" ::: "memory");
 
   const int kh = h / (nv / nk);  // key head of value head h
@@ -251,7 +257,7 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
     s[r].y = fmaf(kn[r], t.y, s[r].y);
     s[r].z = fmaf(kn[r], t.z, s[r].z);
     s[r].w = fmaf(kn[r], t.w, s[r].w);
-    if (live) store_s<Bf16>(Sh + static_cast<std::int64_t>(rg + G * r) * dv, s[r]);
+    if (live) store_s<Bf16, Cs>(Sh + static_cast<std::int64_t>(rg + G * r) * dv, s[r]);
     p.x = fmaf(s[r].x, qn[r], p.x);
     p.y = fmaf(s[r].y, qn[r], p.y);
     p.z = fmaf(s[r].z, qn[r], p.z);
@@ -304,7 +310,7 @@ std::string can_norm(const RecurrenceArgs& a) {
   return "";
 }
 
-template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false>
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
   static_assert(!(Norm && Bf16), "norm=gated is not registered with state=bf16");
   const int tiles = (a.dv + C - 1) / C;
@@ -328,17 +334,19 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
     KLAB_CUDA(cudaLaunchKernelEx(&cfg, fused_kernel<C, R, Early, true>, a));
     return;
   }
-  launch_maybe_pdl(Pdl || Early, fused_kernel<C, R, Early, false, Bf16>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads),
+  launch_maybe_pdl(Pdl || Early, fused_kernel<C, R, Early, false, Bf16, Cs>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads),
                    smem, s, a);
 }
 
 std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
 
-template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false>
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false>
 RecurrenceKernel fused() {
+  static_assert(!(Cs && (Bf16 || Norm)), "cache=stream is registered on the f32 state without norm=gated");
   RecurrenceKernel k;
   k.axes = {{"impl", "fused"}, {"cols", std::to_string(C)}, {"rows", std::to_string(R)}};
   if (Bf16) k.axes.push_back({"state", "bf16"});  // before pdl: a pdl=early name less "early" + "on" is its pdl=on twin's
+  if (Cs) k.axes.push_back({"cache", "stream"});  // likewise
   k.axes.push_back({"pdl", Early ? "early" : Pdl ? "on" : "off"});
   if (Norm) k.axes.push_back({"norm", "gated"});
   k.description = "one launch, q/k norm fused, S read once into registers as float4: " + std::to_string(C) + " columns x all rows per block, " +
@@ -349,12 +357,13 @@ RecurrenceKernel fused() {
                   (Norm ? "; the GDN step's gated RMSNorm as an epilogue where the caller asks for it (a head's column tiles one thread block "
                           "cluster, the sum of o^2 through distributed shared memory)"
                         : "") +
+                  (Cs ? "; S loaded and stored with the evict-first hint (ld.global.cs / st.global.cs)" : "") +
                   (Bf16 ? "; S stored as bf16 (half the state's bytes; widened on load, each element rounded to nearest even on store, the "
                           "arithmetic f32): a research axis, judged by its own tolerance and by its drift over time (gdn-state-drift)"
                         : "");
   k.can_implement = Norm ? can_norm<C, R> : can<C, R>;
   k.workspace_floats = no_workspace;
-  k.launch = launch<C, R, Pdl, Early, Norm, Bf16>;
+  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs>;
   k.state_bf16 = Bf16;
   k.state_before_wait = Pdl && !Early;
   k.vec4 = true;
@@ -395,7 +404,13 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // spent): the fastest f32 configuration at batch 1 and 32 (cols=32 rows=8; reports/h200/run-105e07b: pdl=early 3.40 /
           // 51.60 us) with S half the bytes, in its three PDL forms. Predicted: at batch 32 S is 50 of 100 MB read and written,
           // so toward ~30 us if the f32 kernel's 86% of the size-matched read carries over; at batch 1 little (latency-bound).
-          fused<32, 8, false, false, false, true>(), fused<32, 8, true, false, false, true>(), fused<32, 8, true, true, false, true>()};
+          fused<32, 8, false, false, false, true>(), fused<32, 8, true, false, false, true>(), fused<32, 8, true, true, false, true>(),
+          // cache=stream (written 2026-12-02, not yet measured): batch 32's fastest, cols=32 rows=8 (pdl=early 51.81 us in
+          // reports/h200/run-08a86f8; run-4198a57's fastest, rows=16, 51.99 us = 83.5% of the size-matched read; goal 50 us), with
+          // S's 100 MB read and written evict-first, so that
+          // the lines it leaves dirty make room first and stop crowding L2 for the next heads' reads. Its pdl=on and pdl=early
+          // forms (gdn-recurrence pairs each with its twin: stream-bitwise, stream-pays).
+          fused<32, 8, true, false, false, false, true>(), fused<32, 8, true, true, false, false, true>()};
 }
 
 }  // namespace klab::gdn_recurrence
