@@ -155,11 +155,12 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   // The candidate runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
   const auto cand = gdn::step_candidate();
   CHECK(cand.chain);
+  CHECK(cand.norm_q8);
   CHECK_FALSE(gr::recurrence_kernel(cand.recurrence).state_before_wait);
   auto unchained = cand;
   unchained.chain = false;
   CHECK(registry().has_variant(gdn::fused_step_variant(unchained)));
-  CHECK(gdn::fused_step_variant(cand) == gdn::fused_step_variant(unchained) + ",chain=pdl");
+  CHECK(gdn::fused_step_variant(cand) == gdn::fused_step_variant(unchained).substr(0, gdn::fused_step_variant(unchained).size() - 13) + ",chain=pdl,out=prepared");
   // It stacks its input projections (on its q4 kernel); its twins with the stacked launch on the TMA
   // ring and with the projections apart are registered too, as is its twin with the gated norm as the
   // recurrence's epilogue.
@@ -175,10 +176,12 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(registry().has_variant(gdn::fused_step_variant(apart)));
   auto cluster = cand;
   cluster.q4_kernel = gdn::kClusterQ4;
+  cluster.norm_q8 = false;  // kClusterQ4 has no launch_prepared
   CHECK(registry().has_variant(gdn::fused_step_variant(cluster)));
   CHECK(gdn::config_error(cluster, rg::qwen35_27b()) == "");
   auto gated = cand;
   gated.recurrence += ",norm=gated";
+  gated.norm_q8 = false;  // the norm in the recurrence cannot write out_proj's x
   CHECK(gr::recurrence_kernel(gated.recurrence).gated_norm);
   CHECK(registry().has_variant(gdn::fused_step_variant(gated)));
   // candidate_twins() are these, one setting changed each.
@@ -188,12 +191,14 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(gdn::fused_step_variant(tw.apart) == gdn::fused_step_variant(apart));
   CHECK(gdn::fused_step_variant(tw.ring) == gdn::fused_step_variant(ring));
   CHECK(gdn::fused_step_variant(tw.cluster) == gdn::fused_step_variant(cluster));
-  // out=prepared (set_norm_q8): the candidate's twin with out_proj's x written by the gated norm; refused
-  // on a kernel without launch_prepared, with the gated norm in the recurrence, and for dv % 32 != 0.
-  auto prepared = cand;
-  prepared.norm_q8 = true;
-  CHECK(gdn::fused_step_variant(tw.norm_q8) == gdn::fused_step_variant(prepared));
-  CHECK(gdn::fused_step_variant(prepared) == gdn::fused_step_variant(cand) + ",out=prepared");
+  // out=prepared (set_norm_q8): the candidate has out_proj's x written by the gated norm, its twin out_own
+  // not; refused on a kernel without launch_prepared, with the gated norm in the recurrence, and for dv % 32 != 0.
+  auto own = cand;
+  own.norm_q8 = false;
+  CHECK(gdn::fused_step_variant(tw.out_own) == gdn::fused_step_variant(own));
+  CHECK(registry().has_variant(gdn::fused_step_variant(own)));
+  const auto prepared = cand;
+  CHECK(gdn::fused_step_variant(prepared) == gdn::fused_step_variant(own) + ",out=prepared");
   CHECK(registry().has_variant(gdn::fused_step_variant(prepared)));
   CHECK(gdn::config_error(prepared, rg::qwen35_27b()) == "");
   auto prepared_raw = prepared;
@@ -203,6 +208,10 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   prepared_gated.recurrence += ",norm=gated";
   CHECK(gdn::config_error(prepared_gated, rg::qwen35_27b()).find("a launch of its own") != std::string::npos);
   CHECK(gdn::config_error(prepared, rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}).find("dv = 48") != std::string::npos);
+  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own}) {
+    CAPTURE(gdn::fused_step_variant(*t));
+    CHECK(gdn::config_error(*t, rg::qwen35_27b()) == "");
+  }
   // The stacking needs conv_dim % 4 == 0 (z 16-byte aligned after xc): 2*33 + 4*32 = 194 is refused, naming it.
   const gdn::FusedStepConfig stacked{false, cand.q4_kernel, "", "", false, true};
   CHECK(gdn::config_error(stacked, rg::Geometry{256, 1, 4, 33, 32, 4, 1e-6}).find("conv_dim 194") != std::string::npos);

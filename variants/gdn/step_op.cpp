@@ -226,7 +226,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.apart,
       t.ring,
       t.cluster,
-      t.norm_q8,
+      t.out_own,
       step_candidate(),
   };
 }
@@ -245,22 +245,29 @@ std::vector<FusedStepConfig> fused_step_configs() {
 //   (the same commit's twins in one run of gdn-stack) the ring lost there: 1.546 ms with it against
 //   1.4775 ms with the stacked launch on grid=groups (x0.956). A token through the layers is what the
 //   candidate is for, so it keeps grid=groups for the stacked launch; the ring stays its twin.
-// This candidate: the gated norm a launch of its own (in the PDL chain), the stacked launch on the
-// step's q4 kernel.
+// - run-394ef9f: that candidate (the gated norm a launch of its own, in the PDL chain, the stacked
+//   launch on the step's q4 kernel) 28.1 us per layer, 1.4801 ms per token as the 48-layer graph.
+// - run-a9d7934 (2026-12-02): the same with out=prepared (the gated norm writes out_proj's q8 x, out_proj
+//   launches no prep kernel) the same bits, 27.8 -> 27.13 us per layer (x1.026) and 1.4762 -> 1.4131 ms
+//   per token as the graph (x1.045, the lowest so far).
+// This candidate: that one with out=prepared.
 FusedStepConfig step_candidate() {
-  return {false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early",
-          "f32_gemv/impl=split-row,pdl=on", true, true, ""};
+  FusedStepConfig c{false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early",
+                    "f32_gemv/impl=split-row,pdl=on", true, true, ""};
+  c.norm_q8 = true;
+  return c;
 }
 
 CandidateTwins candidate_twins() {
   CandidateTwins t;
-  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.norm_q8 = step_candidate();
+  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = step_candidate();
+  // the gated norm in the recurrence, and the cluster kernel (no launch_prepared), leave out_proj its own prep
+  t.norm_gated.norm_q8 = t.cluster.norm_q8 = t.out_own.norm_q8 = false;
   t.norm_gated.recurrence += ",norm=gated";
   t.unchained.chain = false;
   t.apart.merged_in = false;
   t.ring.stacked_kernel = kStackedRing;
   t.cluster.q4_kernel = kClusterQ4;
-  t.norm_q8.norm_q8 = true;
   return t;
 }
 

@@ -73,20 +73,20 @@ inline constexpr const char* kStackedRing = "q4_gemv/map=packed,dot=q8-dp4a,grid
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
 // and in_proj_z as one launch, the fused prep, the fused recurrence cols=32,rows=8,pdl=early with the
-// gated norm a launch of its own, b|a on f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL
-// chain), which gdn-stack, gdn-step-breakdown and gdn-batch also run; the ones before it are the same
-// with the gated norm as the recurrence's epilogue, without the chain, with the two input projections
-// apart, with the stacked launch on the TMA ring kStackedRing, and with the q4 kernel kClusterQ4.
+// gated norm a launch of its own that writes out_proj's q8 x (out=prepared), b|a on
+// f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL chain), which gdn-stack,
+// gdn-step-breakdown and gdn-batch also run; the ones before it are its twins (candidate_twins).
 FusedStepConfig step_candidate();
-// The candidate's twins, each differing from it in one setting: the claims of gdn-step-fused
-// (norm-pays, chain-*, merged-*, ring-*, cluster-*) and gdn-stack's q4-fast-ring tier race them.
+// The candidate's twins, each differing from it in one setting (norm_gated and cluster also leave
+// out_proj its own prep launch, which their kernels need): the claims of gdn-step-fused (norm-pays,
+// chain-*, merged-*, ring-*, cluster-*, normq8-*) and gdn-stack's q4-fast-ring and q4-fast-own-prep tiers race them.
 struct CandidateTwins {
   FusedStepConfig norm_gated;  // the gated norm as the recurrence's epilogue (norm=gated)
   FusedStepConfig unchained;   // without the PDL chain
   FusedStepConfig apart;       // in_proj_qkv and in_proj_z as two launches
   FusedStepConfig ring;        // the stacked launch on kStackedRing
   FusedStepConfig cluster;     // every other q4 launch on kClusterQ4
-  FusedStepConfig norm_q8;     // out_proj without its prep launch: the gated norm writes its q8 x
+  FusedStepConfig out_own;     // out_proj with its own prep launch (no out=prepared)
 };
 CandidateTwins candidate_twins();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)
