@@ -111,7 +111,10 @@ void run_batch(Context& ctx) {
   ctx.claim(kBits).needs({key_of(8), key_of(32)});
   ctx.claim(kPays).needs({key_of(32)});
   ctx.claim(kOnce).needs({key_of(32)});
-  const gdn::FusedStepConfig cfg = gdn::step_candidate();
+  // out=prepared is the single step's (enqueue_batch runs q4_gemm): off here, so that its refusal of
+  // dv % 32 != 0 does not keep the batch from the quick geometry.
+  gdn::FusedStepConfig cfg = gdn::step_candidate();
+  cfg.norm_q8 = false;
   if (auto why = rg::q4_geometry_error(g); !why.empty()) {
     ctx.skip("gdn-batch at " + g.str(), "no q4 tier: " + why);
     return;

@@ -151,7 +151,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 15);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 17);
   // The candidate runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
   const auto cand = gdn::step_candidate();
   CHECK(cand.chain);
@@ -208,7 +208,8 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   prepared_gated.recurrence += ",norm=gated";
   CHECK(gdn::config_error(prepared_gated, rg::qwen35_27b()).find("a launch of its own") != std::string::npos);
   CHECK(gdn::config_error(prepared, rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}).find("dv = 48") != std::string::npos);
-  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own}) {
+  CHECK(gdn::fused_step_variant(tw.warps).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=warps+") != std::string::npos);
+  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.warps}) {
     CAPTURE(gdn::fused_step_variant(*t));
     CHECK(gdn::config_error(*t, rg::qwen35_27b()) == "");
   }
@@ -226,8 +227,9 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(gdn::config_error(other, rg::qwen35_27b()).find("does not read the layout") != std::string::npos);
   // A variant refuses, naming its kernel, a geometry one of the kernels it names cannot take: the
   // recurrence impl=fused,cols=16,rows=8 (8 row slots a warp) does not fit dk = 32 (4 row groups),
-  // the op's quick geometry; the op's default (Qwen3.5-27B) it takes. The candidate's (cols=32: 4 row
-  // slots a warp) takes both.
+  // the op's quick geometry; the op's default (Qwen3.5-27B) it takes. The candidate's recurrence
+  // (cols=32: 4 row slots a warp) takes both, but its out=prepared needs dv % 32 == 0, which the quick
+  // geometry (dv = 48) is not: the candidate refuses it, naming why, and its twin out_own takes it.
   const Op& op = registry().op("gdn_step");
   Problem def = op.default_problem(Dist::uniform, 1), quick = def;
   for (const auto& d : op.params)
@@ -239,7 +241,8 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(v16.can_implement(quick).find(cols16->recurrence) != std::string::npos);
   const Variant& v = registry().variant(gdn::fused_step_variant(cand));
   CHECK(v.can_implement(def) == "");
-  CHECK(v.can_implement(quick) == "");
+  CHECK(v.can_implement(quick).find("dv = 48") != std::string::npos);
+  CHECK(registry().variant(gdn::fused_step_variant(tw.out_own)).can_implement(quick) == "");
   CHECK(registry().variant(gdn::fused_step_variant({true, "", "", "", false})).can_implement(quick) == "");
 }
 

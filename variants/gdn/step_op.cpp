@@ -227,6 +227,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.ring,
       t.cluster,
       t.out_own,
+      t.warps,
       step_candidate(),
   };
 }
@@ -260,7 +261,8 @@ FusedStepConfig step_candidate() {
 
 CandidateTwins candidate_twins() {
   CandidateTwins t;
-  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = step_candidate();
+  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = t.warps = step_candidate();
+  t.warps.q4_kernel = kWarpsQ4;
   // the gated norm in the recurrence, and the cluster kernel (no launch_prepared), leave out_proj its own prep
   t.norm_gated.norm_q8 = t.cluster.norm_q8 = t.out_own.norm_q8 = false;
   t.norm_gated.recurrence += ",norm=gated";

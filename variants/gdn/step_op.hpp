@@ -71,6 +71,9 @@ inline constexpr const char* kStackedRing = "q4_gemv/map=packed,dot=q8-dp4a,grid
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
+// The candidate's q4 kernel with its prep kernel a warp per block of 32 (xprep=warps): the same layout,
+// main kernel and bits.
+inline constexpr const char* kWarpsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warps,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
 // and in_proj_z as one launch, the fused prep, the fused recurrence cols=32,rows=8,pdl=early with the
 // gated norm a launch of its own that writes out_proj's q8 x (out=prepared), b|a on
@@ -87,6 +90,7 @@ struct CandidateTwins {
   FusedStepConfig ring;        // the stacked launch on kStackedRing
   FusedStepConfig cluster;     // every other q4 launch on kClusterQ4
   FusedStepConfig out_own;     // out_proj with its own prep launch (no out=prepared)
+  FusedStepConfig warps;       // every q4 launch on kWarpsQ4 (the stacked launch's prep a warp per block of 32)
 };
 CandidateTwins candidate_twins();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)

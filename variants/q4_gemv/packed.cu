@@ -320,6 +320,21 @@ __global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, 
   }
 }
 
+// xprep=warps: xprep_kernel<q8>'s words written by a warp per block of 32 (prepared_x.cuh's
+// store_prepared_q8_warp: the same bits, tests/gpu/test_q4.cu), 8 warps a thread block. Why: in
+// xprep_kernel one thread quantises its block alone (8 loads, then ~300 dependent instructions:
+// block_amax and 32 q8_rounds in a chain), and every call's main kernel waits for that chain after
+// its predecessor completes; a warp's lane loads one activation and the block's amax, codes and sum
+// take a few shuffles (written 2026-12-02 after the gated norm's q8 epilogue, which uses the same
+// function, took out_proj's prep launch out of the GDN step: reports/h200/run-a9d7934).
+__global__ void __launch_bounds__(256) xprep_warps_kernel(const float* __restrict__ x, int nb) {
+  asm volatile("griddepcontrol.launch_dependents;");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const int b = int(blockIdx.x) * 8 + int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
+  if (b >= nb) return;
+  store_prepared_q8_warp(g_xq, b, __ldcg(x + std::size_t(b) * 32 + lane), lane);
+}
+
 // The pieces grid=groups' kernels share (packed_xl_kernel, packed_xc_kernel):
 // group_base / load_group: thread `lane` of warp `warp` loads its block of 32 of the thread block's
 // group of R rows (R code blocks, their scales), streaming (ld.cs); issued before griddepcontrol.wait.
@@ -857,6 +872,16 @@ void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int 
   KLAB_CUDA_LAUNCH("packed_xl_kernel");
 }
 
+// grid=groups,xprep=warps: xprep_warps_kernel, then the main kernel of xprep=launch.
+template <int R, bool Pdl>
+void launch_xw(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  const int nb = k / ref::kQ4Block;
+  launch_maybe_pdl(Pdl, xprep_warps_kernel, dim3(unsigned((nb + 7) / 8)), dim3(256), 0, stream, x, nb);
+  KLAB_CUDA_LAUNCH("xprep_warps_kernel");
+  launch_xl_prepared<R, Pdl>(packed, x, y, m, k, stream);
+}
+
 // grid=groups,xprep=cluster: one launch, clusters of kXcCluster blocks (cudaLaunchKernelEx with the
 // cluster dimension, and the PDL attribute when Pdl); the grid is the groups rounded up to a whole
 // number of clusters.
@@ -1099,6 +1124,19 @@ Q4Kernel kernel_xl() {
   return kern;
 }
 
+// grid=groups,xprep=warps (q8-dp4a): xprep=launch's kernels with the prep a warp per block of 32.
+template <int R, bool Pdl>
+Q4Kernel kernel_xw() {
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "warps"}, {"pdl", Pdl ? "on" : "off"},
+                  {"rows", std::to_string(R)}};
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xl<Form::q8, R>, warps_for(5120)};
+  kern.layout = &layout<R>();
+  kern.launch_packed = &launch_xw<R, Pdl>;
+  kern.launch_prepared = &launch_xl_prepared<R, Pdl>;
+  kern.tolerance = form_tolerance(Form::q8);
+  return kern;
+}
+
 // grid=groups,xprep=cluster (q8-dp4a): x prepared in the launch, shared over clusters of 8 blocks.
 template <int R, bool Pdl>
 Q4Kernel kernel_xc() {
@@ -1212,6 +1250,10 @@ std::vector<Q4Kernel> packed_kernels() {
   // shared over distributed shared memory; rows=8 is rung 10's twin, rows=4 rung 19's.
   v.push_back(kernel_xc<8, true>());
   v.push_back(kernel_xc<4, true>());
+  // xprep=warps (xprep_warps_kernel; not yet measured): twins of the xprep=launch rows=8, 4 and 16 kernels.
+  v.push_back(kernel_xw<8, true>());
+  v.push_back(kernel_xw<4, true>());
+  v.push_back(kernel_xw<16, true>());
   return v;
 }
 
