@@ -42,8 +42,11 @@ const Claim kNormQ8Bits{"normq8-bitwise",
                         "the step's candidate, its out_proj's q8 x written by the gated norm (out=prepared, no prep launch), gives the bits of its "
                         "twin with out_proj's own prep launch"};
 const Claim kNormQ8Pays{"normq8-pays", "out_proj without its prep launch pays: the step's candidate (out=prepared) is faster than its twin without it"};
-const Claim kWarpsBits{"warps-bitwise", "the step's candidate on the q4 kernel xprep=warps (the prep a warp per block of 32) gives the candidate's bits"};
-const Claim kWarpsPays{"warps-pays", "the step's candidate is faster on the q4 kernel xprep=warps than on xprep=launch"};
+const Claim kWarpsBits{"warps-bitwise",
+                       "the step's candidate, on the q4 kernel xprep=warps (the prep a warp per block of 32), gives the bits of its twin on xprep=launch"};
+const Claim kWarpsPays{"warps-pays", "the step's candidate (the q4 kernel xprep=warps) is faster than its twin on xprep=launch"};
+const Claim kFoldBits{"fold-bitwise", "the step's candidate with b|a folded into the stacked launch's prep kernel (fold=ba) gives the candidate's bits"};
+const Claim kFoldPays{"fold-pays", "b|a in the stacked launch's prep kernel pays: the step's candidate is faster with fold=ba than without"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -63,7 +66,8 @@ struct Plan {
   std::string apart;                 // gdn::step_candidate() with in_proj_qkv and in_proj_z apart (merged-bitwise, merged-pays)
   std::string cluster;               // gdn::step_candidate() on gdn::kClusterQ4 (cluster-bitwise, cluster-pays)
   std::string out_own;               // gdn::step_candidate() without out=prepared (normq8-bitwise, normq8-pays)
-  std::string warps;                 // gdn::step_candidate() on gdn::kWarpsQ4 (warps-bitwise, warps-pays)
+  std::string thread_prep;           // gdn::step_candidate() on gdn::kThreadPrepQ4 (warps-bitwise, warps-pays)
+  std::string fold;                  // gdn::step_candidate() with fold=ba (fold-bitwise, fold-pays)
 };
 Plan plan() {
   Plan p;
@@ -75,7 +79,8 @@ Plan plan() {
   p.cluster = gdn::fused_step_variant(t.cluster);
   p.ring = gdn::fused_step_variant(t.ring);
   p.out_own = gdn::fused_step_variant(t.out_own);
-  p.warps = gdn::fused_step_variant(t.warps);
+  p.thread_prep = gdn::fused_step_variant(t.thread_prep);
+  p.fold = gdn::fused_step_variant(t.fold);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -175,7 +180,8 @@ void run_fused(Context& ctx) {
     twin_claims(chained, find(ms, pl.ring), pl.chained, pl.ring, kRingBits, kRingPays, "with the stacked launch on the ring");
     twin_claims(chained, find(ms, pl.cluster), pl.chained, pl.cluster, kClusterBits, kClusterPays, "with the q4 kernel xprep=cluster");
     twin_claims(find(ms, pl.out_own), chained, pl.out_own, pl.chained, kNormQ8Bits, kNormQ8Pays, "with out_proj's x prepared by the gated norm");
-    twin_claims(chained, find(ms, pl.warps), pl.chained, pl.warps, kWarpsBits, kWarpsPays, "with the q4 kernel xprep=warps");
+    twin_claims(find(ms, pl.thread_prep), chained, pl.thread_prep, pl.chained, kWarpsBits, kWarpsPays, "with the q4 kernel xprep=warps");
+    twin_claims(chained, find(ms, pl.fold), pl.chained, pl.fold, kFoldBits, kFoldPays, "with b|a in the stacked launch's prep kernel");
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
@@ -196,7 +202,7 @@ void register_gdn_fused(Registry& r) {
       .description = "GDN step (op gdn_step): beta/g, conv + SiLU and the q/k norm as one launch (prep=fused) against three, bits and time; the "
                      "step's candidates toward 20 us per layer (q8-dp4a projections, a fused recurrence)",
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
-                 kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kGoal},
+                 kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kGoal},
       .run = run_fused,
   });
 }

@@ -53,8 +53,11 @@ const Claim kRingInGraph{"ring-in-graph",
                          "in the 48-layer graph, the stacked launch on the TMA ring pays: q4-fast-ring (the candidate with in_proj_qkvz on "
                          "gdn::kStackedRing) is faster per token than q4-fast (gdn-step-fused's ring-pays, per layer)"};
 const Claim kWarpsInGraph{"warps-in-graph",
-                          "in the 48-layer graph, the prep a warp per block of 32 pays: q4-fast-warps (the candidate on gdn::kWarpsQ4) is "
-                          "faster per token than q4-fast"};
+                          "in the 48-layer graph, the prep a warp per block of 32 pays: q4-fast (the candidate, on gdn::kWarpsQ4) is "
+                          "faster per token than q4-fast-thread-prep (its twin on gdn::kThreadPrepQ4)"};
+const Claim kFoldInGraph{"fold-in-graph",
+                         "in the 48-layer graph, b|a in the stacked launch's prep kernel pays: q4-fast-fold (the candidate with fold=ba) is faster "
+                         "per token than q4-fast"};
 const Claim kPreparedInGraph{"prepared-in-graph",
                              "in the 48-layer graph, out_proj without its prep launch pays: q4-fast (the candidate, out=prepared: the gated norm "
                              "writes out_proj's q8 x) is faster per token than q4-fast-own-prep (its twin with out_proj's own prep launch)"};
@@ -68,10 +71,11 @@ const Claim kPreparedInGraph{"prepared-in-graph",
 gdn::FusedStepConfig fast_config(const std::string& tier) {
   if (tier == "q4-fast-ring") return gdn::candidate_twins().ring;
   if (tier == "q4-fast-own-prep") return gdn::candidate_twins().out_own;
-  if (tier == "q4-fast-warps") return gdn::candidate_twins().warps;
+  if (tier == "q4-fast-thread-prep") return gdn::candidate_twins().thread_prep;
+  if (tier == "q4-fast-fold") return gdn::candidate_twins().fold;
   return gdn::step_candidate();
 }
-bool twin_tier(const std::string& tier) { return tier == "q4-fast-ring" || tier == "q4-fast-own-prep" || tier == "q4-fast-warps"; }
+bool twin_tier(const std::string& tier) { return tier == "q4-fast-ring" || tier == "q4-fast-own-prep" || tier == "q4-fast-thread-prep" || tier == "q4-fast-fold"; }
 
 // The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times
 // resamples A and B and takes median(B)/median(A); with A = {1} every resample of A has median 1, so
@@ -92,7 +96,7 @@ struct TierResult {
 };
 
 // Tiers: "f32", "q4" (the device's defaults), "q4-fast" (the q4 tier on gdn::step_candidate()),
-// "q4-fast-ring", "q4-fast-own-prep" and "q4-fast-warps" (fast_config).
+// "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep" and "q4-fast-fold" (fast_config).
 void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
               std::map<std::string, TierResult>& out) {
   const Geometry& g = w.g;
@@ -194,9 +198,9 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
 void run_stack(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   const int nl = ctx.options().quick ? kQuickLayers : kLayers;
-  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kRingInGraph, &kPreparedInGraph, &kWarpsInGraph}) ctx.claim(*c).needs({kFullKey});
-  ctx.claim(kBitwise).needs({"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-own-prep", "q4-fast-warps"});
-  ctx.claim(kFinite).needs({"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-own-prep", "q4-fast-warps"});
+  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kRingInGraph, &kPreparedInGraph, &kWarpsInGraph, &kFoldInGraph}) ctx.claim(*c).needs({kFullKey});
+  ctx.claim(kBitwise).needs({"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold"});
+  ctx.claim(kFinite).needs({"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold"});
   if (auto why = GdnDevice::can_implement(g, nl); !why.empty()) throw Error("gdn-stack: " + why);
   if (auto why = rg::q4_geometry_error(g); !why.empty()) throw Error("gdn-stack: no q4 tier at " + g.str() + ": " + why);
   // One layer's weights, generated once; every layer gets its own device copy.
@@ -210,14 +214,15 @@ void run_stack(Context& ctx) {
   run_tier(ctx, "q4-fast", w, q, h, nl, res);
   run_tier(ctx, "q4-fast-ring", w, q, h, nl, res);
   run_tier(ctx, "q4-fast-own-prep", w, q, h, nl, res);
-  run_tier(ctx, "q4-fast-warps", w, q, h, nl, res);
+  run_tier(ctx, "q4-fast-thread-prep", w, q, h, nl, res);
+  run_tier(ctx, "q4-fast-fold", w, q, h, nl, res);
   // (A, B, claim): B faster than A
   struct Race {
     std::string a, b;
     const Claim* claim;
   };
   for (const Race& r : {Race{"q4-fast", "q4-fast-ring", &kRingInGraph}, Race{"q4-fast-own-prep", "q4-fast", &kPreparedInGraph},
-                      Race{"q4-fast", "q4-fast-warps", &kWarpsInGraph}}) {
+                      Race{"q4-fast-thread-prep", "q4-fast", &kWarpsInGraph}, Race{"q4-fast", "q4-fast-fold", &kFoldInGraph}}) {
     if (ctx.options().quick || !res.count(r.a) || !res.count(r.b)) continue;
     const Comparison c = compare_times(res[r.a].kept_ms, res[r.b].kept_ms);
     ctx.claim(*r.claim).settle(kFullKey, c.verdict == Verdict::faster,
@@ -236,7 +241,7 @@ void register_gdn_stack(Registry& r) {
   r.add(Experiment{
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
-      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph},
+      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph},
       .run = run_stack,
   });
 }

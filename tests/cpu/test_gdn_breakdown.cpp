@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -151,7 +152,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 17);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 19);
   // The candidate runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
   const auto cand = gdn::step_candidate();
   CHECK(cand.chain);
@@ -208,8 +209,21 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   prepared_gated.recurrence += ",norm=gated";
   CHECK(gdn::config_error(prepared_gated, rg::qwen35_27b()).find("a launch of its own") != std::string::npos);
   CHECK(gdn::config_error(prepared, rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}).find("dv = 48") != std::string::npos);
-  CHECK(gdn::fused_step_variant(tw.warps).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=warps+") != std::string::npos);
-  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.warps}) {
+  CHECK(gdn::fused_step_variant(cand).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=warps+") != std::string::npos);
+  CHECK(gdn::fused_step_variant(tw.fold) == gdn::fused_step_variant(cand) + ",fold=ba");
+  // fold=ba refused without the stacking, without the chain, with another b|a kernel or a stacked kernel without launch_prepared
+  for (auto [mut, why] : std::vector<std::pair<std::function<void(gdn::FusedStepConfig&)>, std::string>>{
+           {[](gdn::FusedStepConfig& c) { c.merged_in = false; }, "stacked input projections"},
+           {[](gdn::FusedStepConfig& c) { c.chain = false; }, "PDL chain"},
+           {[](gdn::FusedStepConfig& c) { c.ba = "f32_gemv/impl=split-row,pdl=off"; }, "split-row,pdl=on's code"},
+           {[](gdn::FusedStepConfig& c) { c.stacked_kernel = gdn::kStackedRing; }, "takes its x prepared"}}) {
+    auto c = tw.fold;
+    mut(c);
+    CAPTURE(why);
+    CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
+  }
+  CHECK(gdn::fused_step_variant(tw.thread_prep).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=launch+") != std::string::npos);
+  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.thread_prep, &tw.fold}) {
     CAPTURE(gdn::fused_step_variant(*t));
     CHECK(gdn::config_error(*t, rg::qwen35_27b()) == "");
   }
@@ -287,5 +301,15 @@ TEST_CASE("GDN breakdown, the stacked input projections: in_proj_qkvz in place o
           CHECK(one[0].bytes.state == 0);
           CHECK(one[0].bytes.act == 4.0 * (H + C + V));
           CHECK(one[0].bytes.act == apart[0].bytes.act + apart[1].bytes.act - 4.0 * H);  // h read once, not twice
+          // fold=ba: in_proj_ba joins it, h still read once, b|a written; the sum stays the step's model
+          const auto folded = gdn::step_operator_bytes(g, q4, prep, norm, true, true);
+          REQUIRE(folded.size() + 1 == one.size());
+          CHECK(std::string(folded[0].name) == gdn::kStackedInProjBa);
+          CHECK(folded[0].bytes.weights == one[0].bytes.weights + one[1].bytes.weights);
+          CHECK(folded[0].bytes.act == 4.0 * (H + C + V + 2 * g.nv));
+          for (std::size_t i = 1; i < folded.size(); ++i) CHECK(std::string(folded[i].name) == one[i + 1].name);
+          double model = 0;
+          for (const auto& m : folded) model += m.bytes.model();
+          CHECK(model == gdn::step_bytes(g, q4));
         }
 }

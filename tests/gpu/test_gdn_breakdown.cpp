@@ -385,6 +385,47 @@ TEST_CASE("GDN out_proj without its prep launch (set_norm_q8): the step's candid
   CHECK_THROWS_WITH_AS(f32b.step(0, test::tok(h, g, 0)), doctest::Contains("q4 variant"), Error);
 }
 
+TEST_CASE("GDN b|a in the stacked launch's prep kernel (set_fold_ba): the step's candidate gives its bits with fold=ba, one launch fewer; what it cannot take is refused") {
+  constexpr int T = 8;
+  const Geometry g = geometries()[1].g;
+  const auto w = rg::random_weights(g, 91);
+  const auto q = rg::quantize_projections(w);
+  const auto h = test::gdn_inputs(g, T, 92, 907);
+  GdnDevice cand(g, 1), fold(g, 1);
+  load(cand, w, &q);
+  load(fold, w, &q);
+  gdn::apply(gdn::step_candidate(), cand);
+  const gdn::FusedStepConfig twin = gdn::candidate_twins().fold;
+  REQUIRE(twin.fold_ba);
+  REQUIRE(gdn::config_error(twin, g) == "");
+  gdn::apply(twin, fold);
+  CHECK(fold.fold_ba());
+  const TwinsDiff d = twins_diff(fold, cand, h, g, T);
+  CHECK(d.out == 0);
+  CHECK(d.mid + d.state == 0);
+  CHECK(bitwise_diff(fold.get(0, What::B), std::vector<float>(std::size_t(g.nv), 0.0f)) > 0);  // b|a was written
+  DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
+  cudaStream_t s = nullptr;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const auto ops1 = fold.step_operators(0, d_h.get(), d_y.get()), ops2 = cand.step_operators(0, d_h.get(), d_y.get());
+  REQUIRE(ops1.size() + 1 == ops2.size());
+  CHECK(std::string(ops1[0].name) == gdn::kStackedInProjBa);
+  CHECK(kernels_of({ops1[0]}, s) == 2);  // the prep with b|a, the stacked kernel
+  CHECK(kernels_of(ops1, s) == kernels_of(ops2, s) - 1);
+  KLAB_CUDA(cudaStreamDestroy(s));
+  // Refused when enqueued, before any launch: another b|a kernel, no chain, the projections apart.
+  const auto y_before = fold.get(0, What::OUT);
+  fold.set_ba_variant("f32_gemv/impl=split-row,pdl=off");
+  CHECK_THROWS_WITH_AS(fold.step(0, test::tok(h, g, 0)), doctest::Contains("split-row,pdl=on's code"), Error);
+  fold.set_ba_variant(twin.ba);
+  fold.set_pdl_chain(false);
+  CHECK_THROWS_WITH_AS(fold.step(0, test::tok(h, g, 0)), doctest::Contains("PDL chain"), Error);
+  fold.set_pdl_chain(true);
+  fold.set_merged_in(false);
+  CHECK_THROWS_WITH_AS(fold.step(0, test::tok(h, g, 0)), doctest::Contains("set_merged_in"), Error);
+  CHECK(bitwise_diff(fold.get(0, What::OUT), y_before) == 0);
+}
+
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -19,6 +19,7 @@
 // within each), a butterfly over the warp (xor 16 .. 1), then thread 0 adds the 8 warps' sums in
 // warp order. Not warp-row's order: a tolerance against it, not bits.
 #include "f32_gemv/kernels.hpp"
+#include "f32_gemv/split_row.cuh"
 #include "f32_gemv/variants.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
@@ -26,8 +27,9 @@
 namespace klab::f32_gemv {
 
 namespace {
-constexpr int kThreads = 256, kWarps = kThreads / 32, kMaxPer = 8;
-constexpr int kMaxK = 4 * kThreads * kMaxPer;  // 8192
+using split_row::kMaxK;
+using split_row::kMaxPer;
+using split_row::kThreads;
 }  // namespace
 
 std::string split_row_error(std::int64_t m, std::int64_t k) {
@@ -40,44 +42,11 @@ std::string split_row_error(std::int64_t m, std::int64_t k) {
 
 namespace {
 
-// The kernel's code for one x and y: split_row_kernel runs it on its pointers, split_row_cols_kernel
-// on column blockIdx.y's.
+// The kernel's code for one x and y (split_row.cuh: split_row::body, also run by the GDN step's
+// in_prep_ba): split_row_kernel runs it on its pointers, split_row_cols_kernel on column blockIdx.y's.
 template <bool Pdl>
 __device__ __forceinline__ void split_row_body(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int k) {
-  if constexpr (Pdl) asm volatile("griddepcontrol.launch_dependents;");
-  __shared__ float part[kWarps];
-  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
-  const float4* w4 = reinterpret_cast<const float4*>(w + static_cast<std::size_t>(blockIdx.x) * k);
-  const int n4 = k / 4;
-  float4 a[kMaxPer];
-#pragma unroll
-  for (int i = 0; i < kMaxPer; ++i) {
-    const int j = t + kThreads * i;
-    a[i] = j < n4 ? __ldcs(w4 + j) : make_float4(0.f, 0.f, 0.f, 0.f);
-  }
-  // x may be the predecessor's output: from here on.
-  if constexpr (Pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
-  const float4* x4 = reinterpret_cast<const float4*>(x);
-  float acc = 0.f;
-#pragma unroll
-  for (int i = 0; i < kMaxPer; ++i) {
-    const int j = t + kThreads * i;
-    if (j < n4) {
-      const float4 b = __ldcg(x4 + j);
-      acc = fmaf(a[i].x, b.x, acc);
-      acc = fmaf(a[i].y, b.y, acc);
-      acc = fmaf(a[i].z, b.z, acc);
-      acc = fmaf(a[i].w, b.w, acc);
-    }
-  }
-  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0) part[warp] = acc;
-  __syncthreads();
-  if (t == 0) {
-    float s = part[0];
-    for (int i = 1; i < kWarps; ++i) s += part[i];
-    y[blockIdx.x] = s;
-  }
+  split_row::body<Pdl>(w, x, y, k, int(blockIdx.x));
 }
 
 template <bool Pdl>

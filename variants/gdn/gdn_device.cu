@@ -317,6 +317,24 @@ std::string GdnDevice::norm_q8_error() const {
   return "";
 }
 
+std::string GdnDevice::fold_ba_error() const {
+  if (!fold_ba_) return "";
+  const std::string what = "b|a in the input projections' prep launch (set_fold_ba) ";
+  if (!merged_in_) return what + "needs the stacked input projections (set_merged_in)";
+  const q4_gemv::Q4Kernel* k = stacked_kernel_ ? stacked_kernel_ : (q4_ ? q4_->kernel : nullptr);
+  if (!k || !k->launch_prepared)
+    return what + "needs a stacked kernel that takes its x prepared (grid=groups,xprep=launch|warps,dot=q8-dp4a), not " + (k ? k->name : std::string("none"));
+  if (ba_kernel_ != "f32_gemv/impl=split-row,pdl=on") return what + "runs f32_gemv/impl=split-row,pdl=on's code, not " + ba_kernel_ + "'s";
+  if (!pdl_chain_) return what + "is a PDL launch: it needs the PDL chain (set_pdl_chain)";
+  if (auto why = kernels::in_prep_ba_error(2 * g_.nv, int(g_.hidden)); !why.empty()) return what + "cannot take the geometry: " + why;
+  return "";
+}
+
+void GdnDevice::set_fold_ba(bool on) {
+  if (on) xq_ = q4_gemv::prepared_x();
+  fold_ba_ = on;
+}
+
 void GdnDevice::set_ba_variant(const std::string& variant) {
   f32_gemv::f32_kernel(variant);  // an unknown name throws here, nothing changed
   ba_kernel_ = variant;
@@ -476,7 +494,9 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   const Layer* L = layers_[std::size_t(layer)].get();
   const Geometry& g = g_;
   const bool norm_in_rec = rec_->gated_norm;  // the recurrence runs the gated norm as its epilogue
-  const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4, fused_prep_, norm_in_rec, merged_in_);
+  if (auto why = fold_ba_error(); !why.empty()) throw Error("GdnDevice: " + why);
+  const bool fold = fold_ba_;
+  const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4, fused_prep_, norm_in_rec, merged_in_, fold);
   std::vector<StepOperator> ops;
   ops.reserve(bytes.size());
   auto add = [&](std::function<void(cudaStream_t)> f) {
@@ -488,7 +508,8 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     // xc and z as one launch over the stacked copy (set_merged_in); the bindings are checked on every
     // call as the projections check theirs (a stale tensor throws: no silent fallback).
     require(L->tier == Layer::Tier::q4, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: the stacked input projections (set_merged_in) are the q4 tier's");
-    add([L, d_h, q4 = q4_.get(), own = stacked_kernel_, rows = int(g.conv_dim() + g.value_dim()), H = g.hidden](cudaStream_t s) {
+    add([L, d_h, q4 = q4_.get(), own = stacked_kernel_, rows = int(g.conv_dim() + g.value_dim()), H = g.hidden, fold, xq = xq_,
+         ba_rows = 2 * g.nv](cudaStream_t s) {
       for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(L->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (stacked)");
       const q4_gemv::Q4Kernel& k = own ? *own : *q4->kernel;
       if (own && own->layout != q4->kernel->layout)
@@ -496,6 +517,11 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
                     "; set_stacked_q4_variant again)");
       if (k.layout) {
         if (L->in.packed.size() != k.layout->bytes(rows, H)) throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
+        if (fold) {  // set_fold_ba: h's q8 form and b|a in one launch, then the stacked kernel on the prepared x
+          kernels::in_prep_ba(d_h, xq, L->w_ba.get(), L->ba.get(), ba_rows, int(H), s);
+          k.launch_prepared(L->in.packed.get(), d_h, L->xc.get(), rows, H, s);
+          return;
+        }
         k.launch_packed(L->in.packed.get(), d_h, L->xc.get(), rows, H, s);
       } else {
         if (L->in.codes.size() == 0) throw Error("GdnDevice: internal: the stacked input projections are not built");
@@ -506,9 +532,10 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     add([L, d_h](cudaStream_t s) { L->qkv->enqueue(d_h, L->xc.get(), s); });
     add([L, d_h](cudaStream_t s) { L->z->enqueue(d_h, L->zv.get(), s); });
   }
-  add([L, d_h, rows = 2 * std::int64_t(g.nv), cols = std::int64_t(g.hidden), ba = ba_kernel_](cudaStream_t s) {
-    enqueue_f32_matvec(L->w_ba.get(), d_h, L->ba.get(), rows, cols, s, ba);
-  });
+  if (!fold)
+    add([L, d_h, rows = 2 * std::int64_t(g.nv), cols = std::int64_t(g.hidden), ba = ba_kernel_](cudaStream_t s) {
+      enqueue_f32_matvec(L->w_ba.get(), d_h, L->ba.get(), rows, cols, s, ba);
+    });
   const bool chain = pdl_chain_;
   if (auto why = chain_error(); !why.empty()) throw Error("GdnDevice: " + why);
   if (auto why = norm_q8_error(); !why.empty()) throw Error("GdnDevice: " + why);

@@ -193,6 +193,18 @@ class GdnDevice {
   bool norm_q8() const { return norm_q8_; }
   // Why a step cannot run with norm_q8 now ("" when it can, or when it is off).
   std::string norm_q8_error() const;
+  // b|a folded into the stacked input projections' launch from the next step on: one prep launch
+  // (kernels::in_prep_ba) writes h's q8 form and b|a = W_ba h, then the stacked q4 kernel runs
+  // launch_prepared; the step's operators begin with kStackedInProjBa. The same bits as the stacked
+  // launch on an xprep=warps kernel with b|a on f32_gemv/impl=split-row,pdl=on (tests/gpu/test_gdn_breakdown.cpp).
+  // Needs, checked when a step is enqueued (klab::Error naming the reason, before any launch): the
+  // stacked input projections (set_merged_in), a stacked kernel with launch_prepared, the b|a kernel
+  // f32_gemv/impl=split-row,pdl=on (whose code it runs), the PDL chain, a geometry in_prep_ba takes.
+  // enqueue_batch does not use it. Default off.
+  void set_fold_ba(bool on);
+  bool fold_ba() const { return fold_ba_; }
+  // Why a step cannot run with fold_ba now ("" when it can, or when it is off).
+  std::string fold_ba_error() const;
 
   // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
   void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);
@@ -312,6 +324,7 @@ class GdnDevice {
   bool pdl_chain_ = false;
   bool merged_in_ = false;
   bool norm_q8_ = false;
+  bool fold_ba_ = false;
   uint4* xq_ = nullptr;  // set_norm_q8: q4_gemv::prepared_x(), resolved outside any capture
   const q4_gemv::Q4Kernel* stacked_kernel_ = nullptr;  // set_stacked_q4_variant; nullptr: the q4 variant
   std::string ba_kernel_ = kDefaultF32Variant;

@@ -11,6 +11,8 @@
 
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
+#include "f32_gemv/split_row.cuh"
+#include "f32_gemv/variants.hpp"
 #include "q4_gemv/prepared_x.cuh"
 
 namespace klab::gdn::kernels {
@@ -215,7 +217,37 @@ __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __re
   }
 }
 
+// in_prep_ba: blocks [0, prep) h's q8 form (xprep=warps' kernel body), blocks [prep, prep + rows) b|a rows.
+__global__ void __launch_bounds__(f32_gemv::split_row::kThreads)
+    in_prep_ba_kernel(const float* __restrict__ h, uint4* __restrict__ xq, int nb, int prep, const float* __restrict__ w_ba, float* __restrict__ ba,
+                      int k) {
+  if (int(blockIdx.x) >= prep) {
+    f32_gemv::split_row::body<true>(w_ba, h, ba, k, int(blockIdx.x) - prep);
+    return;
+  }
+  asm volatile("griddepcontrol.launch_dependents;");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  q4_gemv::prepare_q8_warps(h, xq, nb, int(blockIdx.x));
+}
+
 }  // namespace
+
+std::string in_prep_ba_error(int ba_rows, int hidden) {
+  if (hidden % 32 != 0 || hidden / 32 > q4_gemv::kPreparedStride)
+    return "hidden = " + std::to_string(hidden) + ": the prepared x takes blocks of 32, at most " + std::to_string(32 * q4_gemv::kPreparedStride);
+  if (auto why = f32_gemv::split_row_error(ba_rows, hidden); !why.empty()) return "b|a (" + std::to_string(ba_rows) + " x " + std::to_string(hidden) + "): " + why;
+  return "";
+}
+
+void in_prep_ba(const float* h, uint4* xq, const float* w_ba, float* ba, int ba_rows, int hidden, cudaStream_t stream) {
+  if (auto why = in_prep_ba_error(ba_rows, hidden); !why.empty()) throw Error("in_prep_ba: " + why);
+  require(h && xq && w_ba && ba, "in_prep_ba: a null buffer");
+  require(reinterpret_cast<std::uintptr_t>(h) % 16 == 0 && reinterpret_cast<std::uintptr_t>(w_ba) % 16 == 0, "in_prep_ba: h and W_ba must be 16-byte aligned");
+  const int nb = hidden / 32, prep = (nb + 7) / 8;
+  launch_maybe_pdl(true, in_prep_ba_kernel, dim3(unsigned(prep + ba_rows)), dim3(unsigned(f32_gemv::split_row::kThreads)), 0, stream, h, xq, nb, prep, w_ba, ba,
+                   hidden);
+  KLAB_CUDA_LAUNCH("in_prep_ba_kernel");
+}
 
 void beta_g(const float* ba, const float* a_log, const float* dt_bias, float* beta, float* g, int nv, cudaStream_t stream) {
   beta_g_kernel<<<(nv + 127) / 128, 128, 0, stream>>>(ba, a_log, dt_bias, beta, g, nv);

@@ -72,6 +72,15 @@ void gated_norm(const float* o, const float* z, const float* norm_w, float* onn,
 // before any CUDA call) what gated_norm_q8_error names.
 void gated_norm_q8(const float* o, const float* z, const float* norm_w, float* onn, uint4* xq, int nv, int dv, float eps, cudaStream_t stream,
                    bool pdl = false);
+// The stacked input projections' prep and b|a as ONE launch (GdnDevice::set_fold_ba): blocks of 256
+// threads, the first ceil(hidden / 256) write h's q8 form into xq (a warp per block of 32, exactly
+// q4_gemv's xprep=warps prep kernel), the next `ba_rows` compute ba = W_ba h (a block a row, exactly
+// f32_gemv/impl=split-row,pdl=on's code: f32_gemv/split_row.cuh). Launched with programmatic stream
+// serialization; every block lets its dependents go first and reads h only after its wait (the W_ba
+// loads before it). Refuses (klab::Error, before any CUDA call) what in_prep_ba_error names.
+void in_prep_ba(const float* h, uint4* xq, const float* w_ba, float* ba, int ba_rows, int hidden, cudaStream_t stream);
+// Why in_prep_ba cannot take (ba_rows, hidden) ("" when it can).
+std::string in_prep_ba_error(int ba_rows, int hidden);
 // Why gated_norm_q8 cannot take (nv, dv) ("" when it can): a thread per element, so dv a multiple
 // of 32 and at most 256 (gated_norm's block); nv dv / 32 blocks of 32 within the prepared array.
 std::string gated_norm_q8_error(int nv, int dv);

@@ -3,7 +3,7 @@
 
 namespace klab::gdn {
 
-std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep, bool fused_norm, bool merged_in) {
+std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep, bool fused_norm, bool merged_in, bool fold_ba) {
   // Sizes in elements; every activation and small weight is f32 (4 bytes).
   const double H = g.hidden, C = g.conv_dim(), V = g.value_dim(), K = g.key_dim(), nv = g.nv;
   const double big = q4 ? 0.5625 : 4.0;  // bytes per weight of the big three
@@ -38,9 +38,13 @@ std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool
     // in_proj_qkv (0) + in_proj_z (1): h in once, xc and z out.
     m[0] = {kStackedInProj, {m[0].bytes.weights + m[1].bytes.weights, 0, f * (H + C + V)}};
     m.erase(m.begin() + 1);
+    if (fold_ba) {  // + in_proj_ba (now 1): h still read once, b|a out
+      m[0] = {kStackedInProjBa, {m[0].bytes.weights + m[1].bytes.weights, 0, m[0].bytes.act + f * 2 * nv}};
+      m.erase(m.begin() + 1);
+    }
   }
   if (!fused_prep) return m;
-  const std::size_t b = merged_in ? 2 : 3;  // beta_g's index
+  const std::size_t b = merged_in ? (fold_ba ? 1 : 2) : 3;  // beta_g's index
   // beta_g + conv_silu + qk_norm as one launch: b|a and xc in; xcv, q, k, beta and g out.
   OperatorModel fused{kFusedPrepOperators[3], {m[b].bytes.weights + m[b + 1].bytes.weights + m[b + 2].bytes.weights,
                                                m[b].bytes.state + m[b + 1].bytes.state + m[b + 2].bytes.state, f * (2 * nv + C + C + 2 * K + 2 * nv)}};

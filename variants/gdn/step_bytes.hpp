@@ -36,6 +36,9 @@ inline constexpr const char* kRecurrenceNorm = "recurrence_norm";
 // With the stacked input projections (GdnDevice::set_merged_in), in_proj_qkv and in_proj_z are the one
 // operator kStackedInProj in either list.
 inline constexpr const char* kStackedInProj = "in_proj_qkvz";
+// With b|a folded into the stacked launch's prep kernel too (GdnDevice::set_fold_ba), kStackedInProj
+// and in_proj_ba are the one operator kStackedInProjBa.
+inline constexpr const char* kStackedInProjBa = "in_proj_qkvz_ba";
 
 struct OperatorModel {
   const char* name;
@@ -47,8 +50,9 @@ struct OperatorModel {
 // parts of xcv are no longer read back by a launch of their own. fused_norm: recurrence and gated_norm
 // as kRecurrenceNorm, with both their weights and state, and as act the recurrence's with z in and
 // onn out (o is still written, no longer read back). merged_in: in_proj_qkv and in_proj_z as
-// kStackedInProj, both their weights, h read once, xc and z written.
+// kStackedInProj, both their weights, h read once, xc and z written. fold_ba (with merged_in):
+// kStackedInProj and in_proj_ba as kStackedInProjBa, the three weights, h read once, xc, z and b|a written.
 std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep = false, bool fused_norm = false,
-                                               bool merged_in = false);
+                                               bool merged_in = false, bool fold_ba = false);
 
 }  // namespace klab::gdn

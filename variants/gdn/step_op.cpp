@@ -227,7 +227,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.ring,
       t.cluster,
       t.out_own,
-      t.warps,
+      t.thread_prep,
+      t.fold,
       step_candidate(),
   };
 }
@@ -251,18 +252,21 @@ std::vector<FusedStepConfig> fused_step_configs() {
 // - run-a9d7934 (2026-12-02): the same with out=prepared (the gated norm writes out_proj's q8 x, out_proj
 //   launches no prep kernel) the same bits, 27.8 -> 27.13 us per layer (x1.026) and 1.4762 -> 1.4131 ms
 //   per token as the graph (x1.045, the lowest so far).
-// This candidate: that one with out=prepared.
+// - run-7a808bf (2026-12-02): that one (out=prepared) 27.2 us per layer and 1.4246 ms per token; its
+//   twin on the q4 kernel xprep=warps (the stacked launch's prep a warp per block of 32) the same bits,
+//   x1.007 per layer (same) and 1.4059 ms per token in the graph (x1.013, warps-in-graph held).
+// This candidate: out=prepared on xprep=warps.
 FusedStepConfig step_candidate() {
-  FusedStepConfig c{false, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early",
-                    "f32_gemv/impl=split-row,pdl=on", true, true, ""};
+  FusedStepConfig c{false, kWarpsQ4, "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true, true, ""};
   c.norm_q8 = true;
   return c;
 }
 
 CandidateTwins candidate_twins() {
   CandidateTwins t;
-  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = t.warps = step_candidate();
-  t.warps.q4_kernel = kWarpsQ4;
+  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = t.thread_prep = t.fold = step_candidate();
+  t.fold.fold_ba = true;
+  t.thread_prep.q4_kernel = kThreadPrepQ4;
   // the gated norm in the recurrence, and the cluster kernel (no launch_prepared), leave out_proj its own prep
   t.norm_gated.norm_q8 = t.cluster.norm_q8 = t.out_own.norm_q8 = false;
   t.norm_gated.recurrence += ",norm=gated";
@@ -291,6 +295,14 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
     if (!c.recurrence.empty() && gdn_recurrence::recurrence_kernel(c.recurrence).gated_norm) return "out=prepared needs the gated norm as a launch of its own, not " + c.recurrence + "'s epilogue";
     if (auto why = kernels::gated_norm_q8_error(g.nv, g.dv); !why.empty()) return "out=prepared: " + why;
   }
+  if (c.fold_ba) {
+    const std::string& stacked = c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel;
+    if (c.f32 || !c.merged_in) return "fold=ba needs the stacked input projections (in=qkvz) of the q4 tier";
+    if (!q4_gemv::q4_kernel(stacked).launch_prepared) return "fold=ba needs a stacked kernel that takes its x prepared, not " + stacked;
+    if (c.ba != "f32_gemv/impl=split-row,pdl=on") return "fold=ba runs f32_gemv/impl=split-row,pdl=on's code, not " + (c.ba.empty() ? std::string("the default b|a kernel") : c.ba) + "'s";
+    if (!c.chain) return "fold=ba is a PDL launch: it needs the PDL chain";
+    if (auto why = kernels::in_prep_ba_error(2 * g.nv, int(g.hidden)); !why.empty()) return "fold=ba: " + why;
+  }
   if (!c.ba.empty())
     if (const auto& k = f32_gemv::f32_kernel(c.ba); k.can_implement)
       if (auto why = k.can_implement(2 * std::int64_t(g.nv), g.hidden); !why.empty())
@@ -307,6 +319,7 @@ void apply(const FusedStepConfig& c, GdnDevice& dev) {
   dev.set_merged_in(c.merged_in);
   dev.set_stacked_q4_variant(c.stacked_kernel);
   dev.set_norm_q8(c.norm_q8);
+  dev.set_fold_ba(c.fold_ba);
 }
 
 namespace {
@@ -327,6 +340,7 @@ std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStep
   if (!c.ba.empty()) axes.push_back({"ba", rec_value(c.ba)});
   if (c.chain) axes.push_back({"chain", "pdl"});
   if (c.norm_q8) axes.push_back({"out", "prepared"});
+  if (c.fold_ba) axes.push_back({"fold", "ba"});
   return axes;
 }
 

@@ -64,6 +64,7 @@ struct FusedStepConfig {
   bool merged_in = false;
   std::string stacked_kernel = "";  // with merged_in: GdnDevice::set_stacked_q4_variant ("": the q4 kernel; axis in_proj)
   bool norm_q8 = false;             // GdnDevice::set_norm_q8: the gated norm writes out_proj's q8 x (axis out=prepared)
+  bool fold_ba = false;             // GdnDevice::set_fold_ba: b|a in the stacked launch's prep kernel (axis fold=ba)
 };
 std::vector<FusedStepConfig> fused_step_configs();
 // The q4 kernel of one of them for its stacked launch (FusedStepConfig::stacked_kernel): the TMA ring.
@@ -71,9 +72,10 @@ inline constexpr const char* kStackedRing = "q4_gemv/map=packed,dot=q8-dp4a,grid
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
-// The candidate's q4 kernel with its prep kernel a warp per block of 32 (xprep=warps): the same layout,
-// main kernel and bits.
+// The candidate's q4 kernel (its prep kernel a warp per block of 32), and the same with the prep a
+// thread per block (xprep=launch): the same layout, main kernel and bits.
 inline constexpr const char* kWarpsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warps,pdl=on,rows=8";
+inline constexpr const char* kThreadPrepQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
 // and in_proj_z as one launch, the fused prep, the fused recurrence cols=32,rows=8,pdl=early with the
 // gated norm a launch of its own that writes out_proj's q8 x (out=prepared), b|a on
@@ -90,7 +92,8 @@ struct CandidateTwins {
   FusedStepConfig ring;        // the stacked launch on kStackedRing
   FusedStepConfig cluster;     // every other q4 launch on kClusterQ4
   FusedStepConfig out_own;     // out_proj with its own prep launch (no out=prepared)
-  FusedStepConfig warps;       // every q4 launch on kWarpsQ4 (the stacked launch's prep a warp per block of 32)
+  FusedStepConfig thread_prep; // every q4 launch on kThreadPrepQ4 (the stacked launch's prep a thread per block of 32)
+  FusedStepConfig fold;        // b|a folded into the stacked launch's prep kernel (fold=ba)
 };
 CandidateTwins candidate_twins();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)

@@ -330,9 +330,7 @@ __global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, 
 __global__ void __launch_bounds__(256) xprep_warps_kernel(const float* __restrict__ x, int nb) {
   asm volatile("griddepcontrol.launch_dependents;");
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  const int b = int(blockIdx.x) * 8 + int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
-  if (b >= nb) return;
-  store_prepared_q8_warp(g_xq, b, __ldcg(x + std::size_t(b) * 32 + lane), lane);
+  prepare_q8_warps(x, g_xq, nb, int(blockIdx.x));
 }
 
 // The pieces grid=groups' kernels share (packed_xl_kernel, packed_xc_kernel):
