@@ -47,6 +47,9 @@ const Claim kWarpsBits{"warps-bitwise",
 const Claim kWarpsPays{"warps-pays", "the step's candidate (the q4 kernel xprep=warps) is faster than its twin on xprep=launch"};
 const Claim kFoldBits{"fold-bitwise", "the step's candidate with b|a folded into the stacked launch's prep kernel (fold=ba) gives the candidate's bits"};
 const Claim kFoldPays{"fold-pays", "b|a in the stacked launch's prep kernel pays: the step's candidate is faster with fold=ba than without"};
+const Claim kRecNormPays{"rec-norm-pays",
+                         "the gated norm and out_proj's q8 x in the recurrence (cols=128, a head a block, no cluster) pay: the step's candidate "
+                         "is faster with them there than with the gated norm a launch of its own"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -68,6 +71,7 @@ struct Plan {
   std::string out_own;               // gdn::step_candidate() without out=prepared (normq8-bitwise, normq8-pays)
   std::string thread_prep;           // gdn::step_candidate() on gdn::kThreadPrepQ4 (warps-bitwise, warps-pays)
   std::string fold;                  // gdn::step_candidate() with fold=ba (fold-bitwise, fold-pays)
+  std::string rec_norm;              // gdn::step_candidate() on gdn::kRecNormQ8 (rec-norm-pays; not bits: another reduction order)
 };
 Plan plan() {
   Plan p;
@@ -81,6 +85,7 @@ Plan plan() {
   p.out_own = gdn::fused_step_variant(t.out_own);
   p.thread_prep = gdn::fused_step_variant(t.thread_prep);
   p.fold = gdn::fused_step_variant(t.fold);
+  p.rec_norm = gdn::fused_step_variant(t.rec_norm);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -182,6 +187,13 @@ void run_fused(Context& ctx) {
     twin_claims(find(ms, pl.out_own), chained, pl.out_own, pl.chained, kNormQ8Bits, kNormQ8Pays, "with out_proj's x prepared by the gated norm");
     twin_claims(find(ms, pl.thread_prep), chained, pl.thread_prep, pl.chained, kWarpsBits, kWarpsPays, "with the q4 kernel xprep=warps");
     twin_claims(chained, find(ms, pl.fold), pl.chained, pl.fold, kFoldBits, kFoldPays, "with b|a in the stacked launch's prep kernel");
+    if (const Measured* rn = find(ms, pl.rec_norm); rn && chained && rn->timed && chained->timed) {
+      const auto c = compare_times(chained->timing.kept_ms, rn->timing.kept_ms, std::uint64_t(T));
+      ctx.claim(kRecNormPays).settle(key, c.verdict == Verdict::faster,
+                                     fmt("%.4f -> %.4f ms per layer and token with the gated norm and out_proj's x in the recurrence, ",
+                                         chained->timing.summary.median / T, rn->timing.summary.median / T) +
+                                         speedup_text(c) + fmt(" (max_rel %.3g against the f64 reference, the candidate's %.3g)", rn->acc.max_rel, chained->acc.max_rel));
+    }
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
@@ -202,7 +214,7 @@ void register_gdn_fused(Registry& r) {
       .description = "GDN step (op gdn_step): beta/g, conv + SiLU and the q/k norm as one launch (prep=fused) against three, bits and time; the "
                      "step's candidates toward 20 us per layer (q8-dp4a projections, a fused recurrence)",
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
-                 kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kGoal},
+                 kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kGoal},
       .run = run_fused,
   });
 }

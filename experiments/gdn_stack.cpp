@@ -58,6 +58,9 @@ const Claim kWarpsInGraph{"warps-in-graph",
 const Claim kFoldInGraph{"fold-in-graph",
                          "in the 48-layer graph, b|a in the stacked launch's prep kernel pays: q4-fast-fold (the candidate with fold=ba) is faster "
                          "per token than q4-fast"};
+const Claim kRecNormInGraph{"rec-norm-in-graph",
+                            "in the 48-layer graph, the gated norm and out_proj's q8 x in the recurrence pay: q4-fast-rec-norm (the candidate "
+                            "on gdn::kRecNormQ8) is faster per token than q4-fast"};
 const Claim kPreparedInGraph{"prepared-in-graph",
                              "in the 48-layer graph, out_proj without its prep launch pays: q4-fast (the candidate, out=prepared: the gated norm "
                              "writes out_proj's q8 x) is faster per token than q4-fast-own-prep (its twin with out_proj's own prep launch)"};
@@ -73,9 +76,10 @@ gdn::FusedStepConfig fast_config(const std::string& tier) {
   if (tier == "q4-fast-own-prep") return gdn::candidate_twins().out_own;
   if (tier == "q4-fast-thread-prep") return gdn::candidate_twins().thread_prep;
   if (tier == "q4-fast-fold") return gdn::candidate_twins().fold;
+  if (tier == "q4-fast-rec-norm") return gdn::candidate_twins().rec_norm;
   return gdn::step_candidate();
 }
-bool twin_tier(const std::string& tier) { return tier == "q4-fast-ring" || tier == "q4-fast-own-prep" || tier == "q4-fast-thread-prep" || tier == "q4-fast-fold"; }
+bool twin_tier(const std::string& tier) { return tier == "q4-fast-ring" || tier == "q4-fast-own-prep" || tier == "q4-fast-thread-prep" || tier == "q4-fast-fold" || tier == "q4-fast-rec-norm"; }
 
 // The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times
 // resamples A and B and takes median(B)/median(A); with A = {1} every resample of A has median 1, so
@@ -96,7 +100,7 @@ struct TierResult {
 };
 
 // Tiers: "f32", "q4" (the device's defaults), "q4-fast" (the q4 tier on gdn::step_candidate()),
-// "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep" and "q4-fast-fold" (fast_config).
+// "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold" and "q4-fast-rec-norm" (fast_config).
 void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
               std::map<std::string, TierResult>& out) {
   const Geometry& g = w.g;
@@ -198,9 +202,10 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
 void run_stack(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   const int nl = ctx.options().quick ? kQuickLayers : kLayers;
-  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kRingInGraph, &kPreparedInGraph, &kWarpsInGraph, &kFoldInGraph}) ctx.claim(*c).needs({kFullKey});
-  ctx.claim(kBitwise).needs({"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold"});
-  ctx.claim(kFinite).needs({"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold"});
+  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kRingInGraph, &kPreparedInGraph, &kWarpsInGraph, &kFoldInGraph, &kRecNormInGraph}) ctx.claim(*c).needs({kFullKey});
+  const std::vector<std::string> tiers{"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold", "q4-fast-rec-norm"};
+  ctx.claim(kBitwise).needs(tiers);
+  ctx.claim(kFinite).needs(tiers);
   if (auto why = GdnDevice::can_implement(g, nl); !why.empty()) throw Error("gdn-stack: " + why);
   if (auto why = rg::q4_geometry_error(g); !why.empty()) throw Error("gdn-stack: no q4 tier at " + g.str() + ": " + why);
   // One layer's weights, generated once; every layer gets its own device copy.
@@ -216,13 +221,15 @@ void run_stack(Context& ctx) {
   run_tier(ctx, "q4-fast-own-prep", w, q, h, nl, res);
   run_tier(ctx, "q4-fast-thread-prep", w, q, h, nl, res);
   run_tier(ctx, "q4-fast-fold", w, q, h, nl, res);
+  run_tier(ctx, "q4-fast-rec-norm", w, q, h, nl, res);
   // (A, B, claim): B faster than A
   struct Race {
     std::string a, b;
     const Claim* claim;
   };
   for (const Race& r : {Race{"q4-fast", "q4-fast-ring", &kRingInGraph}, Race{"q4-fast-own-prep", "q4-fast", &kPreparedInGraph},
-                      Race{"q4-fast-thread-prep", "q4-fast", &kWarpsInGraph}, Race{"q4-fast", "q4-fast-fold", &kFoldInGraph}}) {
+                      Race{"q4-fast-thread-prep", "q4-fast", &kWarpsInGraph}, Race{"q4-fast", "q4-fast-fold", &kFoldInGraph},
+                      Race{"q4-fast", "q4-fast-rec-norm", &kRecNormInGraph}}) {
     if (ctx.options().quick || !res.count(r.a) || !res.count(r.b)) continue;
     const Comparison c = compare_times(res[r.a].kept_ms, res[r.b].kept_ms);
     ctx.claim(*r.claim).settle(kFullKey, c.verdict == Verdict::faster,
@@ -241,7 +248,7 @@ void register_gdn_stack(Registry& r) {
   r.add(Experiment{
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
-      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph},
+      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph},
       .run = run_stack,
   });
 }

@@ -175,7 +175,7 @@ TEST_CASE("gdn_recurrence pdl=early: each is the twin of a registered pdl=on ker
         CHECK(k.workspace_floats(a) == twin.workspace_floats(a));
       }
   }
-  CHECK(early == 7);  // five f32 twins, cols=32,rows=8,state=bf16 and cols=32,rows=8,cache=stream
+  CHECK(early == 8);  // five f32 twins, cols=128,rows=8, cols=32,rows=8,state=bf16 and cols=32,rows=8,cache=stream
 }
 
 TEST_CASE("gdn_recurrence cache=stream: each is the twin of a registered kernel without it, its own launch, taking exactly the problems it takes") {
@@ -215,7 +215,7 @@ TEST_CASE("gdn_recurrence norm=gated: the twin of a kernel without the epilogue;
       CHECK(k.can_implement(a) == twin.can_implement(a));  // every tile count up to 8 fits
     }
   }
-  CHECK(norm == 2);
+  CHECK(norm == 3);
   // cols=16 at dv = 256: 16 column tiles, over a portable cluster's 8 blocks.
   const auto& k16 = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=16,rows=8,pdl=early,norm=gated");
   const gr::RecurrenceArgs wide = gr::dense_args(2, 6, 128, 256, 1);
@@ -236,6 +236,35 @@ TEST_CASE("gdn_recurrence norm=gated: the twin of a kernel without the epilogue;
   CHECK(gr::check_args(k16, a) == "");
   a.z = buf + 1;
   CHECK(gr::check_args(k16, a).find("16-byte aligned") != std::string::npos);
+  a.z = buf;
+  // onn's q8 form (xq): only the kernels with a head in one block (norm_q8), dv % 32 == 0, batch 1, dv <= cols.
+  const auto& k128 = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=128,rows=8,pdl=early,norm=gated");
+  CHECK(k128.norm_q8);
+  CHECK_FALSE(k16.norm_q8);
+  alignas(16) static uint4 xq[8];
+  a.xq = xq;
+  CHECK(gr::check_args(k16, a).find("cannot write it") != std::string::npos);
+  CHECK(gr::check_args(k128, a) == "");
+  a.onn = nullptr;
+  CHECK(gr::check_args(k128, a).find("without the gated-norm epilogue") != std::string::npos);
+  a.onn = buf;
+  gr::RecurrenceArgs b2 = a;
+  b2.batch = 2;
+  CHECK(gr::check_args(k128, b2).find("batch 1") != std::string::npos);
+  gr::RecurrenceArgs odd = gr::dense_args(2, 6, 128, 48, 1);
+  odd.q = odd.k = odd.v = odd.g = odd.beta = odd.z = odd.norm_w = buf;
+  odd.S = odd.o = odd.onn = buf;
+  odd.normalize_qk = false;
+  odd.eps = 1e-6f;
+  odd.xq = xq;
+  CHECK(gr::check_args(k128, odd).find("multiple of 32") != std::string::npos);
+  gr::RecurrenceArgs wide2 = gr::dense_args(2, 6, 128, 256, 1);
+  wide2.q = wide2.k = wide2.v = wide2.g = wide2.beta = wide2.z = wide2.norm_w = buf;
+  wide2.S = wide2.o = wide2.onn = buf;
+  wide2.normalize_qk = false;
+  wide2.eps = 1e-6f;
+  wide2.xq = xq;
+  CHECK(gr::check_args(k128, wide2).find("one block") != std::string::npos);
 }
 
 TEST_CASE("gdn_recurrence state=bf16: the twins of cols=32,rows=8 in its three PDL forms, taking what they take; out of gdn-recurrence's race; 8-byte alignment") {

@@ -426,6 +426,41 @@ TEST_CASE("GDN b|a in the stacked launch's prep kernel (set_fold_ba): the step's
   CHECK(bitwise_diff(fold.get(0, What::OUT), y_before) == 0);
 }
 
+TEST_CASE("GDN the gated norm and out_proj's q8 x in the recurrence (cols=128,norm=gated with out=prepared): its own prep's bits, within 1e-5 of the candidate's norm, one launch fewer") {
+  constexpr int T = 8;
+  const Geometry g = geometries()[1].g;
+  const auto w = rg::random_weights(g, 93);
+  const auto q = rg::quantize_projections(w);
+  const auto h = test::gdn_inputs(g, T, 94, 908);
+  GdnDevice cand(g, 1), rec(g, 1), own(g, 1);
+  for (GdnDevice* d : {&cand, &rec, &own}) load(*d, w, &q);
+  gdn::apply(gdn::step_candidate(), cand);
+  const gdn::FusedStepConfig twin = gdn::candidate_twins().rec_norm;
+  REQUIRE(gdn::config_error(twin, g) == "");
+  gdn::apply(twin, rec);
+  auto own_cfg = twin;
+  own_cfg.norm_q8 = false;  // the same recurrence, out_proj quantising onn in its own prep launch
+  gdn::apply(own_cfg, own);
+  const TwinsDiff d = twins_diff(rec, own, h, g, T);
+  CHECK(d.out == 0);
+  CHECK(d.mid + d.state == 0);
+  double worst = 0;
+  for (int t = 0; t < T; ++t) {
+    cand.step(0, test::tok(h, g, t));
+    rec.step(0, test::tok(h, g, t));
+    worst = std::max({worst, accuracy(rec.get(0, What::ON), cand.get(0, What::ON)).max_rel, accuracy(rec.get(0, What::ONN), cand.get(0, What::ONN)).max_rel});
+  }
+  CHECK(worst < 1e-5);
+  DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
+  cudaStream_t s = nullptr;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const auto ops1 = rec.step_operators(0, d_h.get(), d_y.get()), ops2 = cand.step_operators(0, d_h.get(), d_y.get()),
+             ops3 = own.step_operators(0, d_h.get(), d_y.get());
+  CHECK(kernels_of(ops1, s) == kernels_of(ops2, s) - 1);
+  CHECK(kernels_of(ops1, s) == kernels_of(ops3, s) - 1);  // own: out_proj's prep launch back
+  KLAB_CUDA(cudaStreamDestroy(s));
+}
+
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

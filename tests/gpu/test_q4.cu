@@ -36,6 +36,12 @@ std::uint32_t bits(float f) {
 __global__ void write_prepared(const float* x, uint4* xq) {
   q4_gemv::store_prepared_q8_warp(xq, int(blockIdx.x), x[blockIdx.x * 32 + threadIdx.x], int(threadIdx.x));
 }
+// The same words from 4 columns a lane, 8 lanes a block: warp w of the grid holds blocks 4w .. 4w + 3.
+__global__ void write_prepared_quads(const float* x, uint4* xq, int nb) {
+  const int lane = int(threadIdx.x), b = int(blockIdx.x) * 4 + lane / 8;
+  const float4 v = b < nb ? reinterpret_cast<const float4*>(x)[std::size_t(b) * 8 + (lane & 7)] : make_float4(0.f, 0.f, 0.f, 0.f);
+  q4_gemv::store_prepared_q8_quads(xq, b < nb ? b : -1, v, lane);
+}
 // The three q8 words of blocks 0..nb-1 of the prepared array, word-major.
 std::vector<std::uint32_t> prepared_words(int nb) {
   std::vector<std::uint32_t> out(std::size_t(3 * nb) * 4);
@@ -210,7 +216,7 @@ TEST_CASE("q4 launch refusals with real device buffers: K not a multiple of 32, 
   CHECK(cudaGetLastError() == cudaSuccess);  // nothing was launched
 }
 
-TEST_CASE("prepared x (prepared_x.cuh): the warp writer writes what xprep writes, bit for bit, and launch_prepared then gives launch_packed's y") {
+TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xprep writes, bit for bit, and launch_prepared then gives launch_packed's y") {
   int with = 0;
   for (const auto& kern : q4_gemv::q4_kernels()) {
     if (!kern.launch_prepared) continue;
@@ -245,6 +251,14 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp writer writes what xprep writes
         KLAB_CUDA_LAUNCH("write_prepared");
         KLAB_CUDA(cudaDeviceSynchronize());
         CHECK(prepared_words(nb) == by_xprep);
+        KLAB_CUDA(cudaMemset(q4_gemv::prepared_x(), 0x5A, std::size_t(3) * q4_gemv::kPreparedStride * sizeof(uint4)));
+        write_prepared_quads<<<(nb + 3) / 4, 32>>>(x.get(), q4_gemv::prepared_x(), nb);  // the recurrence epilogue's writer
+        KLAB_CUDA_LAUNCH("write_prepared_quads");
+        KLAB_CUDA(cudaDeviceSynchronize());
+        CHECK(prepared_words(nb) == by_xprep);
+        write_prepared<<<nb, 32>>>(x.get(), q4_gemv::prepared_x());
+        KLAB_CUDA_LAUNCH("write_prepared");
+        KLAB_CUDA(cudaDeviceSynchronize());
         poison_device(y_prep.get(), y_prep.size());
         kern.launch_prepared(packed.get(), x.get(), y_prep.get(), int(s.m), int(s.k), nullptr);
         KLAB_CUDA(cudaDeviceSynchronize());

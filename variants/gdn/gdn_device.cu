@@ -313,7 +313,9 @@ std::string GdnDevice::norm_q8_error() const {
   if (!q4_ || !q4_->kernel || !q4_->kernel->launch_prepared)
     return what + "needs a q4 variant that takes its x prepared (grid=groups,xprep=launch,dot=q8-dp4a without xpf/wpf), not " +
            (q4_ && q4_->kernel ? q4_->kernel->name : std::string("none"));
-  if (rec_->gated_norm) return what + "needs the gated norm as a launch of its own, not " + rec_->name + "'s epilogue";
+  if (rec_->gated_norm && !rec_->norm_q8)
+    return what + "needs the gated norm as a launch of its own, not " + rec_->name + "'s epilogue (it writes no q8 x; a recurrence with a head "
+                  "in one block does: cols=128,...,norm=gated)";
   return "";
 }
 
@@ -563,6 +565,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     rargs.norm_w = L->norm_w.get();
     rargs.onn = L->onn.get();
     rargs.eps = static_cast<float>(g.eps);
+    if (norm_q8_) rargs.xq = xq_;  // set_norm_q8: the epilogue writes out_proj's q8 x too
   }
   add([rec = rec_, rargs](cudaStream_t s) {
     if (auto why = gdn_recurrence::check_args(*rec, rargs); !why.empty()) throw Error("GdnDevice: " + rec->name + ": " + why);

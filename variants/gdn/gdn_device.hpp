@@ -186,8 +186,9 @@ class GdnDevice {
   // have, and out_proj runs Q4Kernel::launch_prepared (q4_gemv/prepared_x.cuh). The same bits as
   // without it (tests/gpu/test_gdn.cpp). Needs, checked when a step is enqueued (klab::Error naming
   // the reason, before any launch): a q4 layer, a q4 variant with launch_prepared
-  // (grid=groups,xprep=launch,dot=q8-dp4a), the gated norm a launch of its own (no norm=gated
-  // recurrence). Refused at once (klab::Error, nothing changed): a geometry gated_norm_q8_error names.
+  // (grid=groups,xprep=launch|warps,dot=q8-dp4a), the gated norm a launch of its own or a
+  // recurrence whose epilogue writes the q8 x too (RecurrenceKernel::norm_q8: cols=128,...,norm=gated,
+  // one block a head). Refused at once (klab::Error, nothing changed): a geometry gated_norm_q8_error names.
   // enqueue_batch (q4_gemm) does not use it. Default off.
   void set_norm_q8(bool on);
   bool norm_q8() const { return norm_q8_; }

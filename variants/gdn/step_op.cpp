@@ -229,6 +229,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.out_own,
       t.thread_prep,
       t.fold,
+      t.rec_norm,
       step_candidate(),
   };
 }
@@ -266,6 +267,8 @@ CandidateTwins candidate_twins() {
   CandidateTwins t;
   t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = t.thread_prep = t.fold = step_candidate();
   t.fold.fold_ba = true;
+  t.rec_norm = step_candidate();
+  t.rec_norm.recurrence = kRecNormQ8;
   t.thread_prep.q4_kernel = kThreadPrepQ4;
   // the gated norm in the recurrence, and the cluster kernel (no launch_prepared), leave out_proj its own prep
   t.norm_gated.norm_q8 = t.cluster.norm_q8 = t.out_own.norm_q8 = false;
@@ -292,7 +295,11 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
   if (c.norm_q8) {
     if (c.f32 || !q4_gemv::q4_kernel(c.q4_kernel).launch_prepared)
       return "out=prepared needs a q4 kernel that takes its x prepared (grid=groups,xprep=launch,dot=q8-dp4a), not " + (c.f32 ? std::string("the f32 tier") : c.q4_kernel);
-    if (!c.recurrence.empty() && gdn_recurrence::recurrence_kernel(c.recurrence).gated_norm) return "out=prepared needs the gated norm as a launch of its own, not " + c.recurrence + "'s epilogue";
+    if (!c.recurrence.empty()) {
+      const auto& rk = gdn_recurrence::recurrence_kernel(c.recurrence);
+      if (rk.gated_norm && !rk.norm_q8) return "out=prepared needs the gated norm as a launch of its own, not " + c.recurrence + "'s epilogue (it writes no q8 x)";
+      if (rk.gated_norm && g.dv > 128) return "out=prepared with the gated norm in " + c.recurrence + " needs a head in one block: dv <= 128";
+    }
     if (auto why = kernels::gated_norm_q8_error(g.nv, g.dv); !why.empty()) return "out=prepared: " + why;
   }
   if (c.fold_ba) {

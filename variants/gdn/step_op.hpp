@@ -75,6 +75,8 @@ inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=g
 // The candidate's q4 kernel (its prep kernel a warp per block of 32), and the same with the prep a
 // thread per block (xprep=launch): the same layout, main kernel and bits.
 inline constexpr const char* kWarpsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warps,pdl=on,rows=8";
+// The recurrence with a head in one block, the gated norm and onn's q8 form as its epilogue.
+inline constexpr const char* kRecNormQ8 = "gdn_recurrence/impl=fused,cols=128,rows=8,pdl=early,norm=gated";
 inline constexpr const char* kThreadPrepQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
 // and in_proj_z as one launch, the fused prep, the fused recurrence cols=32,rows=8,pdl=early with the
@@ -94,6 +96,7 @@ struct CandidateTwins {
   FusedStepConfig out_own;     // out_proj with its own prep launch (no out=prepared)
   FusedStepConfig thread_prep; // every q4 launch on kThreadPrepQ4 (the stacked launch's prep a thread per block of 32)
   FusedStepConfig fold;        // b|a folded into the stacked launch's prep kernel (fold=ba)
+  FusedStepConfig rec_norm;    // the gated norm and out_proj's q8 x in the recurrence's epilogue (kRecNormQ8): one launch fewer
 };
 CandidateTwins candidate_twins();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)

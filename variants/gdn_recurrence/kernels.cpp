@@ -49,6 +49,14 @@ std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a) {
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     if (!aligned(a.z) || !aligned(a.norm_w) || !aligned(a.onn)) return "z, norm_w and onn must be 16-byte aligned (float4 loads and stores)";
   }
+  if (a.xq) {
+    if (!a.onn) return "onn's q8 form (xq) asked without the gated-norm epilogue (onn)";
+    if (!kern.norm_q8) return "onn's q8 form (xq) asked of a kernel that cannot write it (" + kern.name + "; a head's columns must be one block: cols >= dv)";
+    if (a.dv % 32 != 0) return "onn's q8 form (xq) needs dv a multiple of 32 (blocks of 32 activations within a head), not " + std::to_string(a.dv);
+    if (a.batch != 1) return "onn's q8 form (xq) is one sequence's (batch 1), not batch " + std::to_string(a.batch);
+    for (const auto& [axis, value] : kern.axes)
+      if (axis == "cols" && a.dv > std::stoi(value)) return "onn's q8 form (xq) needs a head's dv columns in one block: dv " + std::to_string(a.dv) + " > cols=" + value;
+  }
   if (kern.vec4) {
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     const bool s_ok = kern.state_bf16 ? reinterpret_cast<std::uintptr_t>(a.S) % 8 == 0 : aligned(a.S);

@@ -48,6 +48,11 @@ struct RecurrenceArgs {
   const float* norm_w = nullptr;  // (dv)
   float* onn = nullptr;
   float eps = 0;
+  // With onn: also onn's q8 form, where q4_gemv's xprep=launch kernels read their x
+  // (q4_gemv/prepared_x.cuh: xq = q4_gemv::prepared_x(); block (b nv dv + h dv + c) / 32), for
+  // out_proj's launch_prepared (GdnDevice::set_norm_q8). Kernels with RecurrenceKernel::norm_q8 only;
+  // dv % 32 == 0.
+  uint4* xq = nullptr;
 };
 
 // The arguments of `batch` densely packed sequences ((batch, nk, dk) q and k, (batch, nv, dv) v and
@@ -71,6 +76,9 @@ struct RecurrenceKernel {
   bool state_before_wait = false;
   // Can run the gated RMSNorm epilogue (RecurrenceArgs::onn): impl=fused,...,norm=gated.
   bool gated_norm = false;
+  // Can also write onn's q8 form (RecurrenceArgs::xq): norm=gated kernels whose block holds a head's
+  // whole dv (cols >= dv: no cluster), impl=fused,cols=128,...,norm=gated.
+  bool norm_q8 = false;
   // state=bf16: RecurrenceArgs::S points to bf16 elements (the same (dk, dv) layout and strides, in
   // elements; 8-byte aligned), widened to f32 on load and rounded to nearest even on store. With S
   // holding bf16 values, o and the f32 values before the store are its f32 twin's bit for bit.

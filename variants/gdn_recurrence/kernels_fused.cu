@@ -46,6 +46,7 @@
 #include <type_traits>
 
 #include "gdn_recurrence/kernels.hpp"
+#include "q4_gemv/prepared_x.cuh"  // onn's q8 form for out_proj (norm=gated, cols >= dv)
 
 #include "klab/cuda.hpp"
 #include "klab/ref/gdn.hpp"
@@ -156,6 +157,35 @@ __device__ __forceinline__ void gated_norm_epilogue(const RecurrenceArgs& a, con
     *reinterpret_cast<float4*>(a.onn + at) = y;
   }
   cluster.sync();  // no block leaves while another still reads its ss_part
+}
+
+// norm=gated with a head's dv columns in this one block (cols >= dv, the launch without a cluster):
+// the cluster epilogue's arithmetic with one rank (its sum over the ranks is 0 + ss, as here), and,
+// with a.xq, onn's q8 form for out_proj (warp 0's lanes hold 4 consecutive columns each, 8 lanes a
+// block of 32: q4_gemv's store_prepared_q8_quads, block (h dv + c0) / 32; check_args: batch 1).
+__device__ __forceinline__ void gated_norm_single(const RecurrenceArgs& a, const float4* red_o, int W, int Q, int cq, int w, int rs, int lane, bool live,
+                                                  int b, int h, int c0) {
+  if (w != 0) return;
+  const std::int64_t at = b * a.o_stride + static_cast<std::int64_t>(h) * a.dv + c0;
+  const bool mine = rs == 0 && live;
+  float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (mine) {
+    o = red_o[cq];
+    for (int ww = 1; ww < W; ++ww) o = f4_add(o, red_o[ww * Q + cq]);
+    *reinterpret_cast<float4*>(a.o + at) = o;
+  }
+  float ss = fmaf(o.w, o.w, fmaf(o.z, o.z, fmaf(o.y, o.y, o.x * o.x)));
+  for (int off = Q / 2; off > 0; off /= 2) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+  const float tot = 0.f + __shfl_sync(0xffffffffu, ss, 0);  // lane 0's: the cluster epilogue's ss_part of rank 0
+  float4 y = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (mine) {
+    const float rr = 1.f / sqrtf(tot / static_cast<float>(a.dv) + a.eps);
+    const float4 z = *reinterpret_cast<const float4*>(a.z + at);
+    const float4 nw = *reinterpret_cast<const float4*>(a.norm_w + c0);
+    y = make_float4(o.x * rr * nw.x * silu(z.x), o.y * rr * nw.y * silu(z.y), o.z * rr * nw.z * silu(z.z), o.w * rr * nw.w * silu(z.w));
+    *reinterpret_cast<float4*>(a.onn + at) = y;
+  }
+  if (a.xq) q4_gemv::store_prepared_q8_quads(a.xq, mine ? (h * a.dv + c0) / 32 : -1, y, lane);  // uniform: a kernel argument
 }
 
 template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false>
@@ -271,6 +301,12 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
   if constexpr (!Early) asm volatile("griddepcontrol.launch_dependents;");
   if constexpr (Norm) {
     if (a.onn) {  // uniform: a kernel argument
+      if constexpr (C >= 128) {
+        if (tiles == 1) {  // the launch without a cluster (launch<>)
+          gated_norm_single(a, red_o, W, Q, cq, w, rs, lane, live, b, h, c0);
+          return;
+        }
+      }
       gated_norm_epilogue(a, red_o, W, Q, cq, w, rs, lane, live, b, h, c0);
       return;
     }
@@ -329,8 +365,10 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
     attr[0].val.clusterDim.z = 1;
     attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = Pdl || Early ? 2 : 1;
+    // cols >= 128 with one tile a head: no cluster (gated_norm_single), PDL as asked
+    const bool single = C >= 128 && tiles == 1;
+    cfg.attrs = single ? attr + 1 : attr;
+    cfg.numAttrs = single ? (Pdl || Early ? 1 : 0) : (Pdl || Early ? 2 : 1);
     KLAB_CUDA(cudaLaunchKernelEx(&cfg, fused_kernel<C, R, Early, true>, a));
     return;
   }
@@ -368,6 +406,7 @@ RecurrenceKernel fused() {
   k.state_before_wait = Pdl && !Early;
   k.vec4 = true;
   k.gated_norm = Norm;
+  k.norm_q8 = Norm && C >= 128;
   return k;
 }
 
@@ -400,6 +439,10 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // norm=gated (above): the GDN step's gated RMSNorm fused in, on the pdl=early twins at batch 1 (cols=16 rows=8: a
           // cluster of 8 at dv = 128; cols=32 rows=8: 4). Raced alone (no epilogue asked) they are their pdl=early twins.
           fused<16, 8, true, true, true>(), fused<32, 8, true, true, true>(),
+          // norm=gated with a head in one block (cols=128: 48 blocks of 512 threads at batch 1, no cluster; 2026-12-02, not yet
+          // measured): the gated norm block-local, and onn's q8 form for out_proj (RecurrenceArgs::xq), so that the step's
+          // gated-norm launch goes (GdnDevice::set_norm_q8 with this recurrence). Its twins without the epilogue, pdl=on and early.
+          fused<128, 8, true>(), fused<128, 8, true, true>(), fused<128, 8, true, true, true>(),
           // state=bf16 (issue 14's research axis; not yet measured on the H200, written in a session whose device time was
           // spent): the fastest f32 configuration at batch 1 and 32 (cols=32 rows=8; reports/h200/run-105e07b: pdl=early 3.40 /
           // 51.60 us) with S half the bytes, in its three PDL forms. Predicted: at batch 32 S is 50 of 100 MB read and written,

@@ -52,6 +52,28 @@ __device__ __forceinline__ void store_prepared_q8_warp(uint4* xq, int b, float v
     xq[2 * kPreparedStride + b] = make_uint4(std::uint32_t(-8 * s), packed::float_bits(packed::q8_step(a)), 0, 0);
   }
 }
+// Blocks of x held as 4 consecutive columns a lane, 8 aligned lanes a block (sub = lane & 7 holds
+// columns 4 sub .. 4 sub + 3 in v.x .. v.w). All 32 lanes of a warp call it; a group of 8 with b < 0
+// writes nothing (its v must still be finite or zero). The words of store_prepared_q8_warp: amax4 and
+// q8_part are q8_prep's arithmetic split 8 ways (xprep=cluster's, bit for bit), OR and integer sums
+// are exact in any order (tests/gpu/test_q4.cu compares the two).
+__device__ __forceinline__ void store_prepared_q8_quads(uint4* xq, int b, float4 v, int lane) {
+  const float vv[4] = {v.x, v.y, v.z, v.w};
+  float a = packed::amax4(vv);
+  for (int off = 1; off < 8; off *= 2) a = fmaxf(a, __shfl_xor_sync(0xffffffffu, a, off));
+  const int sub = lane & 7, base = lane & ~7;
+  const packed::Q8Part p = packed::q8_part(vv, sub, packed::q8_inv(a));
+  const std::uint32_t e = p.e | __shfl_xor_sync(0xffffffffu, p.e, 1), o = p.o | __shfl_xor_sync(0xffffffffu, p.o, 1);  // lanes 2w, 2w+1: word w
+  int s = p.sum;
+  for (int off = 1; off < 8; off *= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+  std::uint32_t E[4], O[4];
+  for (int w = 0; w < 4; ++w) E[w] = __shfl_sync(0xffffffffu, e, base + 2 * w), O[w] = __shfl_sync(0xffffffffu, o, base + 2 * w);
+  if (sub == 0 && b >= 0) {
+    xq[b] = make_uint4(E[0], E[1], E[2], E[3]);
+    xq[kPreparedStride + b] = make_uint4(O[0], O[1], O[2], O[3]);
+    xq[2 * kPreparedStride + b] = make_uint4(std::uint32_t(-8 * s), packed::float_bits(packed::q8_step(a)), 0, 0);
+  }
+}
 // The xprep=warps prep kernel's body: thread block `block` of 256 threads writes blocks 8 block ..
 // 8 block + 7 of x (those below nb), a warp each, x read through L2.
 __device__ __forceinline__ void prepare_q8_warps(const float* __restrict__ x, uint4* xq, int nb, int block) {
