@@ -444,6 +444,7 @@ TEST_CASE("GDN the gated norm and out_proj's q8 x in the recurrence (cols=128,no
   const TwinsDiff d = twins_diff(rec, own, h, g, T);
   CHECK(d.out == 0);
   CHECK(d.mid + d.state == 0);
+  rec.reset();  // twins_diff stepped it T tokens: both from a zero state again
   double worst = 0;
   for (int t = 0; t < T; ++t) {
     cand.step(0, test::tok(h, g, t));
