@@ -18,6 +18,25 @@
 using namespace klab;
 namespace gr = klab::gdn_recurrence;
 
+namespace {
+// k's twin, its name without `flag` (",cache=stream", ",state=bf16"): the same state handling before
+// the wait, a launch of its own, the same problems taken at batch 1, 8 and 32 and the given (dk, dv).
+const gr::RecurrenceKernel& check_flag_twin(const gr::RecurrenceKernel& k, const std::string& flag, std::initializer_list<std::pair<int, int>> dims) {
+  const auto at = k.name.find(flag);
+  REQUIRE(at != std::string::npos);
+  const auto& twin = gr::recurrence_kernel(k.name.substr(0, at) + k.name.substr(at + flag.size()));
+  CHECK(k.state_before_wait == twin.state_before_wait);
+  const bool own_launch = k.launch != twin.launch;
+  CHECK(own_launch);
+  for (int batch : {1, 8, 32})
+    for (auto [dk, dv] : dims) {
+      const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
+      CHECK(k.can_implement(a) == twin.can_implement(a));
+    }
+  return twin;
+}
+}  // namespace
+
 TEST_CASE("gdn_recurrence: declared parameters, problems and refusals") {
   const Op& op = registry().op("gdn_recurrence");
   const Problem d = op.default_problem();
@@ -181,20 +200,11 @@ TEST_CASE("gdn_recurrence pdl=early: each is the twin of a registered pdl=on ker
 TEST_CASE("gdn_recurrence cache=stream: each is the twin of a registered kernel without it, its own launch, taking exactly the problems it takes") {
   int streamed = 0;
   for (const auto& k : gr::recurrence_kernels()) {
-    const auto at = k.name.find(",cache=stream");
-    if (at == std::string::npos) continue;
+    if (k.name.find(",cache=stream") == std::string::npos) continue;
     ++streamed;
     CAPTURE(k.name);
-    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at) + k.name.substr(at + 13));
     CHECK_FALSE(k.state_bf16);
-    CHECK(k.state_before_wait == twin.state_before_wait);
-    const bool own_launch = k.launch != twin.launch;
-    CHECK(own_launch);
-    for (int batch : {1, 8, 32})
-      for (auto [dk, dv] : {std::pair{128, 128}, std::pair{64, 96}, std::pair{96, 128}}) {
-        const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
-        CHECK(k.can_implement(a) == twin.can_implement(a));
-      }
+    check_flag_twin(k, ",cache=stream", {{128, 128}, {64, 96}, {96, 128}});
   }
   CHECK(streamed == 2);  // cols=32,rows=8 with pdl=on and pdl=early
 }
@@ -251,20 +261,17 @@ TEST_CASE("gdn_recurrence norm=gated: the twin of a kernel without the epilogue;
   gr::RecurrenceArgs b2 = a;
   b2.batch = 2;
   CHECK(gr::check_args(k128, b2).find("batch 1") != std::string::npos);
-  gr::RecurrenceArgs odd = gr::dense_args(2, 6, 128, 48, 1);
-  odd.q = odd.k = odd.v = odd.g = odd.beta = odd.z = odd.norm_w = buf;
-  odd.S = odd.o = odd.onn = buf;
-  odd.normalize_qk = false;
-  odd.eps = 1e-6f;
-  odd.xq = xq;
-  CHECK(gr::check_args(k128, odd).find("multiple of 32") != std::string::npos);
-  gr::RecurrenceArgs wide2 = gr::dense_args(2, 6, 128, 256, 1);
-  wide2.q = wide2.k = wide2.v = wide2.g = wide2.beta = wide2.z = wide2.norm_w = buf;
-  wide2.S = wide2.o = wide2.onn = buf;
-  wide2.normalize_qk = false;
-  wide2.eps = 1e-6f;
-  wide2.xq = xq;
-  CHECK(gr::check_args(k128, wide2).find("one block") != std::string::npos);
+  // a's buffers and epilogue at another dv: 48 (not a multiple of 32), 256 (two blocks a head)
+  for (auto [dv, why] : {std::pair{48, "multiple of 32"}, std::pair{256, "one block"}}) {
+    gr::RecurrenceArgs other = gr::dense_args(2, 6, 128, dv, 1);
+    other.q = other.k = other.v = other.g = other.beta = other.z = other.norm_w = buf;
+    other.S = other.o = other.onn = buf;
+    other.normalize_qk = false;
+    other.eps = 1e-6f;
+    other.xq = xq;
+    CAPTURE(dv);
+    CHECK(gr::check_args(k128, other).find(why) != std::string::npos);
+  }
 }
 
 TEST_CASE("gdn_recurrence state=bf16: the twins of cols=32,rows=8 in its three PDL forms, taking what they take; out of gdn-recurrence's race; 8-byte alignment") {
@@ -273,18 +280,8 @@ TEST_CASE("gdn_recurrence state=bf16: the twins of cols=32,rows=8 in its three P
     if (!k.state_bf16) continue;
     ++bf16;
     CAPTURE(k.name);
-    const auto at = k.name.find(",state=bf16");
-    REQUIRE(at != std::string::npos);
-    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at) + k.name.substr(at + 11));
+    const auto& twin = check_flag_twin(k, ",state=bf16", {{128, 128}, {32, 32}, {64, 96}});
     CHECK_FALSE(twin.state_bf16);
-    CHECK(k.state_before_wait == twin.state_before_wait);
-    const bool own_launch = k.launch != twin.launch;
-    CHECK(own_launch);
-    for (int batch : {1, 8, 32})
-      for (auto [dk, dv] : {std::pair{128, 128}, std::pair{32, 32}, std::pair{64, 96}}) {
-        const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
-        CHECK(k.can_implement(a) == twin.can_implement(a));
-      }
     alignas(16) static float buf[64];
     gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, 1);
     a.q = a.k = a.v = a.g = a.beta = a.o = buf;

@@ -72,6 +72,46 @@ int kernels_of(const std::vector<GdnDevice::StepOperator>& ops, cudaStream_t s) 
   return n;
 }
 
+// The Qwen3.5-27B state's geometry (geometries()[1]) with weights, their q4 form and T tokens, from `seed`.
+struct QwenCase {
+  Geometry g;
+  rg::LayerWeights w;
+  rg::Q4Projections q;
+  std::vector<float> h;
+};
+QwenCase qwen_case(int T, std::uint64_t seed) {
+  QwenCase c{geometries()[1].g, {}, {}, {}};
+  c.w = rg::random_weights(c.g, seed);
+  c.q = rg::quantize_projections(c.w);
+  c.h = test::gdn_inputs(c.g, T, seed + 1, 815 + int(seed));
+  return c;
+}
+
+// dev loaded with w's q4 weights and configured as c, which config_error does not refuse at g.
+void configure(GdnDevice& dev, const Geometry& g, const rg::LayerWeights& w, const rg::Q4Projections& q, const gdn::FusedStepConfig& c) {
+  REQUIRE(gdn::config_error(c, g) == "");
+  load(dev, w, &q);
+  gdn::apply(c, dev);
+}
+
+// One step of layer 0 of dev: its operators' names with the kernels each launches, and their total.
+struct StepKernels {
+  std::vector<std::pair<std::string, int>> ops;
+  int total = 0;
+};
+StepKernels step_kernels(const GdnDevice& dev, const Geometry& g) {
+  DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
+  cudaStream_t s = nullptr;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  StepKernels k;
+  for (const auto& op : dev.step_operators(0, d_h.get(), d_y.get())) {
+    k.ops.emplace_back(op.name, kernels_of({op}, s));
+    k.total += k.ops.back().second;
+  }
+  KLAB_CUDA(cudaStreamDestroy(s));
+  return k;
+}
+
 }  // namespace
 
 TEST_CASE("GDN breakdown: the listed operators run one by one equal the step bitwise (outputs, intermediates, S, hist), f32 and q4 tiers") {
@@ -339,31 +379,21 @@ TEST_CASE("GDN stacked input projections (set_merged_in): in_proj_qkv and in_pro
 
 TEST_CASE("GDN out_proj without its prep launch (set_norm_q8): the step's candidate gives its bits with the gated norm writing out_proj's q8 x, one kernel fewer; what it cannot take is refused") {
   constexpr int T = 8;
-  const Geometry g = geometries()[1].g;  // dv = 128: a warp per 32 values of onn
-  const auto w = rg::random_weights(g, 81);
-  const auto q = rg::quantize_projections(w);
-  const auto h = test::gdn_inputs(g, T, 82, 906);
+  const auto [g, w, q, h] = qwen_case(T, 81);  // dv = 128: a warp per 32 values of onn
   GdnDevice own(g, 1), prepared(g, 1);
-  load(own, w, &q);
-  load(prepared, w, &q);
-  gdn::apply(gdn::candidate_twins().out_own, own);
   const gdn::FusedStepConfig twin = gdn::step_candidate();
   REQUIRE(twin.norm_q8);
-  REQUIRE(gdn::config_error(twin, g) == "");
-  gdn::apply(twin, prepared);
+  configure(own, g, w, q, gdn::candidate_twins().out_own);
+  configure(prepared, g, w, q, twin);
   CHECK(prepared.norm_q8());
   const TwinsDiff d = twins_diff(prepared, own, h, g, T);
   CHECK(d.out == 0);
   CHECK(d.mid + d.state == 0);
   CHECK(bitwise_diff(prepared.get(0, What::OUT), std::vector<float>(std::size_t(g.hidden), 0.0f)) > 0);  // y was written
-  DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
-  cudaStream_t s = nullptr;
-  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const auto ops1 = prepared.step_operators(0, d_h.get(), d_y.get()), ops2 = own.step_operators(0, d_h.get(), d_y.get());
-  REQUIRE(ops1.size() == ops2.size());
-  CHECK(kernels_of(ops1, s) == kernels_of(ops2, s) - 1);
-  CHECK(kernels_of({ops1.back()}, s) == 1);  // out_proj: the main kernel alone
-  KLAB_CUDA(cudaStreamDestroy(s));
+  const StepKernels k1 = step_kernels(prepared, g), k2 = step_kernels(own, g);
+  REQUIRE(k1.ops.size() == k2.ops.size());
+  CHECK(k1.total == k2.total - 1);
+  CHECK(k1.ops.back().second == 1);  // out_proj: the main kernel alone
   // Refused when enqueued, before any launch (nothing ran): a q4 kernel without launch_prepared, the
   // gated norm inside the recurrence.
   const auto y_before = prepared.get(0, What::OUT);
@@ -387,32 +417,22 @@ TEST_CASE("GDN out_proj without its prep launch (set_norm_q8): the step's candid
 
 TEST_CASE("GDN b|a in the stacked launch's prep kernel (set_fold_ba): the step's candidate gives its bits with fold=ba, one launch fewer; what it cannot take is refused") {
   constexpr int T = 8;
-  const Geometry g = geometries()[1].g;
-  const auto w = rg::random_weights(g, 91);
-  const auto q = rg::quantize_projections(w);
-  const auto h = test::gdn_inputs(g, T, 92, 907);
+  const auto [g, w, q, h] = qwen_case(T, 91);  // dv = 128: a warp per 32 values of onn
   GdnDevice cand(g, 1), fold(g, 1);
-  load(cand, w, &q);
-  load(fold, w, &q);
-  gdn::apply(gdn::step_candidate(), cand);
   const gdn::FusedStepConfig twin = gdn::candidate_twins().fold;
   REQUIRE(twin.fold_ba);
-  REQUIRE(gdn::config_error(twin, g) == "");
-  gdn::apply(twin, fold);
+  configure(cand, g, w, q, gdn::step_candidate());
+  configure(fold, g, w, q, twin);
   CHECK(fold.fold_ba());
   const TwinsDiff d = twins_diff(fold, cand, h, g, T);
   CHECK(d.out == 0);
   CHECK(d.mid + d.state == 0);
   CHECK(bitwise_diff(fold.get(0, What::B), std::vector<float>(std::size_t(g.nv), 0.0f)) > 0);  // b|a was written
-  DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
-  cudaStream_t s = nullptr;
-  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const auto ops1 = fold.step_operators(0, d_h.get(), d_y.get()), ops2 = cand.step_operators(0, d_h.get(), d_y.get());
-  REQUIRE(ops1.size() + 1 == ops2.size());
-  CHECK(std::string(ops1[0].name) == gdn::kStackedInProjBa);
-  CHECK(kernels_of({ops1[0]}, s) == 2);  // the prep with b|a, the stacked kernel
-  CHECK(kernels_of(ops1, s) == kernels_of(ops2, s) - 1);
-  KLAB_CUDA(cudaStreamDestroy(s));
+  const StepKernels k1 = step_kernels(fold, g), k2 = step_kernels(cand, g);
+  REQUIRE(k1.ops.size() + 1 == k2.ops.size());
+  CHECK(k1.ops[0].first == gdn::kStackedInProjBa);
+  CHECK(k1.ops[0].second == 2);  // the prep with b|a, the stacked kernel
+  CHECK(k1.total == k2.total - 1);
   // Refused when enqueued, before any launch: another b|a kernel, no chain, the projections apart.
   const auto y_before = fold.get(0, What::OUT);
   fold.set_ba_variant("f32_gemv/impl=split-row,pdl=off");
@@ -428,19 +448,14 @@ TEST_CASE("GDN b|a in the stacked launch's prep kernel (set_fold_ba): the step's
 
 TEST_CASE("GDN the gated norm and out_proj's q8 x in the recurrence (cols=128,norm=gated with out=prepared): its own prep's bits, within 1e-5 of the candidate's norm, one launch fewer") {
   constexpr int T = 8;
-  const Geometry g = geometries()[1].g;
-  const auto w = rg::random_weights(g, 93);
-  const auto q = rg::quantize_projections(w);
-  const auto h = test::gdn_inputs(g, T, 94, 908);
+  const auto [g, w, q, h] = qwen_case(T, 93);  // dv = 128: a warp per 32 values of onn
   GdnDevice cand(g, 1), rec(g, 1), own(g, 1);
-  for (GdnDevice* d : {&cand, &rec, &own}) load(*d, w, &q);
-  gdn::apply(gdn::step_candidate(), cand);
   const gdn::FusedStepConfig twin = gdn::candidate_twins().rec_norm;
-  REQUIRE(gdn::config_error(twin, g) == "");
-  gdn::apply(twin, rec);
   auto own_cfg = twin;
   own_cfg.norm_q8 = false;  // the same recurrence, out_proj quantising onn in its own prep launch
-  gdn::apply(own_cfg, own);
+  configure(cand, g, w, q, gdn::step_candidate());
+  configure(rec, g, w, q, twin);
+  configure(own, g, w, q, own_cfg);
   const TwinsDiff d = twins_diff(rec, own, h, g, T);
   CHECK(d.out == 0);
   CHECK(d.mid + d.state == 0);
@@ -452,14 +467,8 @@ TEST_CASE("GDN the gated norm and out_proj's q8 x in the recurrence (cols=128,no
     worst = std::max({worst, accuracy(rec.get(0, What::ON), cand.get(0, What::ON)).max_rel, accuracy(rec.get(0, What::ONN), cand.get(0, What::ONN)).max_rel});
   }
   CHECK(worst < 1e-5);
-  DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
-  cudaStream_t s = nullptr;
-  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const auto ops1 = rec.step_operators(0, d_h.get(), d_y.get()), ops2 = cand.step_operators(0, d_h.get(), d_y.get()),
-             ops3 = own.step_operators(0, d_h.get(), d_y.get());
-  CHECK(kernels_of(ops1, s) == kernels_of(ops2, s) - 1);
-  CHECK(kernels_of(ops1, s) == kernels_of(ops3, s) - 1);  // own: out_proj's prep launch back
-  KLAB_CUDA(cudaStreamDestroy(s));
+  CHECK(step_kernels(rec, g).total == step_kernels(cand, g).total - 1);
+  CHECK(step_kernels(rec, g).total == step_kernels(own, g).total - 1);  // own: out_proj's prep launch back
 }
 
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
