@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Merges the shard reports of ONE klab run (`klab run ... --shard I/N`, or the shards `klab run
---devices` starts) into one schema-2 report (reports/SCHEMA.md), standard library only.
+--devices` starts) into one schema-2 report (reports/SCHEMA.md), standard library only; or, with
+--parts, the reports of one reference run split by experiment lists (one part a device call).
 
     scripts/merge_reports.py OUT REPORT_DIR...
+    scripts/merge_reports.py --parts OUT REPORT_DIR...
 
 writes OUT/report.jsonl (OUT is created; a report already there is replaced; no per-kind CSVs: the
 shards' own stay beside their reports). The shards must be of one run: the same git commit, the same
@@ -24,6 +26,15 @@ What the merged report holds:
   read it as held;
 - an end record: complete only if every shard's report is complete (its end record says complete
   and counts the records the file holds); else failed, its error naming each incomplete shard.
+
+--parts: reports of one commit (the same git_commit and git_dirty), none a shard, on the same kind of
+GPU (env.device.name) with the same options (env.options), whose command lines differ only in the
+experiments they name and --out, and whose experiments (every record's "experiment") are disjoint;
+anything else is refused (exit 2, naming the problem), and nothing is written. The merged report:
+part 0's header with env.parts (per part: index, host, device, date, command, report, experiments);
+every record of every part in order, each with "part" (its index) and its part's env (its own
+ceiling: parts run on different machines); the claims as each part has them (their experiments are
+the part's alone); the end record complete only if every part is.
 """
 import json
 import sys
@@ -161,13 +172,84 @@ def merge(paths):
     return [header] + records + [end]
 
 
+def experiments_of(rep):
+    return {r["experiment"] for r in rep.records if isinstance(r.get("experiment"), str)}
+
+
+def part_words(argv, experiments):
+    """The command line without the program path, --out and the experiments the part names."""
+    return [w for w in run_words(argv) if w not in experiments]
+
+
+def merge_parts(paths):
+    """The merged report's lines from the reports of one run split by experiment lists (--parts)."""
+    parts = []
+    for p in paths:
+        try:
+            rep = klab_report.load(p)
+        except klab_report.ReportError as e:
+            raise MergeError(f"{p}: cannot read: {e}") from None
+        if len(rep.headers) != 1:
+            raise MergeError(f"{rep.file}: {len(rep.headers)} header records: not the report of one klab run (schema 2)")
+        h = rep.headers[0]
+        if klab_report.get(h, "env.options.shard") is not None:
+            raise MergeError(f"{rep.file}: a shard report (env.options.shard): merge shards without --parts")
+        parts.append((rep, h, experiments_of(rep)))
+    rep0, h0, _ = parts[0]
+    seen = {}
+    for rep, h, exps in parts:
+        for field in ("git_commit", "git_dirty"):
+            if h["env"].get(field) != h0["env"].get(field):
+                raise MergeError(f"not one commit: {rep.file} has {field} {h['env'].get(field)!r}, {rep0.file} {h0['env'].get(field)!r}")
+        name, name0 = klab_report.get(h, "env.device.name"), klab_report.get(h0, "env.device.name")
+        if name != name0:
+            raise MergeError(f"not one kind of GPU: {rep.file} ran on {name!r}, {rep0.file} on {name0!r}")
+        if h["env"].get("options") != h0["env"].get("options"):
+            raise MergeError(f"not one run's options: {rep.file} has {json.dumps(h['env'].get('options'))}, "
+                             f"{rep0.file} {json.dumps(h0['env'].get('options'))}")
+        a, b = part_words(h0.get("argv", []), experiments_of(rep0)), part_words(h.get("argv", []), exps)
+        if a != b:
+            raise MergeError(f"not one run: the command lines differ (apart from the experiments and --out): "
+                             f"{rep0.file}: {' '.join(a)!r}; {rep.file}: {' '.join(b)!r}")
+        for e in sorted(exps):
+            if e in seen:
+                raise MergeError(f"experiment {e} is in two parts: {seen[e]} and {rep.file}")
+            seen[e] = rep.file
+    env = json.loads(json.dumps(h0["env"]))
+    env["parts"] = [{"index": i, "host": h["env"].get("host"), "device": h["env"].get("device"), "date": h["env"].get("date"),
+                     "command": h["env"].get("command"), "report": str(rep.file), "experiments": sorted(exps)}
+                    for i, (rep, h, exps) in enumerate(parts)]
+    header = {"kind": "header", "schema_version": 2, "start": h0.get("start", env.get("date")), "argv": h0.get("argv", []), "env": env}
+    records, incomplete = [], []
+    for i, (rep, h, _) in enumerate(parts):
+        why = rep.incomplete()
+        if why:
+            incomplete.append(f"part {i} ({rep.file}): {why}")
+        for r in rep.records:
+            r = _strip(r)
+            r["part"] = i
+            records.append(r)
+    kinds = {}
+    for r in records:
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
+    ends = [e["record"].get("end") for rep, _, _ in parts for e in rep.ends]
+    end = {"kind": "end", "status": "failed" if incomplete else "complete", "records": len(records), "counts": kinds,
+           "start": header["start"], "end": max([e for e in ends if isinstance(e, str)], default=header["start"])}
+    if incomplete:
+        end["error"] = "merged from incomplete parts: " + "; ".join(incomplete)
+    return [header] + records + [end]
+
+
 def main(argv):
+    parts = len(argv) > 1 and argv[1] == "--parts"
+    if parts:
+        argv = argv[:1] + argv[2:]
     if len(argv) < 3 or argv[1] in ("-h", "--help"):
         print(__doc__.strip().split("\n\n")[1].strip(), file=sys.stderr)
         return 2 if len(argv) < 3 else 0
     out = Path(argv[1])
     try:
-        lines = merge(argv[2:])
+        lines = merge_parts(argv[2:]) if parts else merge(argv[2:])
     except MergeError as e:
         print(f"merge_reports.py: {e}; nothing written", file=sys.stderr)
         return 2
@@ -181,7 +263,7 @@ def main(argv):
     for r in lines:
         if r["kind"] == "claim":
             states[r["state"]] = states.get(r["state"], 0) + 1
-    print(f"merged {len(argv) - 2} shards into {f}: {end['records']} records; claims "
+    print(f"merged {len(argv) - 2} {'parts' if parts else 'shards'} into {f}: {end['records']} records; claims "
           + ", ".join(f"{states.get(s, 0)} {s}" for s in klab_report.CLAIM_STATES)
           + ("; complete" if end["status"] == "complete" else "; INCOMPLETE: " + end["error"]))
     return 0

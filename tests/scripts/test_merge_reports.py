@@ -161,5 +161,75 @@ class Merge(unittest.TestCase):
         self.assertEqual(s.returncode, 0, s.stdout + s.stderr)
 
 
+def part_report(d, experiments, commit="abc123", options=None, device="NVIDIA H200", status="complete", host="node0", ceiling=4600.0):
+    """A report of one run naming `experiments` (no shard): a header, a skip and a held claim per experiment, an end record."""
+    d.mkdir(parents=True, exist_ok=True)
+    argv = ["/x/klab", "run", *experiments, "--reps", "50", "--out", str(d)]
+    env = {"git_commit": commit, "git_dirty": False, "date": "2026-01-01T00:00:00Z", "command": " ".join(argv), "host": host,
+           "device": {"name": device, "index": 0}, "options": options or {"reps": 50},
+           "ceiling": {"read_gbps": ceiling}}
+    lines = [{"kind": "header", "schema_version": 2, "start": env["date"], "argv": argv, "env": env}]
+    for i, e in enumerate(experiments):
+        lines.append({"kind": "skip", "experiment": e, "what": f"v of {e}", "reason": "test"})
+        lines.append({"kind": "claim", "experiment": e, "index": 0, "id": "c", "text": "c", "state": "held", "evidence": f"{e} ev"})
+    if status:
+        lines.append({"kind": "end", "status": status, "records": len(lines) - 1, "start": env["date"], "end": env["date"]})
+    (d / "report.jsonl").write_text("".join(json.dumps(l) + "\n" for l in lines), encoding="utf-8")
+    return d
+
+
+class Parts(unittest.TestCase):
+    """--parts: one run's reports split by experiment lists (one device call each) joined into one."""
+
+    def setUp(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="klab-parts-"))
+        self.out = self.tmp / "merged"
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def refused(self, says, *dirs):
+        r = merge("--parts", self.out, *dirs)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(says, r.stderr)
+        self.assertFalse(self.out.exists(), "a refused merge wrote something")
+
+    def test_disjoint_parts_merge(self):
+        a = part_report(self.tmp / "a", ["e1", "e2"], host="m1", ceiling=4567.0)
+        b = part_report(self.tmp / "b", ["e3"], host="m2", ceiling=4669.0)
+        r = merge("--parts", self.out, a, b)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("merged 2 parts", r.stdout)
+        rep = klab_report.load(self.out)
+        self.assertIsNone(rep.incomplete())
+        self.assertEqual(len(rep.headers), 1)
+        parts = rep.headers[0]["env"]["parts"]
+        self.assertEqual([p["experiments"] for p in parts], [["e1", "e2"], ["e3"]])
+        self.assertEqual([p["host"] for p in parts], ["m1", "m2"])
+        claims = [r for r in rep.records if r["kind"] == "claim"]
+        self.assertEqual([(c["experiment"], c["state"], c["evidence"]) for c in claims],
+                         [("e1", "held", "e1 ev"), ("e2", "held", "e2 ev"), ("e3", "held", "e3 ev")])
+        # Every record keeps its part and its part's ceiling.
+        self.assertEqual({(r["experiment"], r["part"], r["env"]["ceiling"]["read_gbps"]) for r in rep.records},
+                         {("e1", 0, 4567.0), ("e2", 0, 4567.0), ("e3", 1, 4669.0)})
+
+    def test_incomplete_part(self):
+        a = part_report(self.tmp / "a", ["e1"])
+        b = part_report(self.tmp / "b", ["e2"], status=None)
+        r = merge("--parts", self.out, a, b)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("INCOMPLETE", r.stdout)
+        self.assertIn("part 1", klab_report.load(self.out).incomplete())
+
+    def test_refusals(self):
+        a = part_report(self.tmp / "a", ["e1", "e2"])
+        self.refused("experiment e2 is in two parts", a, part_report(self.tmp / "b", ["e2", "e3"]))
+        self.refused("not one commit", a, part_report(self.tmp / "c", ["e3"], commit="def456"))
+        self.refused("not one kind of GPU", a, part_report(self.tmp / "d", ["e3"], device="NVIDIA H100"))
+        self.refused("not one run's options", a, part_report(self.tmp / "e", ["e3"], options={"reps": 10}))
+        self.refused("a shard report", a, shard_report(self.tmp / "f", 0, 2, {}))
+        self.refused("cannot read", a, self.tmp / "nothing-here")
+
+
 if __name__ == "__main__":
     unittest.main()
