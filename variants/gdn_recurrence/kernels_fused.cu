@@ -439,20 +439,23 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // norm=gated (above): the GDN step's gated RMSNorm fused in, on the pdl=early twins at batch 1 (cols=16 rows=8: a
           // cluster of 8 at dv = 128; cols=32 rows=8: 4). Raced alone (no epilogue asked) they are their pdl=early twins.
           fused<16, 8, true, true, true>(), fused<32, 8, true, true, true>(),
-          // norm=gated with a head in one block (cols=128: 48 blocks of 512 threads at batch 1, no cluster; 2026-12-02, not yet
-          // measured): the gated norm block-local, and onn's q8 form for out_proj (RecurrenceArgs::xq), so that the step's
-          // gated-norm launch goes (GdnDevice::set_norm_q8 with this recurrence). Its twins without the epilogue, pdl=on and early.
+          // norm=gated with a head in one block (cols=128: 48 blocks of 512 threads at batch 1, no cluster; 2026-12-02): the
+          // gated norm block-local, and onn's q8 form for out_proj (RecurrenceArgs::xq), so that the step's gated-norm launch
+          // goes (GdnDevice::set_norm_q8 with this recurrence). Its twins without the epilogue, pdl=on and early. Measured in
+          // reports/h200/run-123ab72 (stream mode): batch 1 5.8 / 5.1 us (pdl=on / early) against cols=32's 3.37; inside the
+          // GDN step x0.956 per layer, x0.954 in the 48-layer graph: a negative result, kept.
           fused<128, 8, true>(), fused<128, 8, true, true>(), fused<128, 8, true, true, true>(),
           // state=bf16 (issue 14's research axis; not yet measured on the H200, written in a session whose device time was
           // spent): the fastest f32 configuration at batch 1 and 32 (cols=32 rows=8; reports/h200/run-105e07b: pdl=early 3.40 /
           // 51.60 us) with S half the bytes, in its three PDL forms. Predicted: at batch 32 S is 50 of 100 MB read and written,
           // so toward ~30 us if the f32 kernel's 86% of the size-matched read carries over; at batch 1 little (latency-bound).
           fused<32, 8, false, false, false, true>(), fused<32, 8, true, false, false, true>(), fused<32, 8, true, true, false, true>(),
-          // cache=stream (written 2026-12-02, not yet measured): batch 32's fastest, cols=32 rows=8 (pdl=early 51.81 us in
-          // reports/h200/run-08a86f8; run-4198a57's fastest, rows=16, 51.99 us = 83.5% of the size-matched read; goal 50 us), with
-          // S's 100 MB read and written evict-first, so that
-          // the lines it leaves dirty make room first and stop crowding L2 for the next heads' reads. Its pdl=on and pdl=early
-          // forms (gdn-recurrence pairs each with its twin: stream-bitwise, stream-pays).
+          // cache=stream (2026-12-02): batch 32's fastest, cols=32 rows=8 (pdl=early 51.81 us in reports/h200/run-08a86f8;
+          // run-4198a57's fastest, rows=16, 51.99 us = 83.5% of the size-matched read; goal 50 us), with S's 100 MB read and
+          // written evict-first, so that the lines it leaves dirty make room first and stop crowding L2 for the next heads'
+          // reads. Its pdl=on and pdl=early forms (gdn-recurrence pairs each with its twin: stream-bitwise, stream-pays).
+          // Measured in reports/h200/run-a9d7934: the same bits; batch 32 x0.996 (pdl=on) and x0.976 (pdl=early), batch 1
+          // pdl=early x0.924: a negative result, kept.
           fused<32, 8, true, false, false, false, true>(), fused<32, 8, true, true, false, false, true>()};
 }
 

@@ -1248,7 +1248,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // shared over distributed shared memory; rows=8 is rung 10's twin, rows=4 rung 19's.
   v.push_back(kernel_xc<8, true>());
   v.push_back(kernel_xc<4, true>());
-  // xprep=warps (xprep_warps_kernel; not yet measured): twins of the xprep=launch rows=8, 4 and 16 kernels.
+  // xprep=warps (xprep_warps_kernel): twins of the xprep=launch rows=8, 4 and 16 kernels. Measured in
+  // reports/h200/run-7a808bf (stream mode): x0.963..x1.029 of their twins, the same bits (claim warps-pay not
+  // held); in the GDN step's 48-layer graph x1.013, so the step's candidate uses rows=8.
   v.push_back(kernel_xw<8, true>());
   v.push_back(kernel_xw<4, true>());
   v.push_back(kernel_xw<16, true>());

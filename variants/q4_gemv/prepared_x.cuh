@@ -1,16 +1,18 @@
 #pragma once
-// The q8 x of the grid=groups,xprep=launch,dot=q8-dp4a kernels, written by x's PRODUCER instead of
-// by the kernel's own prep launch (Q4Kernel::launch_prepared). Why: that prep launch is a hop of its
-// own in every call (its producer completes -> prep reads x, quantises, completes -> the main kernel,
-// whose weight loads are in flight, reads the prepared x), and a producer that already holds x on
-// chip can write the prepared form in its epilogue instead (GdnDevice::set_norm_q8: the gated norm
-// for out_proj).
+// The q8 x of the grid=groups,xprep=launch|warps,dot=q8-dp4a kernels, written by x's PRODUCER
+// instead of by the kernel's own prep launch (Q4Kernel::launch_prepared). Why: that prep launch is a
+// hop of its own in every call (its producer completes -> prep reads x, quantises, completes -> the
+// main kernel, whose weight loads are in flight, reads the prepared x), and a producer that already
+// holds x on chip can write the prepared form in its epilogue instead (GdnDevice::set_norm_q8: the
+// gated norm for out_proj; measured on the H200 in reports/h200/run-a9d7934: the same bits, x1.045 per
+// token through the 48-layer graph).
 //
 // Contract, for a producer of x (k activations, k % 32 == 0, k <= 32 * kPreparedStride):
 //   - for every block b of 32 activations, write what packed.cu's xprep_kernel<q8> writes: q8_prep's
 //     xe, xo, (c, d) at prepared_x()[b], [kPreparedStride + b], [2 kPreparedStride + b]. The warp
-//     form below does exactly that (the same bits: max, q8_round and integer sums are exact in any
-//     order; tests/gpu/test_gdn.cpp holds a step with it to the step without it bit for bit);
+//     and quad forms below do exactly that (the same bits: max, q8_round and integer sums are exact
+//     in any order; tests/gpu/test_q4.cu compares their words with xprep's, test_gdn_breakdown.cpp the
+//     steps that use them with the steps that do not);
 //   - the producer runs on the stream of the launch_prepared call, before it; with PDL the main
 //     kernel reads the prepared x only after griddepcontrol.wait, so the producer may let its
 //     dependents go early, and it must itself wait (griddepcontrol.wait) before writing, because the
