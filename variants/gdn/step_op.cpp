@@ -256,6 +256,9 @@ std::vector<FusedStepConfig> fused_step_configs() {
 // - run-7a808bf (2026-12-02): that one (out=prepared) 27.2 us per layer and 1.4246 ms per token; its
 //   twin on the q4 kernel xprep=warps (the stacked launch's prep a warp per block of 32) the same bits,
 //   x1.007 per layer (same) and 1.4059 ms per token in the graph (x1.013, warps-in-graph held).
+// - run-e0dc546 and run-123ab72 (2026-12-02): this candidate 1.3973 and 1.3895 ms per token; its twins
+//   fold=ba (x1.057 per layer, x0.994 / x0.993 in the graph) and rec-norm (x0.956, x0.954) did not pay
+//   where a token runs through the layers.
 // This candidate: out=prepared on xprep=warps.
 FusedStepConfig step_candidate() {
   FusedStepConfig c{false, kWarpsQ4, "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true, true, ""};
