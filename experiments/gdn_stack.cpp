@@ -61,6 +61,9 @@ const Claim kFoldInGraph{"fold-in-graph",
 const Claim kRecNormInGraph{"rec-norm-in-graph",
                             "in the 48-layer graph, the gated norm and out_proj's q8 x in the recurrence pay: q4-fast-rec-norm (the candidate "
                             "on gdn::kRecNormQ8) is faster per token than q4-fast"};
+const Claim kFoldMainInGraph{"fold-main-in-graph",
+                             "in the 48-layer graph, b|a as f32 rows in the stacked kernel's grid pays: q4-fast-fold-main (the candidate with "
+                             "fold=ba-main) is faster per token than q4-fast"};
 const Claim kPreparedInGraph{"prepared-in-graph",
                              "in the 48-layer graph, out_proj without its prep launch pays: q4-fast (the candidate, out=prepared: the gated norm "
                              "writes out_proj's q8 x) is faster per token than q4-fast-own-prep (its twin with out_proj's own prep launch)"};
@@ -77,9 +80,10 @@ gdn::FusedStepConfig fast_config(const std::string& tier) {
   if (tier == "q4-fast-thread-prep") return gdn::candidate_twins().thread_prep;
   if (tier == "q4-fast-fold") return gdn::candidate_twins().fold;
   if (tier == "q4-fast-rec-norm") return gdn::candidate_twins().rec_norm;
+  if (tier == "q4-fast-fold-main") return gdn::candidate_twins().fold_main;
   return gdn::step_candidate();
 }
-bool twin_tier(const std::string& tier) { return tier == "q4-fast-ring" || tier == "q4-fast-own-prep" || tier == "q4-fast-thread-prep" || tier == "q4-fast-fold" || tier == "q4-fast-rec-norm"; }
+bool twin_tier(const std::string& tier) { return tier == "q4-fast-ring" || tier == "q4-fast-own-prep" || tier == "q4-fast-thread-prep" || tier == "q4-fast-fold" || tier == "q4-fast-rec-norm" || tier == "q4-fast-fold-main"; }
 
 // The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times
 // resamples A and B and takes median(B)/median(A); with A = {1} every resample of A has median 1, so
@@ -100,7 +104,7 @@ struct TierResult {
 };
 
 // Tiers: "f32", "q4" (the device's defaults), "q4-fast" (the q4 tier on gdn::step_candidate()),
-// "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold" and "q4-fast-rec-norm" (fast_config).
+// "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold", "q4-fast-rec-norm" and "q4-fast-fold-main" (fast_config).
 void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
               std::map<std::string, TierResult>& out) {
   const Geometry& g = w.g;
@@ -202,8 +206,9 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
 void run_stack(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   const int nl = ctx.options().quick ? kQuickLayers : kLayers;
-  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kRingInGraph, &kPreparedInGraph, &kWarpsInGraph, &kFoldInGraph, &kRecNormInGraph}) ctx.claim(*c).needs({kFullKey});
-  const std::vector<std::string> tiers{"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold", "q4-fast-rec-norm"};
+  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kRingInGraph, &kPreparedInGraph, &kWarpsInGraph, &kFoldInGraph, &kRecNormInGraph, &kFoldMainInGraph}) ctx.claim(*c).needs({kFullKey});
+  const std::vector<std::string> tiers{"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold", "q4-fast-rec-norm",
+                                       "q4-fast-fold-main"};
   ctx.claim(kBitwise).needs(tiers);
   ctx.claim(kFinite).needs(tiers);
   if (auto why = GdnDevice::can_implement(g, nl); !why.empty()) throw Error("gdn-stack: " + why);
@@ -222,6 +227,7 @@ void run_stack(Context& ctx) {
   run_tier(ctx, "q4-fast-thread-prep", w, q, h, nl, res);
   run_tier(ctx, "q4-fast-fold", w, q, h, nl, res);
   run_tier(ctx, "q4-fast-rec-norm", w, q, h, nl, res);
+  run_tier(ctx, "q4-fast-fold-main", w, q, h, nl, res);
   // (A, B, claim): B faster than A
   struct Race {
     std::string a, b;
@@ -229,7 +235,7 @@ void run_stack(Context& ctx) {
   };
   for (const Race& r : {Race{"q4-fast", "q4-fast-ring", &kRingInGraph}, Race{"q4-fast-own-prep", "q4-fast", &kPreparedInGraph},
                       Race{"q4-fast-thread-prep", "q4-fast", &kWarpsInGraph}, Race{"q4-fast", "q4-fast-fold", &kFoldInGraph},
-                      Race{"q4-fast", "q4-fast-rec-norm", &kRecNormInGraph}}) {
+                      Race{"q4-fast", "q4-fast-rec-norm", &kRecNormInGraph}, Race{"q4-fast", "q4-fast-fold-main", &kFoldMainInGraph}}) {
     if (ctx.options().quick || !res.count(r.a) || !res.count(r.b)) continue;
     const Comparison c = compare_times(res[r.a].kept_ms, res[r.b].kept_ms);
     ctx.claim(*r.claim).settle(kFullKey, c.verdict == Verdict::faster,
@@ -248,7 +254,7 @@ void register_gdn_stack(Registry& r) {
   r.add(Experiment{
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
-      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph},
+      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph},
       .run = run_stack,
   });
 }

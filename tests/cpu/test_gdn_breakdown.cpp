@@ -152,7 +152,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 20);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 21);
   // The candidate runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
   const auto cand = gdn::step_candidate();
   CHECK(cand.chain);
@@ -223,7 +223,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
   }
   CHECK(gdn::fused_step_variant(tw.thread_prep).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=launch+") != std::string::npos);
-  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.thread_prep, &tw.fold, &tw.rec_norm}) {
+  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.thread_prep, &tw.fold, &tw.rec_norm, &tw.fold_main}) {
     CAPTURE(gdn::fused_step_variant(*t));
     CHECK(gdn::config_error(*t, rg::qwen35_27b()) == "");
   }

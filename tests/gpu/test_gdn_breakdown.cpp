@@ -471,6 +471,33 @@ TEST_CASE("GDN the gated norm and out_proj's q8 x in the recurrence (cols=128,no
   CHECK(step_kernels(rec, g).total == step_kernels(own, g).total - 1);  // own: out_proj's prep launch back
 }
 
+TEST_CASE("GDN b|a in the stacked kernel's grid (set_fold_ba_main): b|a within f32 rounding of split-row's, the step within the candidate's tolerance of it, one launch fewer; refusals") {
+  constexpr int T = 8;
+  const auto [g, w, q, h] = qwen_case(T, 95);
+  GdnDevice cand(g, 1), fold(g, 1);
+  configure(cand, g, w, q, gdn::step_candidate());
+  configure(fold, g, w, q, gdn::candidate_twins().fold_main);
+  CHECK(fold.fold_ba_main());
+  double ba = 0, out = 0;
+  for (int t = 0; t < T; ++t) {
+    const auto y1 = fold.step(0, test::tok(h, g, t)), y2 = cand.step(0, test::tok(h, g, t));
+    out = std::max(out, accuracy(y1, y2).max_rel);
+    for (What wh : {What::A, What::B}) ba = std::max(ba, accuracy(fold.get(0, wh), cand.get(0, wh)).max_rel);
+  }
+  CHECK(ba < 1e-5);
+  CHECK(out < 0.15);  // the step's q8 tolerance (3 x 5e-2): an ulp of b|a may move a q8 rounding downstream
+  const StepKernels k1 = step_kernels(fold, g), k2 = step_kernels(cand, g);
+  REQUIRE(k1.ops.size() + 1 == k2.ops.size());
+  CHECK(k1.ops[0].first == gdn::kStackedInProjBa);
+  CHECK(k1.ops[0].second == 2);  // the prep, the stacked kernel with b|a's rows
+  CHECK(k1.total == k2.total - 1);
+  fold.set_fold_ba(true);
+  CHECK_THROWS_WITH_AS(fold.step(0, test::tok(h, g, 0)), doctest::Contains("one of the two"), Error);
+  fold.set_fold_ba(false);
+  fold.set_stacked_q4_variant(gdn::kStackedRing);
+  CHECK_THROWS_WITH_AS(fold.step(0, test::tok(h, g, 0)), doctest::Contains("f32 rows riding along"), Error);
+}
+
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -272,3 +272,49 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
   CHECK(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
   CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=f32,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
 }
+
+TEST_CASE("f32 rows riding along (launch_packed_rows): the q4 rows keep launch_packed's bits, the f32 rows are within f32 rounding of the f64 dot; bad rows refused") {
+  int with = 0;
+  for (const auto& kern : q4_gemv::q4_kernels()) {
+    if (!kern.launch_packed_rows) continue;
+    ++with;
+    CAPTURE(kern.name);
+    for (Shape s : std::vector<Shape>{{37, 5120}, {9, 6144}, {5, 160}}) {
+      const int m32 = 7;
+      auto c = test::q4_generated(s, Dist::student_t, 13);
+      std::vector<float> w32(std::size_t(m32) * std::size_t(s.k));
+      for (std::size_t i = 0; i < w32.size(); ++i) w32[i] = float(int((i * 2654435761u) % 2001) - 1000) / 997.0f;
+      auto x = DeviceBuffer<float>::from(c.x);
+      auto codes = DeviceBuffer<std::uint8_t>::from(c.w.codes);
+      auto scales = DeviceBuffer<std::uint16_t>::from(c.w.scales);
+      auto dw32 = DeviceBuffer<float>::from(w32);
+      DeviceBuffer<std::uint8_t> packed(kern.layout->bytes(s.m, s.k));
+      kern.layout->pack_device(codes.get(), scales.get(), int(s.m), int(s.k), packed.get(), nullptr);
+      DeviceBuffer<float> y_own(std::size_t(s.m)), y_rows(std::size_t(s.m)), y32{std::size_t(m32)};
+      kern.launch_packed(packed.get(), x.get(), y_own.get(), int(s.m), int(s.k), nullptr);
+      poison_device(y_rows.get(), y_rows.size());
+      poison_device(y32.get(), y32.size());
+      kern.launch_packed_rows(packed.get(), x.get(), y_rows.get(), int(s.m), int(s.k), dw32.get(), y32.get(), m32, nullptr);
+      KLAB_CUDA(cudaDeviceSynchronize());
+      CHECK(bitwise_diff(y_rows.download(), y_own.download()) == 0);
+      const auto got = y32.download();
+      for (int r = 0; r < m32; ++r) {
+        double ref = 0, mag = 0;
+        for (std::int64_t j = 0; j < s.k; ++j) {
+          ref += double(w32[std::size_t(r) * std::size_t(s.k) + std::size_t(j)]) * double(c.x[std::size_t(j)]);
+          mag += std::fabs(double(w32[std::size_t(r) * std::size_t(s.k) + std::size_t(j)]) * double(c.x[std::size_t(j)]));
+        }
+        CAPTURE(r);
+        CHECK(std::fabs(double(got[std::size_t(r)]) - ref) <= 1e-6 * mag);  // k f32 roundings of partial sums, well below 2^-20 of sum |w x|
+      }
+      // Refused before any launch: no rows, misaligned W32, y32 over y.
+      CHECK_THROWS_WITH_AS(kern.launch_packed_rows(packed.get(), x.get(), y_rows.get(), int(s.m), int(s.k), dw32.get(), y32.get(), 0, nullptr),
+                           doctest::Contains("m32 >= 1"), Error);
+      CHECK_THROWS_WITH_AS(kern.launch_packed_rows(packed.get(), x.get(), y_rows.get(), int(s.m), int(s.k), dw32.get() + 1, y32.get(), m32, nullptr),
+                           doctest::Contains("16-byte aligned"), Error);
+      CHECK_THROWS_WITH_AS(kern.launch_packed_rows(packed.get(), x.get(), y_rows.get(), int(s.m), int(s.k), dw32.get(), y_rows.get() + 1, m32, nullptr),
+                           doctest::Contains("overlaps"), Error);
+    }
+  }
+  CHECK(with >= 5);  // xprep=launch q8 rows 8, 4 (pdl on, off), 16 and xprep=warps rows 8, 4, 16
+}

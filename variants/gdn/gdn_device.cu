@@ -320,6 +320,16 @@ std::string GdnDevice::norm_q8_error() const {
 }
 
 std::string GdnDevice::fold_ba_error() const {
+  if (fold_ba_main_) {
+    const std::string what = "b|a in the stacked kernel's grid (set_fold_ba_main) ";
+    if (fold_ba_) return what + "and in its prep launch (set_fold_ba): one of the two";
+    if (!merged_in_) return what + "needs the stacked input projections (set_merged_in)";
+    const q4_gemv::Q4Kernel* k = stacked_kernel_ ? stacked_kernel_ : (q4_ ? q4_->kernel : nullptr);
+    if (!k || !k->launch_packed_rows)
+      return what + "needs a stacked kernel with f32 rows riding along (grid=groups,xprep=launch|warps,dot=q8-dp4a), not " + (k ? k->name : std::string("none"));
+    if (!pdl_chain_) return what + "is a PDL launch: it needs the PDL chain (set_pdl_chain)";
+    return "";
+  }
   if (!fold_ba_) return "";
   const std::string what = "b|a in the input projections' prep launch (set_fold_ba) ";
   if (!merged_in_) return what + "needs the stacked input projections (set_merged_in)";
@@ -497,7 +507,8 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   const Geometry& g = g_;
   const bool norm_in_rec = rec_->gated_norm;  // the recurrence runs the gated norm as its epilogue
   if (auto why = fold_ba_error(); !why.empty()) throw Error("GdnDevice: " + why);
-  const bool fold = fold_ba_;
+  const bool fold = fold_ba_ || fold_ba_main_;  // b|a inside the stacked launch, one way or the other
+  const bool fold_main = fold_ba_main_;
   const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4, fused_prep_, norm_in_rec, merged_in_, fold);
   std::vector<StepOperator> ops;
   ops.reserve(bytes.size());
@@ -510,7 +521,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     // xc and z as one launch over the stacked copy (set_merged_in); the bindings are checked on every
     // call as the projections check theirs (a stale tensor throws: no silent fallback).
     require(L->tier == Layer::Tier::q4, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: the stacked input projections (set_merged_in) are the q4 tier's");
-    add([L, d_h, q4 = q4_.get(), own = stacked_kernel_, rows = int(g.conv_dim() + g.value_dim()), H = g.hidden, fold, xq = xq_,
+    add([L, d_h, q4 = q4_.get(), own = stacked_kernel_, rows = int(g.conv_dim() + g.value_dim()), H = g.hidden, fold, fold_main, xq = xq_,
          ba_rows = 2 * g.nv](cudaStream_t s) {
       for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(L->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (stacked)");
       const q4_gemv::Q4Kernel& k = own ? *own : *q4->kernel;
@@ -519,6 +530,10 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
                     "; set_stacked_q4_variant again)");
       if (k.layout) {
         if (L->in.packed.size() != k.layout->bytes(rows, H)) throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
+        if (fold_main) {  // set_fold_ba_main: b|a's rows in the stacked kernel's grid
+          k.launch_packed_rows(L->in.packed.get(), d_h, L->xc.get(), rows, H, L->w_ba.get(), L->ba.get(), ba_rows, s);
+          return;
+        }
         if (fold) {  // set_fold_ba: h's q8 form and b|a in one launch, then the stacked kernel on the prepared x
           kernels::in_prep_ba(d_h, xq, L->w_ba.get(), L->ba.get(), ba_rows, int(H), s);
           k.launch_prepared(L->in.packed.get(), d_h, L->xc.get(), rows, H, s);

@@ -204,6 +204,13 @@ class GdnDevice {
   // enqueue_batch does not use it. Default off.
   void set_fold_ba(bool on);
   bool fold_ba() const { return fold_ba_; }
+  // b|a as f32 rows riding along in the stacked q4 kernel's own grid instead (Q4Kernel::launch_packed_rows;
+  // fold=ba-main): one launch fewer, and nothing the q4 rows wait for waits on b|a. Another f32 order than
+  // split-row: b|a within f32 rounding of it, not its bits (tests/gpu/test_gdn_breakdown.cpp). Needs the
+  // stacked input projections, a stacked kernel with launch_packed_rows, the PDL chain, not set_fold_ba
+  // (fold_ba_error names which). Default off.
+  void set_fold_ba_main(bool on) { fold_ba_main_ = on; }
+  bool fold_ba_main() const { return fold_ba_main_; }
   // Why a step cannot run with fold_ba now ("" when it can, or when it is off).
   std::string fold_ba_error() const;
 
@@ -326,6 +333,7 @@ class GdnDevice {
   bool merged_in_ = false;
   bool norm_q8_ = false;
   bool fold_ba_ = false;
+  bool fold_ba_main_ = false;
   uint4* xq_ = nullptr;  // set_norm_q8: q4_gemv::prepared_x(), resolved outside any capture
   const q4_gemv::Q4Kernel* stacked_kernel_ = nullptr;  // set_stacked_q4_variant; nullptr: the q4 variant
   std::string ba_kernel_ = kDefaultF32Variant;

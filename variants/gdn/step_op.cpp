@@ -230,6 +230,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.thread_prep,
       t.fold,
       t.rec_norm,
+      t.fold_main,
       step_candidate(),
   };
 }
@@ -270,6 +271,8 @@ CandidateTwins candidate_twins() {
   CandidateTwins t;
   t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = t.thread_prep = t.fold = step_candidate();
   t.fold.fold_ba = true;
+  t.fold_main = step_candidate();
+  t.fold_main.fold_ba_main = true;
   t.rec_norm = step_candidate();
   t.rec_norm.recurrence = kRecNormQ8;
   t.thread_prep.q4_kernel = kThreadPrepQ4;
@@ -313,6 +316,13 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
     if (!c.chain) return "fold=ba is a PDL launch: it needs the PDL chain";
     if (auto why = kernels::in_prep_ba_error(2 * g.nv, int(g.hidden)); !why.empty()) return "fold=ba: " + why;
   }
+  if (c.fold_ba_main) {
+    const std::string& stacked = c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel;
+    if (c.fold_ba) return "fold=ba-main and fold=ba: one of the two";
+    if (c.f32 || !c.merged_in) return "fold=ba-main needs the stacked input projections (in=qkvz) of the q4 tier";
+    if (!q4_gemv::q4_kernel(stacked).launch_packed_rows) return "fold=ba-main needs a stacked kernel with f32 rows riding along, not " + stacked;
+    if (!c.chain) return "fold=ba-main is a PDL launch: it needs the PDL chain";
+  }
   if (!c.ba.empty())
     if (const auto& k = f32_gemv::f32_kernel(c.ba); k.can_implement)
       if (auto why = k.can_implement(2 * std::int64_t(g.nv), g.hidden); !why.empty())
@@ -330,6 +340,7 @@ void apply(const FusedStepConfig& c, GdnDevice& dev) {
   dev.set_stacked_q4_variant(c.stacked_kernel);
   dev.set_norm_q8(c.norm_q8);
   dev.set_fold_ba(c.fold_ba);
+  dev.set_fold_ba_main(c.fold_ba_main);
 }
 
 namespace {
@@ -351,6 +362,7 @@ std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStep
   if (c.chain) axes.push_back({"chain", "pdl"});
   if (c.norm_q8) axes.push_back({"out", "prepared"});
   if (c.fold_ba) axes.push_back({"fold", "ba"});
+  if (c.fold_ba_main) axes.push_back({"fold", "ba-main"});
   return axes;
 }
 

@@ -65,6 +65,7 @@ struct FusedStepConfig {
   std::string stacked_kernel = "";  // with merged_in: GdnDevice::set_stacked_q4_variant ("": the q4 kernel; axis in_proj)
   bool norm_q8 = false;             // GdnDevice::set_norm_q8: the gated norm writes out_proj's q8 x (axis out=prepared)
   bool fold_ba = false;             // GdnDevice::set_fold_ba: b|a in the stacked launch's prep kernel (axis fold=ba)
+  bool fold_ba_main = false;        // GdnDevice::set_fold_ba_main: b|a in the stacked kernel's grid (axis fold=ba-main)
 };
 std::vector<FusedStepConfig> fused_step_configs();
 // The q4 kernel of one of them for its stacked launch (FusedStepConfig::stacked_kernel): the TMA ring.
@@ -96,6 +97,7 @@ struct CandidateTwins {
   FusedStepConfig out_own;     // out_proj with its own prep launch (no out=prepared)
   FusedStepConfig thread_prep; // every q4 launch on kThreadPrepQ4 (the stacked launch's prep a thread per block of 32)
   FusedStepConfig fold;        // b|a folded into the stacked launch's prep kernel (fold=ba)
+  FusedStepConfig fold_main;   // b|a as f32 rows in the stacked kernel's grid (fold=ba-main)
   FusedStepConfig rec_norm;    // the gated norm and out_proj's q8 x in the recurrence's epilogue (kRecNormQ8): one launch fewer
 };
 CandidateTwins candidate_twins();

@@ -375,9 +375,9 @@ __device__ __forceinline__ void store_rows(float (&p)[R], float (&part)[kMaxWarp
 
 // One thread block per group of R rows (grid = groups), one thread per block of 32 weights; the
 // block values, the transposed butterfly and the warps' sum exactly as packed_kernel: the same bits.
+// xl_body is the kernel's code (packed_xl_rows_kernel runs it too), for the block of group blockIdx.x.
 template <Form F, int R>
-__global__ void __launch_bounds__(kMaxWarps * 32)
-packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+__device__ __forceinline__ void xl_body(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
   asm volatile("griddepcontrol.launch_dependents;");
   __shared__ float part[kMaxWarps][R];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, W = blockDim.x >> 5;
@@ -419,6 +419,62 @@ packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
     for (int r = 0; r < R; ++r) p[r] = 0.f;
   }
   store_rows<R>(p, part, tid, lane, warp, W, y, m);
+}
+template <Form F, int R>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  xl_body<F, R>(packed, x, y, m, k);
+}
+
+// ---- f32 rows riding along (Q4Kernel::launch_packed_rows): the q8 main kernel's grid with m32 more
+// blocks, block groups + r computing y32[r] = W32[r] . x in f32 (W32 row-major m32 x k), so that a
+// small f32 mat-vec over the same x (the GDN step's b|a) needs no launch of its own. Why: in the GDN
+// step's 48-layer graph b|a's own launch costs a hop (1.64 us in gdn-step-breakdown, run-e0dc546);
+// folding it into the prep kernel (fold=ba) saved the hop but delayed the prep's completion, which
+// the main kernel waits for (x0.994 in the graph). Here it delays nothing the q4 rows wait for.
+// Arithmetic (fixed order, no atomics; not split-row's: a tolerance against it, not bits): thread t
+// takes the float4s t, t + T, ... of the row (T = the block's threads; at most 8 each), its own fma
+// chain over them in order (x, y, z, w within each), a butterfly over the warp, thread 0 adds the
+// warps' sums in warp order. W32 is loaded before griddepcontrol.wait, x after it.
+__device__ __forceinline__ void f32_row_block(const float* __restrict__ w32, const float* __restrict__ x, float* __restrict__ y32, int k, int row) {
+  asm volatile("griddepcontrol.launch_dependents;");
+  __shared__ float part[kMaxWarps];
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5, T = blockDim.x, n4 = k / 4;
+  const float4* w4 = reinterpret_cast<const float4*>(w32 + static_cast<std::size_t>(row) * k);
+  float4 a[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) a[i] = t + T * i < n4 ? __ldcs(w4 + t + T * i) : make_float4(0.f, 0.f, 0.f, 0.f);
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  float acc = 0.f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    if (t + T * i < n4) {
+      const float4 b = __ldcg(x4 + t + T * i);
+      acc = fmaf(a[i].x, b.x, acc);
+      acc = fmaf(a[i].y, b.y, acc);
+      acc = fmaf(a[i].z, b.z, acc);
+      acc = fmaf(a[i].w, b.w, acc);
+    }
+  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (lane == 0) part[warp] = acc;
+  __syncthreads();
+  if (t == 0) {
+    float s = part[0];
+    for (int i = 1; i < T / 32; ++i) s += part[i];
+    y32[row] = s;
+  }
+}
+template <int R>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+packed_xl_rows_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k,
+                      const float* __restrict__ w32, float* __restrict__ y32) {
+  const int groups = (m + R - 1) / R;
+  if (int(blockIdx.x) >= groups) {
+    f32_row_block(w32, x, y32, k, int(blockIdx.x) - groups);
+    return;
+  }
+  xl_body<Form::q8, R>(packed, x, y, m, k);
 }
 
 // ---- grid=groups,xprep=cluster: x prepared inside the launch, shared over a cluster of 8 blocks ----
@@ -870,6 +926,26 @@ void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int 
   KLAB_CUDA_LAUNCH("packed_xl_kernel");
 }
 
+// launch_packed_rows: the kernel's own prep launch (xprep=warps: xprep_warps_kernel; launch:
+// xprep_kernel<q8>), then the main kernel with the m32 f32 rows (packed_xl_rows_kernel).
+template <int R, bool Pdl, bool Warps>
+void launch_xl_rows(const std::uint8_t* packed, const float* x, float* y, int m, int k, const float* w32, float* y32, int m32, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  require(w32 && y32 && m32 >= 1, "q4_gemv launch_packed_rows: the f32 rows need W32, y32 and m32 >= 1");
+  require(reinterpret_cast<std::uintptr_t>(w32) % 16 == 0, "q4_gemv launch_packed_rows: W32 must be 16-byte aligned (float4 loads)");
+  require(!(y32 < y + m && y < y32 + m32), "q4_gemv launch_packed_rows: y32 overlaps y");
+  const int nb = k / ref::kQ4Block, groups = (m + R - 1) / R;
+  if constexpr (Warps) {
+    launch_maybe_pdl(Pdl, xprep_warps_kernel, dim3(unsigned((nb + 7) / 8)), dim3(256), 0, stream, x, nb);
+    KLAB_CUDA_LAUNCH("xprep_warps_kernel");
+  } else {
+    launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
+    KLAB_CUDA_LAUNCH("xprep_kernel");
+  }
+  launch_maybe_pdl(Pdl, packed_xl_rows_kernel<R>, dim3(unsigned(groups + m32)), dim3(unsigned(warps_for(k) * 32)), 0, stream, packed, x, y, m, k, w32, y32);
+  KLAB_CUDA_LAUNCH("packed_xl_rows_kernel");
+}
+
 // grid=groups,xprep=warps: xprep_warps_kernel, then the main kernel of xprep=launch.
 template <int R, bool Pdl>
 void launch_xw(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
@@ -1117,7 +1193,10 @@ Q4Kernel kernel_xl() {
   Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xl<F, R>, warps_for(5120)};
   kern.layout = &layout<R>();
   kern.launch_packed = &launch_xl<F, R, Pdl, XPf, WPf>;
-  if constexpr (F == Form::q8 && !XPf && !WPf) kern.launch_prepared = &launch_xl_prepared<R, Pdl>;
+  if constexpr (F == Form::q8 && !XPf && !WPf) {
+    kern.launch_prepared = &launch_xl_prepared<R, Pdl>;
+    kern.launch_packed_rows = &launch_xl_rows<R, Pdl, false>;
+  }
   kern.tolerance = form_tolerance(F);
   return kern;
 }
@@ -1131,6 +1210,7 @@ Q4Kernel kernel_xw() {
   kern.layout = &layout<R>();
   kern.launch_packed = &launch_xw<R, Pdl>;
   kern.launch_prepared = &launch_xl_prepared<R, Pdl>;
+  kern.launch_packed_rows = &launch_xl_rows<R, Pdl, true>;
   kern.tolerance = form_tolerance(Form::q8);
   return kern;
 }
