@@ -222,6 +222,19 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CAPTURE(why);
     CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
   }
+  // fold=ba-main: named after the candidate, refused without the stacking or the chain, with fold=ba too, or on a
+  // stacked kernel without f32 rows riding along.
+  CHECK(gdn::fused_step_variant(tw.fold_main) == gdn::fused_step_variant(cand) + ",fold=ba-main");
+  for (auto [mut, why] : std::vector<std::pair<std::function<void(gdn::FusedStepConfig&)>, std::string>>{
+           {[](gdn::FusedStepConfig& c) { c.merged_in = false; }, "stacked input projections"},
+           {[](gdn::FusedStepConfig& c) { c.chain = false; }, "PDL chain"},
+           {[](gdn::FusedStepConfig& c) { c.fold_ba = true; }, "one of the two"},
+           {[](gdn::FusedStepConfig& c) { c.stacked_kernel = gdn::kStackedRing; }, "f32 rows riding along"}}) {
+    auto c = tw.fold_main;
+    mut(c);
+    CAPTURE(why);
+    CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
+  }
   CHECK(gdn::fused_step_variant(tw.thread_prep).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=launch+") != std::string::npos);
   for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.thread_prep, &tw.fold, &tw.rec_norm, &tw.fold_main}) {
     CAPTURE(gdn::fused_step_variant(*t));
