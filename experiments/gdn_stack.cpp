@@ -68,22 +68,40 @@ const Claim kPreparedInGraph{"prepared-in-graph",
                              "in the 48-layer graph, out_proj without its prep launch pays: q4-fast (the candidate, out=prepared: the gated norm "
                              "writes out_proj's q8 x) is faster per token than q4-fast-own-prep (its twin with out_proj's own prep launch)"};
 
-// The q4-fast tiers' configurations: "q4-fast" the step's candidate, "q4-fast-ring" the same with its
-// stacked launch on the TMA ring. Why the second: the ring paid x1.019 per layer in gdn-step-fused
-// (reports/h200/run-4198a57) but lost in this graph, 1.546 against 1.4775 ms per token (run-68b986b,
-// H200, 2026-12-01, when the candidate had it and the twin did not).
-// "q4-fast-own-prep": the candidate with out_proj's own prep launch (without out=prepared; measured
-// in reports/h200/run-a9d7934 as the candidate, 1.4762 against 1.4131 ms per token with it).
-gdn::FusedStepConfig fast_config(const std::string& tier) {
-  if (tier == "q4-fast-ring") return gdn::candidate_twins().ring;
-  if (tier == "q4-fast-own-prep") return gdn::candidate_twins().out_own;
-  if (tier == "q4-fast-thread-prep") return gdn::candidate_twins().thread_prep;
-  if (tier == "q4-fast-fold") return gdn::candidate_twins().fold;
-  if (tier == "q4-fast-rec-norm") return gdn::candidate_twins().rec_norm;
-  if (tier == "q4-fast-fold-main") return gdn::candidate_twins().fold_main;
-  return gdn::step_candidate();
+// The candidate's twins raced as tiers of the graph, each with its claim: the twin faster than
+// "q4-fast" (twin_faster), or "q4-fast" faster than the twin (the candidate took what the twin lacks).
+// - q4-fast-ring: the stacked launch on the TMA ring. It paid x1.019 per layer in gdn-step-fused
+//   (reports/h200/run-4198a57) but lost in this graph, 1.546 against 1.4775 ms per token (run-68b986b,
+//   H200, 2026-12-01, when the candidate had it and the twin did not).
+// - q4-fast-own-prep: out_proj's own prep launch (without out=prepared; measured in
+//   reports/h200/run-a9d7934 as the candidate, 1.4762 against 1.4131 ms per token with it).
+// - q4-fast-thread-prep, q4-fast-fold, q4-fast-rec-norm, q4-fast-fold-main: step_op.hpp's CandidateTwins.
+struct TwinTier {
+  const char* tier;
+  gdn::FusedStepConfig gdn::CandidateTwins::*config;
+  const Claim* claim;
+  bool twin_faster;
+};
+const std::vector<TwinTier>& twin_tiers() {
+  using T = gdn::CandidateTwins;
+  static const std::vector<TwinTier> v{{"q4-fast-ring", &T::ring, &kRingInGraph, true},
+                                       {"q4-fast-own-prep", &T::out_own, &kPreparedInGraph, false},
+                                       {"q4-fast-thread-prep", &T::thread_prep, &kWarpsInGraph, false},
+                                       {"q4-fast-fold", &T::fold, &kFoldInGraph, true},
+                                       {"q4-fast-rec-norm", &T::rec_norm, &kRecNormInGraph, true},
+                                       {"q4-fast-fold-main", &T::fold_main, &kFoldMainInGraph, true}};
+  return v;
 }
-bool twin_tier(const std::string& tier) { return tier == "q4-fast-ring" || tier == "q4-fast-own-prep" || tier == "q4-fast-thread-prep" || tier == "q4-fast-fold" || tier == "q4-fast-rec-norm" || tier == "q4-fast-fold-main"; }
+const TwinTier* twin_tier(const std::string& tier) {
+  for (const auto& t : twin_tiers())
+    if (tier == t.tier) return &t;
+  return nullptr;
+}
+// The configuration of a q4-fast tier: its twin's, else the candidate's.
+gdn::FusedStepConfig fast_config(const std::string& tier) {
+  const TwinTier* t = twin_tier(tier);
+  return t ? gdn::candidate_twins().*(t->config) : gdn::step_candidate();
+}
 
 // The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times
 // resamples A and B and takes median(B)/median(A); with A = {1} every resample of A has median 1, so
@@ -103,8 +121,8 @@ struct TierResult {
   double median = 0;
 };
 
-// Tiers: "f32", "q4" (the device's defaults), "q4-fast" (the q4 tier on gdn::step_candidate()),
-// "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold", "q4-fast-rec-norm" and "q4-fast-fold-main" (fast_config).
+// Tiers: "f32", "q4" (the device's defaults), "q4-fast" (the q4 tier on gdn::step_candidate()) and
+// the twins' (twin_tiers(), fast_config).
 void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
               std::map<std::string, TierResult>& out) {
   const Geometry& g = w.g;
@@ -194,7 +212,7 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   const std::string ev = tier + fmt(": %.4f ms per token (95%% CI %.4f..%.4f), ", med, lo, hi) +
                          fmt("%.4g GB per token, %.0f GB/s = %.1f%% of the byte floor", bytes / 1e9, gbps, 100.0 * gbps / ceiling) +
                          fmt(" (read ceiling %.0f GB/s); %g kernel nodes", ceiling, double(stack.kernel_nodes()));
-  if (twin_tier(tier)) return;  // in ring-in-graph / prepared-in-graph only
+  if (twin_tier(tier)) return;  // in its twin's claim only
   if (fast)
     ctx.claim(kFastMs).settle(kFullKey, med <= 1.0,
                               ev + "; " + dev.q4_variant() + ", " + dev.recurrence_variant() + ", b|a " + dev.ba_variant() + ", fused prep" +
@@ -206,9 +224,12 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
 void run_stack(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   const int nl = ctx.options().quick ? kQuickLayers : kLayers;
-  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kRingInGraph, &kPreparedInGraph, &kWarpsInGraph, &kFoldInGraph, &kRecNormInGraph, &kFoldMainInGraph}) ctx.claim(*c).needs({kFullKey});
-  const std::vector<std::string> tiers{"f32", "q4", "q4-fast", "q4-fast-ring", "q4-fast-own-prep", "q4-fast-thread-prep", "q4-fast-fold", "q4-fast-rec-norm",
-                                       "q4-fast-fold-main"};
+  std::vector<std::string> tiers{"f32", "q4", "q4-fast"};
+  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs}) ctx.claim(*c).needs({kFullKey});
+  for (const auto& t : twin_tiers()) {
+    ctx.claim(*t.claim).needs({kFullKey});
+    tiers.push_back(t.tier);
+  }
   ctx.claim(kBitwise).needs(tiers);
   ctx.claim(kFinite).needs(tiers);
   if (auto why = GdnDevice::can_implement(g, nl); !why.empty()) throw Error("gdn-stack: " + why);
@@ -219,27 +240,14 @@ void run_stack(Context& ctx) {
   const auto q = rg::quantize_projections(w);
   const auto h = make_inputs(g, 1, ctx.options().seed);
   std::map<std::string, TierResult> res;
-  run_tier(ctx, "f32", w, q, h, nl, res);
-  run_tier(ctx, "q4", w, q, h, nl, res);
-  run_tier(ctx, "q4-fast", w, q, h, nl, res);
-  run_tier(ctx, "q4-fast-ring", w, q, h, nl, res);
-  run_tier(ctx, "q4-fast-own-prep", w, q, h, nl, res);
-  run_tier(ctx, "q4-fast-thread-prep", w, q, h, nl, res);
-  run_tier(ctx, "q4-fast-fold", w, q, h, nl, res);
-  run_tier(ctx, "q4-fast-rec-norm", w, q, h, nl, res);
-  run_tier(ctx, "q4-fast-fold-main", w, q, h, nl, res);
-  // (A, B, claim): B faster than A
-  struct Race {
-    std::string a, b;
-    const Claim* claim;
-  };
-  for (const Race& r : {Race{"q4-fast", "q4-fast-ring", &kRingInGraph}, Race{"q4-fast-own-prep", "q4-fast", &kPreparedInGraph},
-                      Race{"q4-fast-thread-prep", "q4-fast", &kWarpsInGraph}, Race{"q4-fast", "q4-fast-fold", &kFoldInGraph},
-                      Race{"q4-fast", "q4-fast-rec-norm", &kRecNormInGraph}, Race{"q4-fast", "q4-fast-fold-main", &kFoldMainInGraph}}) {
-    if (ctx.options().quick || !res.count(r.a) || !res.count(r.b)) continue;
-    const Comparison c = compare_times(res[r.a].kept_ms, res[r.b].kept_ms);
-    ctx.claim(*r.claim).settle(kFullKey, c.verdict == Verdict::faster,
-                               "per token as one graph: " + r.a + fmt(" %.4f ms, ", res[r.a].median) + r.b + fmt(" %.4f ms, ", res[r.b].median) + r.b + " " +
+  for (const auto& tier : tiers) run_tier(ctx, tier, w, q, h, nl, res);
+  for (const auto& t : twin_tiers()) {
+    // B faster than A
+    const std::string a = t.twin_faster ? "q4-fast" : t.tier, b = t.twin_faster ? t.tier : "q4-fast";
+    if (ctx.options().quick || !res.count(a) || !res.count(b)) continue;
+    const Comparison c = compare_times(res[a].kept_ms, res[b].kept_ms);
+    ctx.claim(*t.claim).settle(kFullKey, c.verdict == Verdict::faster,
+                               "per token as one graph: " + a + fmt(" %.4f ms, ", res[a].median) + b + fmt(" %.4f ms, ", res[b].median) + b + " " +
                                    speedup_text(c));
   }
   if (ctx.options().quick || !res.count("f32") || !res.count("q4")) return;
