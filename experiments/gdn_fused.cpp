@@ -9,7 +9,6 @@
 // in_proj= (the stacked launch on a kernel of its own) in run-4198a57; out=prepared not yet.
 #include <algorithm>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "common.hpp"
@@ -166,25 +165,25 @@ void run_fused(Context& ctx) {
                                          speedup_text(c) + " (" + to_string(chained->timing.mode) + ")");
       }
     }
-    const Measured* norm_twin = find(ms, pl.norm_twin);
-    if (norm_twin && chained && norm_twin->timed && chained->timed) {
-      const auto c = compare_times(chained->timing.kept_ms, norm_twin->timing.kept_ms, std::uint64_t(T));
-      ctx.claim(kNormPays).settle(key, c.verdict == Verdict::faster,
-                                  fmt("%.4f -> %.4f ms per layer and token with the gated norm in the recurrence, ", chained->timing.summary.median / T,
-                                      norm_twin->timing.summary.median / T) +
-                                      speedup_text(c));
-    }
+    // (without, with): `with` faster than `without` per layer and token settles pays_claim; `accuracy`
+    // adds both max_rel against the f64 reference (twins in another arithmetic order, judged by it).
+    auto pays = [&](const Measured* without, const Measured* with, const Claim& pays_claim, const char* what, bool accuracy) {
+      if (!without || !with || !without->timed || !with->timed) return;
+      const auto c = compare_times(without->timing.kept_ms, with->timing.kept_ms, std::uint64_t(T));
+      ctx.claim(pays_claim).settle(key, c.verdict == Verdict::faster,
+                                   fmt("%.4f -> %.4f ms per layer and token ", without->timing.summary.median / T, with->timing.summary.median / T) + what + ", " +
+                                       speedup_text(c) + " (" + to_string(with->timing.mode) + ")" +
+                                       (accuracy ? fmt(" (max_rel %.3g against the f64 reference, the candidate's %.3g)", with->acc.max_rel, without->acc.max_rel)
+                                                 : std::string()));
+    };
+    pays(chained, find(ms, pl.norm_twin), kNormPays, "with the gated norm in the recurrence", false);
     // (without, with): the candidate against a twin, bits and time, each settling its pair of claims.
     auto twin_claims = [&](const Measured* without, const Measured* with, const std::string& without_name, const std::string& with_name, const Claim& bits_claim,
                            const Claim& pays_claim, const char* what) {
       if (!without || !with || !without->verified || !with->verified) return;
       const auto d = outputs_bitwise_diff(*without, *with);
       ctx.claim(bits_claim).settle(key, d == 0, std::to_string(d) + " elements (out, S, hist, intermediates) differ between " + with_name + " and " + without_name);
-      if (!without->timed || !with->timed) return;
-      const auto c = compare_times(without->timing.kept_ms, with->timing.kept_ms, std::uint64_t(T));
-      ctx.claim(pays_claim).settle(key, c.verdict == Verdict::faster,
-                                   fmt("%.4f -> %.4f ms per layer and token ", without->timing.summary.median / T, with->timing.summary.median / T) + what + ", " +
-                                       speedup_text(c) + " (" + to_string(with->timing.mode) + ")");
+      pays(without, with, pays_claim, what, false);
     };
     twin_claims(find(ms, pl.apart), chained, pl.apart, pl.chained, kMergedBits, kMergedPays, "with one launch for both");
     twin_claims(chained, find(ms, pl.ring), pl.chained, pl.ring, kRingBits, kRingPays, "with the stacked launch on the ring");
@@ -192,16 +191,9 @@ void run_fused(Context& ctx) {
     twin_claims(find(ms, pl.out_own), chained, pl.out_own, pl.chained, kNormQ8Bits, kNormQ8Pays, "with out_proj's x prepared by the gated norm");
     twin_claims(find(ms, pl.thread_prep), chained, pl.thread_prep, pl.chained, kWarpsBits, kWarpsPays, "with the q4 kernel xprep=warps");
     twin_claims(chained, find(ms, pl.fold), pl.chained, pl.fold, kFoldBits, kFoldPays, "with b|a in the stacked launch's prep kernel");
-    // (twin, claim, what): time only, the twin's arithmetic another order (its race checks it against the f64 reference)
-    for (const auto& [twin, claim, what] : {std::tuple<std::string, const Claim*, const char*>{pl.rec_norm, &kRecNormPays, "with the gated norm and out_proj's x in the recurrence"},
-                                            {pl.fold_main, &kFoldMainPays, "with b|a in the stacked kernel's grid"}}) {
-      const Measured* m = find(ms, twin);
-      if (!m || !chained || !m->timed || !chained->timed) continue;
-      const auto c = compare_times(chained->timing.kept_ms, m->timing.kept_ms, std::uint64_t(T));
-      ctx.claim(*claim).settle(key, c.verdict == Verdict::faster,
-                               fmt("%.4f -> %.4f ms per layer and token ", chained->timing.summary.median / T, m->timing.summary.median / T) + what + ", " +
-                                   speedup_text(c) + fmt(" (max_rel %.3g against the f64 reference, the candidate's %.3g)", m->acc.max_rel, chained->acc.max_rel));
-    }
+    // time only: these twins' arithmetic is another order (their races check them against the f64 reference)
+    pays(chained, find(ms, pl.rec_norm), kRecNormPays, "with the gated norm and out_proj's x in the recurrence", true);
+    pays(chained, find(ms, pl.fold_main), kFoldMainPays, "with b|a in the stacked kernel's grid", true);
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
