@@ -72,15 +72,40 @@ def _strip(r):
     return {k: v for k, v in r.items() if not k.startswith("_")}
 
 
-def read_shard(path):
-    """(report, header, shard index, shard count); MergeError when it is not one shard report."""
+def read_one(path):
+    """(report, header) of one klab run's report; MergeError when it cannot be read or has other than one header."""
     try:
         rep = klab_report.load(path)
     except klab_report.ReportError as e:
         raise MergeError(f"{path}: cannot read: {e}") from None
     if len(rep.headers) != 1:
         raise MergeError(f"{rep.file}: {len(rep.headers)} header records: not the report of one klab run (schema 2)")
-    h = rep.headers[0]
+    return rep, rep.headers[0]
+
+
+def check_commit(rep, h, rep0, h0, what):
+    """MergeError ("not one `what`") unless the two reports' headers name the same commit and dirty state."""
+    for field in ("git_commit", "git_dirty"):
+        if h["env"].get(field) != h0["env"].get(field):
+            raise MergeError(f"not one {what}: {rep.file} has {field} {h['env'].get(field)!r}, {rep0.file} {h0['env'].get(field)!r}")
+
+
+def end_record(records, start, reps, incomplete, what):
+    """The merged report's end record: complete only when no input is incomplete (`incomplete`: their reasons)."""
+    kinds = {}
+    for r in records:
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
+    ends = [e["record"].get("end") for rep in reps for e in rep.ends]
+    end = {"kind": "end", "status": "failed" if incomplete else "complete", "records": len(records), "counts": kinds,
+           "start": start, "end": max([e for e in ends if isinstance(e, str)], default=start)}
+    if incomplete:
+        end["error"] = f"merged from incomplete {what}: " + "; ".join(incomplete)
+    return end
+
+
+def read_shard(path):
+    """(report, header, shard index, shard count); MergeError when it is not one shard report."""
+    rep, h = read_one(path)
     shard = klab_report.get(h, "env.options.shard")
     if not isinstance(shard, dict) or not isinstance(shard.get("index"), int) or not isinstance(shard.get("count"), int):
         raise MergeError(f"{rep.file}: not a shard report (its header has no env.options.shard: run with --shard I/N)")
@@ -125,10 +150,7 @@ def merge(paths):
     first_rep, first_h, _, _ = by_index[0]
     for i in range(1, n):
         rep, h, _, _ = by_index[i]
-        for field in ("git_commit", "git_dirty"):
-            if h["env"].get(field) != first_h["env"].get(field):
-                raise MergeError(f"not one run: {rep.file} has {field} {h['env'].get(field)!r}, "
-                                 f"{first_rep.file} {first_h['env'].get(field)!r}")
+        check_commit(rep, h, first_rep, first_h, "run")
         a, b = run_words(first_h.get("argv", [])), run_words(h.get("argv", []))
         if a != b:
             raise MergeError(f"not one run: the command lines differ (apart from --shard, --out, --device): "
@@ -161,15 +183,7 @@ def merge(paths):
             r["shard"] = i  # its env: the shard's header env (load() put it there), or its own if it had one
             out.append(("record", r))
     records = [merge_claim(claims[x]) if what == "claim" else x for what, x in out]
-    kinds = {}
-    for r in records:
-        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
-    ends = [e["record"].get("end") for rep, _, _, _ in by_index.values() for e in rep.ends]
-    end = {"kind": "end", "status": "failed" if incomplete else "complete", "records": len(records), "counts": kinds,
-           "start": header["start"], "end": max([e for e in ends if isinstance(e, str)], default=header["start"])}
-    if incomplete:
-        end["error"] = "merged from incomplete shards: " + "; ".join(incomplete)
-    return [header] + records + [end]
+    return [header] + records + [end_record(records, header["start"], [rep for rep, _, _, _ in by_index.values()], incomplete, "shards")]
 
 
 def experiments_of(rep):
@@ -185,22 +199,14 @@ def merge_parts(paths):
     """The merged report's lines from the reports of one run split by experiment lists (--parts)."""
     parts = []
     for p in paths:
-        try:
-            rep = klab_report.load(p)
-        except klab_report.ReportError as e:
-            raise MergeError(f"{p}: cannot read: {e}") from None
-        if len(rep.headers) != 1:
-            raise MergeError(f"{rep.file}: {len(rep.headers)} header records: not the report of one klab run (schema 2)")
-        h = rep.headers[0]
+        rep, h = read_one(p)
         if klab_report.get(h, "env.options.shard") is not None:
             raise MergeError(f"{rep.file}: a shard report (env.options.shard): merge shards without --parts")
         parts.append((rep, h, experiments_of(rep)))
     rep0, h0, _ = parts[0]
     seen = {}
     for rep, h, exps in parts:
-        for field in ("git_commit", "git_dirty"):
-            if h["env"].get(field) != h0["env"].get(field):
-                raise MergeError(f"not one commit: {rep.file} has {field} {h['env'].get(field)!r}, {rep0.file} {h0['env'].get(field)!r}")
+        check_commit(rep, h, rep0, h0, "commit")
         name, name0 = klab_report.get(h, "env.device.name"), klab_report.get(h0, "env.device.name")
         if name != name0:
             raise MergeError(f"not one kind of GPU: {rep.file} ran on {name!r}, {rep0.file} on {name0!r}")
@@ -229,15 +235,7 @@ def merge_parts(paths):
             r = _strip(r)
             r["part"] = i
             records.append(r)
-    kinds = {}
-    for r in records:
-        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
-    ends = [e["record"].get("end") for rep, _, _ in parts for e in rep.ends]
-    end = {"kind": "end", "status": "failed" if incomplete else "complete", "records": len(records), "counts": kinds,
-           "start": header["start"], "end": max([e for e in ends if isinstance(e, str)], default=header["start"])}
-    if incomplete:
-        end["error"] = "merged from incomplete parts: " + "; ".join(incomplete)
-    return [header] + records + [end]
+    return [header] + records + [end_record(records, header["start"], [rep for rep, _, _ in parts], incomplete, "parts")]
 
 
 def main(argv):
