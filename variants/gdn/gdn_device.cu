@@ -17,6 +17,12 @@
 namespace klab::gdn {
 
 namespace {
+// The value of axis `name` of a kernel's axes ("" when it has none).
+std::string axis_of(const std::vector<std::pair<std::string, std::string>>& axes, const char* name) {
+  for (const auto& [a, v] : axes)
+    if (a == name) return v;
+  return "";
+}
 constexpr std::size_t kF = sizeof(float);
 
 std::string layer_str(int layer) { return "layer " + std::to_string(layer); }
@@ -307,39 +313,45 @@ void GdnDevice::set_norm_q8(bool on) {
   norm_q8_ = on;
 }
 
-std::string GdnDevice::norm_q8_error() const {
-  if (!norm_q8_) return "";
-  const std::string what = "out_proj without its prep launch (set_norm_q8) ";
-  if (!q4_ || !q4_->kernel || !q4_->kernel->launch_prepared)
-    return what + "needs a q4 variant that takes its x prepared (grid=groups,xprep=launch,dot=q8-dp4a without xpf/wpf), not " +
-           (q4_ && q4_->kernel ? q4_->kernel->name : std::string("none"));
-  if (rec_->gated_norm && !rec_->norm_q8)
-    return what + "needs the gated norm as a launch of its own, not " + rec_->name + "'s epilogue (it writes no q8 x; a recurrence with a head "
-                  "in one block does: cols=128,...,norm=gated)";
+std::string GdnDevice::norm_q8_error(const q4_gemv::Q4Kernel* k, const gdn_recurrence::RecurrenceKernel* rec, const Geometry& g) {
+  const std::string what = "out=prepared (set_norm_q8: out_proj without its prep launch) ";
+  if (!k || !k->launch_prepared)
+    return what + "needs a q4 variant that takes its x prepared (grid=groups,xprep=launch|warps,dot=q8-dp4a without xpf/wpf), not " +
+           (k ? k->name : std::string("none"));
+  if (rec && rec->gated_norm) {
+    if (!rec->norm_q8)
+      return what + "needs the gated norm as a launch of its own, not " + rec->name + "'s epilogue (it writes no q8 x; a recurrence with a head "
+                    "in one block does: cols=128,...,norm=gated)";
+    if (const std::string cols = axis_of(rec->axes, "cols"); !cols.empty() && g.dv > std::stoi(cols))
+      return what + "with the gated norm in " + rec->name + " needs a head in one block: dv " + std::to_string(g.dv) + " > cols=" + cols;
+  }
+  if (auto why = kernels::gated_norm_q8_error(g.nv, g.dv); !why.empty()) return what + why;
   return "";
 }
+std::string GdnDevice::norm_q8_error() const { return norm_q8_ ? norm_q8_error(q4_ ? q4_->kernel : nullptr, rec_, g_) : ""; }
 
-std::string GdnDevice::fold_ba_error() const {
-  if (fold_ba_main_) {
-    const std::string what = "b|a in the stacked kernel's grid (set_fold_ba_main) ";
-    if (fold_ba_) return what + "and in its prep launch (set_fold_ba): one of the two";
-    if (!merged_in_) return what + "needs the stacked input projections (set_merged_in)";
-    const q4_gemv::Q4Kernel* k = stacked_kernel_ ? stacked_kernel_ : (q4_ ? q4_->kernel : nullptr);
-    if (!k || !k->launch_packed_rows)
-      return what + "needs a stacked kernel with f32 rows riding along (grid=groups,xprep=launch|warps,dot=q8-dp4a), not " + (k ? k->name : std::string("none"));
-    if (!pdl_chain_) return what + "is a PDL launch: it needs the PDL chain (set_pdl_chain)";
-    return "";
+std::string GdnDevice::fold_ba_error(bool prep, bool main, bool merged_in, const q4_gemv::Q4Kernel* stacked, const std::string& ba, bool chain,
+                                     const Geometry& g) {
+  if (!prep && !main) return "";
+  if (prep && main) return "b|a inside the stacked launch two ways, fold=ba (set_fold_ba) and fold=ba-main (set_fold_ba_main): one of the two";
+  const std::string what = main ? "fold=ba-main (set_fold_ba_main: b|a in the stacked kernel's grid) " : "fold=ba (set_fold_ba: b|a in the stacked launch's prep kernel) ";
+  if (!merged_in) return what + "needs the stacked input projections (set_merged_in, in=qkvz) of the q4 tier";
+  const std::string name = stacked ? stacked->name : std::string("none");
+  if (main && !(stacked && stacked->launch_packed_rows))
+    return what + "needs a stacked kernel with f32 rows riding along (grid=groups,xprep=launch|warps,dot=q8-dp4a), not " + name;
+  if (!main) {
+    if (!(stacked && stacked->launch_prepared))
+      return what + "needs a stacked kernel that takes its x prepared (grid=groups,xprep=launch|warps,dot=q8-dp4a), not " + name;
+    if (ba != "f32_gemv/impl=split-row,pdl=on") return what + "runs f32_gemv/impl=split-row,pdl=on's code, not " + ba + "'s";
   }
-  if (!fold_ba_) return "";
-  const std::string what = "b|a in the input projections' prep launch (set_fold_ba) ";
-  if (!merged_in_) return what + "needs the stacked input projections (set_merged_in)";
-  const q4_gemv::Q4Kernel* k = stacked_kernel_ ? stacked_kernel_ : (q4_ ? q4_->kernel : nullptr);
-  if (!k || !k->launch_prepared)
-    return what + "needs a stacked kernel that takes its x prepared (grid=groups,xprep=launch|warps,dot=q8-dp4a), not " + (k ? k->name : std::string("none"));
-  if (ba_kernel_ != "f32_gemv/impl=split-row,pdl=on") return what + "runs f32_gemv/impl=split-row,pdl=on's code, not " + ba_kernel_ + "'s";
-  if (!pdl_chain_) return what + "is a PDL launch: it needs the PDL chain (set_pdl_chain)";
-  if (auto why = kernels::in_prep_ba_error(2 * g_.nv, int(g_.hidden)); !why.empty()) return what + "cannot take the geometry: " + why;
+  if (!chain) return what + "is a PDL launch: it needs the PDL chain (set_pdl_chain)";
+  if (!main)
+    if (auto why = kernels::in_prep_ba_error(2 * g.nv, int(g.hidden)); !why.empty()) return what + "cannot take the geometry: " + why;
   return "";
+}
+std::string GdnDevice::fold_ba_error() const {
+  const q4_gemv::Q4Kernel* stacked = stacked_kernel_ ? stacked_kernel_ : (q4_ ? q4_->kernel : nullptr);
+  return fold_ba_error(fold_ba_, fold_ba_main_, merged_in_, stacked, ba_kernel_, pdl_chain_, g_);
 }
 
 void GdnDevice::set_fold_ba(bool on) {
@@ -677,12 +689,6 @@ void GdnDevice::enqueue_run(int layer, int T, const float* d_h_seq, float* d_y_s
 }
 
 namespace {
-// The value of axis `name` of a kernel's axes ("" when it has none).
-std::string axis_of(const std::vector<std::pair<std::string, std::string>>& axes, const char* name) {
-  for (const auto& [a, v] : axes)
-    if (a == name) return v;
-  return "";
-}
 // The q4_gemm kernel for a q4 kernel of rows=R: the first registered with R rows (nullptr: none).
 const q4_gemm::GemmKernel* gemm_for_rows(const std::string& rows) {
   for (const auto& k : q4_gemm::gemm_kernels())

@@ -184,7 +184,7 @@ class GdnDevice {
   // out_proj without its x-prep launch from the next step on: the gated norm also writes onn's q8
   // form (kernels::gated_norm_q8, onn itself bit for bit) where the q4 kernel's own prep launch would
   // have, and out_proj runs Q4Kernel::launch_prepared (q4_gemv/prepared_x.cuh). The same bits as
-  // without it (tests/gpu/test_gdn.cpp). Needs, checked when a step is enqueued (klab::Error naming
+  // without it (tests/gpu/test_gdn_breakdown.cpp). Needs, checked when a step is enqueued (klab::Error naming
   // the reason, before any launch): a q4 layer, a q4 variant with launch_prepared
   // (grid=groups,xprep=launch|warps,dot=q8-dp4a), the gated norm a launch of its own or a
   // recurrence whose epilogue writes the q8 x too (RecurrenceKernel::norm_q8: cols=128,...,norm=gated,
@@ -194,6 +194,10 @@ class GdnDevice {
   bool norm_q8() const { return norm_q8_; }
   // Why a step cannot run with norm_q8 now ("" when it can, or when it is off).
   std::string norm_q8_error() const;
+  // The same for a q4 kernel k (nullptr: none, as on the f32 tier), a recurrence rec (nullptr: the
+  // step's default, which has no epilogue) and a geometry: what config_error (step_op.hpp) asks of a
+  // configuration's kernels. Pure host.
+  static std::string norm_q8_error(const q4_gemv::Q4Kernel* k, const gdn_recurrence::RecurrenceKernel* rec, const Geometry& g);
   // b|a folded into the stacked input projections' launch from the next step on: one prep launch
   // (kernels::in_prep_ba) writes h's q8 form and b|a = W_ba h, then the stacked q4 kernel runs
   // launch_prepared; the step's operators begin with kStackedInProjBa. The same bits as the stacked
@@ -211,8 +215,12 @@ class GdnDevice {
   // (fold_ba_error names which). Default off.
   void set_fold_ba_main(bool on) { fold_ba_main_ = on; }
   bool fold_ba_main() const { return fold_ba_main_; }
-  // Why a step cannot run with fold_ba now ("" when it can, or when it is off).
+  // Why a step cannot run with fold_ba or fold_ba_main now ("" when it can, or when both are off).
   std::string fold_ba_error() const;
+  // The same for the two settings, the stacked input projections on or off, the stacked launch's
+  // kernel (nullptr: none), the b|a kernel's name and the chain, at g: what config_error asks. Pure host.
+  static std::string fold_ba_error(bool prep, bool main, bool merged_in, const q4_gemv::Q4Kernel* stacked, const std::string& ba, bool chain,
+                                   const Geometry& g);
 
   // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
   void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);

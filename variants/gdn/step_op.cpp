@@ -298,30 +298,16 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
       return c.recurrence + ": " + why;
   if (c.merged_in)
     if (auto why = GdnDevice::merged_in_error(g); !why.empty()) return why;
-  if (c.norm_q8) {
-    if (c.f32 || !q4_gemv::q4_kernel(c.q4_kernel).launch_prepared)
-      return "out=prepared needs a q4 kernel that takes its x prepared (grid=groups,xprep=launch,dot=q8-dp4a), not " + (c.f32 ? std::string("the f32 tier") : c.q4_kernel);
-    if (!c.recurrence.empty()) {
-      const auto& rk = gdn_recurrence::recurrence_kernel(c.recurrence);
-      if (rk.gated_norm && !rk.norm_q8) return "out=prepared needs the gated norm as a launch of its own, not " + c.recurrence + "'s epilogue (it writes no q8 x)";
-      if (rk.gated_norm && g.dv > 128) return "out=prepared with the gated norm in " + c.recurrence + " needs a head in one block: dv <= 128";
-    }
-    if (auto why = kernels::gated_norm_q8_error(g.nv, g.dv); !why.empty()) return "out=prepared: " + why;
-  }
-  if (c.fold_ba) {
-    const std::string& stacked = c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel;
-    if (c.f32 || !c.merged_in) return "fold=ba needs the stacked input projections (in=qkvz) of the q4 tier";
-    if (!q4_gemv::q4_kernel(stacked).launch_prepared) return "fold=ba needs a stacked kernel that takes its x prepared, not " + stacked;
-    if (c.ba != "f32_gemv/impl=split-row,pdl=on") return "fold=ba runs f32_gemv/impl=split-row,pdl=on's code, not " + (c.ba.empty() ? std::string("the default b|a kernel") : c.ba) + "'s";
-    if (!c.chain) return "fold=ba is a PDL launch: it needs the PDL chain";
-    if (auto why = kernels::in_prep_ba_error(2 * g.nv, int(g.hidden)); !why.empty()) return "fold=ba: " + why;
-  }
-  if (c.fold_ba_main) {
-    const std::string& stacked = c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel;
-    if (c.fold_ba) return "fold=ba-main and fold=ba: one of the two";
-    if (c.f32 || !c.merged_in) return "fold=ba-main needs the stacked input projections (in=qkvz) of the q4 tier";
-    if (!q4_gemv::q4_kernel(stacked).launch_packed_rows) return "fold=ba-main needs a stacked kernel with f32 rows riding along, not " + stacked;
-    if (!c.chain) return "fold=ba-main is a PDL launch: it needs the PDL chain";
+  if (c.norm_q8)
+    if (auto why = GdnDevice::norm_q8_error(c.f32 ? nullptr : &q4_gemv::q4_kernel(c.q4_kernel),
+                                            c.recurrence.empty() ? nullptr : &gdn_recurrence::recurrence_kernel(c.recurrence), g);
+        !why.empty())
+      return why;
+  if (c.fold_ba || c.fold_ba_main) {
+    const q4_gemv::Q4Kernel* stacked = c.f32 ? nullptr : &q4_gemv::q4_kernel(c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel);
+    if (auto why = GdnDevice::fold_ba_error(c.fold_ba, c.fold_ba_main, c.merged_in && !c.f32, stacked, c.ba.empty() ? kDefaultF32Variant : c.ba, c.chain, g);
+        !why.empty())
+      return why;
   }
   if (!c.ba.empty())
     if (const auto& k = f32_gemv::f32_kernel(c.ba); k.can_implement)
