@@ -53,6 +53,7 @@
 #include "q4_gemv/packed_device.cuh"
 #include "q4_gemv/packed_kernels.hpp"
 #include "q4_gemv/packed_ring.hpp"
+#include "f32_gemv/split_row.cuh"
 #include "q4_gemv/prepared_x.cuh"
 
 namespace klab::q4_gemv::packed {
@@ -432,46 +433,16 @@ packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
 // step's 48-layer graph b|a's own launch costs a hop (1.64 us in gdn-step-breakdown, run-e0dc546);
 // folding it into the prep kernel (fold=ba) saved the hop but delayed the prep's completion, which
 // the main kernel waits for (x0.994 in the graph). Here it delays nothing the q4 rows wait for.
-// Arithmetic (fixed order, no atomics; not split-row's: a tolerance against it, not bits): thread t
-// takes the float4s t, t + T, ... of the row (T = the block's threads; at most 8 each), its own fma
-// chain over them in order (x, y, z, w within each), a butterfly over the warp, thread 0 adds the
-// warps' sums in warp order. W32 is loaded before griddepcontrol.wait, x after it.
-__device__ __forceinline__ void f32_row_block(const float* __restrict__ w32, const float* __restrict__ x, float* __restrict__ y32, int k, int row) {
-  asm volatile("griddepcontrol.launch_dependents;");
-  __shared__ float part[kMaxWarps];
-  const int t = threadIdx.x, lane = t & 31, warp = t >> 5, T = blockDim.x, n4 = k / 4;
-  const float4* w4 = reinterpret_cast<const float4*>(w32 + static_cast<std::size_t>(row) * k);
-  float4 a[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) a[i] = t + T * i < n4 ? __ldcs(w4 + t + T * i) : make_float4(0.f, 0.f, 0.f, 0.f);
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  const float4* x4 = reinterpret_cast<const float4*>(x);
-  float acc = 0.f;
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-    if (t + T * i < n4) {
-      const float4 b = __ldcg(x4 + t + T * i);
-      acc = fmaf(a[i].x, b.x, acc);
-      acc = fmaf(a[i].y, b.y, acc);
-      acc = fmaf(a[i].z, b.z, acc);
-      acc = fmaf(a[i].w, b.w, acc);
-    }
-  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0) part[warp] = acc;
-  __syncthreads();
-  if (t == 0) {
-    float s = part[0];
-    for (int i = 1; i < T / 32; ++i) s += part[i];
-    y32[row] = s;
-  }
-}
+// Arithmetic: f32_gemv split-row's body over this grid's T threads (f32_gemv/split_row.cuh: fixed
+// order, no atomics; at T != 256 not split-row's bits, a tolerance against it). W32 is loaded before
+// griddepcontrol.wait, x after it.
 template <int R>
 __global__ void __launch_bounds__(kMaxWarps * 32)
 packed_xl_rows_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k,
                       const float* __restrict__ w32, float* __restrict__ y32) {
   const int groups = (m + R - 1) / R;
   if (int(blockIdx.x) >= groups) {
-    f32_row_block(w32, x, y32, k, int(blockIdx.x) - groups);
+    f32_gemv::split_row::body<true>(w32, x, y32, k, int(blockIdx.x) - groups, int(blockDim.x));
     return;
   }
   xl_body<Form::q8, R>(packed, x, y, m, k);

@@ -54,8 +54,8 @@ struct Q4Kernel {
   // grid=groups,xprep=launch,dot=q8-dp4a kernels without xpf/wpf have it (nullptr elsewhere).
   void (*launch_prepared)(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) = nullptr;
   // launch_packed with m32 f32 rows riding along in the main kernel's grid: also y32 = W32 x (W32 f32,
-  // row-major m32 x k, 16-byte aligned; y32 apart from y), by a fixed-order f32 dot (packed.cu:
-  // f32_row_block), the q4 rows' bits unchanged. The same kernels as launch_prepared (nullptr elsewhere).
+  // row-major m32 x k, 16-byte aligned; y32 apart from y), by a fixed-order f32 dot (f32_gemv's
+  // split-row body over the grid's block size), the q4 rows' bits unchanged. The same kernels as launch_prepared (nullptr elsewhere).
   void (*launch_packed_rows)(const std::uint8_t* packed, const float* x, float* y, int m, int k, const float* w32, float* y32, int m32,
                              cudaStream_t stream) = nullptr;
   // max_rel against the f64 reference this kernel is held to (0: the default 1e-5 of exact f32
