@@ -29,6 +29,49 @@ const Measured* fastest(const std::vector<Measured>& ms, bool fused_only) {
 
 std::string mode_name(const Measured& m) { return m.mode(TimingMode::stream) ? "stream" : "launch"; }
 
+// A flag's twins: (flagged, twin) indices in names, for each name holding `flag` at `at`, its twin
+// named twin_of(name, at); a twin not among the names is an internal error.
+template <class TwinOf>
+std::vector<std::pair<std::size_t, std::size_t>> flag_twins(const std::vector<std::string>& names, const std::string& flag, TwinOf twin_of) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (const auto at = names[i].find(flag); at != std::string::npos) {
+      const std::string twin = twin_of(names[i], at);
+      const std::size_t t = std::find(names.begin(), names.end(), twin) - names.begin();
+      if (t == names.size()) throw Error("gdn-recurrence: internal: " + names[i] + " has no registered twin " + twin);
+      out.emplace_back(i, t);
+    }
+  return out;
+}
+
+// At batch B (key), every flagged kernel against its twin: their o and S bit for bit settle `bits`;
+// their times, where every pair is timed, settle `pays` at batch pays_at and are logged at the others.
+// `twin` and `change` name the twin and the flag in the evidence. Nothing when a pair was skipped.
+void settle_flag_twins(Context& ctx, const std::vector<Measured>& ms, const std::vector<std::pair<std::size_t, std::size_t>>& pairs, std::int64_t B,
+                       const std::string& key, const Claim& bits, const Claim& pays, std::int64_t pays_at, const std::string& twin, const std::string& change) {
+  if (pairs.empty() || std::any_of(pairs.begin(), pairs.end(), [&](const auto& e) { return ms[e.first].skipped || ms[e.second].skipped; })) return;
+  std::int64_t diff = 0;
+  bool faster = true, timed = true;
+  std::string ev_bits = key + ": elements (o and S) differing from " + twin + ":", ev_time = key + ": " + change + ":";
+  for (const auto& [i, t] : pairs) {
+    const std::int64_t b = outputs_bitwise_diff(ms[t], ms[i]);
+    diff += b;
+    ev_bits += " " + ms[i].variant->name + " " + std::to_string(b) + ";";
+    if (!ms[i].timed || !ms[t].timed) {
+      timed = false;
+      continue;
+    }
+    const auto c = compare_times(ms[t].timing.kept_ms, ms[i].timing.kept_ms, std::uint64_t(B));
+    faster = faster && c.verdict == Verdict::faster;
+    ev_time += " " + ms[i].variant->name + fmt(" %.2f -> %.2f us ", ms[t].timing.summary.median * 1e3, ms[i].timing.summary.median * 1e3) +
+               speedup_text(c) + " (" + mode_name(ms[i]) + ");";
+  }
+  ctx.claim(bits).settle(key, diff == 0, ev_bits);
+  if (!timed) return;
+  if (B == pays_at) ctx.claim(pays).settle(key, faster, ev_time);
+  else ctx.log(ev_time);
+}
+
 }  // namespace
 
 void register_gdn_recurrence(Registry& r) {
@@ -76,20 +119,11 @@ void register_gdn_recurrence(Registry& r) {
     const std::vector<std::string> all{batch_key(1), batch_key(8), batch_key(32)};
     for (const Claim& c : {accurate, once_bits, once_faster, fused_faster, early_bits}) ctx.claim(c).needs(all);
     ctx.claim(early_pays).needs({batch_key(1)});
-    // (early, its pdl=on twin) as indices in names
-    std::vector<std::pair<std::size_t, std::size_t>> early;
-    for (std::size_t i = 0; i < names.size(); ++i)
-      if (const auto at = names[i].find("pdl=early"); at != std::string::npos)
-        early.emplace_back(i, std::find(names.begin(), names.end(), names[i].substr(0, at) + "pdl=on") - names.begin());
-    // (cache=stream, its twin) likewise
-    std::vector<std::pair<std::size_t, std::size_t>> streamed;
-    for (std::size_t i = 0; i < names.size(); ++i)
-      if (const auto at = names[i].find(",cache=stream"); at != std::string::npos) {
-        const std::string twin = names[i].substr(0, at) + names[i].substr(at + std::string(",cache=stream").size());
-        const std::size_t t = std::find(names.begin(), names.end(), twin) - names.begin();
-        if (t == names.size()) throw Error("gdn-recurrence: internal: " + names[i] + " has no registered twin " + twin);
-        streamed.emplace_back(i, t);
-      }
+    // (pdl=early, its pdl=on twin: the name up to pdl= with pdl=on, so norm=gated's twin has no epilogue)
+    const auto early = flag_twins(names, "pdl=early", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=on"; });
+    // (cache=stream, its twin: the same name without it)
+    const std::string cs = ",cache=stream";
+    const auto streamed = flag_twins(names, cs, [&](const std::string& n, std::size_t at) { return n.substr(0, at) + n.substr(at + cs.size()); });
     ctx.claim(stream_bits).needs(all);
     ctx.claim(stream_pays).needs({batch_key(32)});
     ctx.claim(b1_goal).needs({batch_key(1)});
@@ -124,46 +158,8 @@ void register_gdn_recurrence(Registry& r) {
         ctx.claim(fused_faster).settle(key, f->vs_a->verdict == Verdict::faster,
                                        key + ": " + f->variant->name + fmt(" %.2f us vs seed %.2f us, ", f->timing.summary.median * 1e3,
                                                                            seed.timing.summary.median * 1e3) + speedup_text(*f->vs_a));
-      if (std::none_of(early.begin(), early.end(), [&](const auto& e) { return e.second >= ms.size() || ms[e.first].skipped || ms[e.second].skipped; })) {
-        std::int64_t bits = 0;
-        bool faster = true;
-        std::string ev_bits = key + ": elements (o and S) differing from the pdl=on twin:", ev_time = key + ": pdl=on -> pdl=early:";
-        for (const auto& [i, t] : early) {
-          const std::int64_t b = outputs_bitwise_diff(ms[t], ms[i]);
-          bits += b;
-          ev_bits += " " + ms[i].variant->name + " " + std::to_string(b) + ";";
-          if (B != 1 || !ms[i].timed || !ms[t].timed) continue;
-          const auto c = compare_times(ms[t].timing.kept_ms, ms[i].timing.kept_ms, std::uint64_t(B));
-          faster = faster && c.verdict == Verdict::faster;
-          ev_time += " " + ms[i].variant->name + fmt(" %.2f -> %.2f us ", ms[t].timing.summary.median * 1e3, ms[i].timing.summary.median * 1e3) +
-                     speedup_text(c) + " (" + mode_name(ms[i]) + ");";
-        }
-        ctx.claim(early_bits).settle(key, bits == 0, ev_bits);
-        if (B == 1 && std::all_of(early.begin(), early.end(), [&](const auto& e) { return ms[e.first].timed && ms[e.second].timed; }))
-          ctx.claim(early_pays).settle(key, faster, ev_time);
-      }
-      if (!streamed.empty() &&
-          std::none_of(streamed.begin(), streamed.end(), [&](const auto& e) { return ms[e.first].skipped || ms[e.second].skipped; })) {
-        std::int64_t bits = 0;
-        bool faster = true, timed = true;
-        std::string ev_bits = key + ": elements (o and S) differing from the twin without cache=stream:", ev_time = key + ": without -> with cache=stream:";
-        for (const auto& [i, t] : streamed) {
-          const std::int64_t b = outputs_bitwise_diff(ms[t], ms[i]);
-          bits += b;
-          ev_bits += " " + ms[i].variant->name + " " + std::to_string(b) + ";";
-          if (!ms[i].timed || !ms[t].timed) {
-            timed = false;
-            continue;
-          }
-          const auto c = compare_times(ms[t].timing.kept_ms, ms[i].timing.kept_ms, std::uint64_t(B));
-          faster = faster && c.verdict == Verdict::faster;
-          ev_time += " " + ms[i].variant->name + fmt(" %.2f -> %.2f us ", ms[t].timing.summary.median * 1e3, ms[i].timing.summary.median * 1e3) +
-                     speedup_text(c) + " (" + mode_name(ms[i]) + ");";
-        }
-        ctx.claim(stream_bits).settle(key, bits == 0, ev_bits);
-        if (B == 32 && timed) ctx.claim(stream_pays).settle(key, faster, ev_time);
-        else if (timed) ctx.log(ev_time);
-      }
+      settle_flag_twins(ctx, ms, early, B, key, early_bits, early_pays, 1, "the pdl=on twin", "pdl=on -> pdl=early");
+      settle_flag_twins(ctx, ms, streamed, B, key, stream_bits, stream_pays, 32, "the twin without cache=stream", "without -> with cache=stream");
       const Measured* best = fastest(ms, false);
       if (!best) continue;
       const double us = best->timing.summary.median * 1e3;
