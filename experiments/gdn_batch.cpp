@@ -4,8 +4,9 @@
 // against the B slots' own single-sequence steps (GdnDevice::step_operators, the
 // single step's launches), at B = 1, 8 and 32. First run on the H200 in reports/h200/run-30bee11.
 //
-// Configuration: gdn::step_candidate() on the q4 tier (q8-dp4a projections, the fused prep, the fused
-// recurrence with pdl=early and the gated norm, b|a split-row, the PDL chain), which enqueue_batch
+// Configuration: the step's candidate on the q4 tier without its two single-sequence forms (the
+// candidate's base gdn::candidate_twins().ba_own with out=prepared off: q8-dp4a projections, the fused
+// prep, the fused recurrence with pdl=early, b|a split-row, the PDL chain), which enqueue_batch
 // takes; both sides run it, so the single steps are the same kernels on one column (the singles with
 // in_proj_qkv and in_proj_z stacked, the batch with its three q4_gemm launches: the same bits).
 // Check (before timing): from a zeroed state, T tokens of B slots through enqueue_batch, then the same
@@ -111,9 +112,10 @@ void run_batch(Context& ctx) {
   ctx.claim(kBits).needs({key_of(8), key_of(32)});
   ctx.claim(kPays).needs({key_of(32)});
   ctx.claim(kOnce).needs({key_of(32)});
-  // out=prepared is the single step's (enqueue_batch runs q4_gemm): off here, so that its refusal of
-  // dv % 32 != 0 does not keep the batch from the quick geometry.
-  gdn::FusedStepConfig cfg = gdn::step_candidate();
+  // out=prepared and fold=ba-main are the single step's (enqueue_batch runs q4_gemm, and b|a through
+  // the b|a kernel's column launch): off here, so that the singles run the batch's b|a order and
+  // out=prepared's refusal of dv % 32 != 0 does not keep the batch from the quick geometry.
+  gdn::FusedStepConfig cfg = gdn::candidate_twins().ba_own;
   cfg.norm_q8 = false;
   if (auto why = rg::q4_geometry_error(g); !why.empty()) {
     ctx.skip("gdn-batch at " + g.str(), "no q4 tier: " + why);

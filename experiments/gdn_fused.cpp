@@ -6,7 +6,10 @@
 // default kernel, three launches: gdn-q4-layer's own q4 row. All run on the q4 weights (weights=1),
 // so every variant meets the same f64 reference; time is per run of T tokens, quoted per layer and
 // token. First measured in reports/h200/run-30bee11 (H200, 2026-12-01); in=qkvz in run-105e07b;
-// in_proj= (the stacked launch on a kernel of its own) in run-4198a57; out=prepared not yet.
+// in_proj= (the stacked launch on a kernel of its own) in run-4198a57; out=prepared in run-a9d7934;
+// fold=ba-main in run-2c678d0. The twins' claims compare each with the candidate's base
+// (gdn::candidate_twins().ba_own: b|a a launch of its own), from which each differs in one setting;
+// the candidate (the base with fold=ba-main) meets the base in fold-main-pays.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -25,33 +28,34 @@ const Claim kBits{"fused-bitwise",
 const Claim kFaster{"fused-faster", "with prep=fused the step is faster than its three-launch twin (headline timing: stream mode), every tier"};
 const Claim kRecPays{"rec-pays",
                      "inside the fused step, the fused one-launch recurrence (impl=fused,cols=16,rows=8,pdl=on) is faster than the step's seed recurrence"};
-const Claim kChainBits{"chain-bitwise", "the step's candidate with its small kernels in the PDL chain gives the same candidate's bits without it"};
-const Claim kChainPays{"chain-pays", "the PDL chain pays: the step's candidate is faster with it than without it"};
+const Claim kChainBits{"chain-bitwise", "the step's base with its small kernels in the PDL chain gives the same base's bits without it"};
+const Claim kChainPays{"chain-pays", "the PDL chain pays: the step's base is faster with it than without it"};
 const Claim kNormPays{"norm-pays",
-                      "the gated norm as the recurrence's epilogue (norm=gated) pays: the step's candidate (the gated norm a launch of its own) is "
+                      "the gated norm as the recurrence's epilogue (norm=gated) pays: the step's base (the gated norm a launch of its own) is "
                       "slower than its twin with norm=gated"};
 const Claim kMergedBits{"merged-bitwise",
-                        "the step's candidate with in_proj_qkv and in_proj_z as one q4 launch (in=qkvz) gives the same candidate's bits with them apart"};
-const Claim kMergedPays{"merged-pays", "one launch for in_proj_qkv and in_proj_z pays: the step's candidate is faster with in=qkvz than with the two apart"};
-const Claim kRingBits{"ring-bitwise", "the step's candidate with its stacked launch on the TMA ring (in_proj=...grid=fill...) gives the candidate's bits"};
-const Claim kRingPays{"ring-pays", "the TMA ring pays for the stacked launch: the step's candidate is faster with in_proj=...grid=fill... than without"};
+                        "the step's base with in_proj_qkv and in_proj_z as one q4 launch (in=qkvz) gives the same base's bits with them apart"};
+const Claim kMergedPays{"merged-pays", "one launch for in_proj_qkv and in_proj_z pays: the step's base is faster with in=qkvz than with the two apart"};
+const Claim kRingBits{"ring-bitwise", "the step's base with its stacked launch on the TMA ring (in_proj=...grid=fill...) gives the base's bits"};
+const Claim kRingPays{"ring-pays", "the TMA ring pays for the stacked launch: the step's base is faster with in_proj=...grid=fill... than without"};
 const Claim kClusterBits{"cluster-bitwise",
-                         "the step's candidate on the q4 kernel grid=groups,xprep=cluster (no prep kernel) gives the candidate's bits"};
-const Claim kClusterPays{"cluster-pays", "the step's candidate is faster on the q4 kernel grid=groups,xprep=cluster than on xprep=launch"};
+                         "the step's base on the q4 kernel grid=groups,xprep=cluster (no prep kernel) gives the base's bits"};
+const Claim kClusterPays{"cluster-pays", "the step's base is faster on the q4 kernel grid=groups,xprep=cluster than on xprep=launch"};
 const Claim kNormQ8Bits{"normq8-bitwise",
-                        "the step's candidate, its out_proj's q8 x written by the gated norm (out=prepared, no prep launch), gives the bits of its "
+                        "the step's base, its out_proj's q8 x written by the gated norm (out=prepared, no prep launch), gives the bits of its "
                         "twin with out_proj's own prep launch"};
-const Claim kNormQ8Pays{"normq8-pays", "out_proj without its prep launch pays: the step's candidate (out=prepared) is faster than its twin without it"};
+const Claim kNormQ8Pays{"normq8-pays", "out_proj without its prep launch pays: the step's base (out=prepared) is faster than its twin without it"};
 const Claim kWarpsBits{"warps-bitwise",
-                       "the step's candidate, on the q4 kernel xprep=warps (the prep a warp per block of 32), gives the bits of its twin on xprep=launch"};
-const Claim kWarpsPays{"warps-pays", "the step's candidate (the q4 kernel xprep=warps) is faster than its twin on xprep=launch"};
-const Claim kFoldBits{"fold-bitwise", "the step's candidate with b|a folded into the stacked launch's prep kernel (fold=ba) gives the candidate's bits"};
-const Claim kFoldPays{"fold-pays", "b|a in the stacked launch's prep kernel pays: the step's candidate is faster with fold=ba than without"};
+                       "the step's base, on the q4 kernel xprep=warps (the prep a warp per block of 32), gives the bits of its twin on xprep=launch"};
+const Claim kWarpsPays{"warps-pays", "the step's base (the q4 kernel xprep=warps) is faster than its twin on xprep=launch"};
+const Claim kFoldBits{"fold-bitwise", "the step's base with b|a folded into the stacked launch's prep kernel (fold=ba) gives the base's bits"};
+const Claim kFoldPays{"fold-pays", "b|a in the stacked launch's prep kernel pays: the step's base is faster with fold=ba than without"};
 const Claim kRecNormPays{"rec-norm-pays",
-                         "the gated norm and out_proj's q8 x in the recurrence (cols=128, a head a block, no cluster) pay: the step's candidate "
+                         "the gated norm and out_proj's q8 x in the recurrence (cols=128, a head a block, no cluster) pay: the step's base "
                          "is faster with them there than with the gated norm a launch of its own"};
 const Claim kFoldMainPays{"fold-main-pays",
-                          "b|a as f32 rows in the stacked kernel's grid (fold=ba-main) pays: the step's candidate is faster with it than without"};
+                          "b|a as f32 rows in the stacked kernel's grid (fold=ba-main) pays: the step's candidate is faster than its base (b|a a "
+                          "launch of its own)"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -65,22 +69,24 @@ struct Plan {
   std::vector<std::pair<std::string, std::string>> pairs;
   std::vector<std::string> candidates;
   std::string rec_base, rec_on;      // the q8 prep=fused step and its rec=...pdl=on twin (claim rec-pays)
-  std::string unchained, chained;    // gdn::step_candidate() without and with the chain (chain-bitwise, chain-pays)
-  std::string norm_twin;             // gdn::step_candidate() with the gated norm as the recurrence's epilogue (norm-pays)
-  std::string ring;                  // gdn::step_candidate() with its stacked launch on gdn::kStackedRing (ring-bitwise, ring-pays)
-  std::string apart;                 // gdn::step_candidate() with in_proj_qkv and in_proj_z apart (merged-bitwise, merged-pays)
-  std::string cluster;               // gdn::step_candidate() on gdn::kClusterQ4 (cluster-bitwise, cluster-pays)
-  std::string out_own;               // gdn::step_candidate() without out=prepared (normq8-bitwise, normq8-pays)
-  std::string thread_prep;           // gdn::step_candidate() on gdn::kThreadPrepQ4 (warps-bitwise, warps-pays)
-  std::string fold;                  // gdn::step_candidate() with fold=ba (fold-bitwise, fold-pays)
-  std::string rec_norm;              // gdn::step_candidate() on gdn::kRecNormQ8 (rec-norm-pays; not bits: another reduction order)
-  std::string fold_main;             // gdn::step_candidate() with fold=ba-main (fold-main-pays; not bits: another f32 order for b|a)
+  // base: gdn::candidate_twins().ba_own, the candidate with b|a a launch of its own; every twin but the
+  // candidate differs from it in one setting
+  std::string unchained, base;       // the base without and with the chain (chain-bitwise, chain-pays)
+  std::string norm_twin;             // the base with the gated norm as the recurrence's epilogue (norm-pays)
+  std::string ring;                  // the base with its stacked launch on gdn::kStackedRing (ring-bitwise, ring-pays)
+  std::string apart;                 // the base with in_proj_qkv and in_proj_z apart (merged-bitwise, merged-pays)
+  std::string cluster;               // the base on gdn::kClusterQ4 (cluster-bitwise, cluster-pays)
+  std::string out_own;               // the base without out=prepared (normq8-bitwise, normq8-pays)
+  std::string thread_prep;           // the base on gdn::kThreadPrepQ4 (warps-bitwise, warps-pays)
+  std::string fold;                  // the base with fold=ba (fold-bitwise, fold-pays)
+  std::string rec_norm;              // the base on gdn::kRecNormQ8 (rec-norm-pays; not bits: another reduction order)
+  std::string candidate;             // gdn::step_candidate(): the base with fold=ba-main (fold-main-pays; not bits: another f32 order for b|a)
 };
 Plan plan() {
   Plan p;
   const gdn::CandidateTwins t = gdn::candidate_twins();
   p.unchained = gdn::fused_step_variant(t.unchained);
-  p.chained = gdn::fused_step_variant(gdn::step_candidate());
+  p.base = gdn::fused_step_variant(t.ba_own);
   p.norm_twin = gdn::fused_step_variant(t.norm_gated);
   p.apart = gdn::fused_step_variant(t.apart);
   p.cluster = gdn::fused_step_variant(t.cluster);
@@ -89,7 +95,7 @@ Plan plan() {
   p.thread_prep = gdn::fused_step_variant(t.thread_prep);
   p.fold = gdn::fused_step_variant(t.fold);
   p.rec_norm = gdn::fused_step_variant(t.rec_norm);
-  p.fold_main = gdn::fused_step_variant(t.fold_main);
+  p.candidate = gdn::fused_step_variant(gdn::step_candidate());
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -147,22 +153,22 @@ void run_fused(Context& ctx) {
     }
     if (compared) ctx.claim(kBits).settle(key, bits == 0, ev_bits);
     if (compared && timed) ctx.claim(kFaster).settle(key, faster, ev_time);
-    const Measured *base = find(ms, pl.rec_base), *on = find(ms, pl.rec_on);
-    if (base && on && base->timed && on->timed) {
-      const auto c = compare_times(base->timing.kept_ms, on->timing.kept_ms, std::uint64_t(T));
+    const Measured *seed_rec = find(ms, pl.rec_base), *on = find(ms, pl.rec_on);
+    if (seed_rec && on && seed_rec->timed && on->timed) {
+      const auto c = compare_times(seed_rec->timing.kept_ms, on->timing.kept_ms, std::uint64_t(T));
       ctx.claim(kRecPays).settle(key, c.verdict == Verdict::faster,
                                  on->variant->name + fmt(" %.4f ms per layer and token against %.4f, ", on->timing.summary.median / T,
-                                                         base->timing.summary.median / T) + speedup_text(c));
+                                                         seed_rec->timing.summary.median / T) + speedup_text(c));
     }
-    const Measured *off = find(ms, pl.unchained), *chained = find(ms, pl.chained);
-    if (off && chained && off->verified && chained->verified) {
-      const auto d = outputs_bitwise_diff(*off, *chained);
-      ctx.claim(kChainBits).settle(key, d == 0, std::to_string(d) + " elements (out, S, hist, intermediates) differ between " + pl.chained + " and " + pl.unchained);
-      if (off->timed && chained->timed) {
-        const auto c = compare_times(off->timing.kept_ms, chained->timing.kept_ms, std::uint64_t(T));
+    const Measured *off = find(ms, pl.unchained), *base = find(ms, pl.base);
+    if (off && base && off->verified && base->verified) {
+      const auto d = outputs_bitwise_diff(*off, *base);
+      ctx.claim(kChainBits).settle(key, d == 0, std::to_string(d) + " elements (out, S, hist, intermediates) differ between " + pl.base + " and " + pl.unchained);
+      if (off->timed && base->timed) {
+        const auto c = compare_times(off->timing.kept_ms, base->timing.kept_ms, std::uint64_t(T));
         ctx.claim(kChainPays).settle(key, c.verdict == Verdict::faster,
-                                     fmt("%.4f -> %.4f ms per layer and token with the chain, ", off->timing.summary.median / T, chained->timing.summary.median / T) +
-                                         speedup_text(c) + " (" + to_string(chained->timing.mode) + ")");
+                                     fmt("%.4f -> %.4f ms per layer and token with the chain, ", off->timing.summary.median / T, base->timing.summary.median / T) +
+                                         speedup_text(c) + " (" + to_string(base->timing.mode) + ")");
       }
     }
     // (without, with): `with` faster than `without` per layer and token settles pays_claim; `accuracy`
@@ -173,11 +179,11 @@ void run_fused(Context& ctx) {
       ctx.claim(pays_claim).settle(key, c.verdict == Verdict::faster,
                                    fmt("%.4f -> %.4f ms per layer and token ", without->timing.summary.median / T, with->timing.summary.median / T) + what + ", " +
                                        speedup_text(c) + " (" + to_string(with->timing.mode) + ")" +
-                                       (accuracy ? fmt(" (max_rel %.3g against the f64 reference, the candidate's %.3g)", with->acc.max_rel, without->acc.max_rel)
+                                       (accuracy ? fmt(" (max_rel %.3g against the f64 reference, the base's %.3g)", with->acc.max_rel, without->acc.max_rel)
                                                  : std::string()));
     };
-    pays(chained, find(ms, pl.norm_twin), kNormPays, "with the gated norm in the recurrence", false);
-    // (without, with): the candidate against a twin, bits and time, each settling its pair of claims.
+    pays(base, find(ms, pl.norm_twin), kNormPays, "with the gated norm in the recurrence", false);
+    // (without, with): the base against a twin, bits and time, each settling its pair of claims.
     auto twin_claims = [&](const Measured* without, const Measured* with, const std::string& without_name, const std::string& with_name, const Claim& bits_claim,
                            const Claim& pays_claim, const char* what) {
       if (!without || !with || !without->verified || !with->verified) return;
@@ -185,15 +191,15 @@ void run_fused(Context& ctx) {
       ctx.claim(bits_claim).settle(key, d == 0, std::to_string(d) + " elements (out, S, hist, intermediates) differ between " + with_name + " and " + without_name);
       pays(without, with, pays_claim, what, false);
     };
-    twin_claims(find(ms, pl.apart), chained, pl.apart, pl.chained, kMergedBits, kMergedPays, "with one launch for both");
-    twin_claims(chained, find(ms, pl.ring), pl.chained, pl.ring, kRingBits, kRingPays, "with the stacked launch on the ring");
-    twin_claims(chained, find(ms, pl.cluster), pl.chained, pl.cluster, kClusterBits, kClusterPays, "with the q4 kernel xprep=cluster");
-    twin_claims(find(ms, pl.out_own), chained, pl.out_own, pl.chained, kNormQ8Bits, kNormQ8Pays, "with out_proj's x prepared by the gated norm");
-    twin_claims(find(ms, pl.thread_prep), chained, pl.thread_prep, pl.chained, kWarpsBits, kWarpsPays, "with the q4 kernel xprep=warps");
-    twin_claims(chained, find(ms, pl.fold), pl.chained, pl.fold, kFoldBits, kFoldPays, "with b|a in the stacked launch's prep kernel");
+    twin_claims(find(ms, pl.apart), base, pl.apart, pl.base, kMergedBits, kMergedPays, "with one launch for both");
+    twin_claims(base, find(ms, pl.ring), pl.base, pl.ring, kRingBits, kRingPays, "with the stacked launch on the ring");
+    twin_claims(base, find(ms, pl.cluster), pl.base, pl.cluster, kClusterBits, kClusterPays, "with the q4 kernel xprep=cluster");
+    twin_claims(find(ms, pl.out_own), base, pl.out_own, pl.base, kNormQ8Bits, kNormQ8Pays, "with out_proj's x prepared by the gated norm");
+    twin_claims(find(ms, pl.thread_prep), base, pl.thread_prep, pl.base, kWarpsBits, kWarpsPays, "with the q4 kernel xprep=warps");
+    twin_claims(base, find(ms, pl.fold), pl.base, pl.fold, kFoldBits, kFoldPays, "with b|a in the stacked launch's prep kernel");
     // time only: these twins' arithmetic is another order (their races check them against the f64 reference)
-    pays(chained, find(ms, pl.rec_norm), kRecNormPays, "with the gated norm and out_proj's x in the recurrence", true);
-    pays(chained, find(ms, pl.fold_main), kFoldMainPays, "with b|a in the stacked kernel's grid", true);
+    pays(base, find(ms, pl.rec_norm), kRecNormPays, "with the gated norm and out_proj's x in the recurrence", true);
+    pays(base, find(ms, pl.candidate), kFoldMainPays, "with b|a in the stacked kernel's grid", true);
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;

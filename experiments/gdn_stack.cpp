@@ -46,50 +46,56 @@ const Claim kQ4Ms{"q4-1ms", "q4: 48 layers per token <= 1.0 ms as one graph (Qwe
 const Claim kF32Floor{"f32-85pct", "f32: 48 layers per token as one graph reach >= 85% of their byte floor (their bytes at the run's read ceiling)"};
 const Claim kFastMs{"q4-fast-1ms",
                     "q4 on the step's candidate configuration (gdn::step_candidate: q8-dp4a projections, in_proj_qkv and in_proj_z as one "
-                    "launch, the fused prep, the fused recurrence with pdl=early, b|a split-row, the PDL chain): 48 layers per "
+                    "launch with b|a's rows in its grid, the fused prep, the fused recurrence with pdl=early, out=prepared, the PDL chain): 48 layers per "
                     "token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
 const Claim kQ4Faster{"q4-faster", "q4 faster than f32 per token, 48 layers as one graph (bootstrap verdict on the medians)"};
 const Claim kRingInGraph{"ring-in-graph",
-                         "in the 48-layer graph, the stacked launch on the TMA ring pays: q4-fast-ring (the candidate with in_proj_qkvz on "
-                         "gdn::kStackedRing) is faster per token than q4-fast (gdn-step-fused's ring-pays, per layer)"};
+                         "in the 48-layer graph, the stacked launch on the TMA ring pays: q4-fast-ring (the candidate's base with in_proj_qkvz on "
+                         "gdn::kStackedRing) is faster per token than q4-fast-ba-own (the base; gdn-step-fused's ring-pays, per layer)"};
 const Claim kWarpsInGraph{"warps-in-graph",
-                          "in the 48-layer graph, the prep a warp per block of 32 pays: q4-fast (the candidate, on gdn::kWarpsQ4) is "
+                          "in the 48-layer graph, the prep a warp per block of 32 pays: q4-fast-ba-own (the candidate's base, on gdn::kWarpsQ4) is "
                           "faster per token than q4-fast-thread-prep (its twin on gdn::kThreadPrepQ4)"};
 const Claim kFoldInGraph{"fold-in-graph",
-                         "in the 48-layer graph, b|a in the stacked launch's prep kernel pays: q4-fast-fold (the candidate with fold=ba) is faster "
-                         "per token than q4-fast"};
+                         "in the 48-layer graph, b|a in the stacked launch's prep kernel pays: q4-fast-fold (the candidate's base with fold=ba) is "
+                         "faster per token than q4-fast-ba-own"};
 const Claim kRecNormInGraph{"rec-norm-in-graph",
-                            "in the 48-layer graph, the gated norm and out_proj's q8 x in the recurrence pay: q4-fast-rec-norm (the candidate "
-                            "on gdn::kRecNormQ8) is faster per token than q4-fast"};
+                            "in the 48-layer graph, the gated norm and out_proj's q8 x in the recurrence pay: q4-fast-rec-norm (the candidate's base "
+                            "on gdn::kRecNormQ8) is faster per token than q4-fast-ba-own"};
 const Claim kFoldMainInGraph{"fold-main-in-graph",
-                             "in the 48-layer graph, b|a as f32 rows in the stacked kernel's grid pays: q4-fast-fold-main (the candidate with "
-                             "fold=ba-main) is faster per token than q4-fast"};
+                             "in the 48-layer graph, b|a as f32 rows in the stacked kernel's grid pays: q4-fast (the candidate, fold=ba-main) is "
+                             "faster per token than q4-fast-ba-own (its base, b|a a launch of its own)"};
 const Claim kPreparedInGraph{"prepared-in-graph",
-                             "in the 48-layer graph, out_proj without its prep launch pays: q4-fast (the candidate, out=prepared: the gated norm "
-                             "writes out_proj's q8 x) is faster per token than q4-fast-own-prep (its twin with out_proj's own prep launch)"};
+                             "in the 48-layer graph, out_proj without its prep launch pays: q4-fast-ba-own (the candidate's base, out=prepared: the "
+                             "gated norm writes out_proj's q8 x) is faster per token than q4-fast-own-prep (its twin with out_proj's own prep launch)"};
 
-// The candidate's twins raced as tiers of the graph, each with its claim: the twin faster than
-// "q4-fast" (twin_faster), or "q4-fast" faster than the twin (the candidate took what the twin lacks).
+// The candidate's twins raced as tiers of the graph, each with its claim against its base tier
+// (q4-fast-ba-own, the candidate's base: gdn::candidate_twins().ba_own; for q4-fast-ba-own itself the
+// candidate, q4-fast): the twin faster than its base (twin_faster), or the base faster than the twin
+// (the base took what the twin lacks).
 // - q4-fast-ring: the stacked launch on the TMA ring. It paid x1.019 per layer in gdn-step-fused
 //   (reports/h200/run-4198a57) but lost in this graph, 1.546 against 1.4775 ms per token (run-68b986b,
 //   H200, 2026-12-01, when the candidate had it and the twin did not).
 // - q4-fast-own-prep: out_proj's own prep launch (without out=prepared; measured in
 //   reports/h200/run-a9d7934 as the candidate, 1.4762 against 1.4131 ms per token with it).
-// - q4-fast-thread-prep, q4-fast-fold, q4-fast-rec-norm, q4-fast-fold-main: step_op.hpp's CandidateTwins.
+// - q4-fast-ba-own: b|a a launch of its own, the candidate before fold=ba-main (1.3895 ms per token in
+//   run-123ab72; its twin with fold=ba-main 1.3770 in run-2c678d0, x1.016).
+// - q4-fast-thread-prep, q4-fast-fold, q4-fast-rec-norm: step_op.hpp's CandidateTwins.
 struct TwinTier {
   const char* tier;
   gdn::FusedStepConfig gdn::CandidateTwins::*config;
   const Claim* claim;
   bool twin_faster;
+  const char* base;
 };
 const std::vector<TwinTier>& twin_tiers() {
   using T = gdn::CandidateTwins;
-  static const std::vector<TwinTier> v{{"q4-fast-ring", &T::ring, &kRingInGraph, true},
-                                       {"q4-fast-own-prep", &T::out_own, &kPreparedInGraph, false},
-                                       {"q4-fast-thread-prep", &T::thread_prep, &kWarpsInGraph, false},
-                                       {"q4-fast-fold", &T::fold, &kFoldInGraph, true},
-                                       {"q4-fast-rec-norm", &T::rec_norm, &kRecNormInGraph, true},
-                                       {"q4-fast-fold-main", &T::fold_main, &kFoldMainInGraph, true}};
+  static constexpr const char* kBase = "q4-fast-ba-own";
+  static const std::vector<TwinTier> v{{kBase, &T::ba_own, &kFoldMainInGraph, false, "q4-fast"},
+                                       {"q4-fast-ring", &T::ring, &kRingInGraph, true, kBase},
+                                       {"q4-fast-own-prep", &T::out_own, &kPreparedInGraph, false, kBase},
+                                       {"q4-fast-thread-prep", &T::thread_prep, &kWarpsInGraph, false, kBase},
+                                       {"q4-fast-fold", &T::fold, &kFoldInGraph, true, kBase},
+                                       {"q4-fast-rec-norm", &T::rec_norm, &kRecNormInGraph, true, kBase}};
   return v;
 }
 const TwinTier* twin_tier(const std::string& tier) {
@@ -243,7 +249,7 @@ void run_stack(Context& ctx) {
   for (const auto& tier : tiers) run_tier(ctx, tier, w, q, h, nl, res);
   for (const auto& t : twin_tiers()) {
     // B faster than A
-    const std::string a = t.twin_faster ? "q4-fast" : t.tier, b = t.twin_faster ? t.tier : "q4-fast";
+    const std::string a = t.twin_faster ? t.base : t.tier, b = t.twin_faster ? t.tier : t.base;
     if (ctx.options().quick || !res.count(a) || !res.count(b)) continue;
     const Comparison c = compare_times(res[a].kept_ms, res[b].kept_ms);
     ctx.claim(*t.claim).settle(kFullKey, c.verdict == Verdict::faster,

@@ -153,52 +153,61 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   }
   CHECK(twins == 3);
   CHECK(registry().experiment("gdn-step-fused").claims.size() == 21);
-  // The candidate runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
+  // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba-main; the
+  // other twins differ from the base in one setting each.
+  const auto tw = gdn::candidate_twins();
+  const auto base = tw.ba_own;
   const auto cand = gdn::step_candidate();
-  CHECK(cand.chain);
-  CHECK(cand.norm_q8);
-  CHECK_FALSE(gr::recurrence_kernel(cand.recurrence).state_before_wait);
-  auto unchained = cand;
+  CHECK(cand.fold_ba_main);
+  CHECK_FALSE(base.fold_ba_main);
+  CHECK(gdn::fused_step_variant(cand) == gdn::fused_step_variant(base) + ",fold=ba-main");
+  CHECK(registry().has_variant(gdn::fused_step_variant(base)));
+  CHECK(registry().has_variant(gdn::fused_step_variant(cand)));
+  CHECK(gdn::config_error(cand, rg::qwen35_27b()) == "");
+  // The base runs in the chain, on a recurrence that loads nothing before its wait; its twin without the chain is registered.
+  CHECK(base.chain);
+  CHECK(base.norm_q8);
+  CHECK_FALSE(gr::recurrence_kernel(base.recurrence).state_before_wait);
+  auto unchained = base;
   unchained.chain = false;
   CHECK(registry().has_variant(gdn::fused_step_variant(unchained)));
-  CHECK(gdn::fused_step_variant(cand) == gdn::fused_step_variant(unchained).substr(0, gdn::fused_step_variant(unchained).size() - 13) + ",chain=pdl,out=prepared");
+  CHECK(gdn::fused_step_variant(base) == gdn::fused_step_variant(unchained).substr(0, gdn::fused_step_variant(unchained).size() - 13) + ",chain=pdl,out=prepared");
   // It stacks its input projections (on its q4 kernel); its twins with the stacked launch on the TMA
   // ring and with the projections apart are registered too, as is its twin with the gated norm as the
   // recurrence's epilogue.
-  CHECK(cand.merged_in);
-  CHECK(cand.stacked_kernel.empty());
-  auto ring = cand;
+  CHECK(base.merged_in);
+  CHECK(base.stacked_kernel.empty());
+  auto ring = base;
   ring.stacked_kernel = gdn::kStackedRing;
   CHECK(registry().has_variant(gdn::fused_step_variant(ring)));
   CHECK(gdn::fused_step_variant(ring).find(",in=qkvz,in_proj=map=packed+dot=q8-dp4a+grid=fill+") != std::string::npos);
   CHECK(gdn::config_error(ring, rg::qwen35_27b()) == "");
-  auto apart = cand;
+  auto apart = base;
   apart.merged_in = false;
   CHECK(registry().has_variant(gdn::fused_step_variant(apart)));
-  auto cluster = cand;
+  auto cluster = base;
   cluster.q4_kernel = gdn::kClusterQ4;
   cluster.norm_q8 = false;  // kClusterQ4 has no launch_prepared
   CHECK(registry().has_variant(gdn::fused_step_variant(cluster)));
   CHECK(gdn::config_error(cluster, rg::qwen35_27b()) == "");
-  auto gated = cand;
+  auto gated = base;
   gated.recurrence += ",norm=gated";
   gated.norm_q8 = false;  // the norm in the recurrence cannot write out_proj's x
   CHECK(gr::recurrence_kernel(gated.recurrence).gated_norm);
   CHECK(registry().has_variant(gdn::fused_step_variant(gated)));
   // candidate_twins() are these, one setting changed each.
-  const auto tw = gdn::candidate_twins();
   CHECK(gdn::fused_step_variant(tw.norm_gated) == gdn::fused_step_variant(gated));
   CHECK(gdn::fused_step_variant(tw.unchained) == gdn::fused_step_variant(unchained));
   CHECK(gdn::fused_step_variant(tw.apart) == gdn::fused_step_variant(apart));
   CHECK(gdn::fused_step_variant(tw.ring) == gdn::fused_step_variant(ring));
   CHECK(gdn::fused_step_variant(tw.cluster) == gdn::fused_step_variant(cluster));
-  // out=prepared (set_norm_q8): the candidate has out_proj's x written by the gated norm, its twin out_own
+  // out=prepared (set_norm_q8): the base has out_proj's x written by the gated norm, its twin out_own
   // not; refused on a kernel without launch_prepared, with the gated norm in the recurrence, and for dv % 32 != 0.
-  auto own = cand;
+  auto own = base;
   own.norm_q8 = false;
   CHECK(gdn::fused_step_variant(tw.out_own) == gdn::fused_step_variant(own));
   CHECK(registry().has_variant(gdn::fused_step_variant(own)));
-  const auto prepared = cand;
+  const auto prepared = base;
   CHECK(gdn::fused_step_variant(prepared) == gdn::fused_step_variant(own) + ",out=prepared");
   CHECK(registry().has_variant(gdn::fused_step_variant(prepared)));
   CHECK(gdn::config_error(prepared, rg::qwen35_27b()) == "");
@@ -209,8 +218,8 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   prepared_gated.recurrence += ",norm=gated";
   CHECK(gdn::config_error(prepared_gated, rg::qwen35_27b()).find("a launch of its own") != std::string::npos);
   CHECK(gdn::config_error(prepared, rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}).find("dv = 48") != std::string::npos);
-  CHECK(gdn::fused_step_variant(cand).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=warps+") != std::string::npos);
-  CHECK(gdn::fused_step_variant(tw.fold) == gdn::fused_step_variant(cand) + ",fold=ba");
+  CHECK(gdn::fused_step_variant(base).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=warps+") != std::string::npos);
+  CHECK(gdn::fused_step_variant(tw.fold) == gdn::fused_step_variant(base) + ",fold=ba");
   // fold=ba refused without the stacking, without the chain, with another b|a kernel or a stacked kernel without launch_prepared
   for (auto [mut, why] : std::vector<std::pair<std::function<void(gdn::FusedStepConfig&)>, std::string>>{
            {[](gdn::FusedStepConfig& c) { c.merged_in = false; }, "stacked input projections"},
@@ -222,26 +231,25 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CAPTURE(why);
     CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
   }
-  // fold=ba-main: named after the candidate, refused without the stacking or the chain, with fold=ba too, or on a
+  // fold=ba-main (the candidate): refused without the stacking or the chain, with fold=ba too, or on a
   // stacked kernel without f32 rows riding along.
-  CHECK(gdn::fused_step_variant(tw.fold_main) == gdn::fused_step_variant(cand) + ",fold=ba-main");
   for (auto [mut, why] : std::vector<std::pair<std::function<void(gdn::FusedStepConfig&)>, std::string>>{
            {[](gdn::FusedStepConfig& c) { c.merged_in = false; }, "stacked input projections"},
            {[](gdn::FusedStepConfig& c) { c.chain = false; }, "PDL chain"},
            {[](gdn::FusedStepConfig& c) { c.fold_ba = true; }, "one of the two"},
            {[](gdn::FusedStepConfig& c) { c.stacked_kernel = gdn::kStackedRing; }, "f32 rows riding along"}}) {
-    auto c = tw.fold_main;
+    auto c = cand;
     mut(c);
     CAPTURE(why);
     CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
   }
   CHECK(gdn::fused_step_variant(tw.thread_prep).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=launch+") != std::string::npos);
-  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.thread_prep, &tw.fold, &tw.rec_norm, &tw.fold_main}) {
+  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.thread_prep, &tw.fold, &tw.rec_norm, &tw.ba_own}) {
     CAPTURE(gdn::fused_step_variant(*t));
     CHECK(gdn::config_error(*t, rg::qwen35_27b()) == "");
   }
   // The stacking needs conv_dim % 4 == 0 (z 16-byte aligned after xc): 2*33 + 4*32 = 194 is refused, naming it.
-  const gdn::FusedStepConfig stacked{false, cand.q4_kernel, "", "", false, true};
+  const gdn::FusedStepConfig stacked{false, base.q4_kernel, "", "", false, true};
   CHECK(gdn::config_error(stacked, rg::Geometry{256, 1, 4, 33, 32, 4, 1e-6}).find("conv_dim 194") != std::string::npos);
   CHECK(gdn::config_error(stacked, rg::qwen35_27b()) == "");
   // The stacked launch on a kernel of its own is refused without the stacking or with a kernel of
@@ -266,9 +274,11 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   const Variant& v16 = registry().variant(gdn::fused_step_variant(*cols16));
   CHECK(v16.can_implement(def) == "");
   CHECK(v16.can_implement(quick).find(cols16->recurrence) != std::string::npos);
-  const Variant& v = registry().variant(gdn::fused_step_variant(cand));
-  CHECK(v.can_implement(def) == "");
-  CHECK(v.can_implement(quick).find("dv = 48") != std::string::npos);
+  for (const auto& c : {cand, base}) {
+    const Variant& v = registry().variant(gdn::fused_step_variant(c));
+    CHECK(v.can_implement(def) == "");
+    CHECK(v.can_implement(quick).find("dv = 48") != std::string::npos);
+  }
   CHECK(registry().variant(gdn::fused_step_variant(tw.out_own)).can_implement(quick) == "");
   CHECK(registry().variant(gdn::fused_step_variant({true, "", "", "", false})).can_implement(quick) == "");
 }

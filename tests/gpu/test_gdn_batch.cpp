@@ -49,11 +49,12 @@ void load(GdnDevice& dev, const rg::LayerWeights& w, const rg::Q4Projections& q)
   }
 }
 
-// The settings both devices run: kQ4, kRec and the fused prep, or the step's candidate (the PDL
-// chain, pdl=early, the gated norm in the recurrence, b|a split-row).
+// The settings both devices run: kQ4, kRec and the fused prep, or the step's candidate's base (the
+// PDL chain, pdl=early, out=prepared, b|a split-row: the candidate's fold=ba-main puts b|a in the
+// single step's own f32 order, which the batch's column launch does not share).
 void configure(GdnDevice& dev, bool candidate) {
   if (candidate) {
-    gdn::apply(gdn::step_candidate(), dev);
+    gdn::apply(gdn::candidate_twins().ba_own, dev);
     return;
   }
   dev.set_q4_variant(kQ4);

@@ -219,13 +219,14 @@ TEST_CASE("GDN fused prep: beta/g, conv + SiLU and the q/k norm as one launch gi
   }
 }
 
-TEST_CASE("GDN PDL chain: the step's candidate (q4 tier) gives the same bits with its small kernels chained, and the chain refuses what it cannot make safe") {
+TEST_CASE("GDN PDL chain: the step's candidate's base (q4 tier, b|a a launch of its own) gives the same bits with its small kernels chained, and the chain refuses what it cannot make safe") {
   constexpr int T = 8;
   int stepped = 0;
   for (const auto& [why, g] : geometries()) {
     CAPTURE(why);
     // its recurrence (cols=32) takes dk = 32 and 128; out=prepared needs dv % 32 == 0 (not dv = 48: there its twin without it)
-    auto cand = g.dv % 32 == 0 ? gdn::step_candidate() : gdn::candidate_twins().out_own;
+    // (the base: the candidate's fold=ba-main is a PDL launch, which needs the chain)
+    auto cand = g.dv % 32 == 0 ? gdn::candidate_twins().ba_own : gdn::candidate_twins().out_own;
     REQUIRE(gdn::config_error(cand, g) == "");
     ++stepped;
     const auto w = rg::random_weights(g, 51);
@@ -381,7 +382,7 @@ TEST_CASE("GDN out_proj without its prep launch (set_norm_q8): the step's candid
   constexpr int T = 8;
   const auto [g, w, q, h] = qwen_case(T, 81);  // dv = 128: a warp per 32 values of onn
   GdnDevice own(g, 1), prepared(g, 1);
-  const gdn::FusedStepConfig twin = gdn::step_candidate();
+  const gdn::FusedStepConfig twin = gdn::candidate_twins().ba_own;  // out_own's base
   REQUIRE(twin.norm_q8);
   configure(own, g, w, q, gdn::candidate_twins().out_own);
   configure(prepared, g, w, q, twin);
@@ -421,7 +422,7 @@ TEST_CASE("GDN b|a in the stacked launch's prep kernel (set_fold_ba): the step's
   GdnDevice cand(g, 1), fold(g, 1);
   const gdn::FusedStepConfig twin = gdn::candidate_twins().fold;
   REQUIRE(twin.fold_ba);
-  configure(cand, g, w, q, gdn::step_candidate());
+  configure(cand, g, w, q, gdn::candidate_twins().ba_own);  // fold's base
   configure(fold, g, w, q, twin);
   CHECK(fold.fold_ba());
   const TwinsDiff d = twins_diff(fold, cand, h, g, T);
@@ -453,7 +454,7 @@ TEST_CASE("GDN the gated norm and out_proj's q8 x in the recurrence (cols=128,no
   const gdn::FusedStepConfig twin = gdn::candidate_twins().rec_norm;
   auto own_cfg = twin;
   own_cfg.norm_q8 = false;  // the same recurrence, out_proj quantising onn in its own prep launch
-  configure(cand, g, w, q, gdn::step_candidate());
+  configure(cand, g, w, q, gdn::candidate_twins().ba_own);  // rec_norm's base
   configure(rec, g, w, q, twin);
   configure(own, g, w, q, own_cfg);
   const TwinsDiff d = twins_diff(rec, own, h, g, T);
@@ -471,12 +472,12 @@ TEST_CASE("GDN the gated norm and out_proj's q8 x in the recurrence (cols=128,no
   CHECK(step_kernels(rec, g).total == step_kernels(own, g).total - 1);  // own: out_proj's prep launch back
 }
 
-TEST_CASE("GDN b|a in the stacked kernel's grid (set_fold_ba_main): b|a within f32 rounding of split-row's, the step within the candidate's tolerance of it, one launch fewer; refusals") {
+TEST_CASE("GDN the step's candidate, b|a in the stacked kernel's grid (set_fold_ba_main): b|a within f32 rounding of its base's split-row, the step within the q8 tolerance of it, one launch fewer; refusals") {
   constexpr int T = 8;
   const auto [g, w, q, h] = qwen_case(T, 95);
   GdnDevice cand(g, 1), fold(g, 1);
-  configure(cand, g, w, q, gdn::step_candidate());
-  configure(fold, g, w, q, gdn::candidate_twins().fold_main);
+  configure(cand, g, w, q, gdn::candidate_twins().ba_own);  // the candidate's base: b|a on split-row
+  configure(fold, g, w, q, gdn::step_candidate());
   CHECK(fold.fold_ba_main());
   double ba = 0, out = 0;
   for (int t = 0; t < T; ++t) {

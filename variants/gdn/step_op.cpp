@@ -230,7 +230,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.thread_prep,
       t.fold,
       t.rec_norm,
-      t.fold_main,
+      t.ba_own,
       step_candidate(),
   };
 }
@@ -260,20 +260,23 @@ std::vector<FusedStepConfig> fused_step_configs() {
 // - run-e0dc546 and run-123ab72 (2026-12-02): this candidate 1.3973 and 1.3895 ms per token; its twins
 //   fold=ba (x1.057 per layer, x0.994 / x0.993 in the graph) and rec-norm (x0.956, x0.954) did not pay
 //   where a token runs through the layers.
-// This candidate: out=prepared on xprep=warps.
+// - run-2c678d0 (2026-12-02): that candidate's twin fold=ba-main (b|a's rows in the stacked kernel's
+//   grid, one launch fewer) x1.031 per layer and x1.016 in the graph, 1.3770 ms per token: the fastest
+//   measured; b|a within 1e-5 of split-row's, the step as accurate against f64 as the candidate.
+// This candidate: out=prepared on xprep=warps, fold=ba-main.
 FusedStepConfig step_candidate() {
-  FusedStepConfig c{false, kWarpsQ4, "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true, true, ""};
-  c.norm_q8 = true;
+  FusedStepConfig c = candidate_twins().ba_own;
+  c.fold_ba_main = true;
   return c;
 }
 
 CandidateTwins candidate_twins() {
   CandidateTwins t;
-  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = t.thread_prep = t.fold = step_candidate();
+  t.ba_own = FusedStepConfig{false, kWarpsQ4, "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true, true, ""};
+  t.ba_own.norm_q8 = true;
+  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = t.thread_prep = t.fold = t.ba_own;
   t.fold.fold_ba = true;
-  t.fold_main = step_candidate();
-  t.fold_main.fold_ba_main = true;
-  t.rec_norm = step_candidate();
+  t.rec_norm = t.ba_own;
   t.rec_norm.recurrence = kRecNormQ8;
   t.thread_prep.q4_kernel = kThreadPrepQ4;
   // the gated norm in the recurrence, and the cluster kernel (no launch_prepared), leave out_proj its own prep

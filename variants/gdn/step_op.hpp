@@ -80,15 +80,19 @@ inline constexpr const char* kWarpsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=gro
 inline constexpr const char* kRecNormQ8 = "gdn_recurrence/impl=fused,cols=128,rows=8,pdl=early,norm=gated";
 inline constexpr const char* kThreadPrepQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
-// and in_proj_z as one launch, the fused prep, the fused recurrence cols=32,rows=8,pdl=early with the
-// gated norm a launch of its own that writes out_proj's q8 x (out=prepared), b|a on
-// f32_gemv/impl=split-row,pdl=on, every small kernel in the PDL chain), which gdn-stack,
+// and in_proj_z as one launch with b|a's 96 f32 rows riding along in its grid (fold=ba-main), the
+// fused prep, the fused recurrence cols=32,rows=8,pdl=early with the gated norm a launch of its own
+// that writes out_proj's q8 x (out=prepared), every small kernel in the PDL chain), which gdn-stack,
 // gdn-step-breakdown and gdn-batch also run; the ones before it are its twins (candidate_twins).
 FusedStepConfig step_candidate();
-// The candidate's twins, each differing from it in one setting (norm_gated and cluster also leave
-// out_proj its own prep launch, which their kernels need): the claims of gdn-step-fused (norm-pays,
-// chain-*, merged-*, ring-*, cluster-*, normq8-*) and gdn-stack's q4-fast-ring and q4-fast-own-prep tiers race them.
+// The candidate's twins. ba_own is the candidate with b|a a launch of its own (f32_gemv
+// split-row,pdl=on; the candidate before fold=ba-main): the one twin of the candidate itself, since
+// fold=ba-main puts b|a in another f32 order. Every other twin differs from ba_own in one setting, so
+// that its bitwise claim compares like with like (norm_gated and cluster also leave out_proj its own
+// prep launch, which their kernels need): the claims of gdn-step-fused (norm-pays, chain-*, merged-*,
+// ring-*, cluster-*, normq8-*, ...) and gdn-stack's twin tiers race them.
 struct CandidateTwins {
+  FusedStepConfig ba_own;      // b|a a launch of its own (no fold=ba-main): the base of the twins below
   FusedStepConfig norm_gated;  // the gated norm as the recurrence's epilogue (norm=gated)
   FusedStepConfig unchained;   // without the PDL chain
   FusedStepConfig apart;       // in_proj_qkv and in_proj_z as two launches
@@ -97,7 +101,6 @@ struct CandidateTwins {
   FusedStepConfig out_own;     // out_proj with its own prep launch (no out=prepared)
   FusedStepConfig thread_prep; // every q4 launch on kThreadPrepQ4 (the stacked launch's prep a thread per block of 32)
   FusedStepConfig fold;        // b|a folded into the stacked launch's prep kernel (fold=ba)
-  FusedStepConfig fold_main;   // b|a as f32 rows in the stacked kernel's grid (fold=ba-main)
   FusedStepConfig rec_norm;    // the gated norm and out_proj's q8 x in the recurrence's epilogue (kRecNormQ8): one launch fewer
 };
 CandidateTwins candidate_twins();
