@@ -56,6 +56,14 @@ const Claim kRecNormPays{"rec-norm-pays",
 const Claim kFoldMainPays{"fold-main-pays",
                           "b|a as f32 rows in the stacked kernel's grid (fold=ba-main) pays: the step's candidate is faster than its base (b|a a "
                           "launch of its own)"};
+const Claim kPfBits{"pf-out-bitwise",
+                    "the step's candidate with out_proj's weights prefetched into L2 by conv_norm_bg (pf=out, after its blocks' work) gives the "
+                    "candidate's bits"};
+const Claim kPfPays{"pf-out-pays", "out_proj's weights prefetched into L2 while the small kernels run pay: the step's candidate is faster with pf=out"};
+const Claim kPfEarlyBits{"pf-early-bitwise",
+                         "the step's candidate with out_proj's weights prefetched into L2 before conv_norm_bg's wait (pf=out-early) gives the "
+                         "candidate's bits"};
+const Claim kPfEarlyPays{"pf-early-pays", "the prefetch issued before conv_norm_bg's wait pays: the step's candidate is faster with pf=out-early"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -81,6 +89,7 @@ struct Plan {
   std::string fold;                  // the base with fold=ba (fold-bitwise, fold-pays)
   std::string rec_norm;              // the base on gdn::kRecNormQ8 (rec-norm-pays; not bits: another reduction order)
   std::string candidate;             // gdn::step_candidate(): the base with fold=ba-main (fold-main-pays; not bits: another f32 order for b|a)
+  std::string pf_out, pf_early;      // the candidate with pf=out, pf=out-early (pf-out-*, pf-early-*)
 };
 Plan plan() {
   Plan p;
@@ -96,6 +105,8 @@ Plan plan() {
   p.fold = gdn::fused_step_variant(t.fold);
   p.rec_norm = gdn::fused_step_variant(t.rec_norm);
   p.candidate = gdn::fused_step_variant(gdn::step_candidate());
+  p.pf_out = gdn::fused_step_variant(t.pf_out);
+  p.pf_early = gdn::fused_step_variant(t.pf_out_early);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -200,6 +211,10 @@ void run_fused(Context& ctx) {
     // time only: these twins' arithmetic is another order (their races check them against the f64 reference)
     pays(base, find(ms, pl.rec_norm), kRecNormPays, "with the gated norm and out_proj's x in the recurrence", true);
     pays(base, find(ms, pl.candidate), kFoldMainPays, "with b|a in the stacked kernel's grid", true);
+    // the candidate's own twins
+    const Measured* cand = find(ms, pl.candidate);
+    twin_claims(cand, find(ms, pl.pf_out), pl.candidate, pl.pf_out, kPfBits, kPfPays, "with out_proj's weights prefetched into L2");
+    twin_claims(cand, find(ms, pl.pf_early), pl.candidate, pl.pf_early, kPfEarlyBits, kPfEarlyPays, "with the prefetch before conv_norm_bg's wait");
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
@@ -220,7 +235,8 @@ void register_gdn_fused(Registry& r) {
       .description = "GDN step (op gdn_step): beta/g, conv + SiLU and the q/k norm as one launch (prep=fused) against three, bits and time; the "
                      "step's candidates toward 20 us per layer (q8-dp4a projections, a fused recurrence)",
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
-                 kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kGoal},
+                 kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
+                 kPfEarlyBits, kPfEarlyPays, kGoal},
       .run = run_fused,
   });
 }

@@ -67,6 +67,12 @@ const Claim kFoldMainInGraph{"fold-main-in-graph",
 const Claim kPreparedInGraph{"prepared-in-graph",
                              "in the 48-layer graph, out_proj without its prep launch pays: q4-fast-ba-own (the candidate's base, out=prepared: the "
                              "gated norm writes out_proj's q8 x) is faster per token than q4-fast-own-prep (its twin with out_proj's own prep launch)"};
+const Claim kPfInGraph{"pf-out-in-graph",
+                       "in the 48-layer graph, out_proj's weights prefetched into L2 by conv_norm_bg pay: q4-fast-pf-out (the candidate with "
+                       "pf=out) is faster per token than q4-fast"};
+const Claim kPfEarlyInGraph{"pf-early-in-graph",
+                            "in the 48-layer graph, the prefetch issued before conv_norm_bg's wait pays: q4-fast-pf-early (the candidate with "
+                            "pf=out-early) is faster per token than q4-fast"};
 
 // The candidate's twins raced as tiers of the graph, each with its claim against its base tier
 // (q4-fast-ba-own, the candidate's base: gdn::candidate_twins().ba_own; for q4-fast-ba-own itself the
@@ -79,7 +85,8 @@ const Claim kPreparedInGraph{"prepared-in-graph",
 //   reports/h200/run-a9d7934 as the candidate, 1.4762 against 1.4131 ms per token with it).
 // - q4-fast-ba-own: b|a a launch of its own, the candidate before fold=ba-main (1.3895 ms per token in
 //   run-123ab72; its twin with fold=ba-main 1.3770 in run-2c678d0, x1.016).
-// - q4-fast-thread-prep, q4-fast-fold, q4-fast-rec-norm: step_op.hpp's CandidateTwins.
+// - q4-fast-thread-prep, q4-fast-fold, q4-fast-rec-norm (twins of the base), q4-fast-pf-out,
+//   q4-fast-pf-early (twins of the candidate): step_op.hpp's CandidateTwins.
 struct TwinTier {
   const char* tier;
   gdn::FusedStepConfig gdn::CandidateTwins::*config;
@@ -95,7 +102,9 @@ const std::vector<TwinTier>& twin_tiers() {
                                        {"q4-fast-own-prep", &T::out_own, &kPreparedInGraph, false, kBase},
                                        {"q4-fast-thread-prep", &T::thread_prep, &kWarpsInGraph, false, kBase},
                                        {"q4-fast-fold", &T::fold, &kFoldInGraph, true, kBase},
-                                       {"q4-fast-rec-norm", &T::rec_norm, &kRecNormInGraph, true, kBase}};
+                                       {"q4-fast-rec-norm", &T::rec_norm, &kRecNormInGraph, true, kBase},
+                                       {"q4-fast-pf-out", &T::pf_out, &kPfInGraph, true, "q4-fast"},
+                                       {"q4-fast-pf-early", &T::pf_out_early, &kPfEarlyInGraph, true, "q4-fast"}};
   return v;
 }
 const TwinTier* twin_tier(const std::string& tier) {
@@ -268,7 +277,8 @@ void register_gdn_stack(Registry& r) {
   r.add(Experiment{
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
-      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph},
+      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
+                 kPfEarlyInGraph},
       .run = run_stack,
   });
 }

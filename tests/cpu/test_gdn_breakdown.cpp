@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "gdn/gdn_device.hpp"
 #include "gdn/step_bytes.hpp"
 #include "gdn/step_op.hpp"
 #include "gdn_recurrence/kernels.hpp"
+#include "q4_gemv/q4_gemv.hpp"
 #include "klab/catalog.hpp"
 #include "klab/error.hpp"
 #include "klab/ref/gdn.hpp"
@@ -152,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 21);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 25);
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba-main; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -244,7 +246,23 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
   }
   CHECK(gdn::fused_step_variant(tw.thread_prep).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=launch+") != std::string::npos);
-  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.thread_prep, &tw.fold, &tw.rec_norm, &tw.ba_own}) {
+  // pf=out and pf=out-early: the candidate's own twins, named after it; refused on the f32 tier and on a q4
+  // kernel without a packed layout (the prefetch reads the packed copy's bytes).
+  CHECK(gdn::fused_step_variant(tw.pf_out) == gdn::fused_step_variant(cand) + ",pf=out");
+  CHECK(gdn::fused_step_variant(tw.pf_out_early) == gdn::fused_step_variant(cand) + ",pf=out-early");
+  CHECK(registry().has_variant(gdn::fused_step_variant(tw.pf_out)));
+  CHECK(registry().has_variant(gdn::fused_step_variant(tw.pf_out_early)));
+  {
+    gdn::FusedStepConfig raw{false, "q4_gemv/map=block-per-thread,dot=offset,rows=8", "", "", false, false};
+    raw.l2_prefetch = gdn::kernels::L2Prefetch::after;
+    CHECK(gdn::config_error(raw, rg::qwen35_27b()).find("packed layout") != std::string::npos);
+    gdn::FusedStepConfig f32{true};
+    f32.l2_prefetch = gdn::kernels::L2Prefetch::before;
+    CHECK(gdn::config_error(f32, rg::qwen35_27b()).find("the f32 tier") != std::string::npos);
+    CHECK(gdn::GdnDevice::l2_prefetch_error(gdn::kernels::L2Prefetch::after, false, &q4_gemv::q4_kernel(cand.q4_kernel)).find("set_fused_prep") != std::string::npos);
+    CHECK(gdn::GdnDevice::l2_prefetch_error(gdn::kernels::L2Prefetch::none, false, nullptr) == "");
+  }
+  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.thread_prep, &tw.fold, &tw.rec_norm, &tw.ba_own, &tw.pf_out, &tw.pf_out_early}) {
     CAPTURE(gdn::fused_step_variant(*t));
     CHECK(gdn::config_error(*t, rg::qwen35_27b()) == "");
   }

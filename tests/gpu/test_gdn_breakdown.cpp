@@ -499,6 +499,37 @@ TEST_CASE("GDN the step's candidate, b|a in the stacked kernel's grid (set_fold_
   CHECK_THROWS_WITH_AS(fold.step(0, test::tok(h, g, 0)), doctest::Contains("f32 rows riding along"), Error);
 }
 
+TEST_CASE("GDN out_proj's weights prefetched into L2 by conv_norm_bg (set_l2_prefetch, pf=out and pf=out-early): the candidate's bits, no launch more; refusals") {
+  constexpr int T = 8;
+  const auto [g, w, q, h] = qwen_case(T, 97);
+  const auto tw = gdn::candidate_twins();
+  for (const auto* twin : {&tw.pf_out, &tw.pf_out_early}) {
+    CAPTURE(gdn::fused_step_variant(*twin));
+    GdnDevice cand(g, 1), pf(g, 1);
+    configure(cand, g, w, q, gdn::step_candidate());
+    configure(pf, g, w, q, *twin);
+    CHECK(pf.l2_prefetch() == twin->l2_prefetch);
+    const TwinsDiff d = twins_diff(pf, cand, h, g, T);
+    CHECK(d.out == 0);
+    CHECK(d.mid + d.state == 0);
+    CHECK(bitwise_diff(pf.get(0, What::OUT), std::vector<float>(std::size_t(g.hidden), 0.0f)) > 0);  // y was written
+    CHECK(step_kernels(pf, g).total == step_kernels(cand, g).total);
+    // Refused when enqueued, before any launch: without the fused prep, on a q4 kernel without a packed layout.
+    const auto y_before = pf.get(0, What::OUT);
+    pf.set_fused_prep(false);
+    pf.set_pdl_chain(false);
+    pf.set_fold_ba_main(false);
+    CHECK_THROWS_WITH_AS(pf.step(0, test::tok(h, g, 0)), doctest::Contains("set_fused_prep"), Error);
+    CHECK(bitwise_diff(pf.get(0, What::OUT), y_before) == 0);
+  }
+  // The kernel refuses a span cp.async.bulk cannot take, naming it, before any launch.
+  DeviceBuffer<float> buf(64);
+  CHECK(gdn::kernels::l2_prefetch_error(buf.get(), 256) == "");
+  CHECK(gdn::kernels::l2_prefetch_error(reinterpret_cast<const char*>(buf.get()) + 4, 256).find("16-byte") != std::string::npos);
+  CHECK(gdn::kernels::l2_prefetch_error(buf.get(), 100).find("multiple of 16") != std::string::npos);
+  CHECK(gdn::kernels::l2_prefetch_error(nullptr, 256).find("null") != std::string::npos);
+}
+
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

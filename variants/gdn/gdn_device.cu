@@ -349,6 +349,14 @@ std::string GdnDevice::fold_ba_error(bool prep, bool main, bool merged_in, const
     if (auto why = kernels::in_prep_ba_error(2 * g.nv, int(g.hidden)); !why.empty()) return what + "cannot take the geometry: " + why;
   return "";
 }
+std::string GdnDevice::l2_prefetch_error(kernels::L2Prefetch pf, bool fused_prep, const q4_gemv::Q4Kernel* k) {
+  if (pf == kernels::L2Prefetch::none) return "";
+  const std::string what = "pf=out (set_l2_prefetch: out_proj's weights into L2 from conv_norm_bg) ";
+  if (!fused_prep) return what + "needs the fused prep (set_fused_prep), whose conv_norm_bg launch issues it";
+  if (!k || !k->layout) return what + "needs a q4 variant with a packed layout (map=packed), not " + (k ? k->name : std::string("the f32 tier"));
+  return "";
+}
+
 std::string GdnDevice::fold_ba_error() const {
   const q4_gemv::Q4Kernel* stacked = stacked_kernel_ ? stacked_kernel_ : (q4_ ? q4_->kernel : nullptr);
   return fold_ba_error(fold_ba_, fold_ba_main_, merged_in_, stacked, ba_kernel_, pdl_chain_, g_);
@@ -569,11 +577,23 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   if (auto why = chain_error(); !why.empty()) throw Error("GdnDevice: " + why);
   if (auto why = norm_q8_error(); !why.empty()) throw Error("GdnDevice: " + why);
   if (norm_q8_) require(L->tier == Layer::Tier::q4, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: out_proj without its prep launch (set_norm_q8) is the q4 tier's");
+  if (auto why = l2_prefetch_error(l2_prefetch_, fused_prep_, q4_ ? q4_->kernel : nullptr); !why.empty()) throw Error("GdnDevice: " + why);
+  if (l2_prefetch_ != kernels::L2Prefetch::none)
+    require(L->tier == Layer::Tier::q4, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: pf=out (set_l2_prefetch) prefetches a q4 out_proj");
   if (fused_prep_) {
-    // 1b + 2 + 3-4 in one launch, the same bits (set_fused_prep)
-    add([L, hist = hist_of(layer, slot), g, chain](cudaStream_t s) {
+    // 1b + 2 + 3-4 in one launch, the same bits (set_fused_prep); set_l2_prefetch: out_proj's weights into L2 besides
+    add([L, hist = hist_of(layer, slot), g, chain, pf = l2_prefetch_, q4 = q4_.get()](cudaStream_t s) {
+      const void* pf_base = nullptr;
+      std::size_t pf_bytes = 0;
+      if (pf != kernels::L2Prefetch::none) {
+        const Q4Pool::Tensor t = q4->pool.resolve(L->q4[std::size_t(BigProj::out)], "q4 out_proj (L2 prefetch)");
+        if (q4->pool.layout() != q4->kernel->layout || t.packed == nullptr)
+          throw Error("GdnDevice: internal: out_proj's tensor is not in " + q4->kernel->layout->name + " (L2 prefetch)");
+        pf_base = t.packed;
+        pf_bytes = q4->kernel->layout->bytes(t.shape.rows, t.shape.cols);
+      }
       kernels::conv_norm_bg(L->xc.get(), L->conv_w.get(), hist, L->xcv.get(), L->q.get(), L->k.get(), L->ba.get(), L->a_log.get(), L->dt_bias.get(),
-                            L->beta.get(), L->g.get(), g.nk, g.dk, g.nv, g.dv, g.ck, s, chain);
+                            L->beta.get(), L->g.get(), g.nk, g.dk, g.nv, g.dv, g.ck, s, chain, pf, pf_base, pf_bytes);
     });
   } else {
     add([L, nv = g.nv](cudaStream_t s) { kernels::beta_g(L->ba.get(), L->a_log.get(), L->dt_bias.get(), L->beta.get(), L->g.get(), nv, s); });

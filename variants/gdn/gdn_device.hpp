@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "gdn/gdn_kernels.hpp"
 #include "gdn/projection.hpp"
 #include "gdn/q4_pool.hpp"
 #include "gdn/step_bytes.hpp"
@@ -222,6 +223,18 @@ class GdnDevice {
   static std::string fold_ba_error(bool prep, bool main, bool merged_in, const q4_gemv::Q4Kernel* stacked, const std::string& ba, bool chain,
                                    const Geometry& g);
 
+  // out_proj's weights prefetched into L2 by conv_norm_bg from the next step on (kernels::L2Prefetch:
+  // after its blocks' work, axis pf=out, or before their wait, pf=out-early), so that out_proj's
+  // DRAM reads happen while conv_norm_bg, the recurrence and the gated norm leave the DRAM mostly
+  // idle. A hint only: the same bits. Needs, checked when a step is enqueued (klab::Error naming the
+  // reason, before any launch): the fused prep (conv_norm_bg issues it), a q4 layer whose out_proj is
+  // in the q4 variant's packed layout. enqueue_batch does not use it. Default none.
+  void set_l2_prefetch(kernels::L2Prefetch pf) { l2_prefetch_ = pf; }
+  kernels::L2Prefetch l2_prefetch() const { return l2_prefetch_; }
+  // Why a step cannot run with pf ("" when it can, or when pf is none): the fused prep off, or a q4
+  // kernel k without a packed layout (nullptr: the f32 tier). Pure host; config_error asks it too.
+  static std::string l2_prefetch_error(kernels::L2Prefetch pf, bool fused_prep, const q4_gemv::Q4Kernel* k);
+
   // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
   void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);
   std::vector<float> step(int layer, std::span<const float> h, int slot = 0);
@@ -342,6 +355,7 @@ class GdnDevice {
   bool norm_q8_ = false;
   bool fold_ba_ = false;
   bool fold_ba_main_ = false;
+  kernels::L2Prefetch l2_prefetch_ = kernels::L2Prefetch::none;
   uint4* xq_ = nullptr;  // set_norm_q8: q4_gemv::prepared_x(), resolved outside any capture
   const q4_gemv::Q4Kernel* stacked_kernel_ = nullptr;  // set_stacked_q4_variant; nullptr: the q4 variant
   std::string ba_kernel_ = kDefaultF32Variant;

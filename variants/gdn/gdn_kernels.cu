@@ -167,12 +167,28 @@ __device__ __forceinline__ void conv_norm_bg_block(const float* __restrict__ xc,
   }
 }
 
-template <bool Pdl>
+// The grid's threads issue bulk L2 prefetches of [base, base + bytes) in chunks of kPrefetchChunk
+// (cp.async.bulk.prefetch.L2: a hint with no completion, nothing read into registers; base and bytes
+// multiples of 16, checked on the host).
+constexpr std::size_t kPrefetchChunk = 4096;
+__device__ __forceinline__ void bulk_prefetch_l2(const char* base, std::size_t bytes) {
+  const std::size_t n = (bytes + kPrefetchChunk - 1) / kPrefetchChunk;
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    const std::size_t off = i * kPrefetchChunk;
+    const unsigned size = unsigned(bytes - off < kPrefetchChunk ? bytes - off : kPrefetchChunk);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off), "r"(size) : "memory");
+  }
+}
+
+// Pf: L2Prefetch (gdn_kernels.hpp) as an int: 0 none, 1 after the block's work, 2 before its wait.
+template <bool Pdl, int Pf>
 __global__ void conv_norm_bg_kernel(const float* __restrict__ xc, const float* __restrict__ conv_w, float* __restrict__ hist, float* xcv,
                                     float* __restrict__ q, float* __restrict__ k, const float* __restrict__ ba, const float* __restrict__ a_log,
                                     const float* __restrict__ dt_bias, float* __restrict__ beta, float* __restrict__ g, int nk, int dk, int nv,
-                                    int dv, int ck, int vblocks) {
+                                    int dv, int ck, int vblocks, const char* pf, std::size_t pf_bytes) {
+  if constexpr (Pf == 2) bulk_prefetch_l2(pf, pf_bytes);
   conv_norm_bg_block<Pdl>(xc, conv_w, hist, xcv, q, k, ba, a_log, dt_bias, beta, g, nk, dk, nv, dv, ck, vblocks);
+  if constexpr (Pf == 1) bulk_prefetch_l2(pf, pf_bytes);
 }
 
 // conv_norm_bg_slots (gdn_kernels.hpp): slot s = blockIdx.y runs conv_norm_bg_block on its own rows of
@@ -264,12 +280,34 @@ void qk_norm(const float* xcv, float* q, float* k, int nk, int dk, cudaStream_t 
   KLAB_CUDA_LAUNCH("qk_norm_kernel");
 }
 
+std::string l2_prefetch_error(const void* base, std::size_t bytes) {
+  if (base == nullptr || bytes == 0) return "an L2 prefetch of nothing (a null base or 0 bytes)";
+  if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0 || bytes % 16 != 0)
+    return "an L2 prefetch of " + std::to_string(bytes) + " bytes at a base that is not 16-byte aligned or a size not a multiple of 16 (cp.async.bulk)";
+  return "";
+}
+
+namespace {
+template <bool Pdl>
+auto conv_norm_bg_for(L2Prefetch pf) {
+  switch (pf) {
+    case L2Prefetch::after: return conv_norm_bg_kernel<Pdl, 1>;
+    case L2Prefetch::before: return conv_norm_bg_kernel<Pdl, 2>;
+    default: return conv_norm_bg_kernel<Pdl, 0>;
+  }
+}
+}  // namespace
+
 void conv_norm_bg(const float* xc, const float* conv_w, float* hist, float* xcv, float* q, float* k, const float* ba, const float* a_log,
-                  const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, cudaStream_t stream, bool pdl) {
+                  const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, cudaStream_t stream, bool pdl, L2Prefetch pf,
+                  const void* pf_base, std::size_t pf_bytes) {
+  if (pf != L2Prefetch::none)
+    if (auto why = l2_prefetch_error(pf_base, pf_bytes); !why.empty()) throw Error("kernels::conv_norm_bg: " + why);
   const int threads = reduce_threads(dk);  // qk_norm's block size: the same block_sum, the same bits
   const int vblocks = (nv * dv + threads - 1) / threads;
-  launch_maybe_pdl(pdl, pdl ? conv_norm_bg_kernel<true> : conv_norm_bg_kernel<false>, dim3(unsigned(2 * nk + vblocks + 1)), dim3(unsigned(threads)), 0,
-                   stream, xc, conv_w, hist, xcv, q, k, ba, a_log, dt_bias, beta, g, nk, dk, nv, dv, ck, vblocks);
+  launch_maybe_pdl(pdl, pdl ? conv_norm_bg_for<true>(pf) : conv_norm_bg_for<false>(pf), dim3(unsigned(2 * nk + vblocks + 1)), dim3(unsigned(threads)), 0,
+                   stream, xc, conv_w, hist, xcv, q, k, ba, a_log, dt_bias, beta, g, nk, dk, nv, dv, ck, vblocks, static_cast<const char*>(pf_base),
+                   pf == L2Prefetch::none ? std::size_t(0) : pf_bytes);
   KLAB_CUDA_LAUNCH("conv_norm_bg_kernel");
 }
 

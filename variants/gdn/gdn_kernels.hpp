@@ -42,8 +42,18 @@ void qk_norm(const float* xcv, float* q, float* k, int nk, int dk, cudaStream_t 
 // pdl: launched with programmatic stream serialization; the kernel then lets its dependents go first,
 // prefetches its conv weights and history into L2, and reads and writes nothing before
 // griddepcontrol.wait (the same bits; GdnDevice::set_pdl_chain).
+// pf: besides, the grid prefetches [pf_base, pf_base + pf_bytes) into L2 (cp.async.bulk.prefetch.L2
+// in 4 KB chunks, nothing read into registers, so the same bits): after each block's own work
+// (L2Prefetch::after) or before its wait (before: overlapping the predecessor's tail). For a later
+// kernel's weights, so that their DRAM reads happen while the small kernels leave the DRAM idle
+// (GdnDevice::set_l2_prefetch). Refused (klab::Error, before any launch) where l2_prefetch_error says.
+enum class L2Prefetch { none, after, before };
 void conv_norm_bg(const float* xc, const float* conv_w, float* hist, float* xcv, float* q, float* k, const float* ba, const float* a_log,
-                  const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, cudaStream_t stream, bool pdl = false);
+                  const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, cudaStream_t stream, bool pdl = false,
+                  L2Prefetch pf = L2Prefetch::none, const void* pf_base = nullptr, std::size_t pf_bytes = 0);
+// Why [base, base + bytes) cannot be bulk-prefetched ("" when it can): null or empty, or a base or
+// size that is not a multiple of 16 bytes.
+std::string l2_prefetch_error(const void* base, std::size_t bytes);
 
 // conv_norm_bg for `slots` slots in ONE launch (GdnDevice::enqueue_batch): grid (conv_norm_bg's
 // blocks, slots); slot s's blocks run conv_norm_bg's block code (one device function, the same

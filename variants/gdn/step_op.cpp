@@ -231,6 +231,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.fold,
       t.rec_norm,
       t.ba_own,
+      t.pf_out,
+      t.pf_out_early,
       step_candidate(),
   };
 }
@@ -286,6 +288,10 @@ CandidateTwins candidate_twins() {
   t.apart.merged_in = false;
   t.ring.stacked_kernel = kStackedRing;
   t.cluster.q4_kernel = kClusterQ4;
+  t.pf_out = t.pf_out_early = t.ba_own;
+  t.pf_out.fold_ba_main = t.pf_out_early.fold_ba_main = true;  // step_candidate()'s
+  t.pf_out.l2_prefetch = kernels::L2Prefetch::after;
+  t.pf_out_early.l2_prefetch = kernels::L2Prefetch::before;
   return t;
 }
 
@@ -312,6 +318,7 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
         !why.empty())
       return why;
   }
+  if (auto why = GdnDevice::l2_prefetch_error(c.l2_prefetch, true, c.f32 ? nullptr : &q4_gemv::q4_kernel(c.q4_kernel)); !why.empty()) return why;
   if (!c.ba.empty())
     if (const auto& k = f32_gemv::f32_kernel(c.ba); k.can_implement)
       if (auto why = k.can_implement(2 * std::int64_t(g.nv), g.hidden); !why.empty())
@@ -330,6 +337,7 @@ void apply(const FusedStepConfig& c, GdnDevice& dev) {
   dev.set_norm_q8(c.norm_q8);
   dev.set_fold_ba(c.fold_ba);
   dev.set_fold_ba_main(c.fold_ba_main);
+  dev.set_l2_prefetch(c.l2_prefetch);
 }
 
 namespace {
@@ -352,6 +360,7 @@ std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStep
   if (c.norm_q8) axes.push_back({"out", "prepared"});
   if (c.fold_ba) axes.push_back({"fold", "ba"});
   if (c.fold_ba_main) axes.push_back({"fold", "ba-main"});
+  if (c.l2_prefetch != kernels::L2Prefetch::none) axes.push_back({"pf", c.l2_prefetch == kernels::L2Prefetch::after ? "out" : "out-early"});
   return axes;
 }
 

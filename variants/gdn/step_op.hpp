@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "gdn/gdn_kernels.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"
 #include "klab/registry.hpp"
@@ -66,6 +67,9 @@ struct FusedStepConfig {
   bool norm_q8 = false;             // GdnDevice::set_norm_q8: the gated norm writes out_proj's q8 x (axis out=prepared)
   bool fold_ba = false;             // GdnDevice::set_fold_ba: b|a in the stacked launch's prep kernel (axis fold=ba)
   bool fold_ba_main = false;        // GdnDevice::set_fold_ba_main: b|a in the stacked kernel's grid (axis fold=ba-main)
+  // GdnDevice::set_l2_prefetch: conv_norm_bg prefetches out_proj's weights into L2 (axis pf=out, after its
+  // blocks' work; pf=out-early, before their wait)
+  kernels::L2Prefetch l2_prefetch = kernels::L2Prefetch::none;
 };
 std::vector<FusedStepConfig> fused_step_configs();
 // The q4 kernel of one of them for its stacked launch (FusedStepConfig::stacked_kernel): the TMA ring.
@@ -102,6 +106,9 @@ struct CandidateTwins {
   FusedStepConfig thread_prep; // every q4 launch on kThreadPrepQ4 (the stacked launch's prep a thread per block of 32)
   FusedStepConfig fold;        // b|a folded into the stacked launch's prep kernel (fold=ba)
   FusedStepConfig rec_norm;    // the gated norm and out_proj's q8 x in the recurrence's epilogue (kRecNormQ8): one launch fewer
+  // The candidate's own twins (the candidate with one setting more):
+  FusedStepConfig pf_out;        // out_proj's weights prefetched into L2 by conv_norm_bg after its work (pf=out)
+  FusedStepConfig pf_out_early;  // the same, issued before conv_norm_bg's wait (pf=out-early)
 };
 CandidateTwins candidate_twins();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)
