@@ -1,5 +1,6 @@
 // gdn-stack (issue 14 part 5): a token through 48 GDN layers as one CUDA graph, device-resident, per
-// tier (f32, q4, and q4-fast: the q4 tier on gdn::step_candidate(); first measured in reports/h200/run-30bee11): the graph checked bit for bit against the same layers enqueued one after another,
+// tier (f32, q4, and q4-fast: the q4 tier on gdn::step_candidate(), first measured in reports/h200/run-30bee11;
+// f32-fast: the f32 tier on gdn::step_f32_candidate()): the graph checked bit for bit against the same layers enqueued one after another,
 // then its time per token against the byte floor (the layers' bytes over the run's read ceiling).
 // The stack itself (loads, the chain, the graph, the check) is gdn_stack_core.cpp.
 //
@@ -48,6 +49,10 @@ const Claim kFastMs{"q4-fast-1ms",
                     "q4 on the step's candidate configuration (gdn::step_candidate: q8-dp4a projections, in_proj_qkv and in_proj_z as one "
                     "launch with b|a's rows in its grid, the fused prep, the fused recurrence with pdl=early, out=prepared, the PDL chain): 48 layers per "
                     "token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
+const Claim kF32FastFloor{"f32-fast-85pct",
+                          "f32-fast (the f32 tier on gdn::step_f32_candidate: its big three on f32_gemv/impl=warp-row,unroll=4 and the q4 "
+                          "candidate's small kernels in the PDL chain): 48 layers per token as one graph reach >= 85% of their byte floor"};
+const Claim kF32FastFaster{"f32-fast-faster", "f32-fast is faster per token than the f32 tier on the device's defaults, 48 layers as one graph"};
 const Claim kQ4Faster{"q4-faster", "q4 faster than f32 per token, 48 layers as one graph (bootstrap verdict on the medians)"};
 const Claim kRingInGraph{"ring-in-graph",
                          "in the 48-layer graph, the stacked launch on the TMA ring pays: q4-fast-ring (the candidate's base with in_proj_qkvz on "
@@ -112,8 +117,9 @@ const TwinTier* twin_tier(const std::string& tier) {
     if (tier == t.tier) return &t;
   return nullptr;
 }
-// The configuration of a q4-fast tier: its twin's, else the candidate's.
+// The configuration of a fast tier: f32-fast's, a twin's, else the candidate's (q4-fast).
 gdn::FusedStepConfig fast_config(const std::string& tier) {
+  if (tier == "f32-fast") return gdn::step_f32_candidate();
   const TwinTier* t = twin_tier(tier);
   return t ? gdn::candidate_twins().*(t->config) : gdn::step_candidate();
 }
@@ -141,7 +147,7 @@ struct TierResult {
 void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
               std::map<std::string, TierResult>& out) {
   const Geometry& g = w.g;
-  const bool q4 = tier != "f32", fast = tier.rfind("q4-fast", 0) == 0;
+  const bool q4 = tier.rfind("f32", 0) != 0, fast = tier.find("-fast") != std::string::npos;
   const bool full = !ctx.options().quick && nl == kLayers;
   if (fast)
     if (auto why = gdn::config_error(fast_config(tier), g); !why.empty()) {
@@ -157,6 +163,7 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   }
   ctx.log("gdn-stack " + tier + ": " + std::to_string(nl) + " layers at " + g.str() + fmt(", %.2f GB of device memory (%.1f GB free)", double(need.total()) / 1e9, double(free_b) / 1e9));
   GdnDevice dev(g, nl);
+  if (fast && !q4) dev.set_f32_variant(fast_config(tier).f32_kernel);  // before the load: the projections keep it
   if (q4) load_stack_q4(dev, w, q);
   else load_stack_f32(dev, w);
   if (fast) gdn::apply(fast_config(tier), dev);
@@ -228,7 +235,9 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
                          fmt("%.4g GB per token, %.0f GB/s = %.1f%% of the byte floor", bytes / 1e9, gbps, 100.0 * gbps / ceiling) +
                          fmt(" (read ceiling %.0f GB/s); %g kernel nodes", ceiling, double(stack.kernel_nodes()));
   if (twin_tier(tier)) return;  // in its twin's claim only
-  if (fast)
+  if (fast && !q4)
+    ctx.claim(kF32FastFloor).settle(kFullKey, 100.0 * gbps / ceiling >= 85.0, ev + "; " + dev.describe(0) + ", " + dev.recurrence_variant());
+  else if (fast)
     ctx.claim(kFastMs).settle(kFullKey, med <= 1.0,
                               ev + "; " + dev.q4_variant() + ", " + dev.recurrence_variant() + ", b|a " + dev.ba_variant() + ", fused prep" +
                                   (dev.pdl_chain() ? ", PDL chain" : ""));
@@ -239,8 +248,8 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
 void run_stack(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   const int nl = ctx.options().quick ? kQuickLayers : kLayers;
-  std::vector<std::string> tiers{"f32", "q4", "q4-fast"};
-  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs}) ctx.claim(*c).needs({kFullKey});
+  std::vector<std::string> tiers{"f32", "f32-fast", "q4", "q4-fast"};
+  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kF32FastFloor, &kF32FastFaster}) ctx.claim(*c).needs({kFullKey});
   for (const auto& t : twin_tiers()) {
     ctx.claim(*t.claim).needs({kFullKey});
     tiers.push_back(t.tier);
@@ -265,6 +274,12 @@ void run_stack(Context& ctx) {
                                "per token as one graph: " + a + fmt(" %.4f ms, ", res[a].median) + b + fmt(" %.4f ms, ", res[b].median) + b + " " +
                                    speedup_text(c));
   }
+  if (!ctx.options().quick && res.count("f32") && res.count("f32-fast")) {
+    const Comparison c = compare_times(res["f32"].kept_ms, res["f32-fast"].kept_ms);
+    ctx.claim(kF32FastFaster).settle(kFullKey, c.verdict == Verdict::faster,
+                                     fmt("per token as one graph: f32 %.4f ms, f32-fast %.4f ms, f32-fast ", res["f32"].median, res["f32-fast"].median) +
+                                         speedup_text(c));
+  }
   if (ctx.options().quick || !res.count("f32") || !res.count("q4")) return;
   const Comparison cmp = compare_times(res["f32"].kept_ms, res["q4"].kept_ms);
   ctx.claim(kQ4Faster).settle(kFullKey, cmp.verdict == Verdict::faster,
@@ -277,7 +292,7 @@ void register_gdn_stack(Registry& r) {
   r.add(Experiment{
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
-      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
+      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
                  kPfEarlyInGraph},
       .run = run_stack,
   });

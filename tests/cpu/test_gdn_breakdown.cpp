@@ -246,6 +246,24 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
   }
   CHECK(gdn::fused_step_variant(tw.thread_prep).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=launch+") != std::string::npos);
+  // The f32 tier's candidate: its big three on warp-row,unroll=4 (axis proj=), the q4 candidate's small kernels; registered,
+  // taking the op's default geometry; an f32 kernel for the big three is refused on the q4 tier, and an unknown one named.
+  {
+    const auto f32c = gdn::step_f32_candidate();
+    CHECK(f32c.f32);
+    CHECK(f32c.recurrence == base.recurrence);
+    CHECK(f32c.ba == base.ba);
+    CHECK(f32c.chain);
+    CHECK(gdn::fused_step_variant(f32c).find("gdn_step/tier=f32,proj=impl=warp-row+unroll=4,prep=fused,") == 0);
+    CHECK(registry().has_variant(gdn::fused_step_variant(f32c)));
+    CHECK(gdn::config_error(f32c, rg::qwen35_27b()) == "");
+    auto q4k = base;
+    q4k.f32_kernel = f32c.f32_kernel;
+    CHECK(gdn::config_error(q4k, rg::qwen35_27b()).find("on the q4 tier") != std::string::npos);
+    auto unknown = f32c;
+    unknown.f32_kernel = "f32_gemv/impl=nope";
+    CHECK_THROWS_WITH_AS(gdn::config_error(unknown, rg::qwen35_27b()), doctest::Contains("warp-row"), Error);
+  }
   // pf=out and pf=out-early: the candidate's own twins, named after it; refused on the f32 tier and on a q4
   // kernel without a packed layout (the prefetch reads the packed copy's bytes).
   CHECK(gdn::fused_step_variant(tw.pf_out) == gdn::fused_step_variant(cand) + ",pf=out");

@@ -530,6 +530,32 @@ TEST_CASE("GDN out_proj's weights prefetched into L2 by conv_norm_bg (set_l2_pre
   CHECK(gdn::kernels::l2_prefetch_error(nullptr, 256).find("null") != std::string::npos);
 }
 
+TEST_CASE("GDN the f32 tier's candidate (step_f32_candidate: big three on warp-row,unroll=4, the q4 candidate's small kernels): within f32 rounding of the default f32 step; set_f32_variant refuses a loaded layer") {
+  constexpr int T = 8;
+  const auto [g, w, q, h] = qwen_case(T, 99);
+  const auto cand = gdn::step_f32_candidate();
+  REQUIRE(gdn::config_error(cand, g) == "");
+  GdnDevice fast(g, 1), plain(g, 1);
+  fast.set_f32_variant(cand.f32_kernel);
+  fast.load_f32(0, w);
+  gdn::apply(cand, fast);
+  plain.load_f32(0, w);
+  CHECK(fast.describe(0).find("unroll=4") != std::string::npos);
+  CHECK(plain.describe(0).find("unroll=1") != std::string::npos);
+  double worst = 0;
+  for (int t = 0; t < T; ++t) {
+    const auto y1 = fast.step(0, test::tok(h, g, t)), y2 = plain.step(0, test::tok(h, g, t));
+    worst = std::max(worst, accuracy(y1, y2).max_rel);
+  }
+  CHECK(worst < 1e-4);  // the f32 tier's tolerance against f64 (another f32 order of the same sums)
+  CHECK(worst > 0);     // another order: not the same bits
+  // An f32 layer keeps its kernel: another one is refused while it is loaded, naming the way out, nothing changed.
+  CHECK_NOTHROW(fast.set_f32_variant(cand.f32_kernel));
+  CHECK_THROWS_WITH_AS(fast.set_f32_variant(gdn::kDefaultF32Variant), doctest::Contains("unload_projections(0)"), Error);
+  CHECK(fast.f32_variant() == cand.f32_kernel);
+  CHECK_THROWS_WITH_AS(fast.set_f32_variant("f32_gemv/impl=nope"), doctest::Contains("warp-row"), Error);
+}
+
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -372,6 +372,17 @@ void GdnDevice::set_ba_variant(const std::string& variant) {
   ba_kernel_ = variant;
 }
 
+void GdnDevice::set_f32_variant(const std::string& variant) {
+  f32_gemv::f32_kernel(variant);  // an unknown name throws here, nothing changed
+  if (variant == f32_kernel_) return;
+  for (int l = 0; l < nl_; ++l)
+    if (const auto& L = layers_[std::size_t(l)]; L && L->tier == Layer::Tier::f32)
+      throw Error("GdnDevice::set_f32_variant(" + variant + "): " + layer_str(l) + " is loaded on " + f32_kernel_ +
+                  " (an f32 layer's projections keep the kernel they were loaded with): set it before load_f32, or unload_projections(" +
+                  std::to_string(l) + ") first");
+  f32_kernel_ = variant;
+}
+
 std::string GdnDevice::small_weights_error(int layer, const LayerWeights& w, const char* who) const {
   const std::string at = std::string("GdnDevice::") + who + ": " + layer_str(layer) + ": ";
   if (!(w.g == g_)) return at + "weights are for geometry " + w.g.str() + ", the device holds " + g_.str();
@@ -437,9 +448,9 @@ void GdnDevice::load_f32(int layer, const LayerWeights& w) {
   }
   const std::int64_t H = g_.hidden, C = g_.conv_dim(), V = g_.value_dim();
   auto L = make_small(layer, w, "load_f32");
-  L->qkv = make_f32_projection(w.w_qkv, C, H);
-  L->z = make_f32_projection(w.w_z, V, H);
-  L->out = make_f32_projection(w.w_out, H, V);
+  L->qkv = make_f32_projection(w.w_qkv, C, H, f32_kernel_);
+  L->z = make_f32_projection(w.w_z, V, H, f32_kernel_);
+  L->out = make_f32_projection(w.w_out, H, V, f32_kernel_);
   L->tier = Layer::Tier::f32;
   // The uploads went through cudaMemcpy on the legacy default stream, which may return before the
   // last DMA from pageable memory lands, and a non-blocking stream() would not wait for it: finish

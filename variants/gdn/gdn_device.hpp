@@ -150,6 +150,13 @@ class GdnDevice {
   // known ones, nothing changed, for an unknown name.
   void set_ba_variant(const std::string& variant);
   std::string ba_variant() const { return ba_kernel_; }
+  // The f32_gemv kernel of the f32 tier's big three (in_proj_qkv, in_proj_z, out_proj) for the layers
+  // load_f32 loads from then on, by its registry name; default kDefaultF32Variant. klab::Error,
+  // nothing changed: an unknown name (naming the known ones), or another kernel while an f32 layer is
+  // loaded on the current one (its projections hold their kernel: unload_projections first). The
+  // same name again is a no-op.
+  void set_f32_variant(const std::string& variant);
+  std::string f32_variant() const { return f32_kernel_; }
   // The step's small kernels as one PDL chain from the next step on: conv_norm_bg and gated_norm are
   // launched with programmatic stream serialization, let their dependents go first, prefetch their
   // weights and state into L2 and read and write nothing before their griddepcontrol.wait (the same
@@ -359,6 +366,7 @@ class GdnDevice {
   uint4* xq_ = nullptr;  // set_norm_q8: q4_gemv::prepared_x(), resolved outside any capture
   const q4_gemv::Q4Kernel* stacked_kernel_ = nullptr;  // set_stacked_q4_variant; nullptr: the q4 variant
   std::string ba_kernel_ = kDefaultF32Variant;
+  std::string f32_kernel_ = kDefaultF32Variant;  // set_f32_variant: the f32 tier's big three
   std::vector<std::unique_ptr<Layer>> layers_;
   DeviceBuffer<float> h_in_;                // step(): (hidden)
   DeviceBuffer<float> h_seq_, y_seq_;       // run(): (T, hidden), grown on demand

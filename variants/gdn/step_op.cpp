@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "f32_gemv/kernels.hpp"
 #include "gdn/gdn_device.hpp"
@@ -52,6 +53,7 @@ class StepInstance final : public Instance {
       dev_.set_q4_variant(c.q4_kernel);
       if (auto why = dev_.load_q4(0, wl.w, kQkv, kZ, kOut); !why.empty()) throw Error("gdn_step: " + why);
     } else {
+      if (c.fused) dev_.set_f32_variant(c.fused->f32_kernel.empty() ? kDefaultF32Variant : c.fused->f32_kernel);  // before the load: its projections keep it
       dev_.load_f32(0, wl.w);
     }
     if (c.fused) apply(*c.fused, dev_);
@@ -233,6 +235,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.ba_own,
       t.pf_out,
       t.pf_out_early,
+      step_f32_candidate(),
       step_candidate(),
   };
 }
@@ -269,6 +272,12 @@ std::vector<FusedStepConfig> fused_step_configs() {
 FusedStepConfig step_candidate() {
   FusedStepConfig c = candidate_twins().ba_own;
   c.fold_ba_main = true;
+  return c;
+}
+
+FusedStepConfig step_f32_candidate() {
+  FusedStepConfig c{true, "", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true};
+  c.f32_kernel = "f32_gemv/impl=warp-row,unroll=4";
   return c;
 }
 
@@ -318,6 +327,13 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
         !why.empty())
       return why;
   }
+  if (!c.f32_kernel.empty()) {
+    if (!c.f32) return "an f32 kernel for the big three (" + c.f32_kernel + ") on the q4 tier";
+    if (const auto& k = f32_gemv::f32_kernel(c.f32_kernel); k.can_implement)
+      for (auto [m, n, what] : {std::tuple{g.conv_dim(), g.hidden, "in_proj_qkv"}, {g.value_dim(), g.hidden, "in_proj_z"}, {g.hidden, g.value_dim(), "out_proj"}})
+        if (auto why = k.can_implement(m, n); !why.empty())
+          return c.f32_kernel + " (" + what + ", " + std::to_string(m) + " x " + std::to_string(n) + "): " + why;
+  }
   if (auto why = GdnDevice::l2_prefetch_error(c.l2_prefetch, true, c.f32 ? nullptr : &q4_gemv::q4_kernel(c.q4_kernel)); !why.empty()) return why;
   if (!c.ba.empty())
     if (const auto& k = f32_gemv::f32_kernel(c.ba); k.can_implement)
@@ -328,6 +344,7 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
 
 void apply(const FusedStepConfig& c, GdnDevice& dev) {
   if (!c.f32) dev.set_q4_variant(c.q4_kernel);
+  if (c.f32) dev.set_f32_variant(c.f32_kernel.empty() ? kDefaultF32Variant : c.f32_kernel);
   dev.set_fused_prep(true);
   if (!c.recurrence.empty()) dev.set_recurrence_variant(c.recurrence);
   if (!c.ba.empty()) dev.set_ba_variant(c.ba);
@@ -351,6 +368,7 @@ std::string rec_value(const std::string& rec) {
 std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStepConfig& c) {
   std::vector<std::pair<std::string, std::string>> axes{{"tier", c.f32 ? "f32" : "q4"}};
   if (!c.f32) axes.push_back({"proj", axes_value(q4_gemv::q4_kernel(c.q4_kernel))});
+  if (c.f32 && !c.f32_kernel.empty()) axes.push_back({"proj", rec_value(c.f32_kernel)});
   if (c.merged_in) axes.push_back({"in", "qkvz"});
   if (!c.stacked_kernel.empty()) axes.push_back({"in_proj", axes_value(q4_gemv::q4_kernel(c.stacked_kernel))});
   axes.push_back({"prep", "fused"});
@@ -408,7 +426,7 @@ void register_all(Registry& r) {
   for (const auto& c : fused_step_configs()) {
     const double tol = c.f32 ? 1e-4 : std::max(1e-4, 3 * q4_gemv::q4_kernel(c.q4_kernel).tolerance);
     r.add(variant(fused_step_axes(c), StepConfig{.q4 = !c.f32, .q4_kernel = c.q4_kernel, .fused = c},
-                  std::string(c.f32 ? "the f32 tier" : "the q4 tier on " + c.q4_kernel) + " with beta/g, conv + SiLU and the q/k norm as one launch" +
+                  std::string(c.f32 ? "the f32 tier" + (c.f32_kernel.empty() ? std::string() : " on " + c.f32_kernel) : "the q4 tier on " + c.q4_kernel) + " with beta/g, conv + SiLU and the q/k norm as one launch" +
                       (c.recurrence.empty() ? std::string() : ", the recurrence " + c.recurrence) + (c.ba.empty() ? std::string() : ", b|a on " + c.ba) +
                       (c.chain ? ", the small kernels in the PDL chain" : "") + (c.merged_in ? ", in_proj_qkv and in_proj_z as one launch" : "") +
                       (c.stacked_kernel.empty() ? std::string() : " on " + c.stacked_kernel) +

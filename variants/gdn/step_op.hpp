@@ -70,6 +70,7 @@ struct FusedStepConfig {
   // GdnDevice::set_l2_prefetch: conv_norm_bg prefetches out_proj's weights into L2 (axis pf=out, after its
   // blocks' work; pf=out-early, before their wait)
   kernels::L2Prefetch l2_prefetch = kernels::L2Prefetch::none;
+  std::string f32_kernel = "";  // with f32: GdnDevice::set_f32_variant for the big three ("": kDefaultF32Variant; axis proj=)
 };
 std::vector<FusedStepConfig> fused_step_configs();
 // The q4 kernel of one of them for its stacked launch (FusedStepConfig::stacked_kernel): the TMA ring.
@@ -111,6 +112,12 @@ struct CandidateTwins {
   FusedStepConfig pf_out_early;  // the same, issued before conv_norm_bg's wait (pf=out-early)
 };
 CandidateTwins candidate_twins();
+// The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
+// f32_gemv/impl=warp-row,unroll=4 (four 16-byte loads in flight a lane: 95% of the read ceiling at
+// 17408x5120 in f32-gemv-vs-cublas) and the q4 candidate's small kernels (the fused prep, the
+// recurrence cols=32,rows=8,pdl=early, b|a on split-row,pdl=on, the PDL chain). gdn-stack's f32-fast
+// tier and gdn-step-fused race it.
+FusedStepConfig step_f32_candidate();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)
 // refuses the geometry, naming the kernel and its reason.
 std::string config_error(const FusedStepConfig& c, const ref::gdn::Geometry& g);
