@@ -52,6 +52,9 @@ const Claim kFastMs{"q4-fast-1ms",
 const Claim kF32FastFloor{"f32-fast-85pct",
                           "f32-fast (the f32 tier on gdn::step_f32_candidate: its big three on f32_gemv/impl=warp-row,unroll=4 and the q4 "
                           "candidate's small kernels in the PDL chain): 48 layers per token as one graph reach >= 85% of their byte floor"};
+const Claim kF32PdlInGraph{"f32-pdl-in-graph",
+                           "in the 48-layer graph, the f32 big three on warp-row,unroll=4,pdl=on (their first loads of W before the wait) pay: "
+                           "f32-fast-pdl is faster per token than f32-fast"};
 const Claim kF32FastFaster{"f32-fast-faster", "f32-fast is faster per token than the f32 tier on the device's defaults, 48 layers as one graph"};
 const Claim kQ4Faster{"q4-faster", "q4 faster than f32 per token, 48 layers as one graph (bootstrap verdict on the medians)"};
 const Claim kRingInGraph{"ring-in-graph",
@@ -120,6 +123,11 @@ const TwinTier* twin_tier(const std::string& tier) {
 // The configuration of a fast tier: f32-fast's, a twin's, else the candidate's (q4-fast).
 gdn::FusedStepConfig fast_config(const std::string& tier) {
   if (tier == "f32-fast") return gdn::step_f32_candidate();
+  if (tier == "f32-fast-pdl") {
+    auto c = gdn::step_f32_candidate();
+    c.f32_kernel = gdn::kF32PdlKernel;
+    return c;
+  }
   const TwinTier* t = twin_tier(tier);
   return t ? gdn::candidate_twins().*(t->config) : gdn::step_candidate();
 }
@@ -235,6 +243,7 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
                          fmt("%.4g GB per token, %.0f GB/s = %.1f%% of the byte floor", bytes / 1e9, gbps, 100.0 * gbps / ceiling) +
                          fmt(" (read ceiling %.0f GB/s); %g kernel nodes", ceiling, double(stack.kernel_nodes()));
   if (twin_tier(tier)) return;  // in its twin's claim only
+  if (tier == "f32-fast-pdl") return;  // in f32-pdl-in-graph only
   if (fast && !q4)
     ctx.claim(kF32FastFloor).settle(kFullKey, 100.0 * gbps / ceiling >= 85.0, ev + "; " + dev.describe(0) + ", " + dev.recurrence_variant());
   else if (fast)
@@ -248,8 +257,8 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
 void run_stack(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   const int nl = ctx.options().quick ? kQuickLayers : kLayers;
-  std::vector<std::string> tiers{"f32", "f32-fast", "q4", "q4-fast"};
-  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kF32FastFloor, &kF32FastFaster}) ctx.claim(*c).needs({kFullKey});
+  std::vector<std::string> tiers{"f32", "f32-fast", "f32-fast-pdl", "q4", "q4-fast"};
+  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kF32FastFloor, &kF32FastFaster, &kF32PdlInGraph}) ctx.claim(*c).needs({kFullKey});
   for (const auto& t : twin_tiers()) {
     ctx.claim(*t.claim).needs({kFullKey});
     tiers.push_back(t.tier);
@@ -280,6 +289,12 @@ void run_stack(Context& ctx) {
                                      fmt("per token as one graph: f32 %.4f ms, f32-fast %.4f ms, f32-fast ", res["f32"].median, res["f32-fast"].median) +
                                          speedup_text(c));
   }
+  if (!ctx.options().quick && res.count("f32-fast") && res.count("f32-fast-pdl")) {
+    const Comparison c = compare_times(res["f32-fast"].kept_ms, res["f32-fast-pdl"].kept_ms);
+    ctx.claim(kF32PdlInGraph).settle(kFullKey, c.verdict == Verdict::faster,
+                                     fmt("per token as one graph: f32-fast %.4f ms, f32-fast-pdl %.4f ms, f32-fast-pdl ", res["f32-fast"].median,
+                                         res["f32-fast-pdl"].median) + speedup_text(c));
+  }
   if (ctx.options().quick || !res.count("f32") || !res.count("q4")) return;
   const Comparison cmp = compare_times(res["f32"].kept_ms, res["q4"].kept_ms);
   ctx.claim(kQ4Faster).settle(kFullKey, cmp.verdict == Verdict::faster,
@@ -292,7 +307,7 @@ void register_gdn_stack(Registry& r) {
   r.add(Experiment{
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
-      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
+      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
                  kPfEarlyInGraph},
       .run = run_stack,
   });

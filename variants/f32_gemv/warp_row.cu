@@ -15,9 +15,12 @@ namespace {
 constexpr int kWarpsPerBlock = 8;
 
 // The kernel's code for one x and y: warp_row_kernel runs it on its pointers, warp_row_cols_kernel on
-// column blockIdx.y's.
-template <bool Vec4, int Unroll>
+// column blockIdx.y's. Pdl (pdl=on): dependents let go first, the lane's first Unroll loads of W
+// issued before griddepcontrol.wait, x read and y written after it: the same loads, the same fmas in
+// the same order, so the same bits as pdl=off.
+template <bool Vec4, int Unroll, bool Pdl = false>
 __device__ __forceinline__ void warp_row_body(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  if constexpr (Pdl) asm volatile("griddepcontrol.launch_dependents;");
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= m) return;
@@ -28,10 +31,22 @@ __device__ __forceinline__ void warp_row_body(const float* __restrict__ w, const
     const float4* x4 = reinterpret_cast<const float4*>(x);
     const int n4 = k / 4;
     int j = lane;
-    for (; j + 32 * (Unroll - 1) < n4; j += 32 * Unroll) {
-      float4 a[Unroll];
+    float4 a[Unroll];
+    bool loaded = false;  // a[] already holds stride j's loads (pdl=on: issued before the wait)
+    if constexpr (Pdl) {
+      if (j + 32 * (Unroll - 1) < n4) {
 #pragma unroll
-      for (int u = 0; u < Unroll; ++u) a[u] = __ldcs(w4 + j + 32 * u);  // all loads before any use
+        for (int u = 0; u < Unroll; ++u) a[u] = __ldcs(w4 + j + 32 * u);
+        loaded = true;
+      }
+      asm volatile("griddepcontrol.wait;" ::: "memory");
+    }
+    for (; j + 32 * (Unroll - 1) < n4; j += 32 * Unroll) {
+      if (!loaded) {
+#pragma unroll
+        for (int u = 0; u < Unroll; ++u) a[u] = __ldcs(w4 + j + 32 * u);  // all loads before any use
+      }
+      loaded = false;
 #pragma unroll
       for (int u = 0; u < Unroll; ++u) {
         const float4 b = x4[j + 32 * u];
@@ -49,6 +64,7 @@ __device__ __forceinline__ void warp_row_body(const float* __restrict__ w, const
       acc[0] = fmaf(a.w, b.w, acc[0]);
     }
   } else {
+    if constexpr (Pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
     for (int j = lane; j < k; j += 32) acc[0] = fmaf(__ldcs(wr + j), x[j], acc[0]);
   }
 #pragma unroll
@@ -58,32 +74,32 @@ __device__ __forceinline__ void warp_row_body(const float* __restrict__ w, const
   if (lane == 0) y[row] = sum;
 }
 
-template <bool Vec4, int Unroll>
+template <bool Vec4, int Unroll, bool Pdl>
 __global__ void warp_row_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
-  warp_row_body<Vec4, Unroll>(w, x, y, m, k);
+  warp_row_body<Vec4, Unroll, Pdl>(w, x, y, m, k);
 }
 
 // Column j = blockIdx.y: x_j at x + j k, y_j at y + j m.
-template <bool Vec4, int Unroll>
+template <bool Vec4, int Unroll, bool Pdl>
 __global__ void warp_row_cols_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
   const std::size_t j = blockIdx.y;
-  warp_row_body<Vec4, Unroll>(w, x + j * std::size_t(k), y + j * std::size_t(m), m, k);
+  warp_row_body<Vec4, Unroll, Pdl>(w, x + j * std::size_t(k), y + j * std::size_t(m), m, k);
 }
 
-template <int Unroll>
+template <int Unroll, bool Pdl>
 void launch_warp_row(const float* w, const float* x, float* y, int m, int k, cudaStream_t s) {
   const unsigned grid = unsigned((m + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  if (k % 4 == 0) warp_row_kernel<true, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, x, y, m, k);
-  else warp_row_kernel<false, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, x, y, m, k);
+  if (k % 4 == 0) launch_maybe_pdl(Pdl, warp_row_kernel<true, Unroll, Pdl>, dim3(grid), dim3(kWarpsPerBlock * 32), 0, s, w, x, y, m, k);
+  else launch_maybe_pdl(Pdl, warp_row_kernel<false, Unroll, Pdl>, dim3(grid), dim3(kWarpsPerBlock * 32), 0, s, w, x, y, m, k);
   KLAB_CUDA_LAUNCH("warp_row_kernel");
 }
 
-template <int Unroll>
+template <int Unroll, bool Pdl>
 void launch_warp_row_cols(const float* w, const float* x, float* y, int m, int k, int n, cudaStream_t s) {
   require(n >= 1 && n <= 65535, "f32_gemv launch_cols (impl=warp-row): n = " + std::to_string(n) + " outside [1, 65535] (grid.y)");
   const dim3 grid(unsigned((m + kWarpsPerBlock - 1) / kWarpsPerBlock), unsigned(n));
-  if (k % 4 == 0) warp_row_cols_kernel<true, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, x, y, m, k);
-  else warp_row_cols_kernel<false, Unroll><<<grid, kWarpsPerBlock * 32, 0, s>>>(w, x, y, m, k);
+  if (k % 4 == 0) launch_maybe_pdl(Pdl, warp_row_cols_kernel<true, Unroll, Pdl>, grid, dim3(kWarpsPerBlock * 32), 0, s, w, x, y, m, k);
+  else launch_maybe_pdl(Pdl, warp_row_cols_kernel<false, Unroll, Pdl>, grid, dim3(kWarpsPerBlock * 32), 0, s, w, x, y, m, k);
   KLAB_CUDA_LAUNCH("warp_row_cols_kernel");
 }
 
@@ -96,24 +112,28 @@ void F32Instance::run(cudaStream_t s) { launch_(w_.get(), x_.get(), y_.get(), m_
 void F32Instance::poison(cudaStream_t s) { poison_device(y_.get(), y_.size(), s); }
 std::vector<float> F32Instance::output() { return y_.download(); }
 
-template <int Unroll>
+template <int Unroll, bool Pdl>
 Variant warp_row_variant() {
   Variant v;
   v.op = "f32_gemv";
   v.axes = {{"impl", "warp-row"}, {"unroll", std::to_string(Unroll)}};
+  if (Pdl) v.axes.push_back({"pdl", "on"});
   v.name = variant_name(v.op, v.axes);
-  v.description = Unroll == 1 ? "one warp per row, float4 loads, one accumulator, shuffle reduction"
-                              : "one warp per row, " + std::to_string(Unroll) + " float4 loads in flight per lane, " +
-                                    std::to_string(Unroll) + " accumulators, shuffle reduction";
-  v.make = [](const klab::Workload& wl) { return std::unique_ptr<Instance>(new F32Instance(workload_of(wl), &launch_warp_row<Unroll>)); };
+  v.description = (Unroll == 1 ? std::string("one warp per row, float4 loads, one accumulator, shuffle reduction")
+                               : "one warp per row, " + std::to_string(Unroll) + " float4 loads in flight per lane, " + std::to_string(Unroll) +
+                                     " accumulators, shuffle reduction") +
+                  (Pdl ? "; programmatic dependent launch (the first loads of W before the wait, x after it; unroll=4's bits)" : "");
+  v.make = [](const klab::Workload& wl) { return std::unique_ptr<Instance>(new F32Instance(workload_of(wl), &launch_warp_row<Unroll, Pdl>)); };
   return v;
 }
-template Variant warp_row_variant<1>();
-template Variant warp_row_variant<4>();
+template Variant warp_row_variant<1, false>();
+template Variant warp_row_variant<4, false>();
+template Variant warp_row_variant<4, true>();
 
 const std::vector<F32Kernel>& f32_kernels() {
-  static const std::vector<F32Kernel> ks{{warp_row_variant<1>().name, &launch_warp_row<1>, nullptr, &launch_warp_row_cols<1>},
-                                         {warp_row_variant<4>().name, &launch_warp_row<4>, nullptr, &launch_warp_row_cols<4>},
+  static const std::vector<F32Kernel> ks{{warp_row_variant<1, false>().name, &launch_warp_row<1, false>, nullptr, &launch_warp_row_cols<1, false>},
+                                         {warp_row_variant<4, false>().name, &launch_warp_row<4, false>, nullptr, &launch_warp_row_cols<4, false>},
+                                         {warp_row_variant<4, true>().name, &launch_warp_row<4, true>, nullptr, &launch_warp_row_cols<4, true>},
                                          {split_row_variant<false>().name, split_row_launcher(false), &split_row_error, split_row_cols_launcher(false)},
                                          {split_row_variant<true>().name, split_row_launcher(true), &split_row_error, split_row_cols_launcher(true)}};
   return ks;

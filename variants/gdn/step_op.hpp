@@ -118,6 +118,9 @@ CandidateTwins candidate_twins();
 // recurrence cols=32,rows=8,pdl=early, b|a on split-row,pdl=on, the PDL chain). gdn-stack's f32-fast
 // tier and gdn-step-fused race it.
 FusedStepConfig step_f32_candidate();
+// Its big three on the pdl=on form of the same kernel (the first loads of W before the wait; the
+// same bits): gdn-stack's f32-fast-pdl tier.
+inline constexpr const char* kF32PdlKernel = "f32_gemv/impl=warp-row,unroll=4,pdl=on";
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)
 // refuses the geometry, naming the kernel and its reason.
 std::string config_error(const FusedStepConfig& c, const ref::gdn::Geometry& g);
