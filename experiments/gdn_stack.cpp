@@ -50,11 +50,15 @@ const Claim kFastMs{"q4-fast-1ms",
                     "launch with b|a's rows in its grid, the fused prep, the fused recurrence with pdl=early, out=prepared, the PDL chain): 48 layers per "
                     "token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
 const Claim kF32FastFloor{"f32-fast-85pct",
-                          "f32-fast (the f32 tier on gdn::step_f32_candidate: its big three on f32_gemv/impl=warp-row,unroll=4 and the q4 "
-                          "candidate's small kernels in the PDL chain): 48 layers per token as one graph reach >= 85% of their byte floor"};
+                          "f32-fast (the f32 tier on gdn::step_f32_candidate: its big three on f32_gemv/impl=warp-row,unroll=4,pdl=on, "
+                          "in_proj_qkv and in_proj_z as one pair launch, the q4 candidate's small kernels in the PDL chain): 48 layers per token "
+                          "as one graph reach >= 85% of their byte floor"};
+const Claim kF32QkvzInGraph{"f32-qkvz-in-graph",
+                            "in the 48-layer graph, in_proj_qkv and in_proj_z as one f32 pair launch pay: f32-fast is faster per token than "
+                            "f32-fast-apart (its twin with the two launches)"};
 const Claim kF32PdlInGraph{"f32-pdl-in-graph",
                            "in the 48-layer graph, the f32 big three on warp-row,unroll=4,pdl=on (their first loads of W before the wait) pay: "
-                           "f32-fast-pdl is faster per token than f32-fast"};
+                           "f32-fast-apart is faster per token than f32-fast-plain (its twin on warp-row,unroll=4)"};
 const Claim kF32FastFaster{"f32-fast-faster", "f32-fast is faster per token than the f32 tier on the device's defaults, 48 layers as one graph"};
 const Claim kQ4Faster{"q4-faster", "q4 faster than f32 per token, 48 layers as one graph (bootstrap verdict on the medians)"};
 const Claim kRingInGraph{"ring-in-graph",
@@ -95,24 +99,27 @@ const Claim kPfEarlyInGraph{"pf-early-in-graph",
 //   run-123ab72; its twin with fold=ba-main 1.3770 in run-2c678d0, x1.016).
 // - q4-fast-thread-prep, q4-fast-fold, q4-fast-rec-norm (twins of the base), q4-fast-pf-out,
 //   q4-fast-pf-early (twins of the candidate): step_op.hpp's CandidateTwins.
+// - f32-fast-apart, f32-fast-plain: step_op.hpp's F32Twins (f32-fast's twins).
 struct TwinTier {
   const char* tier;
-  gdn::FusedStepConfig gdn::CandidateTwins::*config;
+  gdn::FusedStepConfig (*config)();
   const Claim* claim;
   bool twin_faster;
   const char* base;
 };
 const std::vector<TwinTier>& twin_tiers() {
-  using T = gdn::CandidateTwins;
   static constexpr const char* kBase = "q4-fast-ba-own";
-  static const std::vector<TwinTier> v{{kBase, &T::ba_own, &kFoldMainInGraph, false, "q4-fast"},
-                                       {"q4-fast-ring", &T::ring, &kRingInGraph, true, kBase},
-                                       {"q4-fast-own-prep", &T::out_own, &kPreparedInGraph, false, kBase},
-                                       {"q4-fast-thread-prep", &T::thread_prep, &kWarpsInGraph, false, kBase},
-                                       {"q4-fast-fold", &T::fold, &kFoldInGraph, true, kBase},
-                                       {"q4-fast-rec-norm", &T::rec_norm, &kRecNormInGraph, true, kBase},
-                                       {"q4-fast-pf-out", &T::pf_out, &kPfInGraph, true, "q4-fast"},
-                                       {"q4-fast-pf-early", &T::pf_out_early, &kPfEarlyInGraph, true, "q4-fast"}};
+  static const std::vector<TwinTier> v{
+      {kBase, [] { return gdn::candidate_twins().ba_own; }, &kFoldMainInGraph, false, "q4-fast"},
+      {"q4-fast-ring", [] { return gdn::candidate_twins().ring; }, &kRingInGraph, true, kBase},
+      {"q4-fast-own-prep", [] { return gdn::candidate_twins().out_own; }, &kPreparedInGraph, false, kBase},
+      {"q4-fast-thread-prep", [] { return gdn::candidate_twins().thread_prep; }, &kWarpsInGraph, false, kBase},
+      {"q4-fast-fold", [] { return gdn::candidate_twins().fold; }, &kFoldInGraph, true, kBase},
+      {"q4-fast-rec-norm", [] { return gdn::candidate_twins().rec_norm; }, &kRecNormInGraph, true, kBase},
+      {"q4-fast-pf-out", [] { return gdn::candidate_twins().pf_out; }, &kPfInGraph, true, "q4-fast"},
+      {"q4-fast-pf-early", [] { return gdn::candidate_twins().pf_out_early; }, &kPfEarlyInGraph, true, "q4-fast"},
+      {"f32-fast-apart", [] { return gdn::f32_candidate_twins().apart; }, &kF32QkvzInGraph, false, "f32-fast"},
+      {"f32-fast-plain", [] { return gdn::f32_candidate_twins().plain; }, &kF32PdlInGraph, false, "f32-fast-apart"}};
   return v;
 }
 const TwinTier* twin_tier(const std::string& tier) {
@@ -120,16 +127,10 @@ const TwinTier* twin_tier(const std::string& tier) {
     if (tier == t.tier) return &t;
   return nullptr;
 }
-// The configuration of a fast tier: f32-fast's, a twin's, else the candidate's (q4-fast).
+// The configuration of a fast tier: a twin's, f32-fast's, else the candidate's (q4-fast).
 gdn::FusedStepConfig fast_config(const std::string& tier) {
-  if (tier == "f32-fast") return gdn::step_f32_candidate();
-  if (tier == "f32-fast-pdl") {
-    auto c = gdn::step_f32_candidate();
-    c.f32_kernel = gdn::kF32PdlKernel;
-    return c;
-  }
-  const TwinTier* t = twin_tier(tier);
-  return t ? gdn::candidate_twins().*(t->config) : gdn::step_candidate();
+  if (const TwinTier* t = twin_tier(tier)) return t->config();
+  return tier == "f32-fast" ? gdn::step_f32_candidate() : gdn::step_candidate();
 }
 
 // The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times
@@ -243,7 +244,6 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
                          fmt("%.4g GB per token, %.0f GB/s = %.1f%% of the byte floor", bytes / 1e9, gbps, 100.0 * gbps / ceiling) +
                          fmt(" (read ceiling %.0f GB/s); %g kernel nodes", ceiling, double(stack.kernel_nodes()));
   if (twin_tier(tier)) return;  // in its twin's claim only
-  if (tier == "f32-fast-pdl") return;  // in f32-pdl-in-graph only
   if (fast && !q4)
     ctx.claim(kF32FastFloor).settle(kFullKey, 100.0 * gbps / ceiling >= 85.0, ev + "; " + dev.describe(0) + ", " + dev.recurrence_variant());
   else if (fast)
@@ -257,8 +257,8 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
 void run_stack(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   const int nl = ctx.options().quick ? kQuickLayers : kLayers;
-  std::vector<std::string> tiers{"f32", "f32-fast", "f32-fast-pdl", "q4", "q4-fast"};
-  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kF32FastFloor, &kF32FastFaster, &kF32PdlInGraph}) ctx.claim(*c).needs({kFullKey});
+  std::vector<std::string> tiers{"f32", "f32-fast", "q4", "q4-fast"};
+  for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kF32FastFloor, &kF32FastFaster}) ctx.claim(*c).needs({kFullKey});
   for (const auto& t : twin_tiers()) {
     ctx.claim(*t.claim).needs({kFullKey});
     tiers.push_back(t.tier);
@@ -289,12 +289,6 @@ void run_stack(Context& ctx) {
                                      fmt("per token as one graph: f32 %.4f ms, f32-fast %.4f ms, f32-fast ", res["f32"].median, res["f32-fast"].median) +
                                          speedup_text(c));
   }
-  if (!ctx.options().quick && res.count("f32-fast") && res.count("f32-fast-pdl")) {
-    const Comparison c = compare_times(res["f32-fast"].kept_ms, res["f32-fast-pdl"].kept_ms);
-    ctx.claim(kF32PdlInGraph).settle(kFullKey, c.verdict == Verdict::faster,
-                                     fmt("per token as one graph: f32-fast %.4f ms, f32-fast-pdl %.4f ms, f32-fast-pdl ", res["f32-fast"].median,
-                                         res["f32-fast-pdl"].median) + speedup_text(c));
-  }
   if (ctx.options().quick || !res.count("f32") || !res.count("q4")) return;
   const Comparison cmp = compare_times(res["f32"].kept_ms, res["q4"].kept_ms);
   ctx.claim(kQ4Faster).settle(kFullKey, cmp.verdict == Verdict::faster,
@@ -307,7 +301,7 @@ void register_gdn_stack(Registry& r) {
   r.add(Experiment{
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
-      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
+      .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32QkvzInGraph, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
                  kPfEarlyInGraph},
       .run = run_stack,
   });

@@ -18,10 +18,11 @@ constexpr int kWarpsPerBlock = 8;
 // column blockIdx.y's. Pdl (pdl=on): dependents let go first, the lane's first Unroll loads of W
 // issued before griddepcontrol.wait, x read and y written after it: the same loads, the same fmas in
 // the same order, so the same bits as pdl=off.
+// block: the block's index among the matrix's ceil(m / 8) blocks (blockIdx.x, or less in a pair launch).
 template <bool Vec4, int Unroll, bool Pdl = false>
-__device__ __forceinline__ void warp_row_body(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+__device__ __forceinline__ void warp_row_body(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k, int block) {
   if constexpr (Pdl) asm volatile("griddepcontrol.launch_dependents;");
-  const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
+  const int row = block * kWarpsPerBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= m) return;
   const float* wr = w + static_cast<std::size_t>(row) * k;
@@ -76,14 +77,23 @@ __device__ __forceinline__ void warp_row_body(const float* __restrict__ w, const
 
 template <bool Vec4, int Unroll, bool Pdl>
 __global__ void warp_row_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
-  warp_row_body<Vec4, Unroll, Pdl>(w, x, y, m, k);
+  warp_row_body<Vec4, Unroll, Pdl>(w, x, y, m, k, int(blockIdx.x));
+}
+
+// Two matrices of k columns on one x: blocks [0, blocks1) run W1's rows into y1, the rest W2's into y2.
+template <bool Vec4, int Unroll, bool Pdl>
+__global__ void warp_row_pair_kernel(const float* __restrict__ w1, float* __restrict__ y1, int m1, const float* __restrict__ w2, float* __restrict__ y2,
+                                     int m2, const float* __restrict__ x, int k, int blocks1) {
+  const int b = int(blockIdx.x);
+  if (b < blocks1) warp_row_body<Vec4, Unroll, Pdl>(w1, x, y1, m1, k, b);
+  else warp_row_body<Vec4, Unroll, Pdl>(w2, x, y2, m2, k, b - blocks1);
 }
 
 // Column j = blockIdx.y: x_j at x + j k, y_j at y + j m.
 template <bool Vec4, int Unroll, bool Pdl>
 __global__ void warp_row_cols_kernel(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
   const std::size_t j = blockIdx.y;
-  warp_row_body<Vec4, Unroll, Pdl>(w, x + j * std::size_t(k), y + j * std::size_t(m), m, k);
+  warp_row_body<Vec4, Unroll, Pdl>(w, x + j * std::size_t(k), y + j * std::size_t(m), m, k, int(blockIdx.x));
 }
 
 template <int Unroll, bool Pdl>
@@ -92,6 +102,17 @@ void launch_warp_row(const float* w, const float* x, float* y, int m, int k, cud
   if (k % 4 == 0) launch_maybe_pdl(Pdl, warp_row_kernel<true, Unroll, Pdl>, dim3(grid), dim3(kWarpsPerBlock * 32), 0, s, w, x, y, m, k);
   else launch_maybe_pdl(Pdl, warp_row_kernel<false, Unroll, Pdl>, dim3(grid), dim3(kWarpsPerBlock * 32), 0, s, w, x, y, m, k);
   KLAB_CUDA_LAUNCH("warp_row_kernel");
+}
+
+template <int Unroll, bool Pdl>
+void launch_warp_row_pair(const float* w1, float* y1, int m1, const float* w2, float* y2, int m2, const float* x, int k, cudaStream_t s) {
+  require(m1 >= 1 && m2 >= 1 && k >= 1, "f32_gemv launch_pair (impl=warp-row): m1 = " + std::to_string(m1) + ", m2 = " + std::to_string(m2) +
+                                             ", k = " + std::to_string(k) + ": each at least 1");
+  const int b1 = (m1 + kWarpsPerBlock - 1) / kWarpsPerBlock, b2 = (m2 + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const dim3 grid(unsigned(b1 + b2)), block(kWarpsPerBlock * 32);
+  if (k % 4 == 0) launch_maybe_pdl(Pdl, warp_row_pair_kernel<true, Unroll, Pdl>, grid, block, 0, s, w1, y1, m1, w2, y2, m2, x, k, b1);
+  else launch_maybe_pdl(Pdl, warp_row_pair_kernel<false, Unroll, Pdl>, grid, block, 0, s, w1, y1, m1, w2, y2, m2, x, k, b1);
+  KLAB_CUDA_LAUNCH("warp_row_pair_kernel");
 }
 
 template <int Unroll, bool Pdl>
@@ -131,9 +152,10 @@ template Variant warp_row_variant<4, false>();
 template Variant warp_row_variant<4, true>();
 
 const std::vector<F32Kernel>& f32_kernels() {
-  static const std::vector<F32Kernel> ks{{warp_row_variant<1, false>().name, &launch_warp_row<1, false>, nullptr, &launch_warp_row_cols<1, false>},
-                                         {warp_row_variant<4, false>().name, &launch_warp_row<4, false>, nullptr, &launch_warp_row_cols<4, false>},
-                                         {warp_row_variant<4, true>().name, &launch_warp_row<4, true>, nullptr, &launch_warp_row_cols<4, true>},
+  static const std::vector<F32Kernel> ks{
+      {warp_row_variant<1, false>().name, &launch_warp_row<1, false>, nullptr, &launch_warp_row_cols<1, false>, &launch_warp_row_pair<1, false>},
+      {warp_row_variant<4, false>().name, &launch_warp_row<4, false>, nullptr, &launch_warp_row_cols<4, false>, &launch_warp_row_pair<4, false>},
+      {warp_row_variant<4, true>().name, &launch_warp_row<4, true>, nullptr, &launch_warp_row_cols<4, true>, &launch_warp_row_pair<4, true>},
                                          {split_row_variant<false>().name, split_row_launcher(false), &split_row_error, split_row_cols_launcher(false)},
                                          {split_row_variant<true>().name, split_row_launcher(true), &split_row_error, split_row_cols_launcher(true)}};
   return ks;

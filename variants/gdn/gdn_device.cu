@@ -548,10 +548,21 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     ops.push_back(StepOperator{m.name, m.bytes, std::move(f)});
   };
   // 1. projections: xc = W_qkv h, z = W_z h, b|a = W_b|a h; then beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias)
-  if (merged_in_) {
+  if (merged_in_ && L->tier == Layer::Tier::f32) {
+    // The f32 tier: xc and z as one pair launch of the layer's f32 kernel over both weights as they lie
+    // (F32Kernel::launch_pair: every row bit for bit its own launch's); its projections were loaded on f32_kernel_.
+    const f32_gemv::F32Kernel& k = f32_gemv::f32_kernel(f32_kernel_);
+    require(k.launch_pair != nullptr, "GdnDevice: " + layer_str(layer) + ": the stacked input projections (set_merged_in) on the f32 tier need an f32 "
+                                      "kernel with a pair launch (f32_gemv/impl=warp-row,...), not " + f32_kernel_);
+    require(!fold && stacked_kernel_ == nullptr, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: b|a inside the stacked launch "
+                                                 "(set_fold_ba, set_fold_ba_main) and a stacked kernel of its own (set_stacked_q4_variant) are the q4 tier's");
+    require(L->qkv->f32_weights() && L->z->f32_weights(), "GdnDevice: internal: " + layer_str(layer) + "'s f32 projections hold no f32 weights");
+    add([L, d_h, &k, C = int(g.conv_dim()), V = int(g.value_dim()), H = int(g.hidden)](cudaStream_t s) {
+      k.launch_pair(L->qkv->f32_weights(), L->xc.get(), C, L->z->f32_weights(), L->zv.get(), V, d_h, H, s);
+    });
+  } else if (merged_in_) {
     // xc and z as one launch over the stacked copy (set_merged_in); the bindings are checked on every
     // call as the projections check theirs (a stale tensor throws: no silent fallback).
-    require(L->tier == Layer::Tier::q4, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: the stacked input projections (set_merged_in) are the q4 tier's");
     add([L, d_h, q4 = q4_.get(), own = stacked_kernel_, rows = int(g.conv_dim() + g.value_dim()), H = g.hidden, fold, fold_main, xq = xq_,
          ba_rows = 2 * g.nv](cudaStream_t s) {
       for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(L->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (stacked)");

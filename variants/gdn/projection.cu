@@ -33,6 +33,7 @@ class F32Projection final : public Projection {
   void enqueue(const float* x, float* y, cudaStream_t stream) const override {
     kernel_->launch(w_.get(), x, y, int(rows_), int(cols_), stream);
   }
+  const float* f32_weights() const override { return w_.get(); }
 
  private:
   const f32_gemv::F32Kernel* kernel_;

@@ -21,6 +21,8 @@ class Projection {
   virtual std::string describe() const = 0;
   // Enqueues y = W x on `stream`: x (cols), y (rows), both device pointers. No allocation, no sync.
   virtual void enqueue(const float* x, float* y, cudaStream_t stream) const = 0;
+  // An f32 projection's weights on the device, (rows, cols) row-major; nullptr for any other.
+  virtual const float* f32_weights() const { return nullptr; }
 };
 
 // The f32_gemv kernel the f32 tier uses by default (also for the small b|a projection, which stays

@@ -235,6 +235,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.ba_own,
       t.pf_out,
       t.pf_out_early,
+      f32_candidate_twins().plain,
+      f32_candidate_twins().apart,
       step_f32_candidate(),
       step_candidate(),
   };
@@ -276,9 +278,18 @@ FusedStepConfig step_candidate() {
 }
 
 FusedStepConfig step_f32_candidate() {
-  FusedStepConfig c{true, "", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true};
-  c.f32_kernel = "f32_gemv/impl=warp-row,unroll=4";
+  FusedStepConfig c{true, "", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true, true};
+  c.f32_kernel = kF32PdlKernel;
   return c;
+}
+
+F32Twins f32_candidate_twins() {
+  F32Twins t;
+  t.apart = step_f32_candidate();
+  t.apart.merged_in = false;
+  t.plain = t.apart;
+  t.plain.f32_kernel = "f32_gemv/impl=warp-row,unroll=4";
+  return t;
 }
 
 CandidateTwins candidate_twins() {
@@ -316,6 +327,9 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
       return c.recurrence + ": " + why;
   if (c.merged_in)
     if (auto why = GdnDevice::merged_in_error(g); !why.empty()) return why;
+  if (c.merged_in && c.f32)
+    if (const std::string k = c.f32_kernel.empty() ? kDefaultF32Variant : c.f32_kernel; !f32_gemv::f32_kernel(k).launch_pair)
+      return "the stacked input projections (in=qkvz) on the f32 tier need an f32 kernel with a pair launch (f32_gemv/impl=warp-row,...), not " + k;
   if (c.norm_q8)
     if (auto why = GdnDevice::norm_q8_error(c.f32 ? nullptr : &q4_gemv::q4_kernel(c.q4_kernel),
                                             c.recurrence.empty() ? nullptr : &gdn_recurrence::recurrence_kernel(c.recurrence), g);

@@ -113,14 +113,24 @@ struct CandidateTwins {
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
-// f32_gemv/impl=warp-row,unroll=4 (four 16-byte loads in flight a lane: 95% of the read ceiling at
-// 17408x5120 in f32-gemv-vs-cublas) and the q4 candidate's small kernels (the fused prep, the
-// recurrence cols=32,rows=8,pdl=early, b|a on split-row,pdl=on, the PDL chain). gdn-stack's f32-fast
-// tier and gdn-step-fused race it.
+// f32_gemv/impl=warp-row,unroll=4,pdl=on (four 16-byte loads in flight a lane, 94% of the read
+// ceiling at 17408x5120 in f32-gemv-vs-cublas without pdl; with it, the first loads of W before
+// the wait), in_proj_qkv and in_proj_z as one pair launch (in=qkvz: F32Kernel::launch_pair), and
+// the q4 candidate's small kernels (the fused prep, the recurrence cols=32,rows=8,pdl=early, b|a on
+// split-row,pdl=on, the PDL chain). gdn-stack's f32-fast tier and gdn-step-fused race it.
+// Measured on the H200 (2026-12-02, gdn-stack, 48 layers as one graph): the big three on
+// warp-row,unroll=4 with these small kernels 6.1053 ms per token, 80.9% of the byte floor
+// (reports/h200/run-e77f998; the f32 tier on its defaults 7.5259 ms, 65.6%); with pdl=on 5.9618 ms,
+// 82.9% (x1.025, run-e73ba77).
 FusedStepConfig step_f32_candidate();
-// Its big three on the pdl=on form of the same kernel (the first loads of W before the wait; the
-// same bits): gdn-stack's f32-fast-pdl tier.
 inline constexpr const char* kF32PdlKernel = "f32_gemv/impl=warp-row,unroll=4,pdl=on";
+// Its twins, one setting apart down the line: apart (in_proj_qkv and in_proj_z as two launches) and
+// plain (apart, on warp-row,unroll=4 without pdl): gdn-stack's f32-fast-apart and f32-fast-plain.
+struct F32Twins {
+  FusedStepConfig apart;
+  FusedStepConfig plain;
+};
+F32Twins f32_candidate_twins();
 // Why c cannot step geometry g ("" when it can): a kernel it names (the recurrence, the b|a kernel)
 // refuses the geometry, naming the kernel and its reason.
 std::string config_error(const FusedStepConfig& c, const ref::gdn::Geometry& g);
