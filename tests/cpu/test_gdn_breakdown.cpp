@@ -246,28 +246,36 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
   }
   CHECK(gdn::fused_step_variant(tw.thread_prep).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=launch+") != std::string::npos);
-  // The f32 tier's candidate: its big three on warp-row,unroll=4,pdl=on (axis proj=), in_proj_qkv and in_proj_z as one pair
-  // launch, the q4 candidate's small kernels; its twins apart (two launches) and plain (apart, without pdl); all registered,
-  // taking the op's default geometry; an f32 kernel for the big three is refused on the q4 tier, an unknown one named, and
-  // the pair launch on a kernel without one.
+  // The f32 tier's candidate: its big three on warp-row,unroll=4,pdl=on (axis proj=), in_proj_qkv, in_proj_z and b|a as one
+  // stacked launch, the q4 candidate's small kernels; its twins ba_own (b|a its own launch), apart (two launches) and plain
+  // (apart, without pdl); all registered, taking the op's default geometry. Refused: an f32 kernel for the big three on the
+  // q4 tier, an unknown one (named), the stacked launch on a kernel without one, the q4 tier's fold=ba and stacked kernel.
   {
     const auto f32c = gdn::step_f32_candidate();
     const auto f32t = gdn::f32_candidate_twins();
     CHECK(f32c.f32);
     CHECK(f32c.merged_in);
+    CHECK(f32c.fold_ba_main);
     CHECK(f32c.recurrence == base.recurrence);
     CHECK(f32c.ba == base.ba);
     CHECK(f32c.chain);
-    CHECK(gdn::fused_step_variant(f32c).find("gdn_step/tier=f32,proj=impl=warp-row+unroll=4+pdl=on,in=qkvz,prep=fused,") == 0);
+    CHECK(gdn::fused_step_variant(f32c) == gdn::fused_step_variant(f32t.ba_own) + ",fold=ba-main");
+    CHECK(gdn::fused_step_variant(f32t.ba_own).find("gdn_step/tier=f32,proj=impl=warp-row+unroll=4+pdl=on,in=qkvz,prep=fused,") == 0);
     CHECK(gdn::fused_step_variant(f32t.apart).find("gdn_step/tier=f32,proj=impl=warp-row+unroll=4+pdl=on,prep=fused,") == 0);
     CHECK(gdn::fused_step_variant(f32t.plain).find("gdn_step/tier=f32,proj=impl=warp-row+unroll=4,prep=fused,") == 0);
-    for (const auto& c : {f32c, f32t.apart, f32t.plain}) {
+    for (const auto& c : {f32c, f32t.ba_own, f32t.apart, f32t.plain}) {
       CHECK(registry().has_variant(gdn::fused_step_variant(c)));
       CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");
     }
     auto split = f32c;
     split.f32_kernel = "f32_gemv/impl=split-row,pdl=off";
-    CHECK(gdn::config_error(split, rg::qwen35_27b()).find("pair launch") != std::string::npos);
+    CHECK(gdn::config_error(split, rg::qwen35_27b()).find("stacked launch") != std::string::npos);
+    auto loose = f32t.apart;
+    loose.fold_ba_main = true;
+    CHECK(gdn::config_error(loose, rg::qwen35_27b()).find("set_merged_in") != std::string::npos);
+    auto prep = f32t.ba_own;
+    prep.fold_ba = true;
+    CHECK(gdn::config_error(prep, rg::qwen35_27b()).find("q4 tier's") != std::string::npos);
     auto q4k = base;
     q4k.f32_kernel = f32c.f32_kernel;
     CHECK(gdn::config_error(q4k, rg::qwen35_27b()).find("on the q4 tier") != std::string::npos);

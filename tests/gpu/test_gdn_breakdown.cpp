@@ -363,9 +363,9 @@ TEST_CASE("GDN stacked input projections (set_merged_in): in_proj_qkv and in_pro
     ring.set_stacked_q4_variant("");
     CHECK_NOTHROW(ring.step(0, test::tok(h, g, 0)));
   }
-  // f32 layers: one pair launch of the layer's f32 kernel (F32Kernel::launch_pair) over both weights, the same
-  // bits as the two launches, one launch fewer; refused before any launch on a kernel without a pair launch,
-  // and with the q4 tier's b|a folds.
+  // f32 layers: one stacked launch of the layer's f32 kernel (F32Kernel::launch_stacked) over both weights, and with
+  // fold=ba-main b|a's rows too: the same bits as the launches apart (b|a on the same kernel), one and two launches
+  // fewer; refused before any launch on a kernel without a stacked launch, and with the q4 tier's fold=ba.
   const Geometry g = geometries()[0].g;
   const auto w32 = rg::random_weights(g, 73);
   const auto h32 = test::gdn_inputs(g, 4, 74, 903);
@@ -374,21 +374,29 @@ TEST_CASE("GDN stacked input projections (set_merged_in): in_proj_qkv and in_pro
     GdnDevice one(g, 1), two(g, 1);
     for (GdnDevice* d : {&one, &two}) {
       d->set_f32_variant(kern);
+      d->set_ba_variant(kern);
       d->load_f32(0, w32);
     }
     one.set_merged_in(true);
-    const TwinsDiff d = twins_diff(one, two, h32, g, 4);
-    CHECK(d.out == 0);
-    CHECK(d.mid + d.state == 0);
-    CHECK(step_kernels(one, g).total == step_kernels(two, g).total - 1);
-    one.set_fold_ba_main(true);
-    CHECK_THROWS_WITH_AS(one.step(0, test::tok(h32, g, 0)), doctest::Contains("q4 tier"), Error);
+    for (bool fold : {false, true}) {
+      CAPTURE(fold);
+      one.set_fold_ba_main(fold);
+      one.reset();
+      two.reset();
+      const TwinsDiff d = twins_diff(one, two, h32, g, 4);
+      CHECK(d.out == 0);
+      CHECK(d.mid + d.state == 0);
+      CHECK(step_kernels(one, g).total == step_kernels(two, g).total - (fold ? 2 : 1));
+    }
+    one.set_fold_ba_main(false);
+    one.set_fold_ba(true);
+    CHECK_THROWS_WITH_AS(one.step(0, test::tok(h32, g, 0)), doctest::Contains("q4 tier's"), Error);
   }
   GdnDevice f32(g, 1);
   f32.set_f32_variant("f32_gemv/impl=split-row,pdl=off");
   f32.load_f32(0, w32);
   f32.set_merged_in(true);
-  CHECK_THROWS_WITH_AS(f32.step(0, std::vector<float>(std::size_t(g.hidden), 0.5f)), doctest::Contains("pair launch"), Error);
+  CHECK_THROWS_WITH_AS(f32.step(0, std::vector<float>(std::size_t(g.hidden), 0.5f)), doctest::Contains("stacked launch"), Error);
   f32.set_merged_in(false);
   CHECK_NOTHROW(f32.step(0, std::vector<float>(std::size_t(g.hidden), 0.5f)));
   // A geometry whose conv_dim is not a multiple of 4 is refused by set_merged_in, nothing changed.
@@ -550,7 +558,7 @@ TEST_CASE("GDN out_proj's weights prefetched into L2 by conv_norm_bg (set_l2_pre
   CHECK(gdn::kernels::l2_prefetch_error(nullptr, 256).find("null") != std::string::npos);
 }
 
-TEST_CASE("GDN the f32 tier's candidate (step_f32_candidate: big three on warp-row,unroll=4,pdl=on, qkv and z as one pair launch, the q4 candidate's small kernels): within f32 rounding of the default f32 step; set_f32_variant refuses a loaded layer") {
+TEST_CASE("GDN the f32 tier's candidate (step_f32_candidate: big three on warp-row,unroll=4,pdl=on, qkv, z and b|a as one stacked launch, the q4 candidate's small kernels): within f32 rounding of the default f32 step; set_f32_variant refuses a loaded layer") {
   constexpr int T = 8;
   const auto [g, w, q, h] = qwen_case(T, 99);
   const auto cand = gdn::step_f32_candidate();

@@ -9,6 +9,13 @@
 
 namespace klab::f32_gemv {
 
+struct StackedRows {
+  const float* w = nullptr;  // (m, k) row-major
+  float* y = nullptr;        // (m)
+  int m = 0;
+};
+inline constexpr int kMaxStacked = 3;
+
 struct F32Kernel {
   std::string name;  // the variant's name, e.g. "f32_gemv/impl=warp-row,unroll=1"
   // Enqueues y = W x on `stream`: w (m, k) row-major, x (k), y (m), device pointers (w and x from
@@ -22,12 +29,13 @@ struct F32Kernel {
   // runs the kernel's code for one column (one device function) on x_j and y_j, so y_j is bit for bit
   // `launch` on x_j. W is read once per column (from L2 after the first): one launch, not one read.
   void (*launch_cols)(const float* w, const float* x, float* y, int m, int k, int n, cudaStream_t stream) = nullptr;
-  // y1 = W1 x and y2 = W2 x in ONE launch (nullptr: the kernel has none): w1 (m1, k), w2 (m2, k), both
-  // on the same x (k). The grid is the two launches' grids one after the other, every row running the
-  // kernel's code for one row, so y1 and y2 are bit for bit `launch` on each (the GDN f32 tier's
-  // in_proj_qkv and in_proj_z as one launch: GdnDevice::set_merged_in). Throws klab::Error before
-  // launching when a size is below 1.
-  void (*launch_pair)(const float* w1, float* y1, int m1, const float* w2, float* y2, int m2, const float* x, int k, cudaStream_t stream) = nullptr;
+  // Up to kMaxStacked matrices of k columns on one x in ONE launch (nullptr: the kernel has none):
+  // y_i = W_i x for each StackedRows {w (m, k), y (m), m >= 1}. The grid is their launches' grids one
+  // after the other, every row running the kernel's code for one row, so each y_i is bit for bit
+  // `launch` on W_i (the GDN f32 tier's in_proj_qkv and in_proj_z, and b|a riding along, as one
+  // launch: GdnDevice::set_merged_in, set_fold_ba_main). Throws klab::Error before launching for n
+  // outside [1, kMaxStacked], a size below 1 or a null pointer.
+  void (*launch_stacked)(const StackedRows* rows, int n, const float* x, int k, cudaStream_t stream) = nullptr;
 };
 
 // Our f32 kernels (the cuBLAS peer has no raw launcher), in registration order.

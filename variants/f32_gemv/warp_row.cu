@@ -18,7 +18,7 @@ constexpr int kWarpsPerBlock = 8;
 // column blockIdx.y's. Pdl (pdl=on): dependents let go first, the lane's first Unroll loads of W
 // issued before griddepcontrol.wait, x read and y written after it: the same loads, the same fmas in
 // the same order, so the same bits as pdl=off.
-// block: the block's index among the matrix's ceil(m / 8) blocks (blockIdx.x, or less in a pair launch).
+// block: the block's index among the matrix's ceil(m / 8) blocks (blockIdx.x, or less in a stacked launch).
 template <bool Vec4, int Unroll, bool Pdl = false>
 __device__ __forceinline__ void warp_row_body(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int m, int k, int block) {
   if constexpr (Pdl) asm volatile("griddepcontrol.launch_dependents;");
@@ -80,13 +80,20 @@ __global__ void warp_row_kernel(const float* __restrict__ w, const float* __rest
   warp_row_body<Vec4, Unroll, Pdl>(w, x, y, m, k, int(blockIdx.x));
 }
 
-// Two matrices of k columns on one x: blocks [0, blocks1) run W1's rows into y1, the rest W2's into y2.
+// Matrices of k columns on one x, their blocks one after the other: matrix i's blocks [start[i], start[i + 1]).
+struct Stacked {
+  const float* w[kMaxStacked];
+  float* y[kMaxStacked];
+  int m[kMaxStacked];
+  int start[kMaxStacked + 1];
+  int n;
+};
 template <bool Vec4, int Unroll, bool Pdl>
-__global__ void warp_row_pair_kernel(const float* __restrict__ w1, float* __restrict__ y1, int m1, const float* __restrict__ w2, float* __restrict__ y2,
-                                     int m2, const float* __restrict__ x, int k, int blocks1) {
+__global__ void warp_row_stacked_kernel(const Stacked st, const float* __restrict__ x, int k) {
   const int b = int(blockIdx.x);
-  if (b < blocks1) warp_row_body<Vec4, Unroll, Pdl>(w1, x, y1, m1, k, b);
-  else warp_row_body<Vec4, Unroll, Pdl>(w2, x, y2, m2, k, b - blocks1);
+  int i = 0;
+  while (i + 1 < st.n && b >= st.start[i + 1]) ++i;
+  warp_row_body<Vec4, Unroll, Pdl>(st.w[i], x, st.y[i], st.m[i], k, b - st.start[i]);
 }
 
 // Column j = blockIdx.y: x_j at x + j k, y_j at y + j m.
@@ -105,14 +112,21 @@ void launch_warp_row(const float* w, const float* x, float* y, int m, int k, cud
 }
 
 template <int Unroll, bool Pdl>
-void launch_warp_row_pair(const float* w1, float* y1, int m1, const float* w2, float* y2, int m2, const float* x, int k, cudaStream_t s) {
-  require(m1 >= 1 && m2 >= 1 && k >= 1, "f32_gemv launch_pair (impl=warp-row): m1 = " + std::to_string(m1) + ", m2 = " + std::to_string(m2) +
-                                             ", k = " + std::to_string(k) + ": each at least 1");
-  const int b1 = (m1 + kWarpsPerBlock - 1) / kWarpsPerBlock, b2 = (m2 + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  const dim3 grid(unsigned(b1 + b2)), block(kWarpsPerBlock * 32);
-  if (k % 4 == 0) launch_maybe_pdl(Pdl, warp_row_pair_kernel<true, Unroll, Pdl>, grid, block, 0, s, w1, y1, m1, w2, y2, m2, x, k, b1);
-  else launch_maybe_pdl(Pdl, warp_row_pair_kernel<false, Unroll, Pdl>, grid, block, 0, s, w1, y1, m1, w2, y2, m2, x, k, b1);
-  KLAB_CUDA_LAUNCH("warp_row_pair_kernel");
+void launch_warp_row_stacked(const StackedRows* rows, int n, const float* x, int k, cudaStream_t s) {
+  require(n >= 1 && n <= kMaxStacked, "f32_gemv launch_stacked (impl=warp-row): n = " + std::to_string(n) + " matrices, 1 to " + std::to_string(kMaxStacked));
+  require(k >= 1 && x != nullptr, "f32_gemv launch_stacked (impl=warp-row): k = " + std::to_string(k) + " (at least 1) and a non-null x");
+  Stacked st{};
+  st.n = n;
+  for (int i = 0; i < n; ++i) {
+    require(rows[i].m >= 1 && rows[i].w && rows[i].y, "f32_gemv launch_stacked (impl=warp-row): matrix " + std::to_string(i) + ": m = " +
+                                                          std::to_string(rows[i].m) + " (at least 1) and non-null w and y");
+    st.w[i] = rows[i].w, st.y[i] = rows[i].y, st.m[i] = rows[i].m;
+    st.start[i + 1] = st.start[i] + (rows[i].m + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  }
+  const dim3 grid(unsigned(st.start[n])), block(kWarpsPerBlock * 32);
+  if (k % 4 == 0) launch_maybe_pdl(Pdl, warp_row_stacked_kernel<true, Unroll, Pdl>, grid, block, 0, s, st, x, k);
+  else launch_maybe_pdl(Pdl, warp_row_stacked_kernel<false, Unroll, Pdl>, grid, block, 0, s, st, x, k);
+  KLAB_CUDA_LAUNCH("warp_row_stacked_kernel");
 }
 
 template <int Unroll, bool Pdl>
@@ -153,9 +167,9 @@ template Variant warp_row_variant<4, true>();
 
 const std::vector<F32Kernel>& f32_kernels() {
   static const std::vector<F32Kernel> ks{
-      {warp_row_variant<1, false>().name, &launch_warp_row<1, false>, nullptr, &launch_warp_row_cols<1, false>, &launch_warp_row_pair<1, false>},
-      {warp_row_variant<4, false>().name, &launch_warp_row<4, false>, nullptr, &launch_warp_row_cols<4, false>, &launch_warp_row_pair<4, false>},
-      {warp_row_variant<4, true>().name, &launch_warp_row<4, true>, nullptr, &launch_warp_row_cols<4, true>, &launch_warp_row_pair<4, true>},
+      {warp_row_variant<1, false>().name, &launch_warp_row<1, false>, nullptr, &launch_warp_row_cols<1, false>, &launch_warp_row_stacked<1, false>},
+      {warp_row_variant<4, false>().name, &launch_warp_row<4, false>, nullptr, &launch_warp_row_cols<4, false>, &launch_warp_row_stacked<4, false>},
+      {warp_row_variant<4, true>().name, &launch_warp_row<4, true>, nullptr, &launch_warp_row_cols<4, true>, &launch_warp_row_stacked<4, true>},
                                          {split_row_variant<false>().name, split_row_launcher(false), &split_row_error, split_row_cols_launcher(false)},
                                          {split_row_variant<true>().name, split_row_launcher(true), &split_row_error, split_row_cols_launcher(true)}};
   return ks;

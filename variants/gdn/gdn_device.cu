@@ -357,6 +357,16 @@ std::string GdnDevice::l2_prefetch_error(kernels::L2Prefetch pf, bool fused_prep
   return "";
 }
 
+std::string GdnDevice::f32_stacked_error(bool fold_prep, bool fold_main, bool merged_in, bool stacked_kernel, const std::string& f32_kernel) {
+  if (fold_prep) return "fold=ba (set_fold_ba: b|a in the stacked launch's q8 prep kernel) is the q4 tier's";
+  if (stacked_kernel) return "a stacked kernel of its own (set_stacked_q4_variant) is the q4 tier's";
+  if (fold_main && !merged_in) return "fold=ba-main (set_fold_ba_main: b|a's rows in the stacked launch) needs the stacked input projections (set_merged_in)";
+  if (merged_in && !f32_gemv::f32_kernel(f32_kernel).launch_stacked)
+    return "the stacked input projections (set_merged_in, in=qkvz) need an f32 kernel with a stacked launch (F32Kernel::launch_stacked: "
+           "f32_gemv/impl=warp-row,...), not " + f32_kernel;
+  return "";
+}
+
 std::string GdnDevice::fold_ba_error() const {
   const q4_gemv::Q4Kernel* stacked = stacked_kernel_ ? stacked_kernel_ : (q4_ ? q4_->kernel : nullptr);
   return fold_ba_error(fold_ba_, fold_ba_main_, merged_in_, stacked, ba_kernel_, pdl_chain_, g_);
@@ -537,7 +547,12 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   const Layer* L = layers_[std::size_t(layer)].get();
   const Geometry& g = g_;
   const bool norm_in_rec = rec_->gated_norm;  // the recurrence runs the gated norm as its epilogue
-  if (auto why = fold_ba_error(); !why.empty()) throw Error("GdnDevice: " + why);
+  if (L->tier == Layer::Tier::f32) {
+    if (auto why = f32_stacked_error(fold_ba_, fold_ba_main_, merged_in_, stacked_kernel_ != nullptr, f32_kernel_); !why.empty())
+      throw Error("GdnDevice: " + layer_str(layer) + " is on the f32 tier: " + why);
+  } else if (auto why = fold_ba_error(); !why.empty()) {
+    throw Error("GdnDevice: " + why);
+  }
   const bool fold = fold_ba_ || fold_ba_main_;  // b|a inside the stacked launch, one way or the other
   const bool fold_main = fold_ba_main_;
   const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4, fused_prep_, norm_in_rec, merged_in_, fold);
@@ -549,16 +564,14 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   };
   // 1. projections: xc = W_qkv h, z = W_z h, b|a = W_b|a h; then beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias)
   if (merged_in_ && L->tier == Layer::Tier::f32) {
-    // The f32 tier: xc and z as one pair launch of the layer's f32 kernel over both weights as they lie
-    // (F32Kernel::launch_pair: every row bit for bit its own launch's); its projections were loaded on f32_kernel_.
+    // The f32 tier: xc and z (and with fold_main b|a) as one stacked launch of the layer's f32 kernel over
+    // the weights as they lie (F32Kernel::launch_stacked: every row bit for bit its own launch's); its
+    // projections were loaded on f32_kernel_ (f32_stacked_error checked it has the launch).
     const f32_gemv::F32Kernel& k = f32_gemv::f32_kernel(f32_kernel_);
-    require(k.launch_pair != nullptr, "GdnDevice: " + layer_str(layer) + ": the stacked input projections (set_merged_in) on the f32 tier need an f32 "
-                                      "kernel with a pair launch (f32_gemv/impl=warp-row,...), not " + f32_kernel_);
-    require(!fold && stacked_kernel_ == nullptr, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: b|a inside the stacked launch "
-                                                 "(set_fold_ba, set_fold_ba_main) and a stacked kernel of its own (set_stacked_q4_variant) are the q4 tier's");
     require(L->qkv->f32_weights() && L->z->f32_weights(), "GdnDevice: internal: " + layer_str(layer) + "'s f32 projections hold no f32 weights");
-    add([L, d_h, &k, C = int(g.conv_dim()), V = int(g.value_dim()), H = int(g.hidden)](cudaStream_t s) {
-      k.launch_pair(L->qkv->f32_weights(), L->xc.get(), C, L->z->f32_weights(), L->zv.get(), V, d_h, H, s);
+    add([L, d_h, &k, fold_main, C = int(g.conv_dim()), V = int(g.value_dim()), H = int(g.hidden), ba_rows = 2 * g.nv](cudaStream_t s) {
+      const f32_gemv::StackedRows rows[] = {{L->qkv->f32_weights(), L->xc.get(), C}, {L->z->f32_weights(), L->zv.get(), V}, {L->w_ba.get(), L->ba.get(), ba_rows}};
+      k.launch_stacked(rows, fold_main ? 3 : 2, d_h, H, s);
     });
   } else if (merged_in_) {
     // xc and z as one launch over the stacked copy (set_merged_in); the bindings are checked on every

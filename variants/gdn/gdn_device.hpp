@@ -223,6 +223,13 @@ class GdnDevice {
   // (fold_ba_error names which). Default off.
   void set_fold_ba_main(bool on) { fold_ba_main_ = on; }
   bool fold_ba_main() const { return fold_ba_main_; }
+  // The f32 tier's counterpart, for f32 layers: in=qkvz runs in_proj_qkv and in_proj_z as one stacked
+  // launch of the f32 kernel (F32Kernel::launch_stacked; each row its own launch's bits), and with
+  // fold_main b|a's rows ride along in it (the same kernel's order for b|a, not split-row's). Why an
+  // f32 layer cannot step with these settings ("" when it can): fold=ba or a stacked q4 kernel of its
+  // own (the q4 tier's), fold=ba-main without in=qkvz, in=qkvz on a kernel without the stacked launch.
+  // Pure host; config_error asks it too.
+  static std::string f32_stacked_error(bool fold_prep, bool fold_main, bool merged_in, bool stacked_kernel, const std::string& f32_kernel);
   // Why a step cannot run with fold_ba or fold_ba_main now ("" when it can, or when both are off).
   std::string fold_ba_error() const;
   // The same for the two settings, the stacked input projections on or off, the stacked launch's

@@ -237,6 +237,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pf_out_early,
       f32_candidate_twins().plain,
       f32_candidate_twins().apart,
+      f32_candidate_twins().ba_own,
       step_f32_candidate(),
       step_candidate(),
   };
@@ -278,14 +279,16 @@ FusedStepConfig step_candidate() {
 }
 
 FusedStepConfig step_f32_candidate() {
-  FusedStepConfig c{true, "", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true, true};
-  c.f32_kernel = kF32PdlKernel;
+  FusedStepConfig c = f32_candidate_twins().ba_own;
+  c.fold_ba_main = true;
   return c;
 }
 
 F32Twins f32_candidate_twins() {
   F32Twins t;
-  t.apart = step_f32_candidate();
+  t.ba_own = FusedStepConfig{true, "", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true, true};
+  t.ba_own.f32_kernel = kF32PdlKernel;
+  t.apart = t.ba_own;
   t.apart.merged_in = false;
   t.plain = t.apart;
   t.plain.f32_kernel = "f32_gemv/impl=warp-row,unroll=4";
@@ -327,15 +330,17 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
       return c.recurrence + ": " + why;
   if (c.merged_in)
     if (auto why = GdnDevice::merged_in_error(g); !why.empty()) return why;
-  if (c.merged_in && c.f32)
-    if (const std::string k = c.f32_kernel.empty() ? kDefaultF32Variant : c.f32_kernel; !f32_gemv::f32_kernel(k).launch_pair)
-      return "the stacked input projections (in=qkvz) on the f32 tier need an f32 kernel with a pair launch (f32_gemv/impl=warp-row,...), not " + k;
+  if (c.f32)
+    if (auto why = GdnDevice::f32_stacked_error(c.fold_ba, c.fold_ba_main, c.merged_in, !c.stacked_kernel.empty(),
+                                                c.f32_kernel.empty() ? kDefaultF32Variant : c.f32_kernel);
+        !why.empty())
+      return "the f32 tier: " + why;
   if (c.norm_q8)
     if (auto why = GdnDevice::norm_q8_error(c.f32 ? nullptr : &q4_gemv::q4_kernel(c.q4_kernel),
                                             c.recurrence.empty() ? nullptr : &gdn_recurrence::recurrence_kernel(c.recurrence), g);
         !why.empty())
       return why;
-  if (c.fold_ba || c.fold_ba_main) {
+  if (!c.f32 && (c.fold_ba || c.fold_ba_main)) {
     const q4_gemv::Q4Kernel* stacked = c.f32 ? nullptr : &q4_gemv::q4_kernel(c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel);
     if (auto why = GdnDevice::fold_ba_error(c.fold_ba, c.fold_ba_main, c.merged_in && !c.f32, stacked, c.ba.empty() ? kDefaultF32Variant : c.ba, c.chain, g);
         !why.empty())

@@ -114,19 +114,22 @@ struct CandidateTwins {
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
 // f32_gemv/impl=warp-row,unroll=4,pdl=on (four 16-byte loads in flight a lane, 94% of the read
-// ceiling at 17408x5120 in f32-gemv-vs-cublas without pdl; with it, the first loads of W before
-// the wait), in_proj_qkv and in_proj_z as one pair launch (in=qkvz: F32Kernel::launch_pair), and
-// the q4 candidate's small kernels (the fused prep, the recurrence cols=32,rows=8,pdl=early, b|a on
-// split-row,pdl=on, the PDL chain). gdn-stack's f32-fast tier and gdn-step-fused race it.
-// Measured on the H200 (2026-12-02, gdn-stack, 48 layers as one graph): the big three on
-// warp-row,unroll=4 with these small kernels 6.1053 ms per token, 80.9% of the byte floor
-// (reports/h200/run-e77f998; the f32 tier on its defaults 7.5259 ms, 65.6%); with pdl=on 5.9618 ms,
-// 82.9% (x1.025, run-e73ba77).
+// ceiling at 17408x5120 in f32-gemv-vs-cublas; with pdl=on the first loads of W before the wait),
+// in_proj_qkv and in_proj_z as one stacked launch with b|a's rows riding along (in=qkvz,
+// fold=ba-main: F32Kernel::launch_stacked), and the q4 candidate's small kernels (the fused prep,
+// the recurrence cols=32,rows=8,pdl=early, the PDL chain). gdn-stack's f32-fast tier and
+// gdn-step-fused race it. Measured on the H200 (2026-12-02, gdn-stack, 48 layers as one graph, the
+// f32 tier on its defaults 7.50..7.54 ms per token, 64.4..65.6% of the byte floor):
+// - the big three on warp-row,unroll=4 with these small kernels (b|a on split-row,pdl=on): 6.1053
+//   ms, 80.9% (reports/h200/run-e77f998); with pdl=on 5.9618 ms, 82.9% (x1.025, run-e73ba77);
+// - with in=qkvz as a pair launch 5.7266 ms, 84.3% (x1.025 over 5.8712 apart, run-311735f).
 FusedStepConfig step_f32_candidate();
 inline constexpr const char* kF32PdlKernel = "f32_gemv/impl=warp-row,unroll=4,pdl=on";
-// Its twins, one setting apart down the line: apart (in_proj_qkv and in_proj_z as two launches) and
-// plain (apart, on warp-row,unroll=4 without pdl): gdn-stack's f32-fast-apart and f32-fast-plain.
+// Its twins, one setting apart down the line: ba_own (b|a its own launch on split-row,pdl=on),
+// apart (ba_own with in_proj_qkv and in_proj_z as two launches) and plain (apart on
+// warp-row,unroll=4 without pdl): gdn-stack's f32-fast-ba-own, f32-fast-apart and f32-fast-plain.
 struct F32Twins {
+  FusedStepConfig ba_own;
   FusedStepConfig apart;
   FusedStepConfig plain;
 };
