@@ -112,20 +112,23 @@ TEST_CASE("every variant of an op with params matches its f64 references, output
 }
 
 // pdl=on moves the first loads of W before griddepcontrol.wait and changes nothing else: the same bits
-// as unroll=4 at every shape (the tail strides, k % 4 != 0's scalar path, rows past the last block).
-TEST_CASE("f32_gemv impl=warp-row,unroll=4,pdl=on gives impl=warp-row,unroll=4's bits") {
+// as pdl=off at every shape (the tail strides, k % 4 != 0's scalar path, rows past the last block).
+TEST_CASE("f32_gemv impl=warp-row,unroll=U,pdl=on gives impl=warp-row,unroll=U's bits (U = 4, 8)") {
   const Op& op = registry().op("f32_gemv");
-  const Variant& off = registry().variant("f32_gemv/impl=warp-row,unroll=4");
-  const Variant& on = registry().variant("f32_gemv/impl=warp-row,unroll=4,pdl=on");
   int compared = 0;
-  for (const Shape& s : std::vector<Shape>{{1, 32}, {33, 160}, {129, 1024}, {1024, 5120}, {3, 6144}, {5, 7}, {3, 6145}, {96, 5120}}) {
-    Problem p{s, Dist::student_t, 7};
-    if (!op.validate(p).empty()) continue;
-    auto w = op.generate(p);
-    CAPTURE(p.str());
-    const auto a = test::run_once(off, *w), b = test::run_once(on, *w);
-    CHECK(bitwise_diff(a, b) == 0);
-    ++compared;
+  for (const char* u : {"4", "8"}) {
+    const Variant& off = registry().variant(std::string("f32_gemv/impl=warp-row,unroll=") + u);
+    const Variant& on = registry().variant(std::string("f32_gemv/impl=warp-row,unroll=") + u + ",pdl=on");
+    for (const Shape& s : std::vector<Shape>{{1, 32}, {33, 160}, {129, 1024}, {1024, 5120}, {3, 6144}, {5, 7}, {3, 6145}, {96, 5120}}) {
+      Problem p{s, Dist::student_t, 7};
+      if (!op.validate(p).empty()) continue;
+      auto w = op.generate(p);
+      CAPTURE(u);
+      CAPTURE(p.str());
+      const auto a = test::run_once(off, *w), b = test::run_once(on, *w);
+      CHECK(bitwise_diff(a, b) == 0);
+      ++compared;
+    }
   }
-  CHECK(compared == 8);
+  CHECK(compared == 16);
 }

@@ -5,7 +5,7 @@
 #include "klab/cuda.hpp"
 
 namespace klab::f32_gemv {
-// impl=warp-row,unroll=U[,pdl=on] (warp_row.cu): a warp per row; pdl=on only with unroll=4.
+// impl=warp-row,unroll=U[,pdl=on] (warp_row.cu): a warp per row; unroll 1, 4, 8; pdl=on with 4 and 8.
 template <int Unroll, bool Pdl = false>
 Variant warp_row_variant();
 // impl=split-row,pdl=P (split_row.cu): a thread block per row, every load of the row issued at once.

@@ -3,6 +3,8 @@
 //   unroll=1: one load in flight per lane, one accumulator (the plain kernel).
 //   unroll=4: four independent 16-byte loads issued before their first use, four accumulators
 //             summed at the end: more bytes in flight per warp to hide DRAM latency.
+//   unroll=8: eight (added 2026-12-02 for the GDN f32 tier's candidate, with pdl=on: more of W in
+//             flight before the wait).
 #include "f32_gemv/kernels.hpp"
 #include "f32_gemv/variants.hpp"
 #include "klab/error.hpp"
@@ -162,19 +164,23 @@ Variant warp_row_variant() {
   v.description = (Unroll == 1 ? std::string("one warp per row, float4 loads, one accumulator, shuffle reduction")
                                : "one warp per row, " + std::to_string(Unroll) + " float4 loads in flight per lane, " + std::to_string(Unroll) +
                                      " accumulators, shuffle reduction") +
-                  (Pdl ? "; programmatic dependent launch (the first loads of W before the wait, x after it; unroll=4's bits)" : "");
+                  (Pdl ? "; programmatic dependent launch (the first loads of W before the wait, x after it; pdl=off's bits)" : "");
   v.make = [](const klab::Workload& wl) { return std::unique_ptr<Instance>(new F32Instance(workload_of(wl), &launch_warp_row<Unroll, Pdl>)); };
   return v;
 }
 template Variant warp_row_variant<1, false>();
 template Variant warp_row_variant<4, false>();
 template Variant warp_row_variant<4, true>();
+template Variant warp_row_variant<8, false>();
+template Variant warp_row_variant<8, true>();
 
 const std::vector<F32Kernel>& f32_kernels() {
   static const std::vector<F32Kernel> ks{
       {warp_row_variant<1, false>().name, &launch_warp_row<1, false>, nullptr, &launch_warp_row_cols<1, false>, &launch_warp_row_stacked<1, false>},
       {warp_row_variant<4, false>().name, &launch_warp_row<4, false>, nullptr, &launch_warp_row_cols<4, false>, &launch_warp_row_stacked<4, false>},
       {warp_row_variant<4, true>().name, &launch_warp_row<4, true>, nullptr, &launch_warp_row_cols<4, true>, &launch_warp_row_stacked<4, true>},
+      {warp_row_variant<8, false>().name, &launch_warp_row<8, false>, nullptr, &launch_warp_row_cols<8, false>, &launch_warp_row_stacked<8, false>},
+      {warp_row_variant<8, true>().name, &launch_warp_row<8, true>, nullptr, &launch_warp_row_cols<8, true>, &launch_warp_row_stacked<8, true>},
                                          {split_row_variant<false>().name, split_row_launcher(false), &split_row_error, split_row_cols_launcher(false)},
                                          {split_row_variant<true>().name, split_row_launcher(true), &split_row_error, split_row_cols_launcher(true)}};
   return ks;

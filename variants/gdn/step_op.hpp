@@ -122,13 +122,19 @@ CandidateTwins candidate_twins();
 // f32 tier on its defaults 7.50..7.54 ms per token, 64.4..65.6% of the byte floor):
 // - the big three on warp-row,unroll=4 with these small kernels (b|a on split-row,pdl=on): 6.1053
 //   ms, 80.9% (reports/h200/run-e77f998); with pdl=on 5.9618 ms, 82.9% (x1.025, run-e73ba77);
-// - with in=qkvz as a pair launch 5.7266 ms, 84.3% (x1.025 over 5.8712 apart, run-311735f).
+// - with in=qkvz as a pair launch 5.7266 ms, 84.3% (x1.025 over 5.8712 apart, run-311735f);
+// - with b|a's rows in it too 5.7034 ms, 84.7% (x1.003 over 5.7217 without: same, run-aa70846);
+//   then its big three on unroll=8 (kF32Pdl8Kernel).
 FusedStepConfig step_f32_candidate();
 inline constexpr const char* kF32PdlKernel = "f32_gemv/impl=warp-row,unroll=4,pdl=on";
-// Its twins, one setting apart down the line: ba_own (b|a its own launch on split-row,pdl=on),
-// apart (ba_own with in_proj_qkv and in_proj_z as two launches) and plain (apart on
-// warp-row,unroll=4 without pdl): gdn-stack's f32-fast-ba-own, f32-fast-apart and f32-fast-plain.
+// The candidate's kernel since 2026-12-02 (eight loads in flight a lane): the same with unroll=8.
+inline constexpr const char* kF32Pdl8Kernel = "f32_gemv/impl=warp-row,unroll=8,pdl=on";
+// Its twins, one setting apart down the line: u4 (the candidate on kF32PdlKernel), ba_own (u4 with
+// b|a its own launch on split-row,pdl=on), apart (ba_own with in_proj_qkv and in_proj_z as two
+// launches) and plain (apart on warp-row,unroll=4 without pdl): gdn-stack's f32-fast-u4,
+// f32-fast-ba-own, f32-fast-apart and f32-fast-plain.
 struct F32Twins {
+  FusedStepConfig u4;
   FusedStepConfig ba_own;
   FusedStepConfig apart;
   FusedStepConfig plain;
