@@ -50,14 +50,14 @@ const Claim kFastMs{"q4-fast-1ms",
                     "launch with b|a's rows in its grid, the fused prep, the fused recurrence with pdl=early, out=prepared, the PDL chain): 48 layers per "
                     "token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
 const Claim kF32FastFloor{"f32-fast-85pct",
-                          "f32-fast (the f32 tier on gdn::step_f32_candidate: its big three on f32_gemv/impl=warp-row,unroll=8,pdl=on, "
+                          "f32-fast (the f32 tier on gdn::step_f32_candidate: its big three on f32_gemv/impl=warp-row,unroll=4,pdl=on, "
                           "in_proj_qkv, in_proj_z and b|a as one stacked launch, the q4 candidate's small kernels in the PDL chain): 48 layers per "
                           "token as one graph reach >= 85% of their byte floor"};
 const Claim kF32U8InGraph{"f32-u8-in-graph",
-                          "in the 48-layer graph, eight loads of W in flight a lane pay: f32-fast (the f32 candidate on warp-row,unroll=8,pdl=on) is "
-                          "faster per token than f32-fast-u4 (its twin on unroll=4,pdl=on)"};
+                          "in the 48-layer graph, eight loads of W in flight a lane pay: f32-fast-u8 (the f32 candidate on warp-row,unroll=8,pdl=on) "
+                          "is faster per token than f32-fast (on unroll=4,pdl=on)"};
 const Claim kF32FoldInGraph{"f32-fold-main-in-graph",
-                            "in the 48-layer graph, b|a's rows riding along in the f32 stacked launch pay: f32-fast-u4 is faster per token than "
+                            "in the 48-layer graph, b|a's rows riding along in the f32 stacked launch pay: f32-fast is faster per token than "
                             "f32-fast-ba-own (its twin with b|a a launch of its own)"};
 const Claim kF32QkvzInGraph{"f32-qkvz-in-graph",
                             "in the 48-layer graph, in_proj_qkv and in_proj_z as one f32 stacked launch pay: f32-fast-ba-own is faster per token than "
@@ -105,7 +105,8 @@ const Claim kPfEarlyInGraph{"pf-early-in-graph",
 //   run-123ab72; its twin with fold=ba-main 1.3770 in run-2c678d0, x1.016).
 // - q4-fast-thread-prep, q4-fast-fold, q4-fast-rec-norm (twins of the base), q4-fast-pf-out,
 //   q4-fast-pf-early (twins of the candidate): step_op.hpp's CandidateTwins.
-// - f32-fast-u4, f32-fast-ba-own, f32-fast-apart, f32-fast-plain: step_op.hpp's F32Twins (f32-fast's twins).
+// - f32-fast-u8, f32-fast-ba-own, f32-fast-apart, f32-fast-plain: step_op.hpp's F32Twins (f32-fast's twins;
+//   measured 2026-12-02 in reports/h200/run-90c5f7b, where f32-fast was the u8 form and f32-fast-u4 this candidate).
 struct TwinTier {
   const char* tier;
   gdn::FusedStepConfig (*config)();
@@ -124,8 +125,8 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-rec-norm", [] { return gdn::candidate_twins().rec_norm; }, &kRecNormInGraph, true, kBase},
       {"q4-fast-pf-out", [] { return gdn::candidate_twins().pf_out; }, &kPfInGraph, true, "q4-fast"},
       {"q4-fast-pf-early", [] { return gdn::candidate_twins().pf_out_early; }, &kPfEarlyInGraph, true, "q4-fast"},
-      {"f32-fast-u4", [] { return gdn::f32_candidate_twins().u4; }, &kF32U8InGraph, false, "f32-fast"},
-      {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast-u4"},
+      {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
+      {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},
       {"f32-fast-apart", [] { return gdn::f32_candidate_twins().apart; }, &kF32QkvzInGraph, false, "f32-fast-ba-own"},
       {"f32-fast-plain", [] { return gdn::f32_candidate_twins().plain; }, &kF32PdlInGraph, false, "f32-fast-apart"}};
   return v;

@@ -259,13 +259,13 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK(f32c.recurrence == base.recurrence);
     CHECK(f32c.ba == base.ba);
     CHECK(f32c.chain);
-    CHECK(gdn::fused_step_variant(f32t.u4) == gdn::fused_step_variant(f32t.ba_own) + ",fold=ba-main");
-    CHECK(gdn::fused_step_variant(f32c).find("gdn_step/tier=f32,proj=impl=warp-row+unroll=8+pdl=on,in=qkvz,prep=fused,") == 0);
-    CHECK(f32c.fold_ba_main);
+    CHECK(gdn::fused_step_variant(f32c) == gdn::fused_step_variant(f32t.ba_own) + ",fold=ba-main");
+    CHECK(gdn::fused_step_variant(f32t.u8).find("gdn_step/tier=f32,proj=impl=warp-row+unroll=8+pdl=on,in=qkvz,prep=fused,") == 0);
+    CHECK(f32t.u8.fold_ba_main);
     CHECK(gdn::fused_step_variant(f32t.ba_own).find("gdn_step/tier=f32,proj=impl=warp-row+unroll=4+pdl=on,in=qkvz,prep=fused,") == 0);
     CHECK(gdn::fused_step_variant(f32t.apart).find("gdn_step/tier=f32,proj=impl=warp-row+unroll=4+pdl=on,prep=fused,") == 0);
     CHECK(gdn::fused_step_variant(f32t.plain).find("gdn_step/tier=f32,proj=impl=warp-row+unroll=4,prep=fused,") == 0);
-    for (const auto& c : {f32c, f32t.u4, f32t.ba_own, f32t.apart, f32t.plain}) {
+    for (const auto& c : {f32c, f32t.u8, f32t.ba_own, f32t.apart, f32t.plain}) {
       CHECK(registry().has_variant(gdn::fused_step_variant(c)));
       CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");
     }

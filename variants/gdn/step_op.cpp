@@ -238,7 +238,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       f32_candidate_twins().plain,
       f32_candidate_twins().apart,
       f32_candidate_twins().ba_own,
-      f32_candidate_twins().u4,
+      f32_candidate_twins().u8,
       step_f32_candidate(),
       step_candidate(),
   };
@@ -280,8 +280,8 @@ FusedStepConfig step_candidate() {
 }
 
 FusedStepConfig step_f32_candidate() {
-  FusedStepConfig c = f32_candidate_twins().u4;
-  c.f32_kernel = kF32Pdl8Kernel;
+  FusedStepConfig c = f32_candidate_twins().ba_own;
+  c.fold_ba_main = true;
   return c;
 }
 
@@ -289,8 +289,9 @@ F32Twins f32_candidate_twins() {
   F32Twins t;
   t.ba_own = FusedStepConfig{true, "", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true, true};
   t.ba_own.f32_kernel = kF32PdlKernel;
-  t.u4 = t.ba_own;
-  t.u4.fold_ba_main = true;
+  t.u8 = t.ba_own;
+  t.u8.fold_ba_main = true;
+  t.u8.f32_kernel = kF32Pdl8Kernel;
   t.apart = t.ba_own;
   t.apart.merged_in = false;
   t.plain = t.apart;

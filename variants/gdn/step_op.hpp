@@ -123,18 +123,19 @@ CandidateTwins candidate_twins();
 // - the big three on warp-row,unroll=4 with these small kernels (b|a on split-row,pdl=on): 6.1053
 //   ms, 80.9% (reports/h200/run-e77f998); with pdl=on 5.9618 ms, 82.9% (x1.025, run-e73ba77);
 // - with in=qkvz as a pair launch 5.7266 ms, 84.3% (x1.025 over 5.8712 apart, run-311735f);
-// - with b|a's rows in it too 5.7034 ms, 84.7% (x1.003 over 5.7217 without: same, run-aa70846);
-//   then its big three on unroll=8 (kF32Pdl8Kernel).
+// - with b|a's rows in it too 5.7034 ms, 84.7% (x1.003 over 5.7217 without: same, run-aa70846),
+//   5.7087 ms, 84.6% in run-90c5f7b; there its twin on warp-row,unroll=8,pdl=on took 5.7531 ms
+//   (x0.992: eight loads a lane do not pay; kept as the twin u8).
 FusedStepConfig step_f32_candidate();
 inline constexpr const char* kF32PdlKernel = "f32_gemv/impl=warp-row,unroll=4,pdl=on";
-// The candidate's kernel since 2026-12-02 (eight loads in flight a lane): the same with unroll=8.
+// The same with eight loads in flight a lane (the twin u8).
 inline constexpr const char* kF32Pdl8Kernel = "f32_gemv/impl=warp-row,unroll=8,pdl=on";
-// Its twins, one setting apart down the line: u4 (the candidate on kF32PdlKernel), ba_own (u4 with
-// b|a its own launch on split-row,pdl=on), apart (ba_own with in_proj_qkv and in_proj_z as two
-// launches) and plain (apart on warp-row,unroll=4 without pdl): gdn-stack's f32-fast-u4,
-// f32-fast-ba-own, f32-fast-apart and f32-fast-plain.
+// Its twins: u8 (the candidate on kF32Pdl8Kernel), and one setting apart down the line ba_own (the
+// candidate with b|a its own launch on split-row,pdl=on), apart (ba_own with in_proj_qkv and
+// in_proj_z as two launches) and plain (apart on warp-row,unroll=4 without pdl): gdn-stack's
+// f32-fast-u8, f32-fast-ba-own, f32-fast-apart and f32-fast-plain.
 struct F32Twins {
-  FusedStepConfig u4;
+  FusedStepConfig u8;
   FusedStepConfig ba_own;
   FusedStepConfig apart;
   FusedStepConfig plain;
