@@ -7,26 +7,42 @@
 # limit so that one slow step cannot eat the others; every log and report lands under OUT. PART
 # splits it for machines that limit one command's time (the H200 machine: 10 minutes):
 #   run       the standard run alone (every experiment, 560 s at most)
+#   run-a     the standard run's first part: the experiments of RUN_A below (560 s at most)
+#   run-b     its second part: every other experiment (560 s at most). Since 2026-12-02 the whole run
+#             no longer fits one 10-minute call; join the two reports here with
+#             scripts/merge_reports.py --parts MERGED A B (disjoint experiments of one commit)
 #   extras    the Python peers merged into OUT/run, Nsight Compute, the gpu suite, the second run
+#             (RUN_FROM=DIR: first copy a report carried in, e.g. the merged one, into OUT/run)
 #   sanitize  compute-sanitizer's four tools over the gpu suite
 #   main      run + the peers + Nsight Compute (the split before 2026-12-01's new variants: 420 s for the run)
 #   checks    the gpu suite, the second run, the sanitizers
 #   all       (default) main + checks
 # run / extras / sanitize fit three 10-minute calls. The device's OUT starts empty in every call:
 # before extras, copy the run's report back into OUT/run (the peers and Nsight Compute add to it).
-#   scripts/h200_reference.sh BIN OUT [all|main|checks|run|extras|sanitize] [SANITIZER_SECONDS]
+#   scripts/h200_reference.sh BIN OUT [all|main|checks|run|run-a|run-b|extras|sanitize] [SANITIZER_SECONDS]
 set -uo pipefail
 B="$1"; OUT="$2"; PART="${3:-all}"; SAN_S="${4:-240}"
 mkdir -p "$OUT/run" "$OUT/run2" "$OUT/sanitizer"
 RUN_S=420
-[ "$PART" = run ] && RUN_S=560
-if [ "$PART" = all ] || [ "$PART" = main ] || [ "$PART" = run ]; then
+case "$PART" in run|run-a|run-b) RUN_S=560 ;; esac
+# The first part's experiments (the mat-vec families); run-b takes every other one, so that an
+# experiment added later is never left out of both.
+RUN_A="accum-chains error-budget f16-convert f32-gemv-vs-cublas rows-per-warp scale-read seed-ladder q4-vs-peers q4-gemm-batch"
+if [ "$PART" = all ] || [ "$PART" = main ] || [ "$PART" = run ] || [ "$PART" = run-a ] || [ "$PART" = run-b ]; then
 EXPS=$("$B/klab" list experiments | sed -n 's/^  \([^ ]*\).*/\1/p' | tr '\n' ' ')
+if [ "$PART" = run-a ]; then
+  EXPS="$RUN_A"
+elif [ "$PART" = run-b ]; then
+  EXPS=$(for e in $EXPS; do case " $RUN_A " in *" $e "*) ;; *) printf '%s ' "$e" ;; esac; done)
+fi
 echo "experiments: $EXPS" > "$OUT/run.log"
 (time timeout $RUN_S "$B/klab" run $EXPS --out "$OUT/run") >> "$OUT/run.log" 2>&1; echo "run rc=$?" >> "$OUT/run.log"
 grep -E "^claims|ceiling:|rc=" "$OUT/run.log"
 fi
-[ "$PART" = run ] && exit 0
+case "$PART" in run|run-a|run-b) exit 0 ;; esac
+if [ "$PART" = extras ] && [ -n "${RUN_FROM:-}" ]; then
+  cp -r "$RUN_FROM"/. "$OUT/run/" || { echo "RUN_FROM=$RUN_FROM: cannot copy it into $OUT/run" >&2; exit 2; }
+fi
 if [ "$PART" = all ] || [ "$PART" = main ] || [ "$PART" = extras ]; then
 {
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/ps .carry/peers/wheels/*.whl
