@@ -175,8 +175,9 @@ class GdnDevice {
   // q4 kernel's layout, built here, by use_q4 / load_q4 and by set_q4_variant (they allocate and
   // synchronise: outside any stream capture); off frees them. The step's operators then begin with
   // kStackedInProj instead of in_proj_qkv, in_proj_z. Refused: on, for a geometry merged_in_error
-  // names (klab::Error, nothing changed); a step of an f32 layer with it on (klab::Error naming the
-  // layer, before any launch). enqueue_batch keeps its three launches. Default off.
+  // names (klab::Error, nothing changed). An f32 layer with it on runs both as one stacked launch of
+  // its f32 kernel instead (f32_stacked_error below: the same bits; refused, before any launch, on a
+  // kernel without one). enqueue_batch keeps its three launches. Default off.
   void set_merged_in(bool on);
   bool merged_in() const { return merged_in_; }
   // Why set_merged_in(true) refuses geometry g ("" when it takes it): conv_dim % 4 != 0. Pure host.
@@ -220,7 +221,8 @@ class GdnDevice {
   // fold=ba-main): one launch fewer, and nothing the q4 rows wait for waits on b|a. Another f32 order than
   // split-row: b|a within f32 rounding of it, not its bits (tests/gpu/test_gdn_breakdown.cpp). Needs the
   // stacked input projections, a stacked kernel with launch_packed_rows, the PDL chain, not set_fold_ba
-  // (fold_ba_error names which). Default off.
+  // (fold_ba_error names which). On an f32 layer b|a's rows ride along in the f32 stacked launch
+  // (f32_stacked_error). Default off.
   void set_fold_ba_main(bool on) { fold_ba_main_ = on; }
   bool fold_ba_main() const { return fold_ba_main_; }
   // The f32 tier's counterpart, for f32 layers: in=qkvz runs in_proj_qkv and in_proj_z as one stacked
