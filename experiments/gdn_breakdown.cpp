@@ -90,20 +90,25 @@ struct Row {
 // The tiers: "f32", "q4" (the default q4 kernel), "q4-fused-prep" (beta/g, conv and the q/k norm as
 // one launch, GdnDevice::set_fused_prep: seven operators) and "q4-candidate" (gdn::step_candidate(),
 // applied whole: its kernels, the stacked input projections, the PDL chain; its operators overlap in
-// the step, so their sum may exceed the step's time: the claim parts-sum-to-step does not count it).
+// the step, so their sum may exceed the step's time: the claim parts-sum-to-step does not count it),
+// and "f32-candidate" (gdn::step_f32_candidate(), the same way: its big three on their own kernel,
+// set before the layers load, and in one stacked launch with b|a's rows).
 void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const rg::Q4Projections* q, const std::string& tier) {
-  const bool q4 = q != nullptr, candidate = tier == "q4-candidate";
+  const bool q4 = q != nullptr, q4_candidate = tier == "q4-candidate", f32_candidate = tier == "f32-candidate";
+  const bool candidate = q4_candidate || f32_candidate;  // chained: the operators overlap
   Timer& timer = ctx.timer();
   const cudaStream_t s = timer.stream();
-  const int nl = layers_for(ctx, g, q4, candidate);
+  const int nl = layers_for(ctx, g, q4, q4_candidate);
   ctx.log(tier + ": " + g.str() + ", " + std::to_string(nl) + " layers of the same weights in distinct buffers" +
-          fmt(" (%.1f GB)", nl * layer_bytes(g, q4, candidate) / 1e9));
+          fmt(" (%.1f GB)", nl * layer_bytes(g, q4, q4_candidate) / 1e9));
   GdnDevice dev(g, nl);
   dev.set_stream(s);
   dev.set_fused_prep(tier == "q4-fused-prep");
-  if (candidate) gdn::apply(gdn::step_candidate(), dev);  // before loading: use_q4 packs and stacks each layer once
+  // before loading: use_q4 packs and stacks each layer once; an f32 layer keeps the f32 kernel it was loaded with
+  if (q4_candidate) gdn::apply(gdn::step_candidate(), dev);
+  if (f32_candidate) gdn::apply(gdn::step_f32_candidate(), dev);
   if (q4) {
-    if (!candidate) dev.set_q4_variant(gdn::kDefaultQ4Variant);
+    if (!q4_candidate) dev.set_q4_variant(gdn::kDefaultQ4Variant);
     for (int l = 0; l < nl; ++l) {
       put_all(dev.q4_pool(), *q, 3 * l + 1, 3 * l + 2, 3 * l + 3);
       if (auto why = dev.load_q4(l, w, 3 * l + 1, 3 * l + 2, 3 * l + 3); !why.empty()) throw Error("gdn-step-breakdown: " + why);
@@ -206,7 +211,7 @@ void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const 
   else
     ctx.claim(kPartsSum).settle(tier, std::abs(ratio - 1.0) <= kSumTolerance,
                                 tier + fmt(": operators sum to %.2f us, the whole step %.2f us (x%.3f)", sum_us, step_us, ratio));
-  if (candidate && !ctx.options().quick)
+  if (q4_candidate && !ctx.options().quick)
     ctx.claim(kCandidate20).set(step_us <= kQ4StepUs, fmt("the candidate's step %.2f us per layer in stream mode (%.0f layers rotating), reference point %.0f us; ", step_us,
                                                           double(nl), kQ4StepUs) + dev.describe(0) + ", " + dev.recurrence_variant() + ", b|a " + dev.ba_variant());
   if (tier == "q4" && !ctx.options().quick)
@@ -220,6 +225,10 @@ void run_breakdown(Context& ctx) {
   ctx.claim(kPartsSum).needs({"f32", "q4", "q4-fused-prep"});
   const auto w = rg::random_weights(g, ctx.options().seed);
   run_tier(ctx, g, w, nullptr, "f32");
+  if (auto why = gdn::config_error(gdn::step_f32_candidate(), g); !why.empty())
+    ctx.skip("gdn-step-breakdown f32-candidate on " + g.str(), why);
+  else
+    run_tier(ctx, g, w, nullptr, "f32-candidate");
   const auto q = rg::quantize_projections(w);
   run_tier(ctx, g, w, &q, "q4");
   run_tier(ctx, g, w, &q, "q4-fused-prep");
