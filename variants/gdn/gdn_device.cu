@@ -86,6 +86,15 @@ struct GdnDevice::Layer {
 namespace {
 // Where zv starts inside xcz (floats).
 std::int64_t zv_offset(const Geometry& g) { return (g.conv_dim() + 3) / 4 * 4; }
+
+// A q4 layer's out_proj as the q4 kernel's packed layout holds it (what launch_prepared and the L2
+// prefetch read); an internal error when the pool holds it in another layout or not packed.
+Q4Pool::Tensor packed_out(const Q4Pool& pool, const q4_gemv::Q4Kernel& k, const Q4Binding& out, const std::string& who) {
+  const Q4Pool::Tensor t = pool.resolve(out, "q4 out_proj (" + who + ")");
+  if (pool.layout() != k.layout || t.packed == nullptr)
+    throw Error("GdnDevice: internal: out_proj's tensor is not in " + (k.layout ? k.layout->name : std::string("a packed layout")) + " (" + who + ")");
+  return t;
+}
 }  // namespace
 
 std::string GdnDevice::can_implement(const Geometry& g, int nl, int slots) {
@@ -621,9 +630,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
       const void* pf_base = nullptr;
       std::size_t pf_bytes = 0;
       if (pf != kernels::L2Prefetch::none) {
-        const Q4Pool::Tensor t = q4->pool.resolve(L->q4[std::size_t(BigProj::out)], "q4 out_proj (L2 prefetch)");
-        if (q4->pool.layout() != q4->kernel->layout || t.packed == nullptr)
-          throw Error("GdnDevice: internal: out_proj's tensor is not in " + q4->kernel->layout->name + " (L2 prefetch)");
+        const Q4Pool::Tensor t = packed_out(q4->pool, *q4->kernel, L->q4[std::size_t(BigProj::out)], "L2 prefetch");
         pf_base = t.packed;
         pf_bytes = q4->kernel->layout->bytes(t.shape.rows, t.shape.cols);
       }
@@ -662,9 +669,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   // 7. y = W_out onn (set_norm_q8: onn's q8 form already in the prepared array)
   if (norm_q8_)
     add([L, d_y, q4 = q4_.get()](cudaStream_t s) {
-      const Q4Pool::Tensor t = q4->pool.resolve(L->q4[std::size_t(BigProj::out)], "q4 out_proj (prepared x)");
-      if (q4->pool.layout() != q4->kernel->layout || t.packed == nullptr)
-        throw Error("GdnDevice: internal: out_proj's tensor is not in " + q4->kernel->layout->name);
+      const Q4Pool::Tensor t = packed_out(q4->pool, *q4->kernel, L->q4[std::size_t(BigProj::out)], "prepared x");
       q4->kernel->launch_prepared(t.packed, L->onn.get(), d_y, int(t.shape.rows), int(t.shape.cols), s);
     });
   else
