@@ -160,15 +160,16 @@ struct TierResult {
   double median = 0;
 };
 
-// Tiers: "f32", "q4" (the device's defaults), "q4-fast" (the q4 tier on gdn::step_candidate()) and
-// the twins' (twin_tiers(), fast_config).
+// Tiers: "f32", "q4" (the device's defaults), "f32-fast" (gdn::step_f32_candidate()), "q4-fast" (the
+// q4 tier on gdn::step_candidate()) and the twins' (twin_tiers(), fast_config).
 void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
               std::map<std::string, TierResult>& out) {
   const Geometry& g = w.g;
   const bool q4 = tier.rfind("f32", 0) != 0, fast = tier.find("-fast") != std::string::npos;
   const bool full = !ctx.options().quick && nl == kLayers;
+  const gdn::FusedStepConfig cfg = fast ? fast_config(tier) : gdn::FusedStepConfig{};
   if (fast)
-    if (auto why = gdn::config_error(fast_config(tier), g); !why.empty()) {
+    if (auto why = gdn::config_error(cfg, g); !why.empty()) {
       ctx.skip("gdn-stack " + tier + " at " + g.str(), why);
       return;
     }
@@ -181,10 +182,10 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   }
   ctx.log("gdn-stack " + tier + ": " + std::to_string(nl) + " layers at " + g.str() + fmt(", %.2f GB of device memory (%.1f GB free)", double(need.total()) / 1e9, double(free_b) / 1e9));
   GdnDevice dev(g, nl);
-  if (fast && !q4) dev.set_f32_variant(fast_config(tier).f32_kernel);  // before the load: the projections keep it
+  if (fast && !q4) dev.set_f32_variant(gdn::f32_kernel_of(cfg));  // before the load: the projections keep it
   if (q4) load_stack_q4(dev, w, q);
   else load_stack_f32(dev, w);
-  if (fast) gdn::apply(fast_config(tier), dev);
+  if (fast) gdn::apply(cfg, dev);
   GdnStack stack(dev, ctx.timer().stream());
   stack.set_input(h);
   const StackCheck c = check_stack(dev, stack);  // captures the graph

@@ -53,7 +53,7 @@ class StepInstance final : public Instance {
       dev_.set_q4_variant(c.q4_kernel);
       if (auto why = dev_.load_q4(0, wl.w, kQkv, kZ, kOut); !why.empty()) throw Error("gdn_step: " + why);
     } else {
-      if (c.fused) dev_.set_f32_variant(c.fused->f32_kernel.empty() ? kDefaultF32Variant : c.fused->f32_kernel);  // before the load: its projections keep it
+      if (c.fused) dev_.set_f32_variant(f32_kernel_of(*c.fused));  // before the load: its projections keep it
       dev_.load_f32(0, wl.w);
     }
     if (c.fused) apply(*c.fused, dev_);
@@ -273,24 +273,28 @@ std::vector<FusedStepConfig> fused_step_configs() {
 //   grid, one launch fewer) x1.031 per layer and x1.016 in the graph, 1.3770 ms per token: the fastest
 //   measured; b|a within 1e-5 of split-row's, the step as accurate against f64 as the candidate.
 // This candidate: out=prepared on xprep=warps, fold=ba-main.
-FusedStepConfig step_candidate() {
-  FusedStepConfig c = candidate_twins().ba_own;
-  c.fold_ba_main = true;
-  return c;
+namespace {
+// The candidates' small kernels (q4 and f32 tiers alike): the recurrence and b|a's own kernel.
+constexpr const char* kCandidateRec = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early";
+constexpr const char* kCandidateBa = "f32_gemv/impl=split-row,pdl=on";
+// A candidate from its base (ba_own): b|a's rows in the stacked launch (fold=ba-main).
+FusedStepConfig candidate_of(FusedStepConfig base) {
+  base.fold_ba_main = true;
+  return base;
 }
+}  // namespace
 
-FusedStepConfig step_f32_candidate() {
-  FusedStepConfig c = f32_candidate_twins().ba_own;
-  c.fold_ba_main = true;
-  return c;
-}
+FusedStepConfig step_candidate() { return candidate_of(candidate_twins().ba_own); }
+
+FusedStepConfig step_f32_candidate() { return candidate_of(f32_candidate_twins().ba_own); }
+
+std::string f32_kernel_of(const FusedStepConfig& c) { return c.f32_kernel.empty() ? kDefaultF32Variant : c.f32_kernel; }
 
 F32Twins f32_candidate_twins() {
   F32Twins t;
-  t.ba_own = FusedStepConfig{true, "", "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true, true};
+  t.ba_own = FusedStepConfig{true, "", kCandidateRec, kCandidateBa, true, true};
   t.ba_own.f32_kernel = kF32PdlKernel;
-  t.u8 = t.ba_own;
-  t.u8.fold_ba_main = true;
+  t.u8 = candidate_of(t.ba_own);
   t.u8.f32_kernel = kF32Pdl8Kernel;
   t.apart = t.ba_own;
   t.apart.merged_in = false;
@@ -301,7 +305,7 @@ F32Twins f32_candidate_twins() {
 
 CandidateTwins candidate_twins() {
   CandidateTwins t;
-  t.ba_own = FusedStepConfig{false, kWarpsQ4, "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early", "f32_gemv/impl=split-row,pdl=on", true, true, ""};
+  t.ba_own = FusedStepConfig{false, kWarpsQ4, kCandidateRec, kCandidateBa, true, true, ""};
   t.ba_own.norm_q8 = true;
   t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = t.thread_prep = t.fold = t.ba_own;
   t.fold.fold_ba = true;
@@ -315,8 +319,7 @@ CandidateTwins candidate_twins() {
   t.apart.merged_in = false;
   t.ring.stacked_kernel = kStackedRing;
   t.cluster.q4_kernel = kClusterQ4;
-  t.pf_out = t.pf_out_early = t.ba_own;
-  t.pf_out.fold_ba_main = t.pf_out_early.fold_ba_main = true;  // step_candidate()'s
+  t.pf_out = t.pf_out_early = candidate_of(t.ba_own);  // step_candidate()'s
   t.pf_out.l2_prefetch = kernels::L2Prefetch::after;
   t.pf_out_early.l2_prefetch = kernels::L2Prefetch::before;
   return t;
@@ -335,18 +338,16 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
   if (c.merged_in)
     if (auto why = GdnDevice::merged_in_error(g); !why.empty()) return why;
   if (c.f32)
-    if (auto why = GdnDevice::f32_stacked_error(c.fold_ba, c.fold_ba_main, c.merged_in, !c.stacked_kernel.empty(),
-                                                c.f32_kernel.empty() ? kDefaultF32Variant : c.f32_kernel);
-        !why.empty())
+    if (auto why = GdnDevice::f32_stacked_error(c.fold_ba, c.fold_ba_main, c.merged_in, !c.stacked_kernel.empty(), f32_kernel_of(c)); !why.empty())
       return "the f32 tier: " + why;
   if (c.norm_q8)
     if (auto why = GdnDevice::norm_q8_error(c.f32 ? nullptr : &q4_gemv::q4_kernel(c.q4_kernel),
                                             c.recurrence.empty() ? nullptr : &gdn_recurrence::recurrence_kernel(c.recurrence), g);
         !why.empty())
       return why;
-  if (!c.f32 && (c.fold_ba || c.fold_ba_main)) {
-    const q4_gemv::Q4Kernel* stacked = c.f32 ? nullptr : &q4_gemv::q4_kernel(c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel);
-    if (auto why = GdnDevice::fold_ba_error(c.fold_ba, c.fold_ba_main, c.merged_in && !c.f32, stacked, c.ba.empty() ? kDefaultF32Variant : c.ba, c.chain, g);
+  if (!c.f32 && (c.fold_ba || c.fold_ba_main)) {  // the f32 tier's: f32_stacked_error above
+    const q4_gemv::Q4Kernel& stacked = q4_gemv::q4_kernel(c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel);
+    if (auto why = GdnDevice::fold_ba_error(c.fold_ba, c.fold_ba_main, c.merged_in, &stacked, c.ba.empty() ? kDefaultF32Variant : c.ba, c.chain, g);
         !why.empty())
       return why;
   }
@@ -366,8 +367,8 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
 }
 
 void apply(const FusedStepConfig& c, GdnDevice& dev) {
-  if (!c.f32) dev.set_q4_variant(c.q4_kernel);
-  if (c.f32) dev.set_f32_variant(c.f32_kernel.empty() ? kDefaultF32Variant : c.f32_kernel);
+  if (c.f32) dev.set_f32_variant(f32_kernel_of(c));
+  else dev.set_q4_variant(c.q4_kernel);
   dev.set_fused_prep(true);
   if (!c.recurrence.empty()) dev.set_recurrence_variant(c.recurrence);
   if (!c.ba.empty()) dev.set_ba_variant(c.ba);

@@ -72,6 +72,8 @@ struct FusedStepConfig {
   kernels::L2Prefetch l2_prefetch = kernels::L2Prefetch::none;
   std::string f32_kernel = "";  // with f32: GdnDevice::set_f32_variant for the big three ("": kDefaultF32Variant; axis proj=)
 };
+// The f32_gemv kernel of c's big three on the f32 tier: c.f32_kernel, or kDefaultF32Variant where empty.
+std::string f32_kernel_of(const FusedStepConfig& c);
 std::vector<FusedStepConfig> fused_step_configs();
 // The q4 kernel of one of them for its stacked launch (FusedStepConfig::stacked_kernel): the TMA ring.
 inline constexpr const char* kStackedRing = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=on,rows=8";
