@@ -51,6 +51,16 @@ std::vector<std::uint32_t> prepared_words(int nb) {
   return out;
 }
 
+// w in kern's packed layout on the device: the layout's device repack of w's raw codes and scales.
+DeviceBuffer<std::uint8_t> packed_on_device(const q4_gemv::Q4Kernel& kern, const ref::Q4Matrix& w) {
+  auto codes = DeviceBuffer<std::uint8_t>::from(w.codes);
+  auto scales = DeviceBuffer<std::uint16_t>::from(w.scales);
+  DeviceBuffer<std::uint8_t> packed(kern.layout->bytes(w.m, w.k));
+  kern.layout->pack_device(codes.get(), scales.get(), int(w.m), int(w.k), packed.get(), nullptr);
+  KLAB_CUDA(cudaDeviceSynchronize());  // before codes and scales go
+  return packed;
+}
+
 std::vector<float> run_variant(const std::string& name, const test::Q4Case& c) {
   auto wl = q4_gemv::make_workload(c.w, c.x, Problem{{c.w.m, c.w.k}, Dist::uniform, 0});
   return test::run_once(registry().variant(name), *wl);
@@ -234,10 +244,7 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
       c.x[3] = -0.f;
       std::vector<float> x_nan = c.x;
       x_nan[std::size_t(nb - 1) * 32 + 5] = std::nanf("");
-      auto codes = DeviceBuffer<std::uint8_t>::from(c.w.codes);
-      auto scales = DeviceBuffer<std::uint16_t>::from(c.w.scales);
-      DeviceBuffer<std::uint8_t> packed(kern.layout->bytes(s.m, s.k));
-      kern.layout->pack_device(codes.get(), scales.get(), int(s.m), int(s.k), packed.get(), nullptr);
+      const auto packed = packed_on_device(kern, c.w);
       for (const std::vector<float>* xs : {&x_nan, &c.x}) {
         const bool finite = xs == &c.x;
         CAPTURE(finite);
@@ -285,11 +292,8 @@ TEST_CASE("f32 rows riding along (launch_packed_rows): the q4 rows keep launch_p
       std::vector<float> w32(std::size_t(m32) * std::size_t(s.k));
       for (std::size_t i = 0; i < w32.size(); ++i) w32[i] = float(int((i * 2654435761u) % 2001) - 1000) / 997.0f;
       auto x = DeviceBuffer<float>::from(c.x);
-      auto codes = DeviceBuffer<std::uint8_t>::from(c.w.codes);
-      auto scales = DeviceBuffer<std::uint16_t>::from(c.w.scales);
       auto dw32 = DeviceBuffer<float>::from(w32);
-      DeviceBuffer<std::uint8_t> packed(kern.layout->bytes(s.m, s.k));
-      kern.layout->pack_device(codes.get(), scales.get(), int(s.m), int(s.k), packed.get(), nullptr);
+      const auto packed = packed_on_device(kern, c.w);
       DeviceBuffer<float> y_own(std::size_t(s.m)), y_rows(std::size_t(s.m)), y32{std::size_t(m32)};
       kern.launch_packed(packed.get(), x.get(), y_own.get(), int(s.m), int(s.k), nullptr);
       poison_device(y_rows.get(), y_rows.size());
