@@ -64,6 +64,12 @@ const Claim kPfEarlyBits{"pf-early-bitwise",
                          "the step's candidate with out_proj's weights prefetched into L2 before conv_norm_bg's wait (pf=out-early) gives the "
                          "candidate's bits"};
 const Claim kPfEarlyPays{"pf-early-pays", "the prefetch issued before conv_norm_bg's wait pays: the step's candidate is faster with pf=out-early"};
+const Claim kForkBits{"fork-z-bitwise",
+                      "the step's candidate with in_proj_z on a branch of its own (fork=z: forked off the stacked launch, joined before the gated "
+                      "norm) gives the candidate's bits"};
+const Claim kForkPays{"fork-z-pays", "z beside conv_norm_bg and the recurrence pays: the step's candidate is faster with fork=z"};
+const Claim kF32ForkBits{"f32-fork-z-bitwise", "the f32 tier's candidate with fork=z gives the f32 candidate's bits"};
+const Claim kF32ForkPays{"f32-fork-z-pays", "fork=z pays on the f32 tier: the f32 candidate is faster with it"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -90,6 +96,8 @@ struct Plan {
   std::string rec_norm;              // the base on gdn::kRecNormQ8 (rec-norm-pays; not bits: another reduction order)
   std::string candidate;             // gdn::step_candidate(): the base with fold=ba-main (fold-main-pays; not bits: another f32 order for b|a)
   std::string pf_out, pf_early;      // the candidate with pf=out, pf=out-early (pf-out-*, pf-early-*)
+  std::string fork;                  // the candidate with fork=z (fork-z-*)
+  std::string f32_candidate, f32_fork;  // gdn::step_f32_candidate() and its fork=z twin (f32-fork-z-*)
 };
 Plan plan() {
   Plan p;
@@ -107,6 +115,9 @@ Plan plan() {
   p.candidate = gdn::fused_step_variant(gdn::step_candidate());
   p.pf_out = gdn::fused_step_variant(t.pf_out);
   p.pf_early = gdn::fused_step_variant(t.pf_out_early);
+  p.fork = gdn::fused_step_variant(t.fork_z);
+  p.f32_candidate = gdn::fused_step_variant(gdn::step_f32_candidate());
+  p.f32_fork = gdn::fused_step_variant(gdn::f32_candidate_twins().fork_z);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -215,6 +226,9 @@ void run_fused(Context& ctx) {
     const Measured* cand = find(ms, pl.candidate);
     twin_claims(cand, find(ms, pl.pf_out), pl.candidate, pl.pf_out, kPfBits, kPfPays, "with out_proj's weights prefetched into L2");
     twin_claims(cand, find(ms, pl.pf_early), pl.candidate, pl.pf_early, kPfEarlyBits, kPfEarlyPays, "with the prefetch before conv_norm_bg's wait");
+    twin_claims(cand, find(ms, pl.fork), pl.candidate, pl.fork, kForkBits, kForkPays, "with in_proj_z on a branch of its own");
+    twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_fork), pl.f32_candidate, pl.f32_fork, kF32ForkBits, kF32ForkPays,
+                "with in_proj_z on a branch of its own");
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
@@ -236,7 +250,7 @@ void register_gdn_fused(Registry& r) {
                      "step's candidates toward 20 us per layer (q8-dp4a projections, a fused recurrence)",
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
-                 kPfEarlyBits, kPfEarlyPays, kGoal},
+                 kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kGoal},
       .run = run_fused,
   });
 }

@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 25);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 29);
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba-main; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -285,6 +285,31 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     unknown.f32_kernel = "f32_gemv/impl=nope";
     CHECK_THROWS_WITH_AS(gdn::config_error(unknown, rg::qwen35_27b()), doctest::Contains("warp-row"), Error);
   }
+  // fork=z: the candidate's and the f32 candidate's twins, named after them, taking the op's default geometry;
+  // refused without the stacked input projections, with the stacked launch on a kernel of its own (its prep
+  // would not write the x z reads) and on a q4 kernel that cannot take its x prepared.
+  {
+    const auto f32c = gdn::step_f32_candidate();
+    const auto f32fork = gdn::f32_candidate_twins().fork_z;
+    CHECK(gdn::fused_step_variant(tw.fork_z) == gdn::fused_step_variant(cand) + ",fork=z");
+    CHECK(gdn::fused_step_variant(f32fork) == gdn::fused_step_variant(f32c) + ",fork=z");
+    for (const auto& c : {tw.fork_z, f32fork}) {
+      CHECK(registry().has_variant(gdn::fused_step_variant(c)));
+      CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");
+    }
+    for (auto [mut, why] : std::vector<std::pair<std::function<void(gdn::FusedStepConfig&)>, std::string>>{
+             {[](gdn::FusedStepConfig& c) { c.merged_in = false, c.fold_ba_main = false; }, "needs them (set_merged_in"},
+             {[](gdn::FusedStepConfig& c) { c.fold_ba_main = false, c.stacked_kernel = gdn::kStackedRing; }, "on the q4 variant itself"},
+             {[](gdn::FusedStepConfig& c) { c.fold_ba_main = false, c.norm_q8 = false, c.q4_kernel = gdn::kClusterQ4; }, "takes its x prepared"}}) {
+      auto c = tw.fork_z;
+      mut(c);
+      CAPTURE(why);
+      CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
+    }
+    auto f32apart = f32fork;
+    f32apart.merged_in = f32apart.fold_ba_main = false;
+    CHECK(gdn::config_error(f32apart, rg::qwen35_27b()).find("needs them (set_merged_in") != std::string::npos);
+  }
   // pf=out and pf=out-early: the candidate's own twins, named after it; refused on the f32 tier and on a q4
   // kernel without a packed layout (the prefetch reads the packed copy's bytes).
   CHECK(gdn::fused_step_variant(tw.pf_out) == gdn::fused_step_variant(cand) + ",pf=out");
@@ -391,5 +416,25 @@ TEST_CASE("GDN breakdown, the stacked input projections: in_proj_qkvz in place o
           double model = 0;
           for (const auto& m : folded) model += m.bytes.model();
           CHECK(model == gdn::step_bytes(g, q4));
+          // fork=z: in_proj_z back out of the stacked operator, right after it, with its bytes of the nine
+          // (h read again); the stacked one keeps W_qkv (and W_b|a), h in, xc (and b|a) out; the rest unchanged
+          for (bool fold : {false, true}) {
+            CAPTURE(fold);
+            const auto joined = fold ? folded : one, forked = gdn::step_operator_bytes(g, q4, prep, norm, true, fold, true);
+            REQUIRE(forked.size() == joined.size() + 1);
+            CHECK(std::string(forked[0].name) == (fold ? gdn::kForkStackedBa : gdn::kForkStacked));
+            CHECK(forked[0].bytes.weights == apart[0].bytes.weights + (fold ? apart[2].bytes.weights : 0.0));
+            CHECK(forked[0].bytes.act == 4.0 * (H + C + (fold ? 2 * g.nv : 0)));
+            CHECK(std::string(forked[1].name) == "in_proj_z");
+            CHECK(forked[1].bytes.weights == apart[1].bytes.weights);
+            CHECK(forked[1].bytes.act == apart[1].bytes.act);
+            for (std::size_t i = 2; i < forked.size(); ++i) {
+              CHECK(std::string(forked[i].name) == joined[i - 1].name);
+              CHECK(forked[i].bytes.total() == joined[i - 1].bytes.total());
+            }
+            double sum = 0;
+            for (const auto& m : forked) sum += m.bytes.model();
+            CHECK(sum == gdn::step_bytes(g, q4));
+          }
         }
 }

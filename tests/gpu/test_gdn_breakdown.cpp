@@ -17,6 +17,7 @@
 #include "gdn/step_bytes.hpp"
 #include "gdn/step_op.hpp"
 #include "gdn_common.hpp"
+#include "gdn_stack.hpp"
 #include "gdn_util.hpp"
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
@@ -582,6 +583,103 @@ TEST_CASE("GDN the f32 tier's candidate (step_f32_candidate: big three on warp-r
   CHECK_THROWS_WITH_AS(fast.set_f32_variant(gdn::kDefaultF32Variant), doctest::Contains("unload_projections(0)"), Error);
   CHECK(fast.f32_variant() == cand.f32_kernel);
   CHECK_THROWS_WITH_AS(fast.set_f32_variant("f32_gemv/impl=nope"), doctest::Contains("warp-row"), Error);
+}
+
+TEST_CASE("GDN in_proj_z on a branch of its own (set_fork_z, fork=z): the candidates' bits on both tiers, step by step, listed and as a captured graph of layers; one launch more; refusals") {
+  constexpr int T = 8, kLayers = 3;
+  const auto [g, w, q, h] = qwen_case(T, 101);
+  for (bool f32 : {false, true}) {
+    CAPTURE(f32);
+    const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::step_candidate();
+    const gdn::FusedStepConfig fork = f32 ? gdn::f32_candidate_twins().fork_z : gdn::candidate_twins().fork_z;
+    REQUIRE(gdn::config_error(fork, g) == "");
+    auto setup = [&](GdnDevice& dev, const gdn::FusedStepConfig& c, int nl) {
+      if (f32) {
+        dev.set_f32_variant(gdn::f32_kernel_of(c));
+        if (nl == 1) dev.load_f32(0, w);
+        else experiments::load_stack_f32(dev, w);
+      } else if (nl == 1) {
+        load(dev, w, &q);
+      } else {
+        experiments::load_stack_q4(dev, w, q);
+      }
+      gdn::apply(c, dev);
+    };
+    GdnDevice a(g, 1), b(g, 1);
+    setup(a, cand, 1);
+    setup(b, fork, 1);
+    CHECK(b.fork_z());
+    CHECK_FALSE(a.fork_z());
+    const TwinsDiff d = twins_diff(b, a, h, g, T);
+    CHECK(d.out == 0);
+    CHECK(d.mid + d.state == 0);
+    CHECK(bitwise_diff(b.get(0, What::OUT), std::vector<float>(std::size_t(g.hidden), 0.0f)) > 0);  // y was written
+    // The list: the stacked launch without z, then z alone (one kernel: launch_prepared on the q4 tier, the
+    // f32 kernel's own launch on the f32 tier), then the candidate's operators; one launch more.
+    const StepKernels kb = step_kernels(b, g), ka = step_kernels(a, g);
+    REQUIRE(kb.ops.size() == ka.ops.size() + 1);
+    CHECK(kb.ops[0].first == gdn::kForkStackedBa);
+    CHECK(kb.ops[1].first == "in_proj_z");
+    CHECK(kb.ops[1].second == 1);
+    CHECK(kb.total == ka.total + 1);
+    DeviceBuffer<float> d_h(std::size_t(g.hidden)), d_y(std::size_t(g.hidden));
+    const auto ops = b.step_operators(0, d_h.get(), d_y.get());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      CAPTURE(ops[i].name);
+      CHECK(ops[i].forked == (i == 1));
+      CHECK(ops[i].joins == (std::string(ops[i].name) == "gated_norm"));  // the first operator that reads z
+    }
+    // The listed operators one by one (one stream, no branch) give the forked step's bits.
+    {
+      GdnDevice listed(g, 1), stepped(g, 1);
+      setup(listed, fork, 1);
+      setup(stepped, fork, 1);
+      const auto lops = listed.step_operators(0, d_h.get(), d_y.get());
+      std::int64_t diff = 0;
+      for (int t = 0; t < 3; ++t) {
+        const auto y = stepped.step(0, test::tok(h, g, t));
+        d_h.upload(h.data() + std::size_t(t) * std::size_t(g.hidden), std::size_t(g.hidden));
+        KLAB_CUDA(cudaDeviceSynchronize());
+        for (const auto& op : lops) op.enqueue(nullptr);
+        KLAB_CUDA(cudaDeviceSynchronize());
+        diff += bitwise_diff(d_y.download(), y) + bitwise_diff(listed.get(0, What::S), stepped.get(0, What::S));
+      }
+      CHECK(diff == 0);
+    }
+    // Layers as one captured graph (the fork and the join as its edges): the sequential enqueue's bits,
+    // and the candidate's graph's.
+    cudaStream_t s = nullptr;
+    KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    {
+      GdnDevice ga(g, kLayers), gb(g, kLayers);
+      setup(ga, cand, kLayers);
+      setup(gb, fork, kLayers);
+      experiments::GdnStack sa(ga, s), sb(gb, s);
+      sa.set_input(test::tok(h, g, 0));
+      sb.set_input(test::tok(h, g, 0));
+      const auto ca = experiments::check_stack(ga, sa), cb = experiments::check_stack(gb, sb);
+      CHECK(ca.bitwise());
+      CHECK(cb.bitwise());
+      CHECK(cb.out_max_abs > 0);
+      CHECK(bitwise_diff(sb.output(), sa.output()) == 0);
+      CHECK(bitwise_diff(gb.get(kLayers - 1, What::S), ga.get(kLayers - 1, What::S)) == 0);
+      CHECK(sb.kernel_nodes() == sa.kernel_nodes() + kLayers);
+    }
+    KLAB_CUDA(cudaStreamDestroy(s));
+    // Refused when enqueued, before any launch, naming the reason: without the stacked input projections.
+    const auto y_before = b.get(0, What::OUT);
+    b.set_fold_ba_main(false);
+    b.set_merged_in(false);
+    CHECK_THROWS_WITH_AS(b.step(0, test::tok(h, g, 0)), doctest::Contains("fork=z"), Error);
+    CHECK(bitwise_diff(b.get(0, What::OUT), y_before) == 0);
+  }
+  // On the q4 tier: with the stacked launch on a kernel of its own (its prep is not the variant's).
+  GdnDevice ring(g, 1);
+  auto c = gdn::candidate_twins().ba_own;
+  c.stacked_kernel = gdn::kStackedRing;
+  configure(ring, g, w, q, c);
+  ring.set_fork_z(true);
+  CHECK_THROWS_WITH_AS(ring.step(0, test::tok(h, g, 0)), doctest::Contains("on the q4 variant itself"), Error);
 }
 
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {

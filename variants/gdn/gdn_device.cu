@@ -87,12 +87,13 @@ namespace {
 // Where zv starts inside xcz (floats).
 std::int64_t zv_offset(const Geometry& g) { return (g.conv_dim() + 3) / 4 * 4; }
 
-// A q4 layer's out_proj as the q4 kernel's packed layout holds it (what launch_prepared and the L2
+// A q4 layer's projection p as the q4 kernel's packed layout holds it (what launch_prepared and the L2
 // prefetch read); an internal error when the pool holds it in another layout or not packed.
-Q4Pool::Tensor packed_out(const Q4Pool& pool, const q4_gemv::Q4Kernel& k, const Q4Binding& out, const std::string& who) {
-  const Q4Pool::Tensor t = pool.resolve(out, "q4 out_proj (" + who + ")");
+Q4Pool::Tensor packed_of(const Q4Pool& pool, const q4_gemv::Q4Kernel& k, const Q4Bindings& b, BigProj p, const std::string& who) {
+  const Q4Pool::Tensor t = pool.resolve(b[std::size_t(p)], std::string("q4 ") + to_string(p) + " (" + who + ")");
   if (pool.layout() != k.layout || t.packed == nullptr)
-    throw Error("GdnDevice: internal: out_proj's tensor is not in " + (k.layout ? k.layout->name : std::string("a packed layout")) + " (" + who + ")");
+    throw Error("GdnDevice: internal: " + std::string(to_string(p)) + "'s tensor is not in " + (k.layout ? k.layout->name : std::string("a packed layout")) +
+                " (" + who + ")");
   return t;
 }
 }  // namespace
@@ -145,7 +146,42 @@ struct GdnDevice::Batch {
   DeviceBuffer<std::uint8_t> workspace;
 };
 
+// set_fork_z's second stream and its two events (no timing: they only order work).
+struct GdnDevice::Branch {
+  cudaStream_t side = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  Branch() {
+    KLAB_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    KLAB_CUDA(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    KLAB_CUDA(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  }
+  ~Branch() {
+    if (join) cudaEventDestroy(join);
+    if (fork) cudaEventDestroy(fork);
+    if (side) cudaStreamDestroy(side);
+  }
+  Branch(const Branch&) = delete;
+  Branch& operator=(const Branch&) = delete;
+};
+
 GdnDevice::~GdnDevice() = default;
+
+void GdnDevice::set_fork_z(bool on) {
+  if (on && !branch_) branch_ = std::make_unique<Branch>();
+  fork_z_ = on;
+}
+
+std::string GdnDevice::fork_z_error(bool fork, bool merged_in, const q4_gemv::Q4Kernel* k, const q4_gemv::Q4Kernel* stacked) {
+  if (!fork) return "";
+  const std::string what = "fork=z (set_fork_z: in_proj_z on a branch of its own) ";
+  if (!merged_in) return what + "splits z off the stacked input projections: it needs them (set_merged_in, in=qkvz)";
+  if (!k) return "";  // the f32 tier: f32_stacked_error
+  if (!k->launch_prepared)
+    return what + "runs z on the q8 x the stacked launch's prep wrote: it needs a q4 variant that takes its x prepared "
+                  "(grid=groups,xprep=launch|warps,dot=q8-dp4a), not " + k->name;
+  if (stacked && stacked != k) return what + "needs the stacked launch on the q4 variant itself (its prep writes the x z reads), not " + stacked->name;
+  return "";
+}
 
 std::int64_t GdnDevice::S_per_layer() const { return S_count(g_); }
 std::int64_t GdnDevice::hist_per_layer() const { return hist_count(g_); }
@@ -564,7 +600,10 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   }
   const bool fold = fold_ba_ || fold_ba_main_;  // b|a inside the stacked launch, one way or the other
   const bool fold_main = fold_ba_main_;
-  const auto bytes = step_operator_bytes(g, L->tier == Layer::Tier::q4, fused_prep_, norm_in_rec, merged_in_, fold);
+  const bool q4_layer = L->tier == Layer::Tier::q4;
+  if (auto why = fork_z_error(fork_z_, merged_in_, q4_layer ? q4_->kernel : nullptr, stacked_kernel_); !why.empty()) throw Error("GdnDevice: " + why);
+  const bool fork = fork_z_;  // z off the stacked launch, on the branch
+  const auto bytes = step_operator_bytes(g, q4_layer, fused_prep_, norm_in_rec, merged_in_, fold, fork);
   std::vector<StepOperator> ops;
   ops.reserve(bytes.size());
   auto add = [&](std::function<void(cudaStream_t)> f) {
@@ -578,22 +617,29 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     // projections were loaded on f32_kernel_ (f32_stacked_error checked it has the launch).
     const f32_gemv::F32Kernel& k = f32_gemv::f32_kernel(f32_kernel_);
     require(L->qkv->f32_weights() && L->z->f32_weights(), "GdnDevice: internal: " + layer_str(layer) + "'s f32 projections hold no f32 weights");
-    add([L, d_h, &k, fold_main, C = int(g.conv_dim()), V = int(g.value_dim()), H = int(g.hidden), ba_rows = 2 * g.nv](cudaStream_t s) {
-      const f32_gemv::StackedRows rows[] = {{L->qkv->f32_weights(), L->xc.get(), C}, {L->z->f32_weights(), L->zv.get(), V}, {L->w_ba.get(), L->ba.get(), ba_rows}};
-      k.launch_stacked(rows, fold_main ? 3 : 2, d_h, H, s);
+    add([L, d_h, &k, fold_main, fork, C = int(g.conv_dim()), V = int(g.value_dim()), H = int(g.hidden), ba_rows = 2 * g.nv](cudaStream_t s) {
+      const f32_gemv::StackedRows qkv{L->qkv->f32_weights(), L->xc.get(), C}, z{L->z->f32_weights(), L->zv.get(), V}, ba{L->w_ba.get(), L->ba.get(), ba_rows};
+      std::vector<f32_gemv::StackedRows> rows{qkv};
+      if (!fork) rows.push_back(z);  // fork=z: z is the forked launch below
+      if (fold_main) rows.push_back(ba);
+      k.launch_stacked(rows.data(), int(rows.size()), d_h, H, s);
     });
+    if (fork) add([L, d_h](cudaStream_t s) { L->z->enqueue(d_h, L->zv.get(), s); });
   } else if (merged_in_) {
     // xc and z as one launch over the stacked copy (set_merged_in); the bindings are checked on every
     // call as the projections check theirs (a stale tensor throws: no silent fallback).
-    add([L, d_h, q4 = q4_.get(), own = stacked_kernel_, rows = int(g.conv_dim() + g.value_dim()), H = g.hidden, fold, fold_main, xq = xq_,
-         ba_rows = 2 * g.nv](cudaStream_t s) {
+    // fork=z: the launch runs the stacked copy's first conv_dim rows only (W_qkv's; xc only), and z is
+    // the forked launch after it. A prefix of rows is the packed matrix of those rows: a row group's
+    // offset depends on k alone (packed.hpp), and a group past the prefix's end is read, never written.
+    add([L, d_h, q4 = q4_.get(), own = stacked_kernel_, all = int(g.conv_dim() + g.value_dim()), rows = int(g.conv_dim() + (fork ? 0 : g.value_dim())),
+         H = g.hidden, fold, fold_main, xq = xq_, ba_rows = 2 * g.nv](cudaStream_t s) {
       for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(L->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (stacked)");
       const q4_gemv::Q4Kernel& k = own ? *own : *q4->kernel;
       if (own && own->layout != q4->kernel->layout)
         throw Error("GdnDevice: the stacked launch's kernel " + own->name + " no longer reads the q4 variant's layout (" + q4->kernel->name +
                     "; set_stacked_q4_variant again)");
       if (k.layout) {
-        if (L->in.packed.size() != k.layout->bytes(rows, H)) throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
+        if (L->in.packed.size() != k.layout->bytes(all, H)) throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
         if (fold_main) {  // set_fold_ba_main: b|a's rows in the stacked kernel's grid
           k.launch_packed_rows(L->in.packed.get(), d_h, L->xc.get(), rows, H, L->w_ba.get(), L->ba.get(), ba_rows, s);
           return;
@@ -609,10 +655,16 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
         k.launch(L->in.codes.get(), L->in.scales.get(), d_h, L->xc.get(), rows, H, s);
       }
     });
+    if (fork)  // z on the q8 x the stacked launch's prep (or in_prep_ba) wrote (fork_z_error: the same q4 kernel)
+      add([L, d_h, q4 = q4_.get()](cudaStream_t s) {
+        const Q4Pool::Tensor t = packed_of(q4->pool, *q4->kernel, L->q4, BigProj::z, "fork=z");
+        q4->kernel->launch_prepared(t.packed, d_h, L->zv.get(), int(t.shape.rows), int(t.shape.cols), s);
+      });
   } else {
     add([L, d_h](cudaStream_t s) { L->qkv->enqueue(d_h, L->xc.get(), s); });
     add([L, d_h](cudaStream_t s) { L->z->enqueue(d_h, L->zv.get(), s); });
   }
+  if (fork) ops.back().forked = true;  // z, right after the stacked launch
   if (!fold)
     add([L, d_h, rows = 2 * std::int64_t(g.nv), cols = std::int64_t(g.hidden), ba = ba_kernel_](cudaStream_t s) {
       enqueue_f32_matvec(L->w_ba.get(), d_h, L->ba.get(), rows, cols, s, ba);
@@ -630,7 +682,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
       const void* pf_base = nullptr;
       std::size_t pf_bytes = 0;
       if (pf != kernels::L2Prefetch::none) {
-        const Q4Pool::Tensor t = packed_out(q4->pool, *q4->kernel, L->q4[std::size_t(BigProj::out)], "L2 prefetch");
+        const Q4Pool::Tensor t = packed_of(q4->pool, *q4->kernel, L->q4, BigProj::out, "L2 prefetch");
         pf_base = t.packed;
         pf_bytes = q4->kernel->layout->bytes(t.shape.rows, t.shape.cols);
       }
@@ -660,16 +712,18 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     if (auto why = gdn_recurrence::check_args(*rec, rargs); !why.empty()) throw Error("GdnDevice: " + rec->name + ": " + why);
     rec->launch(rargs, s);
   });
+  if (fork && norm_in_rec) ops.back().joins = true;  // its epilogue reads z
   // 6. gated RMSNorm per value head
   if (!norm_in_rec)
     add([L, nv = g.nv, dv = g.dv, eps = static_cast<float>(g.eps), chain, xq = norm_q8_ ? xq_ : nullptr](cudaStream_t s) {
       if (xq) kernels::gated_norm_q8(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), xq, nv, dv, eps, s, chain);
       else kernels::gated_norm(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), nv, dv, eps, s, chain);
     });
+  if (fork && !norm_in_rec) ops.back().joins = true;  // the gated norm reads z
   // 7. y = W_out onn (set_norm_q8: onn's q8 form already in the prepared array)
   if (norm_q8_)
     add([L, d_y, q4 = q4_.get()](cudaStream_t s) {
-      const Q4Pool::Tensor t = packed_out(q4->pool, *q4->kernel, L->q4[std::size_t(BigProj::out)], "prepared x");
+      const Q4Pool::Tensor t = packed_of(q4->pool, *q4->kernel, L->q4, BigProj::out, "prepared x");
       q4->kernel->launch_prepared(t.packed, L->onn.get(), d_y, int(t.shape.rows), int(t.shape.cols), s);
     });
   else
@@ -680,7 +734,27 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
 }
 
 void GdnDevice::enqueue_step(int layer, int slot, const float* d_h, float* d_y, cudaStream_t s) {
-  for (const StepOperator& op : operators_of(layer, slot, d_h, d_y)) op.enqueue(s);
+  const std::vector<StepOperator> ops = operators_of(layer, slot, d_h, d_y);
+  // operators_of joins every forked operator before a later one (checked before anything is enqueued)
+  const auto forked = std::find_if(ops.begin(), ops.end(), [](const StepOperator& op) { return op.forked; });
+  require(forked == ops.end() || (branch_ && std::find_if(forked + 1, ops.end(), [](const StepOperator& op) { return op.joins; }) != ops.end()),
+          "GdnDevice: internal: a forked operator without its branch or its join");
+  bool open = false;  // a forked operator not yet joined
+  for (const StepOperator& op : ops) {
+    if (op.joins && open) {
+      KLAB_CUDA(cudaStreamWaitEvent(s, branch_->join, 0));
+      open = false;
+    }
+    if (!op.forked) {
+      op.enqueue(s);
+      continue;
+    }
+    KLAB_CUDA(cudaEventRecord(branch_->fork, s));
+    KLAB_CUDA(cudaStreamWaitEvent(branch_->side, branch_->fork, 0));
+    op.enqueue(branch_->side);
+    KLAB_CUDA(cudaEventRecord(branch_->join, branch_->side));
+    open = true;
+  }
 }
 
 std::vector<GdnDevice::StepOperator> GdnDevice::step_operators(int layer, const float* d_h, float* d_y, int slot) const {

@@ -251,6 +251,29 @@ class GdnDevice {
   // kernel k without a packed layout (nullptr: the f32 tier). Pure host; config_error asks it too.
   static std::string l2_prefetch_error(kernels::L2Prefetch pf, bool fused_prep, const q4_gemv::Q4Kernel* k);
 
+  // in_proj_z forked off the chain from the next step on (axis fork=z): the stacked input projections'
+  // launch computes in_proj_qkv's rows (and b|a's, fold=ba / fold=ba-main) only, and in_proj_z runs as a
+  // launch of its own on a second stream of this device, forked after the stacked launch and joined
+  // before the first operator that reads z (the gated norm, or the recurrence whose epilogue it is). Why:
+  // conv_norm_bg and the recurrence are latency-bound and leave the DRAM mostly idle (issue 14's
+  // breakdown); z is read by neither, so its weights can stream while they run instead of before
+  // them. On the q4 tier z is Q4Kernel::launch_prepared on its pooled tensor, reading the q8 x the
+  // stacked launch's prep wrote (nothing on the chain writes that array before the join); on the f32
+  // tier the layer's own f32 launch. Either way each of z's rows is computed by the same kernel code
+  // as in the stacked launch: the same bits (tests/gpu/test_gdn_breakdown.cpp). step_operators lists
+  // z as an operator of its own (StepOperator::forked) after the stacked one, enqueue_step runs it on
+  // the branch; a stream capture takes the fork and the join as graph edges. Needs, checked when a
+  // step is enqueued (klab::Error naming the reason, before any launch): fork_z_error. enqueue_batch
+  // keeps its three launches. Default off. Turning it on creates the stream and its two events
+  // (outside any capture).
+  void set_fork_z(bool on);
+  bool fork_z() const { return fork_z_; }
+  // Why a step cannot run with fork=z ("" when it can, or when off): it needs the stacked input
+  // projections (merged_in); on the q4 tier (q4 kernel k, stacked: the stacked launch's own kernel or
+  // nullptr) a q4 variant with launch_prepared and the stacked launch on that variant itself (its prep
+  // writes the q8 x z reads). f32 layers: f32_stacked_error's checks. Pure host.
+  static std::string fork_z_error(bool fork, bool merged_in, const q4_gemv::Q4Kernel* k, const q4_gemv::Q4Kernel* stacked);
+
   // Host-facing: copies h (hidden) in, steps `layer` once in `slot`, copies y (hidden) out, syncs.
   void step(int layer, std::span<const float> h, std::span<float> y, int slot = 0);
   std::vector<float> step(int layer, std::span<const float> h, int slot = 0);
@@ -302,10 +325,13 @@ class GdnDevice {
   // One operator of the step: its name (kStepOperators, or kFusedPrepOperators with set_fused_prep), its bytes (step_bytes.hpp, for the layer's
   // tier) and the launch itself, enqueued on the stream it is given (no allocation, no sync; the
   // recurrence checks its arguments first and the q4 projections their bindings, as in the step).
+  // forked (fork=z): enqueue_step runs it on the device's second stream, forked from the chain at
+  // this point; joins: the chain waits for the forked operator before this one.
   struct StepOperator {
     const char* name = "";
     OperatorBytes bytes;
     std::function<void(cudaStream_t)> enqueue;
+    bool forked = false, joins = false;
   };
   // The step of `layer` in `slot` on d_h (hidden) -> d_y (hidden, may not overlap d_h) as the list of
   // its operators, in the order the step runs them: running them one by one IS one step (enqueue_step
@@ -372,6 +398,9 @@ class GdnDevice {
   bool fold_ba_ = false;
   bool fold_ba_main_ = false;
   kernels::L2Prefetch l2_prefetch_ = kernels::L2Prefetch::none;
+  bool fork_z_ = false;
+  struct Branch;                    // set_fork_z: the second stream and the fork and join events
+  std::unique_ptr<Branch> branch_;
   uint4* xq_ = nullptr;  // set_norm_q8: q4_gemv::prepared_x(), resolved outside any capture
   const q4_gemv::Q4Kernel* stacked_kernel_ = nullptr;  // set_stacked_q4_variant; nullptr: the q4 variant
   std::string ba_kernel_ = kDefaultF32Variant;

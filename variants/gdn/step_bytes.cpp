@@ -3,7 +3,8 @@
 
 namespace klab::gdn {
 
-std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep, bool fused_norm, bool merged_in, bool fold_ba) {
+std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep, bool fused_norm, bool merged_in, bool fold_ba,
+                                               bool fork_z) {
   // Sizes in elements; every activation and small weight is f32 (4 bytes).
   const double H = g.hidden, C = g.conv_dim(), V = g.value_dim(), K = g.key_dim(), nv = g.nv;
   const double big = q4 ? 0.5625 : 4.0;  // bytes per weight of the big three
@@ -42,9 +43,14 @@ std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool
       m[0] = {kStackedInProjBa, {m[0].bytes.weights + m[1].bytes.weights, 0, m[0].bytes.act + f * 2 * nv}};
       m.erase(m.begin() + 1);
     }
+    if (fork_z) {  // z's weights, and its act as a launch of its own, back out of the stacked operator
+      const OperatorBytes z{big * V * H, 0, f * (H + V)};
+      m[0] = {fold_ba ? kForkStackedBa : kForkStacked, {m[0].bytes.weights - z.weights, 0, m[0].bytes.act - f * V}};
+      m.insert(m.begin() + 1, {kStepOperators[1], z});
+    }
   }
   if (!fused_prep) return m;
-  const std::size_t b = merged_in ? (fold_ba ? 1 : 2) : 3;  // beta_g's index
+  const std::size_t b = (merged_in ? (fold_ba ? 1 : 2) : 3) + (merged_in && fork_z ? 1 : 0);  // beta_g's index
   // beta_g + conv_silu + qk_norm as one launch: b|a and xc in; xcv, q, k, beta and g out.
   OperatorModel fused{kFusedPrepOperators[3], {m[b].bytes.weights + m[b + 1].bytes.weights + m[b + 2].bytes.weights,
                                                m[b].bytes.state + m[b + 1].bytes.state + m[b + 2].bytes.state, f * (2 * nv + C + C + 2 * K + 2 * nv)}};

@@ -40,6 +40,11 @@ inline constexpr const char* kStackedInProj = "in_proj_qkvz";
 // and in_proj_ba are the one operator kStackedInProjBa.
 inline constexpr const char* kStackedInProjBa = "in_proj_qkvz_ba";
 
+// With in_proj_z forked off the stacked launch (GdnDevice::set_fork_z), the stacked operator is
+// kForkStacked (or kForkStackedBa with b|a folded in) and in_proj_z an operator of its own after it.
+inline constexpr const char* kForkStacked = "in_proj_qkv";
+inline constexpr const char* kForkStackedBa = "in_proj_qkv_ba";
+
 struct OperatorModel {
   const char* name;
   OperatorBytes bytes;
@@ -52,7 +57,9 @@ struct OperatorModel {
 // onn out (o is still written, no longer read back). merged_in: in_proj_qkv and in_proj_z as
 // kStackedInProj, both their weights, h read once, xc and z written. fold_ba (with merged_in):
 // kStackedInProj and in_proj_ba as kStackedInProjBa, the three weights, h read once, xc, z and b|a written.
+// fork_z (with merged_in): in_proj_z split back out of the stacked operator, right after it, with
+// its own bytes as in the nine (h read again: by z's launch); the stacked one kForkStacked(Ba).
 std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep = false, bool fused_norm = false,
-                                               bool merged_in = false, bool fold_ba = false);
+                                               bool merged_in = false, bool fold_ba = false, bool fork_z = false);
 
 }  // namespace klab::gdn

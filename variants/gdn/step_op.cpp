@@ -235,6 +235,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.ba_own,
       t.pf_out,
       t.pf_out_early,
+      t.fork_z,
+      f32_candidate_twins().fork_z,
       f32_candidate_twins().plain,
       f32_candidate_twins().apart,
       f32_candidate_twins().ba_own,
@@ -294,8 +296,9 @@ F32Twins f32_candidate_twins() {
   F32Twins t;
   t.ba_own = FusedStepConfig{true, "", kCandidateRec, kCandidateBa, true, true};
   t.ba_own.f32_kernel = kF32PdlKernel;
-  t.u8 = candidate_of(t.ba_own);
+  t.u8 = t.fork_z = candidate_of(t.ba_own);
   t.u8.f32_kernel = kF32Pdl8Kernel;
+  t.fork_z.fork_z = true;
   t.apart = t.ba_own;
   t.apart.merged_in = false;
   t.plain = t.apart;
@@ -319,7 +322,8 @@ CandidateTwins candidate_twins() {
   t.apart.merged_in = false;
   t.ring.stacked_kernel = kStackedRing;
   t.cluster.q4_kernel = kClusterQ4;
-  t.pf_out = t.pf_out_early = candidate_of(t.ba_own);  // step_candidate()'s
+  t.pf_out = t.pf_out_early = t.fork_z = candidate_of(t.ba_own);  // step_candidate()'s
+  t.fork_z.fork_z = true;
   t.pf_out.l2_prefetch = kernels::L2Prefetch::after;
   t.pf_out_early.l2_prefetch = kernels::L2Prefetch::before;
   return t;
@@ -359,6 +363,10 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
           return c.f32_kernel + " (" + what + ", " + std::to_string(m) + " x " + std::to_string(n) + "): " + why;
   }
   if (auto why = GdnDevice::l2_prefetch_error(c.l2_prefetch, true, c.f32 ? nullptr : &q4_gemv::q4_kernel(c.q4_kernel)); !why.empty()) return why;
+  if (auto why = GdnDevice::fork_z_error(c.fork_z, c.merged_in, c.f32 ? nullptr : &q4_gemv::q4_kernel(c.q4_kernel),
+                                         c.stacked_kernel.empty() ? nullptr : &q4_gemv::q4_kernel(c.stacked_kernel));
+      !why.empty())
+    return why;
   if (!c.ba.empty())
     if (const auto& k = f32_gemv::f32_kernel(c.ba); k.can_implement)
       if (auto why = k.can_implement(2 * std::int64_t(g.nv), g.hidden); !why.empty())
@@ -379,6 +387,7 @@ void apply(const FusedStepConfig& c, GdnDevice& dev) {
   dev.set_fold_ba(c.fold_ba);
   dev.set_fold_ba_main(c.fold_ba_main);
   dev.set_l2_prefetch(c.l2_prefetch);
+  dev.set_fork_z(c.fork_z);
 }
 
 namespace {
@@ -403,6 +412,7 @@ std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStep
   if (c.fold_ba) axes.push_back({"fold", "ba"});
   if (c.fold_ba_main) axes.push_back({"fold", "ba-main"});
   if (c.l2_prefetch != kernels::L2Prefetch::none) axes.push_back({"pf", c.l2_prefetch == kernels::L2Prefetch::after ? "out" : "out-early"});
+  if (c.fork_z) axes.push_back({"fork", "z"});
   return axes;
 }
 
@@ -454,7 +464,7 @@ void register_all(Registry& r) {
                       (c.recurrence.empty() ? std::string() : ", the recurrence " + c.recurrence) + (c.ba.empty() ? std::string() : ", b|a on " + c.ba) +
                       (c.chain ? ", the small kernels in the PDL chain" : "") + (c.merged_in ? ", in_proj_qkv and in_proj_z as one launch" : "") +
                       (c.stacked_kernel.empty() ? std::string() : " on " + c.stacked_kernel) +
-                      ", one device-resident run of T tokens",
+                      (c.fork_z ? ", in_proj_z forked beside conv_norm_bg and the recurrence" : "") + ", one device-resident run of T tokens",
                   tol));
   }
 }

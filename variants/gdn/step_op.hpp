@@ -71,6 +71,7 @@ struct FusedStepConfig {
   // blocks' work; pf=out-early, before their wait)
   kernels::L2Prefetch l2_prefetch = kernels::L2Prefetch::none;
   std::string f32_kernel = "";  // with f32: GdnDevice::set_f32_variant for the big three ("": kDefaultF32Variant; axis proj=)
+  bool fork_z = false;          // GdnDevice::set_fork_z: in_proj_z on a branch of its own beside conv_norm_bg and the recurrence (axis fork=z)
 };
 // The f32_gemv kernel of c's big three on the f32 tier: c.f32_kernel, or kDefaultF32Variant where empty.
 std::string f32_kernel_of(const FusedStepConfig& c);
@@ -112,6 +113,7 @@ struct CandidateTwins {
   // The candidate's own twins (the candidate with one setting more):
   FusedStepConfig pf_out;        // out_proj's weights prefetched into L2 by conv_norm_bg after its work (pf=out)
   FusedStepConfig pf_out_early;  // the same, issued before conv_norm_bg's wait (pf=out-early)
+  FusedStepConfig fork_z;        // in_proj_z forked off the stacked launch, beside conv_norm_bg and the recurrence (fork=z)
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
@@ -132,11 +134,12 @@ FusedStepConfig step_f32_candidate();
 inline constexpr const char* kF32PdlKernel = "f32_gemv/impl=warp-row,unroll=4,pdl=on";
 // The same with eight loads in flight a lane (the twin u8).
 inline constexpr const char* kF32Pdl8Kernel = "f32_gemv/impl=warp-row,unroll=8,pdl=on";
-// Its twins: u8 (the candidate on kF32Pdl8Kernel), and one setting apart down the line ba_own (the
+// Its twins: fork_z (the candidate with fork=z), u8 (the candidate on kF32Pdl8Kernel), and one setting apart down the line ba_own (the
 // candidate with b|a its own launch on split-row,pdl=on), apart (ba_own with in_proj_qkv and
 // in_proj_z as two launches) and plain (apart on warp-row,unroll=4 without pdl): gdn-stack's
 // f32-fast-u8, f32-fast-ba-own, f32-fast-apart and f32-fast-plain.
 struct F32Twins {
+  FusedStepConfig fork_z;  // the candidate with in_proj_z forked off the stacked launch (fork=z)
   FusedStepConfig u8;
   FusedStepConfig ba_own;
   FusedStepConfig apart;
