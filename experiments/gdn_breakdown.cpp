@@ -92,9 +92,10 @@ struct Row {
 // applied whole: its kernels, the stacked input projections, the PDL chain; its operators overlap in
 // the step, so their sum may exceed the step's time: the claim parts-sum-to-step does not count it),
 // and "f32-candidate" (gdn::step_f32_candidate(), the same way: its big three on their own kernel,
-// set before the layers load, and in one stacked launch with b|a's rows).
+// set before the layers load, and in one stacked launch with b|a's rows); "q4-fork" and "f32-fork":
+// the two candidates' fork=z twins (in_proj_z an operator of its own; the step runs it on its branch).
 void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const rg::Q4Projections* q, const std::string& tier) {
-  const bool q4 = q != nullptr, q4_candidate = tier == "q4-candidate", f32_candidate = tier == "f32-candidate";
+  const bool q4 = q != nullptr, q4_candidate = tier == "q4-candidate" || tier == "q4-fork", f32_candidate = tier == "f32-candidate" || tier == "f32-fork";
   const bool candidate = q4_candidate || f32_candidate;  // chained: the operators overlap
   Timer& timer = ctx.timer();
   const cudaStream_t s = timer.stream();
@@ -105,8 +106,8 @@ void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const 
   dev.set_stream(s);
   dev.set_fused_prep(tier == "q4-fused-prep");
   // before loading: use_q4 packs and stacks each layer once; an f32 layer keeps the f32 kernel it was loaded with
-  if (q4_candidate) gdn::apply(gdn::step_candidate(), dev);
-  if (f32_candidate) gdn::apply(gdn::step_f32_candidate(), dev);
+  if (q4_candidate) gdn::apply(tier == "q4-fork" ? gdn::candidate_twins().fork_z : gdn::step_candidate(), dev);
+  if (f32_candidate) gdn::apply(tier == "f32-fork" ? gdn::f32_candidate_twins().fork_z : gdn::step_f32_candidate(), dev);
   if (q4) {
     if (!q4_candidate) dev.set_q4_variant(gdn::kDefaultQ4Variant);
     for (int l = 0; l < nl; ++l) {
@@ -134,7 +135,7 @@ void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const 
     std::vector<Body> bodies;
     for (const auto& layer : ops) {
       if (i < nops) bodies.push_back([op = &layer[i]](cudaStream_t st) { op->enqueue(st); });
-      else bodies.push_back([all = &layer](cudaStream_t st) { for (const auto& op : *all) op.enqueue(st); });
+      else bodies.push_back([all = &layer, &dev](cudaStream_t st) { dev.enqueue_operators(*all, st); });  // as the step runs them (fork=z: z on its branch)
     }
     Row& r = rows[i];
     r.name = i < nops ? ops[0][i].name : "step";
@@ -211,7 +212,7 @@ void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const 
   else
     ctx.claim(kPartsSum).settle(tier, std::abs(ratio - 1.0) <= kSumTolerance,
                                 tier + fmt(": operators sum to %.2f us, the whole step %.2f us (x%.3f)", sum_us, step_us, ratio));
-  if (q4_candidate && !ctx.options().quick)
+  if (tier == "q4-candidate" && !ctx.options().quick)
     ctx.claim(kCandidate20).set(step_us <= kQ4StepUs, fmt("the candidate's step %.2f us per layer in stream mode (%.0f layers rotating), reference point %.0f us; ", step_us,
                                                           double(nl), kQ4StepUs) + dev.describe(0) + ", " + dev.recurrence_variant() + ", b|a " + dev.ba_variant());
   if (tier == "q4" && !ctx.options().quick)
@@ -228,14 +229,14 @@ void run_breakdown(Context& ctx) {
   if (auto why = gdn::config_error(gdn::step_f32_candidate(), g); !why.empty())
     ctx.skip("gdn-step-breakdown f32-candidate on " + g.str(), why);
   else
-    run_tier(ctx, g, w, nullptr, "f32-candidate");
+    for (const char* t : {"f32-candidate", "f32-fork"}) run_tier(ctx, g, w, nullptr, t);
   const auto q = rg::quantize_projections(w);
   run_tier(ctx, g, w, &q, "q4");
   run_tier(ctx, g, w, &q, "q4-fused-prep");
   if (auto why = gdn::config_error(gdn::step_candidate(), g); !why.empty())
     ctx.skip("gdn-step-breakdown q4-candidate on " + g.str(), why);
   else
-    run_tier(ctx, g, w, &q, "q4-candidate");
+    for (const char* t : {"q4-candidate", "q4-fork"}) run_tier(ctx, g, w, &q, t);
 }
 
 }  // namespace

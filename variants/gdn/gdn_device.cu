@@ -733,12 +733,13 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   return ops;
 }
 
-void GdnDevice::enqueue_step(int layer, int slot, const float* d_h, float* d_y, cudaStream_t s) {
-  const std::vector<StepOperator> ops = operators_of(layer, slot, d_h, d_y);
+void GdnDevice::enqueue_step(int layer, int slot, const float* d_h, float* d_y, cudaStream_t s) { enqueue_operators(operators_of(layer, slot, d_h, d_y), s); }
+
+void GdnDevice::enqueue_operators(const std::vector<StepOperator>& ops, cudaStream_t s) const {
   // operators_of joins every forked operator before a later one (checked before anything is enqueued)
   const auto forked = std::find_if(ops.begin(), ops.end(), [](const StepOperator& op) { return op.forked; });
   require(forked == ops.end() || (branch_ && std::find_if(forked + 1, ops.end(), [](const StepOperator& op) { return op.joins; }) != ops.end()),
-          "GdnDevice: internal: a forked operator without its branch or its join");
+          "GdnDevice::enqueue_operators: a forked operator without its join, or on a device without fork=z (set_fork_z)");
   bool open = false;  // a forked operator not yet joined
   for (const StepOperator& op : ops) {
     if (op.joins && open) {

@@ -340,6 +340,11 @@ class GdnDevice {
   // holds pointers into this object: it stays valid while the layer keeps its weights and bindings and
   // the q4 and recurrence variants stay as they are (a later set_* or load_* needs a new list).
   std::vector<StepOperator> step_operators(int layer, const float* d_h, float* d_y, int slot = 0) const;
+  // Enqueues a list of step_operators on `stream` as the step runs it: in order, a forked operator on
+  // this device's second stream from its place in the list until the operator that joins it. One
+  // stream at a time: the branch's stream and events are this device's. klab::Error before anything is
+  // enqueued when a forked operator has no later join or this device has no branch (set_fork_z).
+  void enqueue_operators(const std::vector<StepOperator>& ops, cudaStream_t stream) const;
 
   // Zeroes the state (S and hist) of every layer of every slot, or of one layer of one slot.
   // Enqueued on stream() (no sync). Intermediates are left as they are.
