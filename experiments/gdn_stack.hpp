@@ -2,7 +2,7 @@
 // A token through a stack of GDN layers (issue 14 part 5, experiment gdn-stack): nl layers of one
 // GdnDevice (variants/gdn/gdn_device.hpp), every layer on weights of its own in device memory,
 // every layer fed the token (no residual stream: see GdnStack::enqueue), enqueued one layer after
-// another or captured once into one CUDA graph. Only GdnDevice's public API is used (enqueue_run per layer); the graph is built
+// another or captured once into one CUDA graph. Only GdnDevice's public API is used (step_operators and enqueue_operators per layer); the graph is built
 // here, by stream capture, not by the device object.
 //
 // Contracts:
@@ -65,9 +65,14 @@ class GdnStack {
 
   // The token (hidden floats) every run reads.
   void set_input(std::span<const float> h);
-  // Layer 0 reads the input, layer l writes ping[l % 2], layer l+1 reads it: enqueue_run(l, 1, ...)
-  // for l = 0..nl-1 on the stream, no sync.
+  // Every layer l reads the input and writes ping[l % 2]: its step's operators (step_operators,
+  // enqueue_operators: the step's kernels and no copy of its output for get(OUT), which a stack does
+  // not read) for l = 0..nl-1 on the stream, no sync.
   void enqueue();
+  void enqueue_layer(int l);
+  // Layer l's output as its buffer holds it now (syncs the stream): right after enqueue_layer(l),
+  // before layer l + 2 overwrites it.
+  std::vector<float> layer_output(int l) const;
   // Captures enqueue() into one CUDA graph and instantiates it (replacing any earlier one). Throws
   // klab::Error with CUDA's reason when the layers cannot be captured.
   void capture();
@@ -75,7 +80,7 @@ class GdnStack {
   // One launch of the graph on the stream (capture() first), no sync.
   void launch();
   // Nodes of the captured graph: all of them, the kernel nodes among them, and the memcpy and
-  // memset nodes (enqueue_run copies each layer's output for get(OUT): one device copy per layer).
+  // memset nodes (none since 2026-12-02: see enqueue).
   int nodes() const { return nodes_; }
   int kernel_nodes() const { return kernel_nodes_; }
   int copy_nodes() const { return copy_nodes_; }
@@ -99,7 +104,7 @@ struct StackCheck {
   std::int64_t compared = 0;                                   // elements compared in all
   bool finite = true;                                          // the graph's output has no NaN or Inf
   double out_max_abs = 0;                                      // max |value| of the graph's output
-  std::vector<double> max_abs_by_layer;                        // max |OUT| of each layer (sequential run)
+  std::vector<double> max_abs_by_layer;                        // max |output| of each layer (sequential run)
   bool bitwise() const { return out_differ == 0 && S_differ == 0 && hist_differ == 0; }
 };
 // Resets the state, runs the layers sequentially (enqueue), keeps the output and every layer's S and

@@ -116,8 +116,20 @@ void GdnStack::set_input(std::span<const float> h) {
 // exactly 0 by layer 5 (H200 run of 2026-12-01, both tiers: max |out| 1.9, 0.057, 6.8e-5, 1.2e-14, 0),
 // which left the bitwise check comparing zeros. The kernels' work does not depend on the values, so the
 // time per token is the same; the layers still run one after another in one graph.
+// A layer is its step's operators, enqueued as the step runs them (enqueue_operators), and nothing
+// else: enqueue_run(l, 1, ...) would add a device copy of the layer's output for get(OUT), a copy
+// node per layer that breaks the PDL chain between one layer's out_proj and the next layer's first
+// kernel (the graph of 48 layers held 48 of them until 2026-12-02).
+void GdnStack::enqueue_layer(int l) { dev_.enqueue_operators(dev_.step_operators(l, in_.get(), ping_[l % 2].get()), stream_); }
+
 void GdnStack::enqueue() {
-  for (int l = 0; l < dev_.layers(); ++l) dev_.enqueue_run(l, 1, in_.get(), ping_[l % 2].get(), stream_);
+  for (int l = 0; l < dev_.layers(); ++l) enqueue_layer(l);
+}
+
+std::vector<float> GdnStack::layer_output(int l) const {
+  require(l >= 0 && l < dev_.layers(), "GdnStack::layer_output: layer " + std::to_string(l) + " of " + std::to_string(dev_.layers()));
+  KLAB_CUDA(cudaStreamSynchronize(stream_));
+  return ping_[l % 2].download();
 }
 
 void GdnStack::capture() {
@@ -189,13 +201,16 @@ StackCheck check_stack(gdn::GdnDevice& dev, GdnStack& stack) {
     for (float x : v) m = std::max(m, double(std::fabs(x)));  // NaN compares false: finite is checked apart
     return m;
   };
-  // Sequential: the layers enqueued one after another, from a zeroed state.
+  // Sequential: the layers enqueued one after another, from a zeroed state, each layer's output read
+  // before the layer two on overwrites its buffer.
   dev.reset();
   stack.poison();
-  stack.enqueue();
+  for (int l = 0; l < nl; ++l) {
+    stack.enqueue_layer(l);
+    c.max_abs_by_layer.push_back(max_abs(stack.layer_output(l)));
+  }
   const auto y_seq = stack.output();
   const auto S_seq = state(rg::What::S), h_seq = state(rg::What::HIST);
-  for (int l = 0; l < nl; ++l) c.max_abs_by_layer.push_back(max_abs(dev.get(l, rg::What::OUT)));
   // The graph, from a zeroed state again, its outputs poisoned first.
   if (!stack.captured()) stack.capture();
   dev.reset();

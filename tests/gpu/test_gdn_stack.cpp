@@ -72,6 +72,7 @@ TEST_CASE("gdn-stack: one token through the layers as one CUDA graph equals the 
         CHECK(stack.kernel_nodes() > 0);
         CHECK(stack.kernel_nodes() % nl == 0);
         CHECK(stack.nodes() >= stack.kernel_nodes());
+        CHECK(stack.copy_nodes() == 0);  // a layer is its step's kernels: no copy of its output for get(OUT)
         const auto y_graph = stack.output();
         const auto S_graph = dev.get(nl - 1, What::S);
 
