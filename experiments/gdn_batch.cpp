@@ -112,7 +112,7 @@ void run_batch(Context& ctx) {
   ctx.claim(kBits).needs({key_of(8), key_of(32)});
   ctx.claim(kPays).needs({key_of(32)});
   ctx.claim(kOnce).needs({key_of(32)});
-  // out=prepared and fold=ba-main are the single step's (enqueue_batch runs q4_gemm, and b|a through
+  // out=prepared and fold=ba (the candidate's b|a in the stacked launch's prep) are the single step's (enqueue_batch runs q4_gemm, and b|a through
   // the b|a kernel's column launch): off here, so that the singles run the batch's b|a order and
   // out=prepared's refusal of dv % 32 != 0 does not keep the batch from the quick geometry.
   gdn::FusedStepConfig cfg = gdn::candidate_twins().ba_own;

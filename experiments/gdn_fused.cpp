@@ -9,7 +9,7 @@
 // in_proj= (the stacked launch on a kernel of its own) in run-4198a57; out=prepared in run-a9d7934;
 // fold=ba-main in run-2c678d0. The twins' claims compare each with the candidate's base
 // (gdn::candidate_twins().ba_own: b|a a launch of its own), from which each differs in one setting;
-// the candidate (the base with fold=ba-main) meets the base in fold-main-pays.
+// the candidate (the base with fold=ba, since 2026-12-02) meets the base in fold-bitwise and fold-pays.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -48,14 +48,15 @@ const Claim kNormQ8Pays{"normq8-pays", "out_proj without its prep launch pays: t
 const Claim kWarpsBits{"warps-bitwise",
                        "the step's base, on the q4 kernel xprep=warps (the prep a warp per block of 32), gives the bits of its twin on xprep=launch"};
 const Claim kWarpsPays{"warps-pays", "the step's base (the q4 kernel xprep=warps) is faster than its twin on xprep=launch"};
-const Claim kFoldBits{"fold-bitwise", "the step's base with b|a folded into the stacked launch's prep kernel (fold=ba) gives the base's bits"};
-const Claim kFoldPays{"fold-pays", "b|a in the stacked launch's prep kernel pays: the step's base is faster with fold=ba than without"};
+const Claim kFoldBits{"fold-bitwise",
+                      "the step's candidate (its base with b|a folded into the stacked launch's prep kernel, fold=ba) gives the base's bits"};
+const Claim kFoldPays{"fold-pays", "b|a in the stacked launch's prep kernel pays: the step's candidate (fold=ba) is faster than its base"};
 const Claim kRecNormPays{"rec-norm-pays",
                          "the gated norm and out_proj's q8 x in the recurrence (cols=128, a head a block, no cluster) pay: the step's base "
                          "is faster with them there than with the gated norm a launch of its own"};
 const Claim kFoldMainPays{"fold-main-pays",
-                          "b|a as f32 rows in the stacked kernel's grid (fold=ba-main) pays: the step's candidate is faster than its base (b|a a "
-                          "launch of its own)"};
+                          "b|a as f32 rows in the stacked kernel's grid (fold=ba-main) pays: the step's base is faster with them there than with b|a "
+                          "a launch of its own"};
 const Claim kPfBits{"pf-out-bitwise",
                     "the step's candidate with out_proj's weights prefetched into L2 by conv_norm_bg (pf=out, after its blocks' work) gives the "
                     "candidate's bits"};
@@ -92,9 +93,9 @@ struct Plan {
   std::string cluster;               // the base on gdn::kClusterQ4 (cluster-bitwise, cluster-pays)
   std::string out_own;               // the base without out=prepared (normq8-bitwise, normq8-pays)
   std::string thread_prep;           // the base on gdn::kThreadPrepQ4 (warps-bitwise, warps-pays)
-  std::string fold;                  // the base with fold=ba (fold-bitwise, fold-pays)
+  std::string fold_main;             // the base with fold=ba-main (fold-main-pays; not bits: another f32 order for b|a)
   std::string rec_norm;              // the base on gdn::kRecNormQ8 (rec-norm-pays; not bits: another reduction order)
-  std::string candidate;             // gdn::step_candidate(): the base with fold=ba-main (fold-main-pays; not bits: another f32 order for b|a)
+  std::string candidate;             // gdn::step_candidate(): the base with fold=ba (fold-bitwise, fold-pays)
   std::string pf_out, pf_early;      // the candidate with pf=out, pf=out-early (pf-out-*, pf-early-*)
   std::string fork;                  // the candidate with fork=z (fork-z-*)
   std::string f32_candidate, f32_fork;  // gdn::step_f32_candidate() and its fork=z twin (f32-fork-z-*)
@@ -110,7 +111,7 @@ Plan plan() {
   p.ring = gdn::fused_step_variant(t.ring);
   p.out_own = gdn::fused_step_variant(t.out_own);
   p.thread_prep = gdn::fused_step_variant(t.thread_prep);
-  p.fold = gdn::fused_step_variant(t.fold);
+  p.fold_main = gdn::fused_step_variant(t.fold_main);
   p.rec_norm = gdn::fused_step_variant(t.rec_norm);
   p.candidate = gdn::fused_step_variant(gdn::step_candidate());
   p.pf_out = gdn::fused_step_variant(t.pf_out);
@@ -218,10 +219,10 @@ void run_fused(Context& ctx) {
     twin_claims(base, find(ms, pl.cluster), pl.base, pl.cluster, kClusterBits, kClusterPays, "with the q4 kernel xprep=cluster");
     twin_claims(find(ms, pl.out_own), base, pl.out_own, pl.base, kNormQ8Bits, kNormQ8Pays, "with out_proj's x prepared by the gated norm");
     twin_claims(find(ms, pl.thread_prep), base, pl.thread_prep, pl.base, kWarpsBits, kWarpsPays, "with the q4 kernel xprep=warps");
-    twin_claims(base, find(ms, pl.fold), pl.base, pl.fold, kFoldBits, kFoldPays, "with b|a in the stacked launch's prep kernel");
+    twin_claims(base, find(ms, pl.candidate), pl.base, pl.candidate, kFoldBits, kFoldPays, "with b|a in the stacked launch's prep kernel");
     // time only: these twins' arithmetic is another order (their races check them against the f64 reference)
     pays(base, find(ms, pl.rec_norm), kRecNormPays, "with the gated norm and out_proj's x in the recurrence", true);
-    pays(base, find(ms, pl.candidate), kFoldMainPays, "with b|a in the stacked kernel's grid", true);
+    pays(base, find(ms, pl.fold_main), kFoldMainPays, "with b|a in the stacked kernel's grid", true);
     // the candidate's own twins
     const Measured* cand = find(ms, pl.candidate);
     twin_claims(cand, find(ms, pl.pf_out), pl.candidate, pl.pf_out, kPfBits, kPfPays, "with out_proj's weights prefetched into L2");

@@ -47,7 +47,7 @@ const Claim kQ4Ms{"q4-1ms", "q4: 48 layers per token <= 1.0 ms as one graph (Qwe
 const Claim kF32Floor{"f32-85pct", "f32: 48 layers per token as one graph reach >= 85% of their byte floor (their bytes at the run's read ceiling)"};
 const Claim kFastMs{"q4-fast-1ms",
                     "q4 on the step's candidate configuration (gdn::step_candidate: q8-dp4a projections, in_proj_qkv and in_proj_z as one "
-                    "launch with b|a's rows in its grid, the fused prep, the fused recurrence with pdl=early, out=prepared, the PDL chain): 48 layers per "
+                    "launch with b|a in its prep kernel (fold=ba), the fused prep, the fused recurrence with pdl=early, out=prepared, the PDL chain): 48 layers per "
                     "token <= 1.0 ms as one graph (Qwen3.5-27B geometry)"};
 const Claim kF32FastFloor{"f32-fast-85pct",
                           "f32-fast (the f32 tier on gdn::step_f32_candidate: its big three on f32_gemv/impl=warp-row,unroll=4,pdl=on, "
@@ -74,14 +74,14 @@ const Claim kWarpsInGraph{"warps-in-graph",
                           "in the 48-layer graph, the prep a warp per block of 32 pays: q4-fast-ba-own (the candidate's base, on gdn::kWarpsQ4) is "
                           "faster per token than q4-fast-thread-prep (its twin on gdn::kThreadPrepQ4)"};
 const Claim kFoldInGraph{"fold-in-graph",
-                         "in the 48-layer graph, b|a in the stacked launch's prep kernel pays: q4-fast-fold (the candidate's base with fold=ba) is "
-                         "faster per token than q4-fast-ba-own"};
+                         "in the 48-layer graph, b|a in the stacked launch's prep kernel pays: q4-fast (the candidate, fold=ba) is faster per token "
+                         "than q4-fast-ba-own (its base, b|a a launch of its own)"};
 const Claim kRecNormInGraph{"rec-norm-in-graph",
                             "in the 48-layer graph, the gated norm and out_proj's q8 x in the recurrence pay: q4-fast-rec-norm (the candidate's base "
                             "on gdn::kRecNormQ8) is faster per token than q4-fast-ba-own"};
 const Claim kFoldMainInGraph{"fold-main-in-graph",
-                             "in the 48-layer graph, b|a as f32 rows in the stacked kernel's grid pays: q4-fast (the candidate, fold=ba-main) is "
-                             "faster per token than q4-fast-ba-own (its base, b|a a launch of its own)"};
+                             "in the 48-layer graph, b|a as f32 rows in the stacked kernel's grid pays: q4-fast-fold-main (the candidate's base with "
+                             "fold=ba-main, the candidate until 2026-12-02) is faster per token than q4-fast-ba-own"};
 const Claim kPreparedInGraph{"prepared-in-graph",
                              "in the 48-layer graph, out_proj without its prep launch pays: q4-fast-ba-own (the candidate's base, out=prepared: the "
                              "gated norm writes out_proj's q8 x) is faster per token than q4-fast-own-prep (its twin with out_proj's own prep launch)"};
@@ -109,7 +109,9 @@ const Claim kF32ForkInGraph{"f32-fork-z-in-graph",
 //   reports/h200/run-a9d7934 as the candidate, 1.4762 against 1.4131 ms per token with it).
 // - q4-fast-ba-own: b|a a launch of its own, the candidate before fold=ba-main (1.3895 ms per token in
 //   run-123ab72; its twin with fold=ba-main 1.3770 in run-2c678d0, x1.016).
-// - q4-fast-thread-prep, q4-fast-fold, q4-fast-rec-norm (twins of the base), q4-fast-pf-out,
+// - q4-fast-fold-main: the base with fold=ba-main, the candidate until 2026-12-02; without the copy nodes
+//   (run-0e18347, run-f64919d) 1.3021 and 1.3025 ms per token against fold=ba's 1.2832 and 1.2828.
+// - q4-fast-thread-prep, q4-fast-rec-norm (twins of the base), q4-fast-pf-out,
 //   q4-fast-pf-early, q4-fast-fork-z (twins of the candidate): step_op.hpp's CandidateTwins; f32-fast-fork-z
 //   is f32-fast's fork=z twin.
 // - f32-fast-u8, f32-fast-ba-own, f32-fast-apart, f32-fast-plain: step_op.hpp's F32Twins (f32-fast's twins;
@@ -124,11 +126,11 @@ struct TwinTier {
 const std::vector<TwinTier>& twin_tiers() {
   static constexpr const char* kBase = "q4-fast-ba-own";
   static const std::vector<TwinTier> v{
-      {kBase, [] { return gdn::candidate_twins().ba_own; }, &kFoldMainInGraph, false, "q4-fast"},
+      {kBase, [] { return gdn::candidate_twins().ba_own; }, &kFoldInGraph, false, "q4-fast"},
       {"q4-fast-ring", [] { return gdn::candidate_twins().ring; }, &kRingInGraph, true, kBase},
       {"q4-fast-own-prep", [] { return gdn::candidate_twins().out_own; }, &kPreparedInGraph, false, kBase},
       {"q4-fast-thread-prep", [] { return gdn::candidate_twins().thread_prep; }, &kWarpsInGraph, false, kBase},
-      {"q4-fast-fold", [] { return gdn::candidate_twins().fold; }, &kFoldInGraph, true, kBase},
+      {"q4-fast-fold-main", [] { return gdn::candidate_twins().fold_main; }, &kFoldMainInGraph, true, kBase},
       {"q4-fast-rec-norm", [] { return gdn::candidate_twins().rec_norm; }, &kRecNormInGraph, true, kBase},
       {"q4-fast-pf-out", [] { return gdn::candidate_twins().pf_out; }, &kPfInGraph, true, "q4-fast"},
       {"q4-fast-pf-early", [] { return gdn::candidate_twins().pf_out_early; }, &kPfEarlyInGraph, true, "q4-fast"},

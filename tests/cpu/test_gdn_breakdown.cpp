@@ -155,14 +155,16 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   }
   CHECK(twins == 3);
   CHECK(registry().experiment("gdn-step-fused").claims.size() == 29);
-  // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba-main; the
+  // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
   const auto base = tw.ba_own;
   const auto cand = gdn::step_candidate();
-  CHECK(cand.fold_ba_main);
+  CHECK(cand.fold_ba);
+  CHECK_FALSE(cand.fold_ba_main);
+  CHECK_FALSE(base.fold_ba);
   CHECK_FALSE(base.fold_ba_main);
-  CHECK(gdn::fused_step_variant(cand) == gdn::fused_step_variant(base) + ",fold=ba-main");
+  CHECK(gdn::fused_step_variant(cand) == gdn::fused_step_variant(base) + ",fold=ba");
   CHECK(registry().has_variant(gdn::fused_step_variant(base)));
   CHECK(registry().has_variant(gdn::fused_step_variant(cand)));
   CHECK(gdn::config_error(cand, rg::qwen35_27b()) == "");
@@ -221,26 +223,26 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(gdn::config_error(prepared_gated, rg::qwen35_27b()).find("a launch of its own") != std::string::npos);
   CHECK(gdn::config_error(prepared, rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}).find("dv = 48") != std::string::npos);
   CHECK(gdn::fused_step_variant(base).find("proj=map=packed+dot=q8-dp4a+grid=groups+xprep=warps+") != std::string::npos);
-  CHECK(gdn::fused_step_variant(tw.fold) == gdn::fused_step_variant(base) + ",fold=ba");
-  // fold=ba refused without the stacking, without the chain, with another b|a kernel or a stacked kernel without launch_prepared
+  CHECK(gdn::fused_step_variant(tw.fold_main) == gdn::fused_step_variant(base) + ",fold=ba-main");
+  // fold=ba (the candidate) refused without the stacking, without the chain, with another b|a kernel or a stacked kernel without launch_prepared
   for (auto [mut, why] : std::vector<std::pair<std::function<void(gdn::FusedStepConfig&)>, std::string>>{
            {[](gdn::FusedStepConfig& c) { c.merged_in = false; }, "stacked input projections"},
            {[](gdn::FusedStepConfig& c) { c.chain = false; }, "PDL chain"},
            {[](gdn::FusedStepConfig& c) { c.ba = "f32_gemv/impl=split-row,pdl=off"; }, "split-row,pdl=on's code"},
            {[](gdn::FusedStepConfig& c) { c.stacked_kernel = gdn::kStackedRing; }, "takes its x prepared"}}) {
-    auto c = tw.fold;
+    auto c = cand;
     mut(c);
     CAPTURE(why);
     CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
   }
-  // fold=ba-main (the candidate): refused without the stacking or the chain, with fold=ba too, or on a
+  // fold=ba-main (the twin fold_main): refused without the stacking or the chain, with fold=ba too, or on a
   // stacked kernel without f32 rows riding along.
   for (auto [mut, why] : std::vector<std::pair<std::function<void(gdn::FusedStepConfig&)>, std::string>>{
            {[](gdn::FusedStepConfig& c) { c.merged_in = false; }, "stacked input projections"},
            {[](gdn::FusedStepConfig& c) { c.chain = false; }, "PDL chain"},
            {[](gdn::FusedStepConfig& c) { c.fold_ba = true; }, "one of the two"},
            {[](gdn::FusedStepConfig& c) { c.stacked_kernel = gdn::kStackedRing; }, "f32 rows riding along"}}) {
-    auto c = cand;
+    auto c = tw.fold_main;
     mut(c);
     CAPTURE(why);
     CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
@@ -298,9 +300,9 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
       CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");
     }
     for (auto [mut, why] : std::vector<std::pair<std::function<void(gdn::FusedStepConfig&)>, std::string>>{
-             {[](gdn::FusedStepConfig& c) { c.merged_in = false, c.fold_ba_main = false; }, "needs them (set_merged_in"},
-             {[](gdn::FusedStepConfig& c) { c.fold_ba_main = false, c.stacked_kernel = gdn::kStackedRing; }, "on the q4 variant itself"},
-             {[](gdn::FusedStepConfig& c) { c.fold_ba_main = false, c.norm_q8 = false, c.q4_kernel = gdn::kClusterQ4; }, "takes its x prepared"}}) {
+             {[](gdn::FusedStepConfig& c) { c.merged_in = false, c.fold_ba = false; }, "needs them (set_merged_in"},
+             {[](gdn::FusedStepConfig& c) { c.fold_ba = false, c.stacked_kernel = gdn::kStackedRing; }, "on the q4 variant itself"},
+             {[](gdn::FusedStepConfig& c) { c.fold_ba = false, c.norm_q8 = false, c.q4_kernel = gdn::kClusterQ4; }, "takes its x prepared"}}) {
       auto c = tw.fork_z;
       mut(c);
       CAPTURE(why);
@@ -326,7 +328,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK(gdn::GdnDevice::l2_prefetch_error(gdn::kernels::L2Prefetch::after, false, &q4_gemv::q4_kernel(cand.q4_kernel)).find("set_fused_prep") != std::string::npos);
     CHECK(gdn::GdnDevice::l2_prefetch_error(gdn::kernels::L2Prefetch::none, false, nullptr) == "");
   }
-  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.thread_prep, &tw.fold, &tw.rec_norm, &tw.ba_own, &tw.pf_out, &tw.pf_out_early}) {
+  for (const auto* t : {&tw.norm_gated, &tw.unchained, &tw.apart, &tw.ring, &tw.cluster, &tw.out_own, &tw.thread_prep, &tw.fold_main, &tw.rec_norm, &tw.ba_own, &tw.pf_out, &tw.pf_out_early, &tw.fork_z}) {
     CAPTURE(gdn::fused_step_variant(*t));
     CHECK(gdn::config_error(*t, rg::qwen35_27b()) == "");
   }

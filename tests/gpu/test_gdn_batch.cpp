@@ -50,8 +50,8 @@ void load(GdnDevice& dev, const rg::LayerWeights& w, const rg::Q4Projections& q)
 }
 
 // The settings both devices run: kQ4, kRec and the fused prep, or the step's candidate's base (the
-// PDL chain, pdl=early, out=prepared, b|a split-row: the candidate's fold=ba-main puts b|a in the
-// single step's own f32 order, which the batch's column launch does not share).
+// PDL chain, pdl=early, out=prepared, b|a split-row: the candidate's fold=ba computes b|a in the
+// single step's stacked prep kernel, which the batch does not have; the batch's column launch has its own order).
 void configure(GdnDevice& dev, bool candidate) {
   if (candidate) {
     gdn::apply(gdn::candidate_twins().ba_own, dev);

@@ -226,7 +226,7 @@ TEST_CASE("GDN PDL chain: the step's candidate's base (q4 tier, b|a a launch of 
   for (const auto& [why, g] : geometries()) {
     CAPTURE(why);
     // its recurrence (cols=32) takes dk = 32 and 128; out=prepared needs dv % 32 == 0 (not dv = 48: there its twin without it)
-    // (the base: the candidate's fold=ba-main is a PDL launch, which needs the chain)
+    // (the base: the candidate's fold=ba is a PDL launch, which needs the chain)
     auto cand = g.dv % 32 == 0 ? gdn::candidate_twins().ba_own : gdn::candidate_twins().out_own;
     REQUIRE(gdn::config_error(cand, g) == "");
     ++stepped;
@@ -445,11 +445,11 @@ TEST_CASE("GDN out_proj without its prep launch (set_norm_q8): the step's candid
   CHECK_THROWS_WITH_AS(f32b.step(0, test::tok(h, g, 0)), doctest::Contains("q4 variant"), Error);
 }
 
-TEST_CASE("GDN b|a in the stacked launch's prep kernel (set_fold_ba): the step's candidate gives its bits with fold=ba, one launch fewer; what it cannot take is refused") {
+TEST_CASE("GDN b|a in the stacked launch's prep kernel (set_fold_ba): the step's candidate gives its base's bits with fold=ba, one launch fewer; what it cannot take is refused") {
   constexpr int T = 8;
   const auto [g, w, q, h] = qwen_case(T, 91);  // dv = 128: a warp per 32 values of onn
   GdnDevice cand(g, 1), fold(g, 1);
-  const gdn::FusedStepConfig twin = gdn::candidate_twins().fold;
+  const gdn::FusedStepConfig twin = gdn::step_candidate();
   REQUIRE(twin.fold_ba);
   configure(cand, g, w, q, gdn::candidate_twins().ba_own);  // fold's base
   configure(fold, g, w, q, twin);
@@ -501,12 +501,12 @@ TEST_CASE("GDN the gated norm and out_proj's q8 x in the recurrence (cols=128,no
   CHECK(step_kernels(rec, g).total == step_kernels(own, g).total - 1);  // own: out_proj's prep launch back
 }
 
-TEST_CASE("GDN the step's candidate, b|a in the stacked kernel's grid (set_fold_ba_main): b|a within f32 rounding of its base's split-row, the step within the q8 tolerance of it, one launch fewer; refusals") {
+TEST_CASE("GDN b|a in the stacked kernel's grid (set_fold_ba_main, the candidate's twin fold_main): b|a within f32 rounding of its base's split-row, the step within the q8 tolerance of it, one launch fewer; refusals") {
   constexpr int T = 8;
   const auto [g, w, q, h] = qwen_case(T, 95);
   GdnDevice cand(g, 1), fold(g, 1);
-  configure(cand, g, w, q, gdn::candidate_twins().ba_own);  // the candidate's base: b|a on split-row
-  configure(fold, g, w, q, gdn::step_candidate());
+  configure(cand, g, w, q, gdn::candidate_twins().ba_own);  // the twin's base: b|a on split-row
+  configure(fold, g, w, q, gdn::candidate_twins().fold_main);
   CHECK(fold.fold_ba_main());
   double ba = 0, out = 0;
   for (int t = 0; t < T; ++t) {
@@ -547,7 +547,7 @@ TEST_CASE("GDN out_proj's weights prefetched into L2 by conv_norm_bg (set_l2_pre
     const auto y_before = pf.get(0, What::OUT);
     pf.set_fused_prep(false);
     pf.set_pdl_chain(false);
-    pf.set_fold_ba_main(false);
+    pf.set_fold_ba(false);
     CHECK_THROWS_WITH_AS(pf.step(0, test::tok(h, g, 0)), doctest::Contains("set_fused_prep"), Error);
     CHECK(bitwise_diff(pf.get(0, What::OUT), y_before) == 0);
   }
@@ -668,6 +668,7 @@ TEST_CASE("GDN in_proj_z on a branch of its own (set_fork_z, fork=z): the candid
     KLAB_CUDA(cudaStreamDestroy(s));
     // Refused when enqueued, before any launch, naming the reason: without the stacked input projections.
     const auto y_before = b.get(0, What::OUT);
+    b.set_fold_ba(false);
     b.set_fold_ba_main(false);
     b.set_merged_in(false);
     CHECK_THROWS_WITH_AS(b.step(0, test::tok(h, g, 0)), doctest::Contains("fork=z"), Error);

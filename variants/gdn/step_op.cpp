@@ -230,7 +230,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.cluster,
       t.out_own,
       t.thread_prep,
-      t.fold,
+      t.fold_main,
       t.rec_norm,
       t.ba_own,
       t.pf_out,
@@ -274,14 +274,18 @@ std::vector<FusedStepConfig> fused_step_configs() {
 // - run-2c678d0 (2026-12-02): that candidate's twin fold=ba-main (b|a's rows in the stacked kernel's
 //   grid, one launch fewer) x1.031 per layer and x1.016 in the graph, 1.3770 ms per token: the fastest
 //   measured; b|a within 1e-5 of split-row's, the step as accurate against f64 as the candidate.
-// This candidate: out=prepared on xprep=warps, fold=ba-main.
+// - run-0e18347 and run-f64919d (2026-12-02): with gdn-stack's 48 copy nodes gone from its graph, the base's
+//   twin fold=ba (b|a in the stacked launch's prep kernel) is the fastest twice: 1.2832 and 1.2828 ms per
+//   token, x1.015 over that candidate (1.3021, 1.3025) and x1.045 over the base; it gives the base's bits.
+// This candidate: out=prepared on xprep=warps, fold=ba. The candidate before it (fold=ba-main) is the twin fold_main.
 namespace {
 // The candidates' small kernels (q4 and f32 tiers alike): the recurrence and b|a's own kernel.
 constexpr const char* kCandidateRec = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early";
 constexpr const char* kCandidateBa = "f32_gemv/impl=split-row,pdl=on";
-// A candidate from its base (ba_own): b|a's rows in the stacked launch (fold=ba-main).
+// A candidate from its base (ba_own): b|a inside the stacked launch, on the q4 tier in its prep kernel
+// (fold=ba), on the f32 tier as rows in its grid (fold=ba-main: the f32 stacked launch has no prep kernel).
 FusedStepConfig candidate_of(FusedStepConfig base) {
-  base.fold_ba_main = true;
+  (base.f32 ? base.fold_ba_main : base.fold_ba) = true;
   return base;
 }
 }  // namespace
@@ -310,8 +314,8 @@ CandidateTwins candidate_twins() {
   CandidateTwins t;
   t.ba_own = FusedStepConfig{false, kWarpsQ4, kCandidateRec, kCandidateBa, true, true, ""};
   t.ba_own.norm_q8 = true;
-  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = t.thread_prep = t.fold = t.ba_own;
-  t.fold.fold_ba = true;
+  t.norm_gated = t.unchained = t.apart = t.ring = t.cluster = t.out_own = t.thread_prep = t.fold_main = t.ba_own;
+  t.fold_main.fold_ba_main = true;
   t.rec_norm = t.ba_own;
   t.rec_norm.recurrence = kRecNormQ8;
   t.thread_prep.q4_kernel = kThreadPrepQ4;

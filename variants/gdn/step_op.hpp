@@ -88,19 +88,20 @@ inline constexpr const char* kWarpsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=gro
 inline constexpr const char* kRecNormQ8 = "gdn_recurrence/impl=fused,cols=128,rows=8,pdl=early,norm=gated";
 inline constexpr const char* kThreadPrepQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
-// and in_proj_z as one launch with b|a's 96 f32 rows riding along in its grid (fold=ba-main), the
+// and in_proj_z as one launch, b|a computed by that launch's prep kernel (fold=ba, since 2026-12-02:
+// the fastest in the 48-layer graph twice, reports/h200/run-0e18347 and run-f64919d), the
 // fused prep, the fused recurrence cols=32,rows=8,pdl=early with the gated norm a launch of its own
 // that writes out_proj's q8 x (out=prepared), every small kernel in the PDL chain), which gdn-stack,
 // gdn-step-breakdown and gdn-batch also run; the ones before it are its twins (candidate_twins).
 FusedStepConfig step_candidate();
 // The candidate's twins. ba_own is the candidate with b|a a launch of its own (f32_gemv
-// split-row,pdl=on; the candidate before fold=ba-main): the one twin of the candidate itself, since
-// fold=ba-main puts b|a in another f32 order. Every other twin differs from ba_own in one setting, so
+// split-row,pdl=on, whose code fold=ba runs: the candidate's bits; the candidate before fold=ba-main).
+// Every other twin differs from ba_own in one setting, so
 // that its bitwise claim compares like with like (norm_gated and cluster also leave out_proj its own
 // prep launch, which their kernels need): the claims of gdn-step-fused (norm-pays, chain-*, merged-*,
 // ring-*, cluster-*, normq8-*, ...) and gdn-stack's twin tiers race them.
 struct CandidateTwins {
-  FusedStepConfig ba_own;      // b|a a launch of its own (no fold=ba-main): the base of the twins below
+  FusedStepConfig ba_own;      // b|a a launch of its own (no fold): the base of the twins below
   FusedStepConfig norm_gated;  // the gated norm as the recurrence's epilogue (norm=gated)
   FusedStepConfig unchained;   // without the PDL chain
   FusedStepConfig apart;       // in_proj_qkv and in_proj_z as two launches
@@ -108,7 +109,7 @@ struct CandidateTwins {
   FusedStepConfig cluster;     // every other q4 launch on kClusterQ4
   FusedStepConfig out_own;     // out_proj with its own prep launch (no out=prepared)
   FusedStepConfig thread_prep; // every q4 launch on kThreadPrepQ4 (the stacked launch's prep a thread per block of 32)
-  FusedStepConfig fold;        // b|a folded into the stacked launch's prep kernel (fold=ba)
+  FusedStepConfig fold_main;   // b|a's rows in the stacked kernel's grid (fold=ba-main: another f32 order for b|a; the candidate until 2026-12-02)
   FusedStepConfig rec_norm;    // the gated norm and out_proj's q8 x in the recurrence's epilogue (kRecNormQ8): one launch fewer
   // The candidate's own twins (the candidate with one setting more):
   FusedStepConfig pf_out;        // out_proj's weights prefetched into L2 by conv_norm_bg after its work (pf=out)
@@ -129,7 +130,9 @@ CandidateTwins candidate_twins();
 // - with in=qkvz as a pair launch 5.7266 ms, 84.3% (x1.025 over 5.8712 apart, run-311735f);
 // - with b|a's rows in it too 5.7034 ms, 84.7% (x1.003 over 5.7217 without: same, run-aa70846),
 //   5.7087 ms, 84.6% in run-90c5f7b; there its twin on warp-row,unroll=8,pdl=on took 5.7531 ms
-//   (x0.992: eight loads a lane do not pay; kept as the twin u8).
+//   (x0.992: eight loads a lane do not pay; kept as the twin u8);
+// - with gdn-stack's 48 copy nodes gone from its graph (commit 0e18347): 5.6136 and 5.6139 ms, 86.1%
+//   (reports/h200/run-0e18347, run-f64919d): issue 14's 85% reached.
 FusedStepConfig step_f32_candidate();
 inline constexpr const char* kF32PdlKernel = "f32_gemv/impl=warp-row,unroll=4,pdl=on";
 // The same with eight loads in flight a lane (the twin u8).
