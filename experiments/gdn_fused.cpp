@@ -71,6 +71,12 @@ const Claim kForkBits{"fork-z-bitwise",
 const Claim kForkPays{"fork-z-pays", "z beside conv_norm_bg and the recurrence pays: the step's candidate is faster with fork=z"};
 const Claim kF32ForkBits{"f32-fork-z-bitwise", "the f32 tier's candidate with fork=z gives the f32 candidate's bits"};
 const Claim kF32ForkPays{"f32-fork-z-pays", "fork=z pays on the f32 tier: the f32 candidate is faster with it"};
+const Claim kNormLastBits{"norm-last-bitwise",
+                          "the step's candidate with the gated norm and out_proj's q8 x run by the recurrence's last column block of each head "
+                          "(norm=last: one launch fewer) gives the candidate's bits"};
+const Claim kNormLastPays{"norm-last-pays", "the gated norm in the recurrence's last blocks pays: the step's candidate is faster with norm=last"};
+const Claim kF32NormLastBits{"f32-norm-last-bitwise", "the f32 tier's candidate with norm=last gives the f32 candidate's bits"};
+const Claim kF32NormLastPays{"f32-norm-last-pays", "norm=last pays on the f32 tier: the f32 candidate is faster with it"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -99,6 +105,7 @@ struct Plan {
   std::string pf_out, pf_early;      // the candidate with pf=out, pf=out-early (pf-out-*, pf-early-*)
   std::string fork;                  // the candidate with fork=z (fork-z-*)
   std::string f32_candidate, f32_fork;  // gdn::step_f32_candidate() and its fork=z twin (f32-fork-z-*)
+  std::string norm_last, f32_norm_last;  // the two candidates on gdn::kRecNormLast (norm-last-*, f32-norm-last-*)
 };
 Plan plan() {
   Plan p;
@@ -119,6 +126,8 @@ Plan plan() {
   p.fork = gdn::fused_step_variant(t.fork_z);
   p.f32_candidate = gdn::fused_step_variant(gdn::step_f32_candidate());
   p.f32_fork = gdn::fused_step_variant(gdn::f32_candidate_twins().fork_z);
+  p.norm_last = gdn::fused_step_variant(t.norm_last);
+  p.f32_norm_last = gdn::fused_step_variant(gdn::f32_candidate_twins().norm_last);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -230,6 +239,9 @@ void run_fused(Context& ctx) {
     twin_claims(cand, find(ms, pl.fork), pl.candidate, pl.fork, kForkBits, kForkPays, "with in_proj_z on a branch of its own");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_fork), pl.f32_candidate, pl.f32_fork, kF32ForkBits, kF32ForkPays,
                 "with in_proj_z on a branch of its own");
+    twin_claims(cand, find(ms, pl.norm_last), pl.candidate, pl.norm_last, kNormLastBits, kNormLastPays, "with the gated norm in the recurrence's last blocks");
+    twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_norm_last), pl.f32_candidate, pl.f32_norm_last, kF32NormLastBits, kF32NormLastPays,
+                "with the gated norm in the recurrence's last blocks");
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
@@ -251,7 +263,8 @@ void register_gdn_fused(Registry& r) {
                      "step's candidates toward 20 us per layer (q8-dp4a projections, a fused recurrence)",
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
-                 kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kGoal},
+                 kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
+                 kF32NormLastBits, kF32NormLastPays, kGoal},
       .run = run_fused,
   });
 }

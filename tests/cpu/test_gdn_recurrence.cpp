@@ -209,12 +209,51 @@ TEST_CASE("gdn_recurrence cache=stream: each is the twin of a registered kernel 
   CHECK(streamed == 2);  // cols=32,rows=8 with pdl=on and pdl=early
 }
 
+TEST_CASE("gdn_recurrence norm=last: the twin of its pdl=early kernel without the epilogue; one thread a column when asked; check_args wants its counts") {
+  int last = 0;
+  for (const auto& k : gr::recurrence_kernels()) {
+    const auto at = k.name.find(",norm=last");
+    CHECK(k.counts == (at != std::string::npos));
+    if (at == std::string::npos) continue;
+    ++last;
+    CAPTURE(k.name);
+    CHECK(k.gated_norm);
+    CHECK(k.norm_q8);
+    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at));
+    CHECK_FALSE(twin.gated_norm);
+    CHECK(twin.state_before_wait == k.state_before_wait);
+    for (auto [dk, dv] : {std::pair{128, 128}, std::pair{32, 48}, std::pair{64, 96}})
+      CHECK(k.can_implement(gr::dense_args(2, 6, dk, dv, 1)) == twin.can_implement(gr::dense_args(2, 6, dk, dv, 1)));
+  }
+  CHECK(last == 1);
+  const auto& k = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=last");
+  alignas(16) static float buf[64];
+  alignas(16) static uint4 xq[8];
+  static int count[64];
+  gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, 1);
+  a.q = a.k = a.v = a.g = a.beta = buf;
+  a.z = a.norm_w = buf;
+  a.S = a.o = a.onn = buf;
+  a.normalize_qk = false;
+  a.eps = 1e-6f;
+  CHECK(gr::check_args(k, a).find("per-head counts") != std::string::npos);
+  a.count = count;
+  CHECK(gr::check_args(k, a) == "");
+  a.xq = xq;  // a head's dv = 128 columns over four blocks of 32: the last one writes the head's q8 blocks
+  CHECK(gr::check_args(k, a) == "");
+  // With the epilogue asked, one thread a column: dk / rows * cols / 4 = 128 threads against dv = 96 is refused.
+  gr::RecurrenceArgs b = gr::dense_args(2, 6, 128, 96, 1);
+  CHECK(k.can_implement(b) == "");
+  b.onn = buf;
+  CHECK(k.can_implement(b).find("one thread a column") != std::string::npos);
+}
+
 TEST_CASE("gdn_recurrence norm=gated: the twin of a kernel without the epilogue; a head's column tiles must fit a cluster; check_args guards the epilogue") {
   int norm = 0;
   for (const auto& k : gr::recurrence_kernels()) {
     const auto at = k.name.find(",norm=gated");
-    CHECK(k.gated_norm == (at != std::string::npos));
-    if (!k.gated_norm) continue;
+    CHECK(k.gated_norm == (at != std::string::npos || k.name.find(",norm=last") != std::string::npos));
+    if (at == std::string::npos) continue;
     ++norm;
     CAPTURE(k.name);
     const auto& twin = gr::recurrence_kernel(k.name.substr(0, at));

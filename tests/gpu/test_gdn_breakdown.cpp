@@ -683,6 +683,56 @@ TEST_CASE("GDN in_proj_z on a branch of its own (set_fork_z, fork=z): the candid
   CHECK_THROWS_WITH_AS(ring.step(0, test::tok(h, g, 0)), doctest::Contains("on the q4 variant itself"), Error);
 }
 
+TEST_CASE("GDN the gated norm by the recurrence's last column block of each head (norm=last): the candidates' bits on both tiers, token after token and as a graph of layers; one launch fewer") {
+  constexpr int T = 8, kLayers = 3;
+  const auto [g, w, q, h] = qwen_case(T, 103);
+  for (bool f32 : {false, true}) {
+    CAPTURE(f32);
+    const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::step_candidate();
+    const gdn::FusedStepConfig last = f32 ? gdn::f32_candidate_twins().norm_last : gdn::candidate_twins().norm_last;
+    REQUIRE(gdn::config_error(last, g) == "");
+    auto setup = [&](GdnDevice& dev, const gdn::FusedStepConfig& c, int nl) {
+      if (f32) {
+        dev.set_f32_variant(gdn::f32_kernel_of(c));
+        if (nl == 1) dev.load_f32(0, w);
+        else experiments::load_stack_f32(dev, w);
+      } else if (nl == 1) {
+        load(dev, w, &q);
+      } else {
+        experiments::load_stack_q4(dev, w, q);
+      }
+      gdn::apply(c, dev);
+    };
+    GdnDevice a(g, 1), b(g, 1);
+    setup(a, cand, 1);
+    setup(b, last, 1);
+    // T tokens: a head's count must be back at zero after each launch, or a later token's norm would not run.
+    const TwinsDiff d = twins_diff(b, a, h, g, T);
+    CHECK(d.out == 0);
+    CHECK(d.mid + d.state == 0);
+    CHECK(bitwise_diff(b.get(0, What::ONN), std::vector<float>(b.get(0, What::ONN).size(), 0.0f)) > 0);
+    const StepKernels kb = step_kernels(b, g), ka = step_kernels(a, g);
+    CHECK(kb.total == ka.total - 1);
+    CHECK(std::find_if(kb.ops.begin(), kb.ops.end(), [](const auto& op) { return op.first == gdn::kRecurrenceNorm; }) != kb.ops.end());
+    cudaStream_t s = nullptr;
+    KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    {
+      GdnDevice ga(g, kLayers), gb(g, kLayers);
+      setup(ga, cand, kLayers);
+      setup(gb, last, kLayers);
+      experiments::GdnStack sa(ga, s), sb(gb, s);
+      sa.set_input(test::tok(h, g, 0));
+      sb.set_input(test::tok(h, g, 0));
+      const auto ca = experiments::check_stack(ga, sa), cb = experiments::check_stack(gb, sb);
+      CHECK(ca.bitwise());
+      CHECK(cb.bitwise());
+      CHECK(bitwise_diff(sb.output(), sa.output()) == 0);
+      CHECK(sb.kernel_nodes() == sa.kernel_nodes() - kLayers);
+    }
+    KLAB_CUDA(cudaStreamDestroy(s));
+  }
+}
+
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -336,6 +336,11 @@ void GdnDevice::set_recurrence_variant(const std::string& variant) {
   if (auto why = k.can_implement(probe); !why.empty()) throw Error("GdnDevice::set_recurrence_variant: " + variant + ": " + why);
   require(k.workspace_floats(probe) == 0, "GdnDevice::set_recurrence_variant: " + variant + " needs a workspace with the step's normalised q and k");
   require(!k.state_bf16, "GdnDevice::set_recurrence_variant: " + variant + " keeps S in bf16; the step's state is f32 (a bf16 state is a research axis of the op gdn_recurrence: gdn-state-drift)");
+  if (k.counts && !rec_count_.size()) {  // norm=last's per-head counts: zero, and left zero by every launch
+    rec_count_ = DeviceBuffer<int>(std::size_t(g_.nv) * std::size_t(std::max<std::int64_t>(slots_, q4_gemm::kMaxCols)));
+    KLAB_CUDA(cudaMemset(rec_count_.get(), 0, rec_count_.bytes()));
+    KLAB_CUDA(cudaDeviceSynchronize());
+  }
   rec_ = &k;
 }
 std::string GdnDevice::recurrence_variant() const { return rec_ ? rec_->name : ""; }
@@ -367,7 +372,7 @@ std::string GdnDevice::norm_q8_error(const q4_gemv::Q4Kernel* k, const gdn_recur
     if (!rec->norm_q8)
       return what + "needs the gated norm as a launch of its own, not " + rec->name + "'s epilogue (it writes no q8 x; a recurrence with a head "
                     "in one block does: cols=128,...,norm=gated)";
-    if (const std::string cols = axis_of(rec->axes, "cols"); !cols.empty() && g.dv > std::stoi(cols))
+    if (const std::string cols = axis_of(rec->axes, "cols"); !rec->counts && !cols.empty() && g.dv > std::stoi(cols))
       return what + "with the gated norm in " + rec->name + " needs a head in one block: dv " + std::to_string(g.dv) + " > cols=" + cols;
   }
   if (auto why = kernels::gated_norm_q8_error(g.nv, g.dv); !why.empty()) return what + why;
@@ -706,6 +711,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     rargs.norm_w = L->norm_w.get();
     rargs.onn = L->onn.get();
     rargs.eps = static_cast<float>(g.eps);
+    if (rec_->counts) rargs.count = rec_count_.get();  // layers and slots share them: the chain runs one recurrence at a time
     if (norm_q8_) rargs.xq = xq_;  // set_norm_q8: the epilogue writes out_proj's q8 x too
   }
   add([rec = rec_, rargs](cudaStream_t s) {
@@ -943,6 +949,7 @@ void GdnDevice::enqueue_batch(int layer, int first_slot, int B, const float* d_h
     ra.norm_w = L.norm_w.get();
     ra.onn = b.onn.get();
     ra.eps = static_cast<float>(g.eps);
+    if (rec_->counts) ra.count = rec_count_.get();  // B * nv <= nv * kMaxCols of them
   }
   if (auto why = gdn_recurrence::check_args(*rec_, ra); !why.empty()) throw Error(at + rec_->name + ": " + why);
   // Every check made: the launches, in the step's order.

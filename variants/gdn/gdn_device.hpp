@@ -396,6 +396,7 @@ class GdnDevice {
   DeviceBuffer<float> hist_;  // (slots, nl, ck-1, conv_dim)
   std::unique_ptr<Q4Tier> q4_;  // before layers_: their q4 projections refer to it
   const gdn_recurrence::RecurrenceKernel* rec_ = nullptr;
+  DeviceBuffer<int> rec_count_;  // a norm=last recurrence's per-head counts (RecurrenceArgs::count), allocated by set_recurrence_variant
   bool fused_prep_ = false;
   bool pdl_chain_ = false;
   bool merged_in_ = false;

@@ -236,7 +236,9 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pf_out,
       t.pf_out_early,
       t.fork_z,
+      t.norm_last,
       f32_candidate_twins().fork_z,
+      f32_candidate_twins().norm_last,
       f32_candidate_twins().plain,
       f32_candidate_twins().apart,
       f32_candidate_twins().ba_own,
@@ -300,9 +302,10 @@ F32Twins f32_candidate_twins() {
   F32Twins t;
   t.ba_own = FusedStepConfig{true, "", kCandidateRec, kCandidateBa, true, true};
   t.ba_own.f32_kernel = kF32PdlKernel;
-  t.u8 = t.fork_z = candidate_of(t.ba_own);
+  t.u8 = t.fork_z = t.norm_last = candidate_of(t.ba_own);
   t.u8.f32_kernel = kF32Pdl8Kernel;
   t.fork_z.fork_z = true;
+  t.norm_last.recurrence = kRecNormLast;
   t.apart = t.ba_own;
   t.apart.merged_in = false;
   t.plain = t.apart;
@@ -326,8 +329,9 @@ CandidateTwins candidate_twins() {
   t.apart.merged_in = false;
   t.ring.stacked_kernel = kStackedRing;
   t.cluster.q4_kernel = kClusterQ4;
-  t.pf_out = t.pf_out_early = t.fork_z = candidate_of(t.ba_own);  // step_candidate()'s
+  t.pf_out = t.pf_out_early = t.fork_z = t.norm_last = candidate_of(t.ba_own);  // step_candidate()'s
   t.fork_z.fork_z = true;
+  t.norm_last.recurrence = kRecNormLast;  // with out=prepared: its epilogue writes out_proj's q8 x
   t.pf_out.l2_prefetch = kernels::L2Prefetch::after;
   t.pf_out_early.l2_prefetch = kernels::L2Prefetch::before;
   return t;

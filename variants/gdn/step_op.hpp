@@ -86,6 +86,8 @@ inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=g
 inline constexpr const char* kWarpsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warps,pdl=on,rows=8";
 // The recurrence with a head in one block, the gated norm and onn's q8 form as its epilogue.
 inline constexpr const char* kRecNormQ8 = "gdn_recurrence/impl=fused,cols=128,rows=8,pdl=early,norm=gated";
+// The candidates' recurrence with the gated norm (and onn's q8 form) run by the last of a head's column blocks.
+inline constexpr const char* kRecNormLast = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=last";
 inline constexpr const char* kThreadPrepQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
 // and in_proj_z as one launch, b|a computed by that launch's prep kernel (fold=ba, since 2026-12-02:
@@ -115,6 +117,7 @@ struct CandidateTwins {
   FusedStepConfig pf_out;        // out_proj's weights prefetched into L2 by conv_norm_bg after its work (pf=out)
   FusedStepConfig pf_out_early;  // the same, issued before conv_norm_bg's wait (pf=out-early)
   FusedStepConfig fork_z;        // in_proj_z forked off the stacked launch, beside conv_norm_bg and the recurrence (fork=z)
+  FusedStepConfig norm_last;     // the gated norm and out_proj's q8 x by the recurrence's last column block of each head (kRecNormLast): one launch fewer
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
@@ -142,7 +145,8 @@ inline constexpr const char* kF32Pdl8Kernel = "f32_gemv/impl=warp-row,unroll=8,p
 // in_proj_z as two launches) and plain (apart on warp-row,unroll=4 without pdl): gdn-stack's
 // f32-fast-u8, f32-fast-ba-own, f32-fast-apart and f32-fast-plain.
 struct F32Twins {
-  FusedStepConfig fork_z;  // the candidate with in_proj_z forked off the stacked launch (fork=z)
+  FusedStepConfig fork_z;     // the candidate with in_proj_z forked off the stacked launch (fork=z)
+  FusedStepConfig norm_last;  // the candidate on kRecNormLast: the gated norm by the recurrence's last column block of each head
   FusedStepConfig u8;
   FusedStepConfig ba_own;
   FusedStepConfig apart;

@@ -48,6 +48,8 @@ std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a) {
     if (!(a.eps > 0)) return "the gated-norm epilogue needs eps > 0";
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     if (!aligned(a.z) || !aligned(a.norm_w) || !aligned(a.onn)) return "z, norm_w and onn must be 16-byte aligned (float4 loads and stores)";
+    if (kern.counts && !a.count)
+      return "the gated-norm epilogue of " + kern.name + " needs its per-head counts (RecurrenceArgs::count: batch * nv ints, zero)";
   }
   if (a.xq) {
     if (!a.onn) return "onn's q8 form (xq) asked without the gated-norm epilogue (onn)";
@@ -55,7 +57,7 @@ std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a) {
     if (a.dv % 32 != 0) return "onn's q8 form (xq) needs dv a multiple of 32 (blocks of 32 activations within a head), not " + std::to_string(a.dv);
     if (a.batch != 1) return "onn's q8 form (xq) is one sequence's (batch 1), not batch " + std::to_string(a.batch);
     for (const auto& [axis, value] : kern.axes)
-      if (axis == "cols" && a.dv > std::stoi(value)) return "onn's q8 form (xq) needs a head's dv columns in one block: dv " + std::to_string(a.dv) + " > cols=" + value;
+      if (axis == "cols" && !kern.counts && a.dv > std::stoi(value)) return "onn's q8 form (xq) needs a head's dv columns in one block: dv " + std::to_string(a.dv) + " > cols=" + value;
   }
   if (kern.vec4) {
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };

@@ -53,6 +53,9 @@ struct RecurrenceArgs {
   // out_proj's launch_prepared (GdnDevice::set_norm_q8). Kernels with RecurrenceKernel::norm_q8 only;
   // dv % 32 == 0.
   uint4* xq = nullptr;
+  // With onn, for kernels with RecurrenceKernel::counts (norm=last): batch * nv ints, zero before the
+  // launch and left zero after it (each head's last column block counts and resets its own).
+  int* count = nullptr;
 };
 
 // The arguments of `batch` densely packed sequences ((batch, nk, dk) q and k, (batch, nv, dv) v and
@@ -77,8 +80,11 @@ struct RecurrenceKernel {
   // Can run the gated RMSNorm epilogue (RecurrenceArgs::onn): impl=fused,...,norm=gated.
   bool gated_norm = false;
   // Can also write onn's q8 form (RecurrenceArgs::xq): norm=gated kernels whose block holds a head's
-  // whole dv (cols >= dv: no cluster), impl=fused,cols=128,...,norm=gated.
+  // whole dv (cols >= dv: no cluster), impl=fused,cols=128,...,norm=gated, and norm=last.
   bool norm_q8 = false;
+  // The epilogue needs RecurrenceArgs::count (norm=last: the last column block of a head runs its
+  // gated norm, found by an atomic count per head; check_args refuses onn without it).
+  bool counts = false;
   // state=bf16: RecurrenceArgs::S points to bf16 elements (the same (dk, dv) layout and strides, in
   // elements; 8-byte aligned), widened to f32 on load and rounded to nearest even on store. With S
   // holding bf16 values, o and the f32 values before the store are its f32 twin's bit for bit.

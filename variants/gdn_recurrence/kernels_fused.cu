@@ -188,7 +188,53 @@ __device__ __forceinline__ void gated_norm_single(const RecurrenceArgs& a, const
   if (a.xq) q4_gemv::store_prepared_q8_quads(a.xq, mine ? (h * a.dv + c0) / 32 : -1, y, lane);  // uniform: a kernel argument
 }
 
-template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false>
+// norm=last: the gated norm of head h by the LAST of its column blocks to finish, with no cluster and
+// no block of a whole head. Each block stores its columns of o, fences, and counts itself in
+// a.count[b nv + h] (one atomicAdd by thread 0); the block that brings the count to `tiles` resets it
+// to 0 for the next launch and runs the GDN step's gated_norm_q8 kernel body on the head's o, read
+// back through L2 (variants/gdn/gdn_kernels.cu: one thread a column, blockDim == dv, so
+// p = fma(o, o, 0); gated_norm's block_sum: a butterfly in each warp, then warp 0 over the warp sums;
+// r = 1 / sqrt(ss / dv + eps); onn = o r norm_w silu(z); the q8 form by store_prepared_q8_warp): the
+// same operands in the same order, so onn and its q8 form are the gated-norm launch's bits, and o the
+// bits of the kernel without the epilogue. No block waits for another: the count only picks which
+// block does the head's work. Needs blockDim.x == dv (can_implement, when onn is asked).
+__device__ __forceinline__ void gated_norm_last(const RecurrenceArgs& a, const float4* red_o, int W, int Q, int cq, int w, int rs, bool live, int b, int h,
+                                                int c0, int tiles) {
+  __shared__ float smem[33];
+  __shared__ int last;
+  const std::int64_t head = b * a.o_stride + static_cast<std::int64_t>(h) * a.dv;
+  if (w == 0 && rs == 0 && live) {
+    float4 o = red_o[cq];
+    for (int ww = 1; ww < W; ++ww) o = f4_add(o, red_o[ww * Q + cq]);
+    *reinterpret_cast<float4*>(a.o + head + c0) = o;
+  }
+  __threadfence();  // this block's o, device-wide, before it counts
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(a.count + b * a.nv + h, 1) == tiles - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();  // the other blocks fenced their o before counting
+  const int c = threadIdx.x, lane = c & 31, warp = c >> 5, warps = blockDim.x >> 5;
+  const float oc = __ldcg(a.o + head + c);
+  float p = fmaf(oc, oc, 0.f);
+  for (int off = 16; off > 0; off /= 2) p += __shfl_xor_sync(0xffffffffu, p, off);
+  if (lane == 0) smem[warp] = p;
+  __syncthreads();
+  if (warp == 0) {
+    float t = lane < warps ? smem[lane] : 0.f;
+    for (int off = 16; off > 0; off /= 2) t += __shfl_xor_sync(0xffffffffu, t, off);
+    if (lane == 0) smem[32] = t;
+  }
+  __syncthreads();
+  const float ss = smem[32];
+  const float r = 1.f / sqrtf(ss / static_cast<float>(a.dv) + a.eps);
+  const float v = oc * r * a.norm_w[c] * silu(a.z[head + c]);
+  a.onn[head + c] = v;
+  if (a.xq) q4_gemv::store_prepared_q8_warp(a.xq, int((h * a.dv + c) / 32), v, lane);  // uniform: a kernel argument (batch 1)
+  if (c == 0) a.count[b * a.nv + h] = 0;
+}
+
+template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false>
 __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a) {
   static_assert(C >= 4 && C <= 128 && (C & (C - 1)) == 0, "cols: a power of two from 4 to 128 (C/4 column quads divide a warp)");
   static_assert(R >= 1 && R <= 16, "rows: 1 to 16 float4 of S a thread (registers)");
@@ -299,6 +345,12 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
   __syncthreads();
   // Every S store of this block is done: dependents may start (they read only their own state first).
   if constexpr (!Early) asm volatile("griddepcontrol.launch_dependents;");
+  if constexpr (Last) {
+    if (a.onn) {  // uniform: a kernel argument
+      gated_norm_last(a, red_o, W, Q, cq, w, rs, live, b, h, c0, tiles);
+      return;
+    }
+  }
   if constexpr (Norm) {
     if (a.onn) {  // uniform: a kernel argument
       if constexpr (C >= 128) {
@@ -346,8 +398,25 @@ std::string can_norm(const RecurrenceArgs& a) {
   return "";
 }
 
-template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false>
+// norm=last: can's checks, and with the epilogue asked (onn) one thread a column of a head.
+template <int C, int R>
+std::string can_last(const RecurrenceArgs& a) {
+  if (auto why = can<C, R>(a); !why.empty()) return why;
+  if (a.onn && threads_for<C, R>(a) != a.dv)
+    return "norm=last runs the gated norm one thread a column: dk / rows * cols / 4 = " + std::to_string(threads_for<C, R>(a)) + " threads, dv " +
+           std::to_string(a.dv);
+  return "";
+}
+
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
+  if constexpr (Last) {  // no cluster: the count picks the block that runs a head's norm
+    const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
+    const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+    launch_maybe_pdl(Pdl || Early, fused_kernel<C, R, Early, false, false, false, true>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)),
+                     dim3(threads), smem, s, a);
+    return;
+  }
   static_assert(!(Norm && Bf16), "norm=gated is not registered with state=bf16");
   const int tiles = (a.dv + C - 1) / C;
   const int threads = threads_for<C, R>(a);
@@ -378,15 +447,17 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
 
 std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
 
-template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false>
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false>
 RecurrenceKernel fused() {
   static_assert(!(Cs && (Bf16 || Norm)), "cache=stream is registered on the f32 state without norm=gated");
+  static_assert(!(Last && (Norm || Bf16 || Cs)), "norm=last is registered on the f32 state, without the cluster epilogue");
   RecurrenceKernel k;
   k.axes = {{"impl", "fused"}, {"cols", std::to_string(C)}, {"rows", std::to_string(R)}};
   if (Bf16) k.axes.push_back({"state", "bf16"});  // before pdl: a pdl=early name less "early" + "on" is its pdl=on twin's
   if (Cs) k.axes.push_back({"cache", "stream"});  // likewise
   k.axes.push_back({"pdl", Early ? "early" : Pdl ? "on" : "off"});
   if (Norm) k.axes.push_back({"norm", "gated"});
+  if (Last) k.axes.push_back({"norm", "last"});
   k.description = "one launch, q/k norm fused, S read once into registers as float4: " + std::to_string(C) + " columns x all rows per block, " +
                   std::to_string(R) + " rows x 4 columns per thread" +
                   (Early ? ", programmatic dependent launch, dependents let go at the start, S prefetched into L2 before the wait and loaded after it"
@@ -395,18 +466,22 @@ RecurrenceKernel fused() {
                   (Norm ? "; the GDN step's gated RMSNorm as an epilogue where the caller asks for it (a head's column tiles one thread block "
                           "cluster, the sum of o^2 through distributed shared memory)"
                         : "") +
+                  (Last ? "; the GDN step's gated RMSNorm (and onn's q8 form) where the caller asks for it, run by the last of a head's column "
+                          "blocks to finish (an atomic count per head), with the gated-norm launch's arithmetic"
+                        : "") +
                   (Cs ? "; S loaded and stored with the evict-first hint (ld.global.cs / st.global.cs)" : "") +
                   (Bf16 ? "; S stored as bf16 (half the state's bytes; widened on load, each element rounded to nearest even on store, the "
                           "arithmetic f32): a research axis, judged by its own tolerance and by its drift over time (gdn-state-drift)"
                         : "");
-  k.can_implement = Norm ? can_norm<C, R> : can<C, R>;
+  k.can_implement = Norm ? can_norm<C, R> : Last ? can_last<C, R> : can<C, R>;
   k.workspace_floats = no_workspace;
-  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs>;
+  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last>;
   k.state_bf16 = Bf16;
   k.state_before_wait = Pdl && !Early;
   k.vec4 = true;
-  k.gated_norm = Norm;
-  k.norm_q8 = Norm && C >= 128;
+  k.gated_norm = Norm || Last;
+  k.norm_q8 = (Norm && C >= 128) || Last;
+  k.counts = Last;
   return k;
 }
 
@@ -456,7 +531,12 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // reads. Its pdl=on and pdl=early forms (gdn-recurrence pairs each with its twin: stream-bitwise, stream-pays).
           // Measured in reports/h200/run-a9d7934: the same bits; batch 32 x0.996 (pdl=on) and x0.976 (pdl=early), batch 1
           // pdl=early x0.924: a negative result, kept.
-          fused<32, 8, true, false, false, false, true>(), fused<32, 8, true, true, false, false, true>()};
+          fused<32, 8, true, false, false, false, true>(), fused<32, 8, true, true, false, false, true>(),
+          // norm=last (2026-12-02): the step's recurrence (cols=32 rows=8 pdl=early) with the gated norm and onn's q8 form run by
+          // the last of a head's four column blocks (gated_norm_last), so that the step's gated-norm launch goes without
+          // rec-norm's one block a head (5.1 against 3.37 us) or norm=gated's cluster; the gated-norm launch's bits. Raced alone
+          // (no epilogue asked) it is its pdl=early twin.
+          fused<32, 8, true, true, false, false, false, true>()};
 }
 
 }  // namespace klab::gdn_recurrence
