@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,6 +112,53 @@ StepKernels step_kernels(const GdnDevice& dev, const Geometry& g) {
   }
   KLAB_CUDA(cudaStreamDestroy(s));
   return k;
+}
+
+// dev (nl layers) loaded with w, on the f32 tier where c is (its big three's kernel set first: the
+// projections keep it) or q4's, every layer its own weights when nl > 1 (gdn-stack's loaders), then configured as c.
+void setup_config(GdnDevice& dev, const gdn::FusedStepConfig& c, const rg::LayerWeights& w, const rg::Q4Projections& q) {
+  REQUIRE(gdn::config_error(c, w.g) == "");
+  const int nl = dev.layers();
+  if (c.f32) {
+    dev.set_f32_variant(gdn::f32_kernel_of(c));
+    if (nl == 1) dev.load_f32(0, w);
+    else experiments::load_stack_f32(dev, w);
+  } else if (nl == 1) {
+    load(dev, w, &q);
+  } else {
+    experiments::load_stack_q4(dev, w, q);
+  }
+  gdn::apply(c, dev);
+}
+
+// One token h0 through nl layers as one captured graph (GdnStack), on configurations a and b: each
+// graph against its own sequential enqueue (bitwise), the two outputs against each other, and the
+// graphs' kernel nodes.
+struct GraphTwins {
+  bool a_bitwise = false, b_bitwise = false;
+  std::int64_t out_diff = -1;
+  int a_kernels = 0, b_kernels = 0;
+};
+GraphTwins graph_twins(const gdn::FusedStepConfig& a, const gdn::FusedStepConfig& b, int nl, const rg::LayerWeights& w, const rg::Q4Projections& q,
+                       std::span<const float> h0) {
+  cudaStream_t s = nullptr;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  GraphTwins r;
+  {
+    GdnDevice da(w.g, nl), db(w.g, nl);
+    setup_config(da, a, w, q);
+    setup_config(db, b, w, q);
+    experiments::GdnStack sa(da, s), sb(db, s);
+    sa.set_input(h0);
+    sb.set_input(h0);
+    r.a_bitwise = experiments::check_stack(da, sa).bitwise();
+    r.b_bitwise = experiments::check_stack(db, sb).bitwise();
+    r.out_diff = bitwise_diff(sb.output(), sa.output());
+    r.a_kernels = sa.kernel_nodes();
+    r.b_kernels = sb.kernel_nodes();
+  }
+  KLAB_CUDA(cudaStreamDestroy(s));
+  return r;
 }
 
 }  // namespace
@@ -592,22 +640,9 @@ TEST_CASE("GDN in_proj_z on a branch of its own (set_fork_z, fork=z): the candid
     CAPTURE(f32);
     const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::step_candidate();
     const gdn::FusedStepConfig fork = f32 ? gdn::f32_candidate_twins().fork_z : gdn::candidate_twins().fork_z;
-    REQUIRE(gdn::config_error(fork, g) == "");
-    auto setup = [&](GdnDevice& dev, const gdn::FusedStepConfig& c, int nl) {
-      if (f32) {
-        dev.set_f32_variant(gdn::f32_kernel_of(c));
-        if (nl == 1) dev.load_f32(0, w);
-        else experiments::load_stack_f32(dev, w);
-      } else if (nl == 1) {
-        load(dev, w, &q);
-      } else {
-        experiments::load_stack_q4(dev, w, q);
-      }
-      gdn::apply(c, dev);
-    };
     GdnDevice a(g, 1), b(g, 1);
-    setup(a, cand, 1);
-    setup(b, fork, 1);
+    setup_config(a, cand, w, q);
+    setup_config(b, fork, w, q);
     CHECK(b.fork_z());
     CHECK_FALSE(a.fork_z());
     const TwinsDiff d = twins_diff(b, a, h, g, T);
@@ -632,8 +667,8 @@ TEST_CASE("GDN in_proj_z on a branch of its own (set_fork_z, fork=z): the candid
     // The listed operators one by one (one stream, no branch) give the forked step's bits.
     {
       GdnDevice listed(g, 1), stepped(g, 1);
-      setup(listed, fork, 1);
-      setup(stepped, fork, 1);
+      setup_config(listed, fork, w, q);
+      setup_config(stepped, fork, w, q);
       const auto lops = listed.step_operators(0, d_h.get(), d_y.get());
       std::int64_t diff = 0;
       for (int t = 0; t < 3; ++t) {
@@ -648,24 +683,11 @@ TEST_CASE("GDN in_proj_z on a branch of its own (set_fork_z, fork=z): the candid
     }
     // Layers as one captured graph (the fork and the join as its edges): the sequential enqueue's bits,
     // and the candidate's graph's.
-    cudaStream_t s = nullptr;
-    KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    {
-      GdnDevice ga(g, kLayers), gb(g, kLayers);
-      setup(ga, cand, kLayers);
-      setup(gb, fork, kLayers);
-      experiments::GdnStack sa(ga, s), sb(gb, s);
-      sa.set_input(test::tok(h, g, 0));
-      sb.set_input(test::tok(h, g, 0));
-      const auto ca = experiments::check_stack(ga, sa), cb = experiments::check_stack(gb, sb);
-      CHECK(ca.bitwise());
-      CHECK(cb.bitwise());
-      CHECK(cb.out_max_abs > 0);
-      CHECK(bitwise_diff(sb.output(), sa.output()) == 0);
-      CHECK(bitwise_diff(gb.get(kLayers - 1, What::S), ga.get(kLayers - 1, What::S)) == 0);
-      CHECK(sb.kernel_nodes() == sa.kernel_nodes() + kLayers);
-    }
-    KLAB_CUDA(cudaStreamDestroy(s));
+    const GraphTwins gt = graph_twins(cand, fork, kLayers, w, q, test::tok(h, g, 0));
+    CHECK(gt.a_bitwise);
+    CHECK(gt.b_bitwise);
+    CHECK(gt.out_diff == 0);
+    CHECK(gt.b_kernels == gt.a_kernels + kLayers);
     // Refused when enqueued, before any launch, naming the reason: without the stacked input projections.
     const auto y_before = b.get(0, What::OUT);
     b.set_fold_ba(false);
@@ -690,22 +712,9 @@ TEST_CASE("GDN the gated norm by the recurrence's last column block of each head
     CAPTURE(f32);
     const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::step_candidate();
     const gdn::FusedStepConfig last = f32 ? gdn::f32_candidate_twins().norm_last : gdn::candidate_twins().norm_last;
-    REQUIRE(gdn::config_error(last, g) == "");
-    auto setup = [&](GdnDevice& dev, const gdn::FusedStepConfig& c, int nl) {
-      if (f32) {
-        dev.set_f32_variant(gdn::f32_kernel_of(c));
-        if (nl == 1) dev.load_f32(0, w);
-        else experiments::load_stack_f32(dev, w);
-      } else if (nl == 1) {
-        load(dev, w, &q);
-      } else {
-        experiments::load_stack_q4(dev, w, q);
-      }
-      gdn::apply(c, dev);
-    };
     GdnDevice a(g, 1), b(g, 1);
-    setup(a, cand, 1);
-    setup(b, last, 1);
+    setup_config(a, cand, w, q);
+    setup_config(b, last, w, q);
     // T tokens: a head's count must be back at zero after each launch, or a later token's norm would not run.
     const TwinsDiff d = twins_diff(b, a, h, g, T);
     CHECK(d.out == 0);
@@ -714,22 +723,11 @@ TEST_CASE("GDN the gated norm by the recurrence's last column block of each head
     const StepKernels kb = step_kernels(b, g), ka = step_kernels(a, g);
     CHECK(kb.total == ka.total - 1);
     CHECK(std::find_if(kb.ops.begin(), kb.ops.end(), [](const auto& op) { return op.first == gdn::kRecurrenceNorm; }) != kb.ops.end());
-    cudaStream_t s = nullptr;
-    KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    {
-      GdnDevice ga(g, kLayers), gb(g, kLayers);
-      setup(ga, cand, kLayers);
-      setup(gb, last, kLayers);
-      experiments::GdnStack sa(ga, s), sb(gb, s);
-      sa.set_input(test::tok(h, g, 0));
-      sb.set_input(test::tok(h, g, 0));
-      const auto ca = experiments::check_stack(ga, sa), cb = experiments::check_stack(gb, sb);
-      CHECK(ca.bitwise());
-      CHECK(cb.bitwise());
-      CHECK(bitwise_diff(sb.output(), sa.output()) == 0);
-      CHECK(sb.kernel_nodes() == sa.kernel_nodes() - kLayers);
-    }
-    KLAB_CUDA(cudaStreamDestroy(s));
+    const GraphTwins gt = graph_twins(cand, last, kLayers, w, q, test::tok(h, g, 0));
+    CHECK(gt.a_bitwise);
+    CHECK(gt.b_bitwise);
+    CHECK(gt.out_diff == 0);
+    CHECK(gt.b_kernels == gt.a_kernels - kLayers);
   }
 }
 

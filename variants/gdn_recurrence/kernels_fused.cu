@@ -45,6 +45,7 @@
 
 #include <type_traits>
 
+#include "gdn_recurrence/block_sum.cuh"
 #include "gdn_recurrence/kernels.hpp"
 #include "q4_gemv/prepared_x.cuh"  // onn's q8 form for out_proj (norm=gated, cols >= dv)
 
@@ -214,19 +215,9 @@ __device__ __forceinline__ void gated_norm_last(const RecurrenceArgs& a, const f
   __syncthreads();
   if (!last) return;
   __threadfence();  // the other blocks fenced their o before counting
-  const int c = threadIdx.x, lane = c & 31, warp = c >> 5, warps = blockDim.x >> 5;
+  const int c = threadIdx.x, lane = c & 31;
   const float oc = __ldcg(a.o + head + c);
-  float p = fmaf(oc, oc, 0.f);
-  for (int off = 16; off > 0; off /= 2) p += __shfl_xor_sync(0xffffffffu, p, off);
-  if (lane == 0) smem[warp] = p;
-  __syncthreads();
-  if (warp == 0) {
-    float t = lane < warps ? smem[lane] : 0.f;
-    for (int off = 16; off > 0; off /= 2) t += __shfl_xor_sync(0xffffffffu, t, off);
-    if (lane == 0) smem[32] = t;
-  }
-  __syncthreads();
-  const float ss = smem[32];
+  const float ss = block_sum(fmaf(oc, oc, 0.f), smem);
   const float r = 1.f / sqrtf(ss / static_cast<float>(a.dv) + a.eps);
   const float v = oc * r * a.norm_w[c] * silu(a.z[head + c]);
   a.onn[head + c] = v;

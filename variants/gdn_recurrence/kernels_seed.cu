@@ -14,6 +14,7 @@
 //         thread's decayed S column slice (ceil(dk/8) <= 16 values) in registers and pass 2 updates
 //         them there: S read once, written once. Bitwise equal to seed by construction (every
 //         fma and add in the same order on the same operands); the race's bits_vs_a checks it.
+#include "gdn_recurrence/block_sum.cuh"
 #include "gdn_recurrence/kernels.hpp"
 
 #include <algorithm>
@@ -30,21 +31,6 @@ constexpr float kEps = static_cast<float>(ref::gdn::kL2NormEps);
 // Threads for a block that reduces over n elements: a multiple of 32, at most 256 (gdn_kernels.cu).
 int reduce_threads(int n) { return std::clamp((n + 31) / 32 * 32, 32, 256); }
 
-// The sum of `v` over the block, to every thread, in a fixed order: a butterfly in each warp, then
-// warp 0 adds the warp sums the same way (gdn_kernels.cu's block_sum). `smem` holds 33 floats.
-__device__ float block_sum(float v, float* smem) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-  if (lane == 0) smem[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    float t = lane < warps ? smem[lane] : 0.f;
-    for (int off = 16; off > 0; off /= 2) t += __shfl_xor_sync(0xffffffffu, t, off);
-    if (lane == 0) smem[32] = t;
-  }
-  __syncthreads();
-  return smem[32];
-}
 
 // Grid (2 nk, batch): block x < nk normalises q of key head x, block nk + x normalises k of key head x,
 // of sequence blockIdx.y. qn, kn (batch, nk, dk) dense.
