@@ -279,6 +279,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
 // - run-0e18347 and run-f64919d (2026-12-02): with gdn-stack's 48 copy nodes gone from its graph, the base's
 //   twin fold=ba (b|a in the stacked launch's prep kernel) is the fastest twice: 1.2832 and 1.2828 ms per
 //   token, x1.015 over that candidate (1.3021, 1.3025) and x1.045 over the base; it gives the base's bits.
+//   As the candidate (run-93e3419): 1.2842 ms per token, x1.047 over the base; its twin norm=last (the
+//   gated norm in the recurrence's last column blocks) the same bits, x0.960.
 // This candidate: out=prepared on xprep=warps, fold=ba. The candidate before it (fold=ba-main) is the twin fold_main.
 namespace {
 // The candidates' small kernels (q4 and f32 tiers alike): the recurrence and b|a's own kernel.
