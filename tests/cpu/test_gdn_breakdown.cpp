@@ -308,6 +308,10 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
       CAPTURE(why);
       CHECK(gdn::config_error(c, rg::qwen35_27b()).find(why) != std::string::npos);
     }
+    // norm=last runs a head's norm one thread a column: refused where the recurrence's blocks are not dv threads
+    // (dk 32 / rows 8 * cols 32 / 4 = 32 threads, dv 48), by config_error, before a device is touched.
+    CHECK(gdn::config_error(gdn::f32_candidate_twins().norm_last, rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}).find("one thread a column") != std::string::npos);
+    CHECK(gdn::config_error(gdn::f32_candidate_twins().norm_last, rg::qwen35_27b()) == "");
     auto f32apart = f32fork;
     f32apart.merged_in = f32apart.fold_ba_main = false;
     CHECK(gdn::config_error(f32apart, rg::qwen35_27b()).find("needs them (set_merged_in") != std::string::npos);

@@ -330,10 +330,17 @@ gdn_recurrence::RecurrenceArgs rec_args(const Geometry& g, const float* q, const
 }
 }  // namespace
 
+std::string GdnDevice::recurrence_error(const gdn_recurrence::RecurrenceKernel& k, const Geometry& g) {
+  gdn_recurrence::RecurrenceArgs probe = rec_args(g, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+  static float epilogue[4];
+  if (k.gated_norm) probe.onn = epilogue;  // the step asks a kernel with the epilogue for it; can_implement reads only its presence
+  return k.can_implement(probe);
+}
+
 void GdnDevice::set_recurrence_variant(const std::string& variant) {
   const auto& k = gdn_recurrence::recurrence_kernel(variant);  // an unknown name throws here, nothing changed
-  gdn_recurrence::RecurrenceArgs probe = rec_args(g_, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
-  if (auto why = k.can_implement(probe); !why.empty()) throw Error("GdnDevice::set_recurrence_variant: " + variant + ": " + why);
+  if (auto why = recurrence_error(k, g_); !why.empty()) throw Error("GdnDevice::set_recurrence_variant: " + variant + ": " + why);
+  const gdn_recurrence::RecurrenceArgs probe = rec_args(g_, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   require(k.workspace_floats(probe) == 0, "GdnDevice::set_recurrence_variant: " + variant + " needs a workspace with the step's normalised q and k");
   require(!k.state_bf16, "GdnDevice::set_recurrence_variant: " + variant + " keeps S in bf16; the step's state is f32 (a bf16 state is a research axis of the op gdn_recurrence: gdn-state-drift)");
   if (k.counts && !rec_count_.size()) {  // norm=last's per-head counts: zero, and left zero by every launch

@@ -138,6 +138,10 @@ class GdnDevice {
   // kDefaultRecurrence. klab::Error, nothing changed, for an unknown name or one that cannot take this
   // geometry.
   void set_recurrence_variant(const std::string& variant);
+  // Why the step cannot run recurrence k at geometry g ("" when it can): k's can_implement on the step's
+  // arguments, with the gated-norm epilogue asked where k has one (the step then always asks it: norm=last
+  // refuses a block whose threads are not dv). Pure host; set_recurrence_variant and config_error ask it.
+  static std::string recurrence_error(const gdn_recurrence::RecurrenceKernel& k, const Geometry& g);
   std::string recurrence_variant() const;
   // Operators 1b, 2 and 3-4 (beta/g, conv + SiLU with the history shift, q/k norm) as ONE launch
   // (kernels::conv_norm_bg, bit for bit the three launches' results) from the next step on: the step

@@ -347,7 +347,7 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
       return c.stacked_kernel + " does not read the layout of " + (c.f32 ? std::string("the f32 tier") : c.q4_kernel) + " (the stacked copy's)";
   }
   if (!c.recurrence.empty())
-    if (auto why = gdn_recurrence::recurrence_kernel(c.recurrence).can_implement(gdn_recurrence::dense_args(g.nk, g.nv, g.dk, g.dv, 1)); !why.empty())
+    if (auto why = GdnDevice::recurrence_error(gdn_recurrence::recurrence_kernel(c.recurrence), g); !why.empty())
       return c.recurrence + ": " + why;
   if (c.merged_in)
     if (auto why = GdnDevice::merged_in_error(g); !why.empty()) return why;
