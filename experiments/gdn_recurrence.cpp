@@ -164,12 +164,12 @@ void register_gdn_recurrence(Registry& r) {
       if (!best) continue;
       const double us = best->timing.summary.median * 1e3;
       // S is read once and written once: its floor is a copy's, not a read's. The run's copy kernel
-      // (Ceiling::copy_gbps, bytes read + written, launch mode) says what moving these bytes both ways takes.
+      // (Ceiling::copy_gbps: the best of its forms, bytes read + written, launch mode) says what moving these bytes both ways takes.
       const double copy = ctx.ceiling().copy_gbps;
       const std::string evidence = key + ": " + best->variant->name + fmt(" %.2f us, %.0f GB/s, %.1f%% of the size-matched read", us,
                                                                          best->gbps, best->pct_attainable) + " (" + mode_name(*best) + ")" +
-                                   (copy > 0 ? fmt("; the run's copy kernel moves these %.1f MB (read + written) at %.0f GB/s, in %.2f us", best->traffic.bytes / 1e6, copy,
-                                                   best->traffic.bytes / (copy * 1e3))
+                                   (copy > 0 ? fmt("; at the run's copy rate (the best copy form, one launch over the ceiling's buffer, read + written: %.0f GB/s) these %.1f MB take %.2f us", copy,
+                                                   best->traffic.bytes / 1e6, best->traffic.bytes / (copy * 1e3))
                                              : std::string());
       if (B == 1) ctx.claim(b1_goal).settle(key, us <= 2.5, evidence);
       if (B == 32) ctx.claim(b32_goal).settle(key, us <= 50.0, evidence);

@@ -139,7 +139,9 @@ struct Ceiling {
   bool stream_pdl = false;      // and whether it was the PDL one
   std::map<int, double> read_gbps_by_loads;  // launch mode, per loads in flight per thread
   int loads = 4;                // loads in flight of the best form
-  double copy_gbps = 0;         // copy kernel, bytes read + written (launch mode)
+  double copy_gbps = 0;         // copy kernel, bytes read + written (launch mode): the best of copy_gbps_by_loads
+  std::map<int, double> copy_gbps_by_loads;  // launch mode, per loads in flight per thread (1: the form of reports before 2026-12-02)
+  int copy_loads = 1;           // loads in flight of the best copy form
   double empty_launch_us = 0;   // an empty kernel between events
   double empty_stream_us = 0;   // an empty kernel in a graph, per launch
   std::int64_t bytes = 0;       // buffer size used
