@@ -8,6 +8,7 @@
 
 #include "klab/error.hpp"
 #include "klab/report.hpp"
+#include "klab/timing.hpp"
 
 using namespace klab;
 namespace fs = std::filesystem;
@@ -139,4 +140,21 @@ TEST_CASE("write_atomically replaces a file whole") {
   CHECK(s == "second");
   CHECK_THROWS_AS(write_atomically(dir / "no-such-dir" / "f.txt", "x"), Error);
   fs::remove_all(dir);
+}
+
+TEST_CASE("the ceiling's JSON keeps every copy form beside the read's, and the best of them as copy_gbps") {
+  klab::Ceiling c;
+  c.read_gbps = c.read_gbps_launch = 4600;
+  c.read_gbps_by_loads = {{1, 4000}, {4, 4600}};
+  c.copy_gbps_by_loads = {{1, 3900}, {2, 3880}, {4, 3830}, {8, 3820}};
+  c.copy_gbps = 3900;
+  c.copy_loads = 1;
+  const nlohmann::json j = klab::to_json(c);
+  CHECK(j.at("copy_gbps").get<double>() == 3900);
+  CHECK(j.at("copy_loads_in_flight").get<int>() == 1);
+  const auto& forms = j.at("copy_gbps_by_loads_launch");
+  REQUIRE(forms.size() == 4);
+  CHECK(forms.at("2").get<double>() == 3880);
+  CHECK(forms.at("8").get<double>() == 3820);
+  CHECK(j.at("read_gbps_by_loads_launch").at("4").get<double>() == 4600);
 }
