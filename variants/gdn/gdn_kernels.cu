@@ -12,6 +12,7 @@
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
 #include "f32_gemv/split_row.cuh"
+#include "gdn_recurrence/block_sum.cuh"
 #include "f32_gemv/variants.hpp"
 #include "q4_gemv/prepared_x.cuh"
 
@@ -30,24 +31,9 @@ __device__ __forceinline__ float softplus(float x) { return x > 20.f ? x : log1p
 // strides over the rest), at least one warp.
 int reduce_threads(int n) { return std::clamp((n + 31) / 32 * 32, 32, 256); }
 
-// The sum of `v` over the block, returned to every thread, in a fixed order: a butterfly (xor 16, 8,
-// 4, 2, 1) inside each warp, then warp 0 adds the warp sums the same way (lanes past the last warp
-// add 0). A butterfly hands every lane the bitwise same value (each level adds the same two
-// operands, only swapped, and a + b == b + a in IEEE arithmetic). blockDim.x must be a multiple of
-// 32 and at most 1024; `smem` holds 33 floats.
-__device__ float block_sum(float v, float* smem) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
-  if (lane == 0) smem[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    float t = lane < warps ? smem[lane] : 0.f;
-    for (int off = 16; off > 0; off /= 2) t += __shfl_xor_sync(0xffffffffu, t, off);
-    if (lane == 0) smem[32] = t;
-  }
-  __syncthreads();
-  return smem[32];
-}
+// The block reductions (q/k norm, gated norm) are gdn_recurrence's block_sum (block_sum.cuh), the one
+// the recurrence's norm=last epilogue runs: the same order, so its onn is this gated norm's bits.
+using gdn_recurrence::block_sum;
 
 // ba (2 nv) = b | a; a_log, dt_bias, beta, g (nv). Value head h.
 __device__ __forceinline__ void beta_g_one(const float* __restrict__ ba, const float* __restrict__ a_log, const float* __restrict__ dt_bias,

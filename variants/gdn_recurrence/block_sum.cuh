@@ -1,13 +1,16 @@
 #pragma once
-// The family's block reduction (kernels_seed.cu's q/k norm, kernels_fused.cu's norm=last epilogue): a copy
-// of variants/gdn/gdn_kernels.cu's block_sum, the GDN step's (a family does not include another's
-// files), so that what it sums comes out in the step's bits.
+// The GDN block reduction, one function for both families: the step's q/k norm and gated norm
+// (variants/gdn/gdn_kernels.cu) and this family's seed q/k norm (kernels_seed.cu) and norm=last epilogue
+// (kernels_fused.cu), so that the epilogue's onn is the gated-norm launch's bits by construction.
 #include <cuda_runtime.h>
 
 namespace klab::gdn_recurrence {
 
-// The sum of `v` over the block, to every thread, in a fixed order: a butterfly in each warp, then
-// warp 0 adds the warp sums the same way. blockDim.x a multiple of 32; `smem` holds 33 floats.
+// The sum of `v` over the block, returned to every thread, in a fixed order: a butterfly (xor 16, 8,
+// 4, 2, 1) inside each warp, then warp 0 adds the warp sums the same way (lanes past the last warp
+// add 0). A butterfly hands every lane the bitwise same value (each level adds the same two
+// operands, only swapped, and a + b == b + a in IEEE arithmetic). blockDim.x must be a multiple of
+// 32 and at most 1024; `smem` holds 33 floats.
 __device__ __forceinline__ float block_sum(float v, float* smem) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);

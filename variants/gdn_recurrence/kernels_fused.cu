@@ -194,7 +194,7 @@ __device__ __forceinline__ void gated_norm_single(const RecurrenceArgs& a, const
 // a.count[b nv + h] (one atomicAdd by thread 0); the block that brings the count to `tiles` resets it
 // to 0 for the next launch and runs the GDN step's gated_norm_q8 kernel body on the head's o, read
 // back through L2 (variants/gdn/gdn_kernels.cu: one thread a column, blockDim == dv, so
-// p = fma(o, o, 0); gated_norm's block_sum: a butterfly in each warp, then warp 0 over the warp sums;
+// p = fma(o, o, 0); the same block_sum (block_sum.cuh);
 // r = 1 / sqrt(ss / dv + eps); onn = o r norm_w silu(z); the q8 form by store_prepared_q8_warp): the
 // same operands in the same order, so onn and its q8 form are the gated-norm launch's bits, and o the
 // bits of the kernel without the epilogue. No block waits for another: the count only picks which
