@@ -630,11 +630,11 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     const f32_gemv::F32Kernel& k = f32_gemv::f32_kernel(f32_kernel_);
     require(L->qkv->f32_weights() && L->z->f32_weights(), "GdnDevice: internal: " + layer_str(layer) + "'s f32 projections hold no f32 weights");
     add([L, d_h, &k, fold_main, fork, C = int(g.conv_dim()), V = int(g.value_dim()), H = int(g.hidden), ba_rows = 2 * g.nv](cudaStream_t s) {
-      const f32_gemv::StackedRows qkv{L->qkv->f32_weights(), L->xc.get(), C}, z{L->z->f32_weights(), L->zv.get(), V}, ba{L->w_ba.get(), L->ba.get(), ba_rows};
-      std::vector<f32_gemv::StackedRows> rows{qkv};
-      if (!fork) rows.push_back(z);  // fork=z: z is the forked launch below
-      if (fold_main) rows.push_back(ba);
-      k.launch_stacked(rows.data(), int(rows.size()), d_h, H, s);
+      f32_gemv::StackedRows rows[f32_gemv::kMaxStacked] = {{L->qkv->f32_weights(), L->xc.get(), C}};
+      int n = 1;
+      if (!fork) rows[n++] = {L->z->f32_weights(), L->zv.get(), V};  // fork=z: z is the forked launch below
+      if (fold_main) rows[n++] = {L->w_ba.get(), L->ba.get(), ba_rows};
+      k.launch_stacked(rows, n, d_h, H, s);
     });
     if (fork) add([L, d_h](cudaStream_t s) { L->z->enqueue(d_h, L->zv.get(), s); });
   } else if (merged_in_) {

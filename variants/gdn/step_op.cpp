@@ -215,6 +215,7 @@ Op make_step_op() {
 std::vector<FusedStepConfig> fused_step_configs() {
   const std::string q8 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
   const CandidateTwins t = candidate_twins();
+  const F32Twins f = f32_candidate_twins();
   return {
       {true, "", ""},
       {false, kDefaultQ4Variant, ""},
@@ -237,12 +238,12 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pf_out_early,
       t.fork_z,
       t.norm_last,
-      f32_candidate_twins().fork_z,
-      f32_candidate_twins().norm_last,
-      f32_candidate_twins().plain,
-      f32_candidate_twins().apart,
-      f32_candidate_twins().ba_own,
-      f32_candidate_twins().u8,
+      f.fork_z,
+      f.norm_last,
+      f.plain,
+      f.apart,
+      f.ba_own,
+      f.u8,
       step_f32_candidate(),
       step_candidate(),
   };
