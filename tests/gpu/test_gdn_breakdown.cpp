@@ -89,10 +89,20 @@ QwenCase qwen_case(int T, std::uint64_t seed) {
   return c;
 }
 
-// dev loaded with w's q4 weights and configured as c, which config_error does not refuse at g.
-void configure(GdnDevice& dev, const Geometry& g, const rg::LayerWeights& w, const rg::Q4Projections& q, const gdn::FusedStepConfig& c) {
-  REQUIRE(gdn::config_error(c, g) == "");
-  load(dev, w, &q);
+// dev (nl layers) loaded with w, on the f32 tier where c is (its big three's kernel set first: the
+// projections keep it) or q4's, every layer its own weights when nl > 1 (gdn-stack's loaders), then configured as c.
+void setup_config(GdnDevice& dev, const gdn::FusedStepConfig& c, const rg::LayerWeights& w, const rg::Q4Projections& q) {
+  REQUIRE(gdn::config_error(c, w.g) == "");
+  const int nl = dev.layers();
+  if (c.f32) {
+    dev.set_f32_variant(gdn::f32_kernel_of(c));
+    if (nl == 1) dev.load_f32(0, w);
+    else experiments::load_stack_f32(dev, w);
+  } else if (nl == 1) {
+    load(dev, w, &q);
+  } else {
+    experiments::load_stack_q4(dev, w, q);
+  }
   gdn::apply(c, dev);
 }
 
@@ -112,23 +122,6 @@ StepKernels step_kernels(const GdnDevice& dev, const Geometry& g) {
   }
   KLAB_CUDA(cudaStreamDestroy(s));
   return k;
-}
-
-// dev (nl layers) loaded with w, on the f32 tier where c is (its big three's kernel set first: the
-// projections keep it) or q4's, every layer its own weights when nl > 1 (gdn-stack's loaders), then configured as c.
-void setup_config(GdnDevice& dev, const gdn::FusedStepConfig& c, const rg::LayerWeights& w, const rg::Q4Projections& q) {
-  REQUIRE(gdn::config_error(c, w.g) == "");
-  const int nl = dev.layers();
-  if (c.f32) {
-    dev.set_f32_variant(gdn::f32_kernel_of(c));
-    if (nl == 1) dev.load_f32(0, w);
-    else experiments::load_stack_f32(dev, w);
-  } else if (nl == 1) {
-    load(dev, w, &q);
-  } else {
-    experiments::load_stack_q4(dev, w, q);
-  }
-  gdn::apply(c, dev);
 }
 
 // One token h0 through nl layers as one captured graph (GdnStack), on configurations a and b: each
@@ -461,8 +454,8 @@ TEST_CASE("GDN out_proj without its prep launch (set_norm_q8): the step's candid
   GdnDevice own(g, 1), prepared(g, 1);
   const gdn::FusedStepConfig twin = gdn::candidate_twins().ba_own;  // out_own's base
   REQUIRE(twin.norm_q8);
-  configure(own, g, w, q, gdn::candidate_twins().out_own);
-  configure(prepared, g, w, q, twin);
+  setup_config(own, gdn::candidate_twins().out_own, w, q);
+  setup_config(prepared, twin, w, q);
   CHECK(prepared.norm_q8());
   const TwinsDiff d = twins_diff(prepared, own, h, g, T);
   CHECK(d.out == 0);
@@ -499,8 +492,8 @@ TEST_CASE("GDN b|a in the stacked launch's prep kernel (set_fold_ba): the step's
   GdnDevice cand(g, 1), fold(g, 1);
   const gdn::FusedStepConfig twin = gdn::step_candidate();
   REQUIRE(twin.fold_ba);
-  configure(cand, g, w, q, gdn::candidate_twins().ba_own);  // fold's base
-  configure(fold, g, w, q, twin);
+  setup_config(cand, gdn::candidate_twins().ba_own, w, q);  // fold's base
+  setup_config(fold, twin, w, q);
   CHECK(fold.fold_ba());
   const TwinsDiff d = twins_diff(fold, cand, h, g, T);
   CHECK(d.out == 0);
@@ -531,9 +524,9 @@ TEST_CASE("GDN the gated norm and out_proj's q8 x in the recurrence (cols=128,no
   const gdn::FusedStepConfig twin = gdn::candidate_twins().rec_norm;
   auto own_cfg = twin;
   own_cfg.norm_q8 = false;  // the same recurrence, out_proj quantising onn in its own prep launch
-  configure(cand, g, w, q, gdn::candidate_twins().ba_own);  // rec_norm's base
-  configure(rec, g, w, q, twin);
-  configure(own, g, w, q, own_cfg);
+  setup_config(cand, gdn::candidate_twins().ba_own, w, q);  // rec_norm's base
+  setup_config(rec, twin, w, q);
+  setup_config(own, own_cfg, w, q);
   const TwinsDiff d = twins_diff(rec, own, h, g, T);
   CHECK(d.out == 0);
   CHECK(d.mid + d.state == 0);
@@ -553,8 +546,8 @@ TEST_CASE("GDN b|a in the stacked kernel's grid (set_fold_ba_main, the candidate
   constexpr int T = 8;
   const auto [g, w, q, h] = qwen_case(T, 95);
   GdnDevice cand(g, 1), fold(g, 1);
-  configure(cand, g, w, q, gdn::candidate_twins().ba_own);  // the twin's base: b|a on split-row
-  configure(fold, g, w, q, gdn::candidate_twins().fold_main);
+  setup_config(cand, gdn::candidate_twins().ba_own, w, q);  // the twin's base: b|a on split-row
+  setup_config(fold, gdn::candidate_twins().fold_main, w, q);
   CHECK(fold.fold_ba_main());
   double ba = 0, out = 0;
   for (int t = 0; t < T; ++t) {
@@ -583,8 +576,8 @@ TEST_CASE("GDN out_proj's weights prefetched into L2 by conv_norm_bg (set_l2_pre
   for (const auto* twin : {&tw.pf_out, &tw.pf_out_early}) {
     CAPTURE(gdn::fused_step_variant(*twin));
     GdnDevice cand(g, 1), pf(g, 1);
-    configure(cand, g, w, q, gdn::step_candidate());
-    configure(pf, g, w, q, *twin);
+    setup_config(cand, gdn::step_candidate(), w, q);
+    setup_config(pf, *twin, w, q);
     CHECK(pf.l2_prefetch() == twin->l2_prefetch);
     const TwinsDiff d = twins_diff(pf, cand, h, g, T);
     CHECK(d.out == 0);
@@ -700,7 +693,7 @@ TEST_CASE("GDN in_proj_z on a branch of its own (set_fork_z, fork=z): the candid
   GdnDevice ring(g, 1);
   auto c = gdn::candidate_twins().ba_own;
   c.stacked_kernel = gdn::kStackedRing;
-  configure(ring, g, w, q, c);
+  setup_config(ring, c, w, q);
   ring.set_fork_z(true);
   CHECK_THROWS_WITH_AS(ring.step(0, test::tok(h, g, 0)), doctest::Contains("on the q4 variant itself"), Error);
 }
