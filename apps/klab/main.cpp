@@ -112,6 +112,10 @@ void add_run_options(po::options_description& d, RunOptions& o, std::string& out
      "with --devices (two or more): every device runs the whole run (--device Di --out OUT/device-Di, its output in "
      "OUT/device-Di.log), no shards and no merge: the reports stay side by side for scripts/gpu_noise.py")
     ("quick", po::bool_switch(&o.quick), "small problems: a smoke run, not a measurement")
+    ("trace", po::bool_switch(&o.trace),
+     "after each subject's timed repetitions, run it once more under CUPTI's kernel activity trace and keep every "
+     "kernel's start and end in its record (timing.trace; scripts/trace.py prints them). Needs libcupti.so.13 beside "
+     "klab, on the library path or under /usr/local/cuda; without it the run says so and traces nothing")
     ("strict", "exit 3 when a claim did not hold")
     ("require-device", "fail (exit 1, no report) when there is no CUDA device, instead of skipping device work (exit 4)")
     ("help,h", "this help");
@@ -172,6 +176,7 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
   env["options"] = {{"reps", opt.reps}, {"warmup", opt.warmup}, {"seed", opt.seed}, {"l2_cold", !opt.hot},
                     {"flush", opt.hot ? "none" : "read"}, {"quick", opt.quick}, {"modes", modes},
                     {"headline", has_stream ? "stream" : "launch"}};
+  if (opt.trace) env["options"]["trace"] = true;
   if (!opt.variants.empty()) env["options"]["variants"] = opt.variants;
   if (!opt.set.empty()) env["options"]["set"] = opt.set;
   if (sharded) env["options"]["shard"] = {{"index", opt.shard_index}, {"count", opt.shard_count}};
@@ -187,7 +192,15 @@ int run_experiments(const std::vector<const Experiment*>& exps, const RunOptions
       KLAB_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
       timer = std::make_unique<Timer>(*dev, stream);
       std::cerr << "measuring the read-bandwidth ceiling on " << dev->name << " ..." << std::endl;
-      ceiling = measure_ceiling(*timer, kCeilingBytes, opt.timing());
+      if (opt.trace) {
+        KernelTracer& tracer = KernelTracer::instance();
+        if (tracer.available()) env["trace"] = {{"available", true}, {"library", tracer.library()}};
+        else env["trace"] = {{"available", false}, {"why", tracer.why()}};
+        std::cerr << "kernel trace: " << (tracer.available() ? "CUPTI from " + tracer.library() : "off, " + tracer.why()) << std::endl;
+      }
+      TimingOptions copt = opt.timing();
+      copt.trace = false;  // the ceiling's reads are not what a trace asks about
+      ceiling = measure_ceiling(*timer, kCeilingBytes, copt);
       env["ceiling"] = to_json(*ceiling);
       print_ceiling(std::cerr, *ceiling);
     }
@@ -555,7 +568,7 @@ void usage(std::ostream& os) {
   os << "klab: an A/B lab for LLM decode kernels\n\n"
         "  klab list [variants|experiments|ops] [--filter GLOB]\n"
         "  klab run EXPERIMENT... [--variants FILTER] [--set NAME=V1,V2,..] [--out DIR] [--reps N] [--seed S]\n"
-        "           [--timing launch|stream|both] [--hot] [--device N] [--quick] [--strict] [--require-device]\n"
+        "           [--timing launch|stream|both] [--hot] [--device N] [--quick] [--strict] [--require-device] [--trace]\n"
         "           [--shard I/N | --devices D1,D2,.. [--replicate]]\n"
         "  klab ab A B (--shape MxK [--input DIST] | --set m=..,k=..[,dist=..]) [run options]\n"
         "  klab env [--device N]\n";

@@ -146,6 +146,8 @@ void time_race(Context& ctx, const Workload& work, std::vector<Measured>& out, c
     line += "  " + m.variant->name;
     if (m.vs_a) line += fmt("  x%.3f vs A", m.vs_a->speedup) + " (" + to_string(m.vs_a->verdict) + ")";
     ctx.log(line);
+    for (const auto& r : m.modes)
+      if (r.timing.traced) ctx.log("trace " + to_string(r.mode) + ": " + trace_line(r.timing.trace) + "  " + m.variant->name);
   }
 }
 }  // namespace

@@ -256,6 +256,17 @@ std::vector<Timing> Timer::time_interleaved(const std::vector<Subject*>& subject
     t.clock_mhz_median = summarize(t.sm_mhz).median;
   }
   for (auto e : ev) cudaEventDestroy(e);
+  if (opt.trace && KernelTracer::instance().available()) {
+    KernelTracer& tracer = KernelTracer::instance();
+    for (std::size_t j = 0; j < ns; ++j) {
+      subjects[j]->before(stream_);
+      if (opt.l2_cold) flush_l2();
+      tracer.start();  // waits for the preparation and the flush: neither is in the trace
+      subjects[j]->body(stream_);
+      out[j].trace = tracer.stop();
+      out[j].traced = true;
+    }
+  }
   return out;
 }
 
@@ -264,7 +275,9 @@ Timing Timer::time(const Body& body, const TimingOptions& opt, const Body& befor
   return time_interleaved({s.get()}, opt).front();
 }
 
-const Timer::Attainable& Timer::attainable(double bytes, TimingMode mode, const TimingOptions& opt) {
+const Timer::Attainable& Timer::attainable(double bytes, TimingMode mode, const TimingOptions& given) {
+  TimingOptions opt = given;
+  opt.trace = false;  // the size-matched read is a yardstick, not a subject of the trace
   const auto key = std::make_pair(static_cast<long long>(bytes), int(mode));
   if (auto it = attainable_.find(key); it != attainable_.end()) return it->second;
   const std::size_t n16 = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(bytes / 16.0)));
@@ -464,6 +477,7 @@ nlohmann::json to_json(const Timing& t, bool with_samples) {
     j["launches"] = t.launches;
     j["copies"] = t.copies;
   }
+  if (t.traced) j["trace"] = to_json(t.trace);
   if (with_samples) {
     j["samples_ms"] = t.ms;
     j["samples_clock_mhz"] = t.sm_mhz;

@@ -174,3 +174,53 @@ TEST_CASE("the size-matched read: a plausible share of the big read, cached") {
   CHECK(a.us <= a.plain_us);  // the PDL form is kept only where it was faster
   CHECK(&o.t->attainable(bytes, TimingMode::stream, opt) == &a);
 }
+
+TEST_CASE("--trace: every kernel of a timed subject once, in start order; PDL-chained reads overlap, plain ones do not") {
+  OnDevice o;
+  KernelTracer& tracer = KernelTracer::instance();
+  REQUIRE_MESSAGE(tracer.available(), tracer.why());
+  const std::size_t n16 = (std::size_t(16) << 20) / sizeof(uint4);  // 16 MiB a copy, 8 copies
+  DeviceBuffer<uint4> buf(n16 * 8);
+  DeviceBuffer<unsigned> sink(1);
+  KLAB_CUDA(cudaMemset(buf.get(), 0x3c, buf.bytes()));
+  KLAB_CUDA(cudaMemset(sink.get(), 0, sink.bytes()));
+  std::vector<Body> plain, pdl;
+  for (int c = 0; c < 8; ++c) {
+    const uint4* p = buf.get() + std::size_t(c) * n16;
+    plain.push_back([p, n16, &sink](cudaStream_t st) { launch_read(p, n16, sink.get(), 4, false, st); });
+    pdl.push_back([p, n16, &sink](cudaStream_t st) { launch_read(p, n16, sink.get(), 4, true, st); });
+  }
+  std::string why;
+  auto sp = o.t->stream_subject(plain, TimingOptions{.min_launches = 16}, {}, why);
+  auto sq = o.t->stream_subject(pdl, TimingOptions{.min_launches = 16}, {}, why);
+  REQUIRE(sp);
+  REQUIRE(sq);
+  auto e = o.t->launch_subject([](cudaStream_t st) { launch_empty(st); });
+  const auto ts = o.t->time_interleaved({sp.get(), sq.get(), e.get()}, TimingOptions{.reps = 5, .warmup = 1, .trace = true});
+  REQUIRE(ts.size() == 3);
+  for (const auto& t : ts) CHECK(t.traced);
+  REQUIRE(ts[0].trace.size() == 16);
+  REQUIRE(ts[1].trace.size() == 16);
+  REQUIRE(ts[2].trace.size() == 1);
+  CHECK(short_kernel_name(ts[2].trace[0].name) == "empty_kernel");
+  for (int j = 0; j < 2; ++j)
+    for (std::size_t i = 0; i < 16; ++i) {
+      CHECK(short_kernel_name(ts[j].trace[i].name) == "read_kernel");
+      CHECK(ts[j].trace[i].end_ns > ts[j].trace[i].start_ns);
+      if (i > 0) CHECK(ts[j].trace[i].start_ns >= ts[j].trace[i - 1].start_ns);
+    }
+  const TraceSummary a = summarize_trace(ts[0].trace), b = summarize_trace(ts[1].trace);
+  const auto key = std::make_pair(std::string("read_kernel"), std::string("read_kernel"));
+  // Plain launches in one stream: each starts after the one before it has ended.
+  CHECK(a.pairs.at(key).median_gap_us >= 0);
+  // PDL: each starts while the one before it is still running (its reads overlap that tail).
+  CHECK(b.pairs.at(key).median_gap_us < 0);
+  // The traced run is the timed graph run once more: its span per launch near the timed median.
+  for (int j = 0; j < 2; ++j) {
+    const double per_launch_us = summarize_trace(ts[j].trace).span_us / 16;
+    CHECK(per_launch_us > 0.67 * ts[j].summary.median * 1e3);
+    CHECK(per_launch_us < 1.5 * ts[j].summary.median * 1e3);
+  }
+  // Without --trace nothing is traced.
+  CHECK_FALSE(o.t->time_interleaved({e.get()}, TimingOptions{.reps = 2, .warmup = 0}).front().traced);
+}

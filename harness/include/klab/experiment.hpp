@@ -26,9 +26,10 @@ struct RunOptions {
   bool hot = false;       // --hot: leave L2 warm between repetitions
   int device = 0;
   bool quick = false;     // smaller problems (tests, smoke runs)
+  bool trace = false;     // --trace: every timed subject's kernels recorded once (TimingOptions::trace)
   // The timing modes every race measures (--timing); stream, where measured, is the headline.
   std::vector<TimingMode> modes{TimingMode::launch, TimingMode::stream};
-  TimingOptions timing() const { return TimingOptions{.reps = reps, .warmup = warmup, .l2_cold = !hot}; }
+  TimingOptions timing() const { return TimingOptions{.reps = reps, .warmup = warmup, .l2_cold = !hot, .trace = trace}; }
   // A slice of a run (--variants, --set): races keep only the variants whose names match `variants`
   // (a glob, or without * or ? a fragment of the name; empty: all), and only the problems whose
   // parameters (dist, m, k, or an op's own: Problem::param) take one of the values in `set` (a name

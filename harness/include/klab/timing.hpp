@@ -27,6 +27,7 @@
 #include "klab/cuda.hpp"
 #include "klab/device.hpp"
 #include "klab/stats.hpp"
+#include "klab/trace.hpp"
 
 namespace klab {
 
@@ -43,6 +44,9 @@ struct TimingOptions {
   double throttle_share = 0.90;
   // stream: at least this many launches per graph (rounded up to a multiple of the copies).
   int min_launches = 32;
+  // --trace: after the timed repetitions, each subject's body runs once more under the kernel
+  // tracer (klab/trace.hpp) and Timing::trace holds its kernels (not timed, never in a summary).
+  bool trace = false;
 };
 
 struct Timing {
@@ -57,6 +61,8 @@ struct Timing {
   bool l2_cold = true;          // a read flush before every repetition
   int launches = 1;             // launches per repetition (stream: K per graph)
   int copies = 1;               // input copies the launches rotate over
+  bool traced = false;          // TimingOptions::trace and the tracer was available
+  std::vector<KernelSpan> trace;  // the kernels of one untimed run of the body, in start order
 };
 
 using Body = std::function<void(cudaStream_t)>;

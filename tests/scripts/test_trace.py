@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""scripts/trace.py: the reading of a trace (counts, medians, periods, gaps) from spans written by
+the test into a measurement record taken from a committed report, the --match and --spans options,
+and the refusals: no trace (exit 1), an unreadable report (exit 2).
+
+    /usr/bin/python3 tests/scripts/test_trace.py     (ctest: the "scripts-trace" test)
+"""
+import json
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "reports/h200/run-7a808bf/report.jsonl"
+
+
+def a_measurement():
+    """The first race measurement of a committed report that has a stream mode."""
+    for line in SOURCE.read_text().splitlines():
+        r = json.loads(line)
+        if r.get("kind") == "measurement" and isinstance(r.get("modes"), dict) and "stream" in r["modes"]:
+            return r
+    raise AssertionError(f"{SOURCE}: no measurement with a stream mode")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(ROOT / "scripts/trace.py")] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=60)
+
+
+class TraceScript(unittest.TestCase):
+    def write(self, d, records):
+        (Path(d) / "report.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    def traced(self):
+        r = a_measurement()
+        # prep 1 us then main 4.3 us, one pair every 5 us; main starts 0.5 us before prep ends.
+        spans = []
+        for i in range(4):
+            t = 5.0 * i
+            spans += [[0, t, t + 1.0], [1, t + 0.5, t + 4.8]]
+        r["modes"]["stream"]["timing"]["launches"] = 8
+        r["modes"]["stream"]["timing"]["trace"] = {"kernels": 8, "span_names": ["prep", "main"], "spans": spans}
+        return r
+
+    def test_reading(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, [self.traced()])
+            p = run(d, "--spans", "3")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out = p.stdout
+            self.assertIn("8 kernels over 19.80 us (2.475 us per launch of 8", out)
+            self.assertIn("| prep | 4 | 1.000 | 5.000 |", out)
+            self.assertIn("| main | 4 | 4.300 | 5.000 |", out)
+            self.assertIn("| prep -> main | 4 | -0.500 |", out)
+            self.assertIn("| main -> prep | 3 | 0.200 |", out)
+            # the first three kernels, with the gap to the one before
+            self.assertIn("| 0 | prep | 0.000 | 1.000 | 1.000 |  |", out)
+            self.assertIn("| 1 | main | 0.500 | 4.800 | 4.300 | -0.500 |", out)
+            self.assertIn("| 2 | prep | 5.000 | 6.000 | 1.000 | 0.200 |", out)
+            self.assertNotIn("\n| 3 | ", out)
+            self.assertIn(" stream", out.splitlines()[0])
+
+    def test_match_and_refusals(self):
+        with tempfile.TemporaryDirectory() as d:
+            plain = a_measurement()
+            self.write(d, [plain, self.traced()])
+            self.assertEqual(run(d, "--match", "stream").returncode, 0)
+            p = run(d, "--match", "no-such-variant")
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("no kernel trace matching 'no-such-variant'", p.stderr)
+            self.write(d, [plain])
+            p = run(d)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn("klab run --trace", p.stderr)
+            (Path(d) / "report.jsonl").write_text("{not json\n")
+            p = run(d)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("malformed JSON", p.stderr)
+            self.assertEqual(run(d, "--spans", "-1").returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
