@@ -74,6 +74,12 @@ def environment(report):
         empty = c.get("empty_kernel_us")
         if isinstance(empty, dict) and empty:
             rows.append(("empty kernel (launch overhead)", ", ".join(f"{m} {kr.fmt_num(empty[m])} us" for m in sorted(empty, key=mode_order))))
+        hop = c.get("hop_us")
+        if isinstance(hop, dict) and isinstance(hop.get("full_grid"), dict) and isinstance(hop.get("one_block"), dict):
+            # A chain of dependent kernels pays this per kernel even when it moves no bytes (timing.hpp, Ceiling::hop_*).
+            rows.append(("dependent hop (graph, per kernel)",
+                         ", ".join(f"{g.replace('_', ' ')} {m} {kr.fmt_num(hop[g].get(m))} us"
+                                   for g in ("one_block", "full_grid") for m in ("plain", "pdl"))))
     else:
         rows.append(("read ceiling", "not measured in this run"))
     commit = str(env.get("git_commit", "n/a"))

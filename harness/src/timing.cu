@@ -30,6 +30,21 @@ __global__ void clock_probe(unsigned long long* out) {
 
 __global__ void empty_kernel() {}
 
+// A dependent hop: each thread reads what the launch before it wrote (out of the previous launch is
+// in here) and writes one word for the next. With PDL it lets its dependent launch at once and
+// waits for its predecessor before the read, as every chained kernel of the lab does; in a graph of
+// such launches the time per launch is what one dependent kernel costs when it moves (almost) no
+// bytes: grid completion, the dependent's release, an L2 round trip, its own completion.
+template <bool PDL>
+__global__ void hop_kernel(const float* __restrict__ in, float* __restrict__ out) {
+  if constexpr (PDL) {
+    asm volatile("griddepcontrol.launch_dependents;");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+  }
+  const std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  out[i] = __ldcg(in + i) + 1.0f;
+}
+
 __global__ void copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
     dst[i] = __ldcs(src + i);
@@ -406,6 +421,33 @@ Ceiling measure_ceiling(Timer& timer, std::int64_t bytes, const TimingOptions& b
       }
     }
     c.empty_stream_us = timer.time_interleaved({es.get()}, eopt).front().summary.median * 1e3;
+    // The dependent hop (hop_kernel), one block of 32 threads and a full grid (4 blocks of 256 per
+    // SM), plain and PDL, ping-ponging between two buffers.
+    const unsigned full = unsigned(sm_count_now()) * 4;
+    DeviceBuffer<float> h0(std::size_t(full) * 256), h1(std::size_t(full) * 256);
+    KLAB_CUDA(cudaMemset(h0.get(), 0, h0.bytes()));
+    KLAB_CUDA(cudaMemset(h1.get(), 0, h1.bytes()));
+    KLAB_CUDA(cudaDeviceSynchronize());
+    std::vector<std::unique_ptr<Timer::Subject>> hs;
+    std::vector<Timer::Subject*> hp;
+    for (unsigned grid : {1u, full})
+      for (bool pdl : {false, true}) {
+        const unsigned threads = grid == 1 ? 32 : 256;
+        auto hop = [&, grid, threads, pdl](const float* in, float* out, cudaStream_t st) {
+          if (pdl) launch_maybe_pdl(true, hop_kernel<true>, grid, threads, 0, st, in, out);
+          else launch_maybe_pdl(false, hop_kernel<false>, grid, threads, 0, st, in, out);
+        };
+        hs.push_back(timer.stream_subject({[&, hop](cudaStream_t st) { hop(h0.get(), h1.get(), st); },
+                                           [&, hop](cudaStream_t st) { hop(h1.get(), h0.get(), st); }},
+                                          eopt, {}, why));
+        require(hs.back() != nullptr, "the dependent hop " + why);
+        hp.push_back(hs.back().get());
+      }
+    const auto th = timer.time_interleaved(hp, eopt);
+    c.hop_one_plain_us = th[0].summary.median * 1e3;
+    c.hop_one_pdl_us = th[1].summary.median * 1e3;
+    c.hop_grid_plain_us = th[2].summary.median * 1e3;
+    c.hop_grid_pdl_us = th[3].summary.median * 1e3;
   }
   c.read_gbps = std::max(c.read_gbps_stream, c.read_gbps_launch);
   return c;
@@ -432,6 +474,10 @@ nlohmann::json to_json(const Ceiling& c) {
           {"copy_loads_in_flight", c.copy_loads},
           {"copy_gbps_by_loads_launch", copy_by_loads},
           {"empty_kernel_us", {{"launch", c.empty_launch_us}, {"stream", c.empty_stream_us}}},
+          {"hop_us", {{"one_block", {{"plain", c.hop_one_plain_us}, {"pdl", c.hop_one_pdl_us}}},
+                      {"full_grid", {{"plain", c.hop_grid_plain_us}, {"pdl", c.hop_grid_pdl_us}}},
+                      {"kernel", "a graph of dependent launches, each reading after griddepcontrol.wait (pdl) the words its predecessor "
+                                 "wrote and writing the next: one block of 32 threads, or 4 blocks of 256 per SM; per launch"}}},
           {"kernel", "read: grid-stride 16-byte loads, 4 blocks of 256 per SM, 1/2/4/8 independent loads in flight per "
                      "thread (best kept), folded into one register; copy: float4 loads + stores, 1/2/4/8 in flight per thread (best kept); stream: a graph of "
                      "back-to-back reads over two copies, plain and with programmatic dependent launch (the faster kept)"}};

@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 33);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 35);
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -312,6 +312,13 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     // (dk 32 / rows 8 * cols 32 / 4 = 32 threads, dv 48), by config_error, before a device is touched.
     CHECK(gdn::config_error(gdn::f32_candidate_twins().norm_last, rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}).find("one thread a column") != std::string::npos);
     CHECK(gdn::config_error(gdn::f32_candidate_twins().norm_last, rg::qwen35_27b()) == "");
+    // rows16: the candidate with every q4 launch on 16 rows a block, one setting changed, registered and valid.
+    auto rows16 = gdn::step_candidate();
+    rows16.q4_kernel = gdn::kWarpsQ4Rows16;
+    CHECK(gdn::fused_step_variant(gdn::candidate_twins().rows16) == gdn::fused_step_variant(rows16));
+    CHECK(gdn::fused_step_variant(rows16).find("rows=16") != std::string::npos);
+    CHECK(registry().has_variant(gdn::fused_step_variant(rows16)));
+    CHECK(gdn::config_error(rows16, rg::qwen35_27b()) == "");
     auto f32apart = f32fork;
     f32apart.merged_in = f32apart.fold_ba_main = false;
     CHECK(gdn::config_error(f32apart, rg::qwen35_27b()).find("needs them (set_merged_in") != std::string::npos);

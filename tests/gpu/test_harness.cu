@@ -67,6 +67,12 @@ TEST_CASE("the measured ceiling is a plausible share of the bus, in both modes")
   // An empty kernel: a few microseconds between events, far less per launch inside a graph.
   CHECK(c.empty_launch_us > 0);
   CHECK(c.empty_stream_us < c.empty_launch_us);
+  // A dependent hop in a graph: measured (never 0), at least what an empty kernel costs there, and
+  // below one launch between events (a hop is a kernel waiting on its predecessor, not a host round trip).
+  for (double hop : {c.hop_one_plain_us, c.hop_one_pdl_us, c.hop_grid_plain_us, c.hop_grid_pdl_us}) {
+    CHECK(hop >= 0.8 * c.empty_stream_us);
+    CHECK(hop < c.empty_launch_us + 5.0);
+  }
 }
 
 TEST_CASE("timing: repetitions, clock readings, and L2-cold slower than hot on a cache-sized buffer") {

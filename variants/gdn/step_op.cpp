@@ -238,6 +238,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pf_out_early,
       t.fork_z,
       t.norm_last,
+      t.rows16,
       f.fork_z,
       f.norm_last,
       f.plain,
@@ -332,7 +333,8 @@ CandidateTwins candidate_twins() {
   t.apart.merged_in = false;
   t.ring.stacked_kernel = kStackedRing;
   t.cluster.q4_kernel = kClusterQ4;
-  t.pf_out = t.pf_out_early = t.fork_z = t.norm_last = candidate_of(t.ba_own);  // step_candidate()'s
+  t.pf_out = t.pf_out_early = t.fork_z = t.norm_last = t.rows16 = candidate_of(t.ba_own);  // step_candidate()'s
+  t.rows16.q4_kernel = kWarpsQ4Rows16;
   t.fork_z.fork_z = true;
   t.norm_last.recurrence = kRecNormLast;  // with out=prepared: its epilogue writes out_proj's q8 x
   t.pf_out.l2_prefetch = kernels::L2Prefetch::after;

@@ -84,6 +84,12 @@ inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=g
 // The candidate's q4 kernel (its prep kernel a warp per block of 32), and the same with the prep a
 // thread per block (xprep=launch): the same layout, main kernel and bits.
 inline constexpr const char* kWarpsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warps,pdl=on,rows=8";
+// kWarpsQ4 with 16 rows a thread block: the same bits (each row's warp totals summed in warp order).
+// Why (kernel traces, reports/h200/run-4cb578e, 2026-12-02): in the 48-layer graph the candidate's
+// in_prep_ba ends 5.3 us after out_proj ends, where out_proj itself ends 2.6 us after the gated norm:
+// out_proj's 640 blocks of 160 threads (64 registers) fill the SMs, so the next kernel's blocks find no
+// room until they leave. With 16 rows, out_proj is 320 blocks and the stacked launch 1030.
+inline constexpr const char* kWarpsQ4Rows16 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warps,pdl=on,rows=16";
 // The recurrence with a head in one block, the gated norm and onn's q8 form as its epilogue.
 inline constexpr const char* kRecNormQ8 = "gdn_recurrence/impl=fused,cols=128,rows=8,pdl=early,norm=gated";
 // The candidates' recurrence with the gated norm (and onn's q8 form) run by the last of a head's column blocks.
@@ -118,6 +124,7 @@ struct CandidateTwins {
   FusedStepConfig pf_out_early;  // the same, issued before conv_norm_bg's wait (pf=out-early)
   FusedStepConfig fork_z;        // in_proj_z forked off the stacked launch, beside conv_norm_bg and the recurrence (fork=z)
   FusedStepConfig norm_last;     // the gated norm and out_proj's q8 x by the recurrence's last column block of each head (kRecNormLast): one launch fewer
+  FusedStepConfig rows16;        // every q4 launch on kWarpsQ4Rows16 (16 rows a thread block: half the blocks, room beside them on the SMs)
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on

@@ -150,6 +150,11 @@ struct Ceiling {
   int copy_loads = 1;           // loads in flight of the best copy form
   double empty_launch_us = 0;   // an empty kernel between events
   double empty_stream_us = 0;   // an empty kernel in a graph, per launch
+  // A dependent hop in a graph, per launch (hop_kernel in timing.cu): each launch reads what the one
+  // before it wrote, one block of 32 threads or a full grid, plain or with PDL. What a chain of
+  // dependent kernels pays per kernel when it moves no bytes: the floor under every fused-or-not
+  // decision (a GDN layer is six such kernels).
+  double hop_one_plain_us = 0, hop_one_pdl_us = 0, hop_grid_plain_us = 0, hop_grid_pdl_us = 0;
   std::int64_t bytes = 0;       // buffer size used
   int reps = 0;
   double read_gbps_of(TimingMode m) const;
