@@ -103,6 +103,12 @@ const Claim kNormLastInGraph{"norm-last-in-graph",
 const Claim kRows16InGraph{"rows16-in-graph",
                            "in the 48-layer graph, 16 rows a q4 thread block pay: q4-fast-rows16 (the candidate on gdn::kWarpsQ4Rows16: half the "
                            "blocks, so the next kernel's blocks find room on the SMs earlier) is faster per token than q4-fast"};
+const Claim kWarpInGraph{"warp-prep-in-graph",
+                         "in the 48-layer graph, prep blocks of one warp pay: q4-fast-warp (the base on gdn::kWarpQ4, whose prep blocks fit "
+                         "beside out_proj's) is faster per token than q4-fast-ba-own"};
+const Claim kFoldMainWarpInGraph{"fold-main-warp-in-graph",
+                                 "in the 48-layer graph, prep blocks of one warp pay with fold=ba-main: q4-fast-fold-main-warp is faster per "
+                                 "token than q4-fast-fold-main"};
 const Claim kF32NormLastInGraph{"f32-norm-last-in-graph",
                                 "in the 48-layer graph, norm=last pays on the f32 tier: f32-fast-norm-last is faster per token than f32-fast"};
 
@@ -120,7 +126,8 @@ const Claim kF32NormLastInGraph{"f32-norm-last-in-graph",
 // - q4-fast-fold-main: the base with fold=ba-main, the candidate until 2026-12-02; without the copy nodes
 //   (run-0e18347, run-f64919d) 1.3021 and 1.3025 ms per token against fold=ba's 1.2832 and 1.2828.
 // - q4-fast-thread-prep, q4-fast-rec-norm (twins of the base), q4-fast-pf-out,
-//   q4-fast-pf-early, q4-fast-fork-z, q4-fast-norm-last, q4-fast-rows16 (twins of the candidate): step_op.hpp's CandidateTwins;
+//   q4-fast-pf-early, q4-fast-fork-z, q4-fast-norm-last, q4-fast-rows16 (twins of the candidate), q4-fast-warp (of the base),
+//   q4-fast-fold-main-warp (of q4-fast-fold-main): step_op.hpp's CandidateTwins;
 //   f32-fast-fork-z and f32-fast-norm-last are f32-fast's.
 // - f32-fast-u8, f32-fast-ba-own, f32-fast-apart, f32-fast-plain: step_op.hpp's F32Twins (f32-fast's twins;
 //   measured 2026-12-02 in reports/h200/run-90c5f7b, where f32-fast was the u8 form and f32-fast-u4 this candidate).
@@ -147,6 +154,8 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-norm-last", [] { return gdn::candidate_twins().norm_last; }, &kNormLastInGraph, true, "q4-fast"},
       {"f32-fast-norm-last", [] { return gdn::f32_candidate_twins().norm_last; }, &kF32NormLastInGraph, true, "f32-fast"},
       {"q4-fast-rows16", [] { return gdn::candidate_twins().rows16; }, &kRows16InGraph, true, "q4-fast"},
+      {"q4-fast-warp", [] { return gdn::candidate_twins().warp1; }, &kWarpInGraph, true, kBase},
+      {"q4-fast-fold-main-warp", [] { return gdn::candidate_twins().fold_main_warp1; }, &kFoldMainWarpInGraph, true, "q4-fast-fold-main"},
       {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
       {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},
       {"f32-fast-apart", [] { return gdn::f32_candidate_twins().apart; }, &kF32QkvzInGraph, false, "f32-fast-ba-own"},
@@ -334,7 +343,7 @@ void register_gdn_stack(Registry& r) {
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
       .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32U8InGraph, kF32FoldInGraph, kF32QkvzInGraph, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
-                 kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kRows16InGraph},
+                 kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph},
       .run = run_stack,
   });
 }

@@ -96,6 +96,8 @@ constexpr std::size_t kXc8 = 40, kXc4 = 41;
 // The rungs 42-44: grid=groups,xprep=warps,q8-dp4a,pdl=on, rows=8, 4 and 16 (twins of rungs 10, 19, 28).
 constexpr std::size_t kXw0 = 42;
 constexpr std::array<std::size_t, 3> kXwTwins{10, 19, 28};
+// The rung 45: grid=groups,xprep=warp,q8-dp4a,pdl=on,rows=8 (the prep in blocks of one warp, twin of rung 42).
+constexpr std::size_t kXw1 = 45;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -158,6 +160,8 @@ std::vector<std::string> rungs() {
   // 42-44: xprep=warps (the prep a warp per block of 32), the twins of rungs 10, 19 and 28.
   for (const std::string rows : {"8", "4", "16"})
     out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "warps"}, {"pdl", "on"}, {"rows", rows}}));
+  // 45: xprep=warp (the prep blocks one warp each: resident beside a full main kernel), rung 42's twin.
+  out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "warp"}, {"pdl", "on"}, {"rows", "8"}}));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -223,8 +227,11 @@ Experiment q4_to_ceiling() {
   const Claim warps_pay{"warps-pay",
                         "the prep a warp per block of 32 pays: grid=groups,xprep=warps,q8-dp4a,pdl=on is faster than its xprep=launch twin "
                         "(one thread per block), rows=8, 4 and 16, on the four seed shapes"};
+  const Claim warp1_pays{"warp-prep-pays",
+                         "prep blocks of one warp pay: grid=groups,xprep=warp,q8-dp4a,pdl=on,rows=8 (they fit beside the main kernel's blocks) "
+                         "is faster than its xprep=warps twin (8 warps a prep block), on the four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,  beats_peers, pdl_pays_claim, exact_faster,
-              ring_pays, half_pays,   warp_pays,    xpf_pays, wpf_pays,    cluster_pays, warps_pay};
+              ring_pays, half_pays,   warp_pays,    xpf_pays, wpf_pays,    cluster_pays, warps_pay, warp1_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -276,7 +283,7 @@ Experiment q4_to_ceiling() {
                  {kXlQ8r8, 2}, {kRingBulk8, 2}, {kRingBulk4, 2}, {kRingCp8, 2}, {kRingBulk8Off, 2}, {kHalf1, 2}, {kHalf2, 2}, {kHalf1Xl, 2},
                  {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}, {kXlQ8r16, 2},
                  {kXpf0, 2}, {kXpf0 + 1, 2}, {kXpf0 + 2, 2}, {kXpf0 + 3, 2}, {kXpf0 + 4, 2}, {kXpf0 + 5, 2}, {kXpf0 + 6, 2},
-                 {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}, {kXw0, 2}, {kXw0 + 1, 2}, {kXw0 + 2, 2}}) {
+                 {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}, {kXw0, 2}, {kXw0 + 1, 2}, {kXw0 + 2, 2}, {kXw1, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -354,6 +361,7 @@ Experiment q4_to_ceiling() {
         twins_pay(wpf_pays, "wpf=l2", [](std::size_t i) { return kXpf0 + i; }, kWpf0, kWpfN);
         twins_pay(cluster_pays, "xprep=cluster (for xprep=launch)", [](std::size_t i) { return i == 0 ? kXlQ8r8 : kXlQ8r4; }, kXc8, 2);
         twins_pay(warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t i) { return kXwTwins[i]; }, kXw0, kXwTwins.size());
+        twins_pay(warp1_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kXw0; }, kXw1, 1);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

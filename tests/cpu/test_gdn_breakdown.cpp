@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 35);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 37);
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -319,6 +319,16 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK(gdn::fused_step_variant(rows16).find("rows=16") != std::string::npos);
     CHECK(registry().has_variant(gdn::fused_step_variant(rows16)));
     CHECK(gdn::config_error(rows16, rg::qwen35_27b()) == "");
+    // warp1 / fold_main_warp1: the base and fold_main on the q4 kernel with one-warp prep blocks.
+    for (auto [twin, of] : {std::pair{gdn::candidate_twins().warp1, gdn::candidate_twins().ba_own},
+                            std::pair{gdn::candidate_twins().fold_main_warp1, gdn::candidate_twins().fold_main}}) {
+      auto want = of;
+      want.q4_kernel = gdn::kWarpQ4;
+      CHECK(gdn::fused_step_variant(twin) == gdn::fused_step_variant(want));
+      CHECK(gdn::fused_step_variant(twin).find("xprep=warp+") != std::string::npos);
+      CHECK(registry().has_variant(gdn::fused_step_variant(twin)));
+      CHECK(gdn::config_error(twin, rg::qwen35_27b()) == "");
+    }
     auto f32apart = f32fork;
     f32apart.merged_in = f32apart.fold_ba_main = false;
     CHECK(gdn::config_error(f32apart, rg::qwen35_27b()).find("needs them (set_merged_in") != std::string::npos);

@@ -239,6 +239,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.fork_z,
       t.norm_last,
       t.rows16,
+      t.warp1,
+      t.fold_main_warp1,
       f.fork_z,
       f.norm_last,
       f.plain,
@@ -335,6 +337,10 @@ CandidateTwins candidate_twins() {
   t.cluster.q4_kernel = kClusterQ4;
   t.pf_out = t.pf_out_early = t.fork_z = t.norm_last = t.rows16 = candidate_of(t.ba_own);  // step_candidate()'s
   t.rows16.q4_kernel = kWarpsQ4Rows16;
+  t.warp1 = t.ba_own;
+  t.warp1.q4_kernel = kWarpQ4;
+  t.fold_main_warp1 = t.fold_main;
+  t.fold_main_warp1.q4_kernel = kWarpQ4;
   t.fork_z.fork_z = true;
   t.norm_last.recurrence = kRecNormLast;  // with out=prepared: its epilogue writes out_proj's q8 x
   t.pf_out.l2_prefetch = kernels::L2Prefetch::after;

@@ -89,6 +89,9 @@ inline constexpr const char* kWarpsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=gro
 // in_prep_ba ends 5.3 us after out_proj ends, where out_proj itself ends 2.6 us after the gated norm:
 // out_proj's 640 blocks of 160 threads (64 registers) fill the SMs, so the next kernel's blocks find no
 // room until they leave. With 16 rows, out_proj is 320 blocks and the stacked launch 1030.
+// kWarpsQ4 with the prep kernel's blocks one warp each (xprep=warp): the same bits; its blocks fit
+// beside a main kernel that fills the SMs (packed.cu, xprep_warps_kernel).
+inline constexpr const char* kWarpQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warp,pdl=on,rows=8";
 inline constexpr const char* kWarpsQ4Rows16 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warps,pdl=on,rows=16";
 // The recurrence with a head in one block, the gated norm and onn's q8 form as its epilogue.
 inline constexpr const char* kRecNormQ8 = "gdn_recurrence/impl=fused,cols=128,rows=8,pdl=early,norm=gated";
@@ -125,6 +128,10 @@ struct CandidateTwins {
   FusedStepConfig fork_z;        // in_proj_z forked off the stacked launch, beside conv_norm_bg and the recurrence (fork=z)
   FusedStepConfig norm_last;     // the gated norm and out_proj's q8 x by the recurrence's last column block of each head (kRecNormLast): one launch fewer
   FusedStepConfig rows16;        // every q4 launch on kWarpsQ4Rows16 (16 rows a thread block: half the blocks, room beside them on the SMs)
+  // kWarpQ4 (the prep kernel's blocks one warp each): twins of the base and of fold_main, whose
+  // stacked launch runs the q4 kernel's own prep (the candidate's runs in_prep_ba, out_proj none).
+  FusedStepConfig warp1;         // ba_own on kWarpQ4
+  FusedStepConfig fold_main_warp1;  // fold_main on kWarpQ4
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on

@@ -328,10 +328,22 @@ __global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, 
 // its predecessor completes; a warp's lane loads one activation and the block's amax, codes and sum
 // take a few shuffles (written 2026-12-02 after the gated norm's q8 epilogue, which uses the same
 // function, took out_proj's prep launch out of the GDN step: reports/h200/run-a9d7934).
-__global__ void __launch_bounds__(256) xprep_warps_kernel(const float* __restrict__ x, int nb) {
+// WPB warps a thread block: 8 (xprep=warps), or 1 (xprep=warp). Why one (2026-12-02, kernel traces of
+// the GDN step's 48-layer graph, reports/h200/run-4cb578e): a main kernel of 160-192 threads and 64
+// registers fills an SM 5 or 6 blocks deep, leaving ~4096 registers; a 256-thread prep block does not
+// fit there until those blocks leave, so the chain pays its launch after them (out_proj's end to the
+// warps prep's end 4.5 us, to the 32-thread xprep_kernel's 3.3 us). A 32-thread block fits beside them,
+// is resident long before its wait, and quantises with a warp's shuffles: the same bits.
+template <int WPB>
+__global__ void __launch_bounds__(WPB * 32) xprep_warps_kernel(const float* __restrict__ x, int nb) {
   asm volatile("griddepcontrol.launch_dependents;");
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  prepare_q8_warps(x, g_xq, nb, int(blockIdx.x));
+  prepare_q8_warps<WPB>(x, g_xq, nb, int(blockIdx.x));
+}
+template <bool Pdl, int WPB>
+void launch_xprep_warps(const float* x, int nb, cudaStream_t stream) {
+  launch_maybe_pdl(Pdl, xprep_warps_kernel<WPB>, dim3(unsigned((nb + WPB - 1) / WPB)), dim3(unsigned(WPB * 32)), 0, stream, x, nb);
+  KLAB_CUDA_LAUNCH("xprep_warps_kernel");
 }
 
 // The pieces grid=groups' kernels share (packed_xl_kernel, packed_xc_kernel):
@@ -899,16 +911,15 @@ void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int 
 
 // launch_packed_rows: the kernel's own prep launch (xprep=warps: xprep_warps_kernel; launch:
 // xprep_kernel<q8>), then the main kernel with the m32 f32 rows (packed_xl_rows_kernel).
-template <int R, bool Pdl, bool Warps>
+template <int R, bool Pdl, int Warps>
 void launch_xl_rows(const std::uint8_t* packed, const float* x, float* y, int m, int k, const float* w32, float* y32, int m32, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
   require(w32 && y32 && m32 >= 1, "q4_gemv launch_packed_rows: the f32 rows need W32, y32 and m32 >= 1");
   require(reinterpret_cast<std::uintptr_t>(w32) % 16 == 0, "q4_gemv launch_packed_rows: W32 must be 16-byte aligned (float4 loads)");
   require(!(y32 < y + m && y < y32 + m32), "q4_gemv launch_packed_rows: y32 overlaps y");
   const int nb = k / ref::kQ4Block, groups = (m + R - 1) / R;
-  if constexpr (Warps) {
-    launch_maybe_pdl(Pdl, xprep_warps_kernel, dim3(unsigned((nb + 7) / 8)), dim3(256), 0, stream, x, nb);
-    KLAB_CUDA_LAUNCH("xprep_warps_kernel");
+  if constexpr (Warps > 0) {
+    launch_xprep_warps<Pdl, Warps>(x, nb, stream);
   } else {
     launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
@@ -917,13 +928,11 @@ void launch_xl_rows(const std::uint8_t* packed, const float* x, float* y, int m,
   KLAB_CUDA_LAUNCH("packed_xl_rows_kernel");
 }
 
-// grid=groups,xprep=warps: xprep_warps_kernel, then the main kernel of xprep=launch.
-template <int R, bool Pdl>
+// grid=groups,xprep=warps|warp: xprep_warps_kernel<WPB>, then the main kernel of xprep=launch.
+template <int R, bool Pdl, int WPB>
 void launch_xw(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
-  const int nb = k / ref::kQ4Block;
-  launch_maybe_pdl(Pdl, xprep_warps_kernel, dim3(unsigned((nb + 7) / 8)), dim3(256), 0, stream, x, nb);
-  KLAB_CUDA_LAUNCH("xprep_warps_kernel");
+  launch_xprep_warps<Pdl, WPB>(x, k / ref::kQ4Block, stream);
   launch_xl_prepared<R, Pdl>(packed, x, y, m, k, stream);
 }
 
@@ -1166,22 +1175,24 @@ Q4Kernel kernel_xl() {
   kern.launch_packed = &launch_xl<F, R, Pdl, XPf, WPf>;
   if constexpr (F == Form::q8 && !XPf && !WPf) {
     kern.launch_prepared = &launch_xl_prepared<R, Pdl>;
-    kern.launch_packed_rows = &launch_xl_rows<R, Pdl, false>;
+    kern.launch_packed_rows = &launch_xl_rows<R, Pdl, 0>;
   }
   kern.tolerance = form_tolerance(F);
   return kern;
 }
 
-// grid=groups,xprep=warps (q8-dp4a): xprep=launch's kernels with the prep a warp per block of 32.
-template <int R, bool Pdl>
+// grid=groups,xprep=warps|warp (q8-dp4a): xprep=launch's kernels with the prep a warp per block of 32,
+// 8 warps a prep block (warps) or 1 (warp).
+template <int R, bool Pdl, int WPB = 8>
 Q4Kernel kernel_xw() {
-  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "warps"}, {"pdl", Pdl ? "on" : "off"},
+  static_assert(WPB == 8 || WPB == 1);
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", WPB == 8 ? "warps" : "warp"}, {"pdl", Pdl ? "on" : "off"},
                   {"rows", std::to_string(R)}};
   Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xl<Form::q8, R>, warps_for(5120)};
   kern.layout = &layout<R>();
-  kern.launch_packed = &launch_xw<R, Pdl>;
+  kern.launch_packed = &launch_xw<R, Pdl, WPB>;
   kern.launch_prepared = &launch_xl_prepared<R, Pdl>;
-  kern.launch_packed_rows = &launch_xl_rows<R, Pdl, true>;
+  kern.launch_packed_rows = &launch_xl_rows<R, Pdl, WPB>;
   kern.tolerance = form_tolerance(Form::q8);
   return kern;
 }
@@ -1305,6 +1316,9 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_xw<8, true>());
   v.push_back(kernel_xw<4, true>());
   v.push_back(kernel_xw<16, true>());
+  // xprep=warp: xprep=warps' prep in blocks of one warp (fits beside a full main kernel's blocks);
+  // the twin of rung 42.
+  v.push_back(kernel_xw<8, true, 1>());
   return v;
 }
 

@@ -76,10 +76,12 @@ __device__ __forceinline__ void store_prepared_q8_quads(uint4* xq, int b, float4
     xq[2 * kPreparedStride + b] = make_uint4(std::uint32_t(-8 * s), packed::float_bits(packed::q8_step(a)), 0, 0);
   }
 }
-// The xprep=warps prep kernel's body: thread block `block` of 256 threads writes blocks 8 block ..
-// 8 block + 7 of x (those below nb), a warp each, x read through L2.
+// The xprep=warps prep kernel's body: thread block `block` of 32 WPB threads writes blocks WPB block ..
+// WPB block + WPB - 1 of x (those below nb), a warp each, x read through L2 (xprep=warps: WPB 8,
+// xprep=warp: 1).
+template <int WPB = 8>
 __device__ __forceinline__ void prepare_q8_warps(const float* __restrict__ x, uint4* xq, int nb, int block) {
-  const int b = block * 8 + int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
+  const int b = block * WPB + int(threadIdx.x >> 5), lane = int(threadIdx.x & 31);
   if (b < nb) store_prepared_q8_warp(xq, b, __ldcg(x + std::size_t(b) * 32 + lane), lane);
 }
 #endif
