@@ -97,6 +97,7 @@ constexpr std::size_t kXc8 = 40, kXc4 = 41;
 constexpr std::size_t kXw0 = 42;
 constexpr std::array<std::size_t, 3> kXwTwins{10, 19, 28};
 // The rung 45: grid=groups,xprep=warp,q8-dp4a,pdl=on,rows=8 (the prep in blocks of one warp, twin of rung 42).
+// Measured in reports/h200/run-e75fb18: faster at the two large shapes, slower at the two small (warp-prep-pays not held).
 constexpr std::size_t kXw1 = 45;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -16,6 +16,7 @@ prints one line: the schema, the record counts, and whether the report is comple
 --require-complete when it is not; 2 when it cannot be read). What the scripts compute from records (the seed ladder's
 rungs, the figures a report gives) lives here too, so the plots and the summary cannot disagree.
 """
+import gzip
 import json
 import math
 import os
@@ -284,12 +285,16 @@ def _check(record, where):
 
 
 def report_file(path):
-    """The .jsonl file of a report given as a directory (DIR/report.jsonl) or as the file."""
+    """The .jsonl file of a report given as a directory (DIR/report.jsonl, or DIR/report.jsonl.gz: a
+    committed report kept gzipped so that the tree stays small enough to travel to the GPU machine) or
+    as the file (.jsonl or .jsonl.gz)."""
     p = Path(path)
     if p.is_dir():
         f = p / "report.jsonl"
+        if not f.is_file() and (p / "report.jsonl.gz").is_file():
+            return p / "report.jsonl.gz"
         if not f.is_file():
-            raise ReportError(f"{p}: no report.jsonl in this directory (is it a klab report directory?)")
+            raise ReportError(f"{p}: no report.jsonl (or report.jsonl.gz) in this directory (is it a klab report directory?)")
         return f
     if not p.exists():
         raise ReportError(f"{p}: no such report (give a report directory or its report.jsonl)")
@@ -393,7 +398,13 @@ def load(path):
     """Reads and checks a report; raises ReportError on a malformed line or an empty report."""
     f = report_file(path)
     try:
-        text = f.read_text(encoding="utf-8")
+        if f.name.endswith(".gz"):
+            with gzip.open(f, "rt", encoding="utf-8") as z:
+                text = z.read()
+        else:
+            text = f.read_text(encoding="utf-8")
+    except (EOFError, gzip.BadGzipFile) as e:
+        raise ReportError(f"{f}: not a whole gzip file ({e})") from None
     except UnicodeDecodeError as e:
         raise ReportError(f"{f}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except OSError as e:

@@ -107,7 +107,7 @@ TEST_CASE("gdn-stack: every layer has three pool keys of its own") {
   CHECK(*keys.begin() > 0);
 }
 
-TEST_CASE("gdn-stack is registered with its twenty-four claims, and needs a device") {
+TEST_CASE("gdn-stack is registered with its twenty-seven claims, and needs a device") {
   const auto& e = registry().experiment("gdn-stack");
   CHECK(e.needs_device);
   std::set<std::string> ids;

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """scripts/trace.py: the reading of a trace (counts, medians, periods, gaps) from spans written by
 the test into a measurement record taken from a committed report, the --match and --spans options,
-and the refusals: no trace (exit 1), an unreadable report (exit 2).
+and the refusals: no trace (exit 1), an unreadable report (exit 2); a gzipped report (report.jsonl.gz) reads the same.
 
     /usr/bin/python3 tests/scripts/test_trace.py     (ctest: the "scripts-trace" test)
 """
+import gzip
 import json
 import subprocess
 import sys
@@ -62,6 +63,22 @@ class TraceScript(unittest.TestCase):
             self.assertIn("| 2 | prep | 5.000 | 6.000 | 1.000 | 0.200 |", out)
             self.assertNotIn("\n| 3 | ", out)
             self.assertIn(" stream", out.splitlines()[0])
+
+    def test_gzipped_report(self):
+        """A committed report kept as report.jsonl.gz reads as the plain one; a cut gzip file is refused."""
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, [self.traced()])
+            plain = run(d).stdout
+            raw = (Path(d) / "report.jsonl").read_bytes()
+            (Path(d) / "report.jsonl").unlink()
+            (Path(d) / "report.jsonl.gz").write_bytes(gzip.compress(raw))
+            p = run(d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout, plain)
+            (Path(d) / "report.jsonl.gz").write_bytes(gzip.compress(raw)[:-20])
+            p = run(d)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("not a whole gzip file", p.stderr)
 
     def test_match_and_refusals(self):
         with tempfile.TemporaryDirectory() as d:

@@ -89,8 +89,12 @@ inline constexpr const char* kWarpsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=gro
 // in_prep_ba ends 5.3 us after out_proj ends, where out_proj itself ends 2.6 us after the gated norm:
 // out_proj's 640 blocks of 160 threads (64 registers) fill the SMs, so the next kernel's blocks find no
 // room until they leave. With 16 rows, out_proj is 320 blocks and the stacked launch 1030.
+// Measured (reports/h200/run-e308630, run-e75fb18, 2026-12-02): in_prep_ba then ends 1.9 us after out_proj, but the
+// rows=16 kernels are far slower themselves: 1.7832 against 1.2920 ms per token (x0.725). A negative result.
 // kWarpsQ4 with the prep kernel's blocks one warp each (xprep=warp): the same bits; its blocks fit
-// beside a main kernel that fills the SMs (packed.cu, xprep_warps_kernel).
+// beside a main kernel that fills the SMs (packed.cu, xprep_warps_kernel). In the 48-layer graph
+// (reports/h200/run-e75fb18): the base on it x0.984, fold_main on it x0.972 (x1.024 in that commit's slice run:
+// the pair differs by 2-3% between machines). Kept as twins.
 inline constexpr const char* kWarpQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warp,pdl=on,rows=8";
 inline constexpr const char* kWarpsQ4Rows16 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warps,pdl=on,rows=16";
 // The recurrence with a head in one block, the gated norm and onn's q8 form as its epilogue.

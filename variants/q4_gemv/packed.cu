@@ -334,6 +334,9 @@ __global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, 
 // fit there until those blocks leave, so the chain pays its launch after them (out_proj's end to the
 // warps prep's end 4.5 us, to the 32-thread xprep_kernel's 3.3 us). A 32-thread block fits beside them,
 // is resident long before its wait, and quantises with a warp's shuffles: the same bits.
+// Measured (reports/h200/run-e75fb18, H200, 2026-12-02, stream mode, rows=8 against xprep=warps): x1.027 and
+// x1.032 at 17408x5120 and 10240x5120 (64.1%, the fastest rung there), x0.984 and x0.975 at 6144x5120 and
+// 5120x6144; in the GDN step's 48-layer graph x0.984 (the base) and x0.972 (fold=ba-main). Kept as a rung.
 template <int WPB>
 __global__ void __launch_bounds__(WPB * 32) xprep_warps_kernel(const float* __restrict__ x, int nb) {
   asm volatile("griddepcontrol.launch_dependents;");
