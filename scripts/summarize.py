@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import klab_report as kr  # noqa: E402
+import kernel_trace  # noqa: E402
 
 STATE = {"held": "**held**", "not_held": "**NOT HELD**", "not_evaluated": "not evaluated"}
 
@@ -438,6 +439,27 @@ def breakdown_lines(recs):
     return lines
 
 
+def trace_lines(recs):
+    """The kernel traces of `klab run --trace` in these records (scripts/kernel_trace.py reads the same): one row a
+    traced subject, its span per launch beside its timed median, and its kernels by total time."""
+    rows = []
+    for r in recs:
+        for where, t in kernel_trace.traces(r):
+            spans = kernel_trace.spans_of(t["trace"])
+            span, names, _ = kernel_trace.summary(spans)
+            launches = t.get("launches", 1) or 1
+            med = t.get("median_ms")
+            top = sorted(names.items(), key=lambda kv: -kv[1][0] * kv[1][1])[:4]
+            kernels = "; ".join(f"{n} {c} x {d:.3g} us" + (f", every {p:.3g}" if c > 1 else "") for n, (c, d, p) in top)
+            rows.append((kernel_trace.label(r, where), str(len(spans)), f"{span / launches:.4g}",
+                         f"{med * 1e3:.4g}" if kr.is_finite(med) else "n/a", kernels))
+    if not rows:
+        return []
+    lines = ["Kernel traces (`klab run --trace`: one untimed run of each subject under CUPTI; every kernel's spans, gaps "
+             "and overlaps: `scripts/kernel_trace.py REPORT --match SUBJECT --spans N`):", ""]
+    return lines + table(("subject", "kernels", "us per launch (trace)", "timed median us", "kernels by total time: count x median, period"), rows)
+
+
 def accuracy_table_lines(recs):
     """max_rel per variant and problem, where plot.py draws no accuracy figure because every
     max_rel lies within one decade (kr.accuracy_in_one_decade)."""
@@ -560,6 +582,7 @@ def summarize(report, plots):
         if report.of("state_drift", e):
             lines += state_drift_lines(report.of("state_drift", e))
         lines += accuracy_table_lines(meas)
+        lines += trace_lines([r for r in report.records if r.get("experiment") == e])
         lines += figures_for(report, plan, e, plots)
         skips = report.of("skip", e)
         if skips:

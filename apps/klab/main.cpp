@@ -115,7 +115,7 @@ void add_run_options(po::options_description& d, RunOptions& o, std::string& out
     ("quick", po::bool_switch(&o.quick), "small problems: a smoke run, not a measurement")
     ("trace", po::bool_switch(&o.trace),
      "after each subject's timed repetitions, run it once more under CUPTI's kernel activity trace and keep every "
-     "kernel's start and end in its record (timing.trace; scripts/trace.py prints them). Needs libcupti.so.13 beside "
+     "kernel's start and end in its record (timing.trace; scripts/kernel_trace.py prints them). Needs libcupti.so.13 beside "
      "klab, on the library path or under /usr/local/cuda; without it the run says so and traces nothing")
     ("strict", "exit 3 when a claim did not hold")
     ("require-device", "fail (exit 1, no report) when there is no CUDA device, instead of skipping device work (exit 4)")

@@ -11,7 +11,7 @@ this prints, from the spans themselves:
     (negative: it started before the other ended, as PDL lets it);
   - with --spans N, the first N kernels: start, end, duration, gap to the one before.
 
-    scripts/trace.py REPORT [--match TEXT] [--spans N]
+    scripts/kernel_trace.py REPORT [--match TEXT] [--spans N]
 
 --match keeps the traces whose label contains TEXT. Exit 0; 1 when the report holds no trace (or
 none matches); 2 when it cannot be read.
@@ -124,7 +124,7 @@ def main(argv=None):
     try:
         rep = klab_report.load(a.report)
     except klab_report.ReportError as e:
-        print(f"trace.py: {e}", file=sys.stderr)
+        print(f"kernel_trace.py: {e}", file=sys.stderr)
         return 2
     found = 0
     for r in rep.records:
@@ -135,7 +135,7 @@ def main(argv=None):
             found += 1
     if not found:
         why = " matching '" + a.match + "'" if a.match else ""
-        print(f"trace.py: no kernel trace{why} in {a.report} (was it run with klab run --trace?)", file=sys.stderr)
+        print(f"kernel_trace.py: no kernel trace{why} in {a.report} (was it run with klab run --trace?)", file=sys.stderr)
         return 1
     return 0
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""scripts/trace.py: the reading of a trace (counts, medians, periods, gaps) from spans written by
+"""scripts/kernel_trace.py: the reading of a trace (counts, medians, periods, gaps) from spans written by
 the test into a measurement record taken from a committed report, the --match and --spans options,
 and the refusals: no trace (exit 1), an unreadable report (exit 2); a gzipped report (report.jsonl.gz) reads the same.
 
-    /usr/bin/python3 tests/scripts/test_trace.py     (ctest: the "scripts-trace" test)
+    /usr/bin/python3 tests/scripts/test_kernel_trace.py     (ctest: the "scripts-kernel-trace" test)
 """
 import gzip
 import json
@@ -27,7 +27,7 @@ def a_measurement():
 
 
 def run(*args):
-    return subprocess.run([sys.executable, str(ROOT / "scripts/trace.py")] + [str(a) for a in args],
+    return subprocess.run([sys.executable, str(ROOT / "scripts/kernel_trace.py")] + [str(a) for a in args],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -63,6 +63,18 @@ class TraceScript(unittest.TestCase):
             self.assertIn("| 2 | prep | 5.000 | 6.000 | 1.000 | 0.200 |", out)
             self.assertNotIn("\n| 3 | ", out)
             self.assertIn(" stream", out.splitlines()[0])
+
+    def test_summary_table(self):
+        """summarize.py gives a traced record one row: its span per launch beside its timed median, its kernels."""
+        with tempfile.TemporaryDirectory() as d:
+            r = self.traced()
+            self.write(d, [r])
+            p = subprocess.run([sys.executable, str(ROOT / "scripts/summarize.py"), d, "--out", "-"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            med = r["modes"]["stream"]["timing"]["median_ms"] * 1e3
+            # 19.8 us over 8 launches; main 4 x 4.3 us (17.2 us in all) before prep 4 x 1 us
+            self.assertIn(f"| 8 | 2.475 | {med:.4g} | main 4 x 4.3 us, every 5; prep 4 x 1 us, every 5 |", p.stdout)
+            self.assertIn("Kernel traces", p.stdout)
 
     def test_gzipped_report(self):
         """A committed report kept as report.jsonl.gz reads as the plain one; a cut gzip file is refused."""
