@@ -30,8 +30,8 @@ __global__ void clock_probe(unsigned long long* out) {
 
 __global__ void empty_kernel() {}
 
-// A dependent hop: each thread reads what the launch before it wrote (out of the previous launch is
-// in here) and writes one word for the next. With PDL it lets its dependent launch at once and
+// A dependent hop: each thread reads the word the launch before it wrote (that launch's `out` is this
+// one's `in`) and writes one word for the next. With PDL it lets its dependent launch at once and
 // waits for its predecessor before the read, as every chained kernel of the lab does; in a graph of
 // such launches the time per launch is what one dependent kernel costs when it moves (almost) no
 // bytes: grid completion, the dependent's release, an L2 round trip, its own completion.

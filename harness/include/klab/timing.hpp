@@ -45,7 +45,7 @@ struct TimingOptions {
   // stream: at least this many launches per graph (rounded up to a multiple of the copies).
   int min_launches = 32;
   // --trace: after the timed repetitions, each subject's body runs once more under the kernel
-  // tracer (klab/trace.hpp) and Timing::trace holds its kernels (not timed, never in a summary).
+  // tracer (klab/trace.hpp) and Timing::trace holds its kernels (untimed: never in the timing statistics).
   bool trace = false;
 };
 
