@@ -9,8 +9,12 @@
 #   run       the standard run alone (every experiment, 560 s at most)
 #   run-a     the standard run's first part: the experiments of RUN_A below (560 s at most)
 #   run-b     its second part: every other experiment (560 s at most). Since 2026-12-02 the whole run
-#             no longer fits one 10-minute call; join the two reports here with
+#             no longer fits one 10-minute call; join the reports here with
 #             scripts/merge_reports.py --parts MERGED A B (disjoint experiments of one commit)
+#   run-b1    run-b's first half: the experiments of RUN_B1 below (measured on the H200 at e75fb18, 2026-12-02:
+#             297 s; run-a took 223 s there), the q4 ladder and the GDN timing experiments
+#   run-b2    run-b's other half: every experiment in neither RUN_A nor RUN_B1 (never timed whole: give it a
+#             call of its own). Then scripts/merge_reports.py --parts MERGED A B1 B2
 #   extras    the Python peers merged into OUT/run, Nsight Compute, the gpu suite, the second run
 #             (RUN_FROM=DIR: first copy a report carried in, e.g. the merged one, into OUT/run)
 #   sanitize  compute-sanitizer's four tools over the gpu suite
@@ -19,27 +23,32 @@
 #   all       (default) main + checks
 # run / extras / sanitize fit three 10-minute calls. The device's OUT starts empty in every call:
 # before extras, copy the run's report back into OUT/run (the peers and Nsight Compute add to it).
-#   scripts/h200_reference.sh BIN OUT [all|main|checks|run|run-a|run-b|extras|sanitize] [SANITIZER_SECONDS]
+#   scripts/h200_reference.sh BIN OUT [all|main|checks|run|run-a|run-b|run-b1|run-b2|extras|sanitize] [SANITIZER_SECONDS]
 set -uo pipefail
 B="$1"; OUT="$2"; PART="${3:-all}"; SAN_S="${4:-240}"
 mkdir -p "$OUT/run" "$OUT/run2" "$OUT/sanitizer"
 RUN_S=420
-case "$PART" in run|run-a|run-b) RUN_S=560 ;; esac
+case "$PART" in run|run-a|run-b|run-b1|run-b2) RUN_S=560 ;; esac
 # The first part's experiments (the mat-vec families); run-b takes every other one, so that an
 # experiment added later is never left out of both.
 RUN_A="accum-chains error-budget f16-convert f32-gemv-vs-cublas rows-per-warp scale-read seed-ladder q4-vs-peers q4-gemm-batch"
-if [ "$PART" = all ] || [ "$PART" = main ] || [ "$PART" = run ] || [ "$PART" = run-a ] || [ "$PART" = run-b ]; then
+RUN_B1="q4-to-ceiling gdn-stack gdn-step-fused gdn-step-breakdown gdn-recurrence"
+if [ "$PART" = all ] || [ "$PART" = main ] || [ "$PART" = run ] || [ "$PART" = run-a ] || [ "$PART" = run-b ] || [ "$PART" = run-b1 ] || [ "$PART" = run-b2 ]; then
 EXPS=$("$B/klab" list experiments | sed -n 's/^  \([^ ]*\).*/\1/p' | tr '\n' ' ')
 if [ "$PART" = run-a ]; then
   EXPS="$RUN_A"
 elif [ "$PART" = run-b ]; then
   EXPS=$(for e in $EXPS; do case " $RUN_A " in *" $e "*) ;; *) printf '%s ' "$e" ;; esac; done)
+elif [ "$PART" = run-b1 ]; then
+  EXPS="$RUN_B1"
+elif [ "$PART" = run-b2 ]; then
+  EXPS=$(for e in $EXPS; do case " $RUN_A $RUN_B1 " in *" $e "*) ;; *) printf '%s ' "$e" ;; esac; done)
 fi
 echo "experiments: $EXPS" > "$OUT/run.log"
 (time timeout $RUN_S "$B/klab" run $EXPS --out "$OUT/run") >> "$OUT/run.log" 2>&1; echo "run rc=$?" >> "$OUT/run.log"
 grep -E "^claims|ceiling:|rc=" "$OUT/run.log"
 fi
-case "$PART" in run|run-a|run-b) exit 0 ;; esac
+case "$PART" in run|run-a|run-b|run-b1|run-b2) exit 0 ;; esac
 if [ "$PART" = extras ] && [ -n "${RUN_FROM:-}" ]; then
   cp -r "$RUN_FROM"/. "$OUT/run/" || { echo "RUN_FROM=$RUN_FROM: cannot copy it into $OUT/run" >&2; exit 2; }
 fi
@@ -61,7 +70,8 @@ if [ "$PART" = all ] || [ "$PART" = main ] || [ "$PART" = extras ]; then
 grep -E "rc=|added|measurement" "$OUT/peers.log"
 fi
 [ "$PART" = main ] && exit 0
-if [ "$PART" != sanitize ]; then
+# GPU_TESTS=0 leaves out the gpu suite (when it ran in another call on the same binaries).
+if [ "$PART" != sanitize ] && [ "${GPU_TESTS:-1}" != 0 ]; then
 (time timeout 240 "$B/klab_gpu_tests") > "$OUT/gpu-tests.log" 2>&1; echo "gpu tests rc=$?" >> "$OUT/gpu-tests.log"
 tail -3 "$OUT/gpu-tests.log"
 fi
