@@ -24,6 +24,9 @@ namespace klab {
 
 namespace {
 double median_of(std::vector<double> v) { return v.empty() ? 0.0 : summarize(std::move(v)).median; }
+void sort_by_start(std::vector<KernelSpan>& spans) {
+  std::stable_sort(spans.begin(), spans.end(), [](const KernelSpan& a, const KernelSpan& b) { return a.start_ns < b.start_ns; });
+}
 }  // namespace
 
 std::string short_kernel_name(const std::string& name) {
@@ -48,7 +51,7 @@ std::string short_kernel_name(const std::string& name) {
 }
 
 TraceSummary summarize_trace(std::vector<KernelSpan> spans) {
-  std::stable_sort(spans.begin(), spans.end(), [](const KernelSpan& a, const KernelSpan& b) { return a.start_ns < b.start_ns; });
+  sort_by_start(spans);
   TraceSummary s;
   s.kernels = int(spans.size());
   if (spans.empty()) return s;
@@ -58,16 +61,15 @@ TraceSummary summarize_trace(std::vector<KernelSpan> spans) {
   std::map<std::string, std::vector<double>> dur, period;
   std::map<std::string, std::uint64_t> prev_start;
   std::map<std::pair<std::string, std::string>, std::vector<double>> gaps;
+  std::string prev_name;
   for (std::size_t i = 0; i < spans.size(); ++i) {
     const auto& k = spans[i];
-    const std::string n = short_kernel_name(k.name);
+    std::string n = short_kernel_name(k.name);
     dur[n].push_back(double(k.end_ns - k.start_ns) * 1e-3);
     if (auto it = prev_start.find(n); it != prev_start.end()) period[n].push_back(double(k.start_ns - it->second) * 1e-3);
     prev_start[n] = k.start_ns;
-    if (i > 0) {
-      const auto& p = spans[i - 1];
-      gaps[{short_kernel_name(p.name), n}].push_back((double(k.start_ns) - double(p.end_ns)) * 1e-3);
-    }
+    if (i > 0) gaps[{prev_name, n}].push_back((double(k.start_ns) - double(spans[i - 1].end_ns)) * 1e-3);
+    prev_name = std::move(n);
   }
   for (auto& [n, d] : dur) {
     auto& e = s.names[n];
@@ -81,7 +83,7 @@ TraceSummary summarize_trace(std::vector<KernelSpan> spans) {
 
 nlohmann::json to_json(const std::vector<KernelSpan>& in) {
   std::vector<KernelSpan> spans = in;
-  std::stable_sort(spans.begin(), spans.end(), [](const KernelSpan& a, const KernelSpan& b) { return a.start_ns < b.start_ns; });
+  sort_by_start(spans);
   const TraceSummary s = summarize_trace(spans);
   nlohmann::json j;
   j["kernels"] = s.kernels;
@@ -106,6 +108,11 @@ nlohmann::json to_json(const std::vector<KernelSpan>& in) {
   j["span_names"] = table;
   j["spans"] = rows;
   return j;
+}
+
+KernelTracer& KernelTracer::instance() {
+  static KernelTracer t;
+  return t;
 }
 
 std::string trace_line(const std::vector<KernelSpan>& spans) {
@@ -193,11 +200,6 @@ std::vector<std::string> cupti_candidates() {
 }
 }  // namespace
 
-KernelTracer& KernelTracer::instance() {
-  static KernelTracer t;
-  return t;
-}
-
 bool KernelTracer::available() {
   if (tried_) return ok_;
   tried_ = true;
@@ -256,14 +258,10 @@ std::vector<KernelSpan> KernelTracer::stop() {
   std::lock_guard<std::mutex> lock(g_mu);
   std::vector<KernelSpan> out = std::move(g_spans);
   g_spans.clear();
-  std::stable_sort(out.begin(), out.end(), [](const KernelSpan& a, const KernelSpan& b) { return a.start_ns < b.start_ns; });
+  sort_by_start(out);
   return out;
 }
 #else
-KernelTracer& KernelTracer::instance() {
-  static KernelTracer t;
-  return t;
-}
 bool KernelTracer::available() {
   tried_ = true;
   why_ = "klab was built without CUPTI's headers (cupti.h)";

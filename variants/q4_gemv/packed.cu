@@ -912,8 +912,8 @@ void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int 
   KLAB_CUDA_LAUNCH("packed_xl_kernel");
 }
 
-// launch_packed_rows: the kernel's own prep launch (xprep=warps: xprep_warps_kernel; launch:
-// xprep_kernel<q8>), then the main kernel with the m32 f32 rows (packed_xl_rows_kernel).
+// launch_packed_rows: the kernel's own prep launch (Warps > 0, xprep=warps|warp: xprep_warps_kernel<Warps>;
+// 0, xprep=launch: xprep_kernel<q8>), then the main kernel with the m32 f32 rows (packed_xl_rows_kernel).
 template <int R, bool Pdl, int Warps>
 void launch_xl_rows(const std::uint8_t* packed, const float* x, float* y, int m, int k, const float* w32, float* y32, int m32, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
