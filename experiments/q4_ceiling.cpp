@@ -58,6 +58,13 @@
 //   6.83 toward ~5.5 us (70%); 17408x5120 little. Measured (reports/h200/run-4198a57, H200, stream):
 //   slower everywhere, rows=8 9.92 us at 6144x5120 (x0.68), 18.94 at 17408x5120 (x0.79); Nsight: 1.69
 //   against 1.03 SASS per MAC, membar and barrier stalls. Kept as a negative result.
+//   then xprep=flag (packed.cu, packed_xf_kernel): 46-48, twins of 42 and 43 (and 46's pdl=off twin)
+//   with the prep kernel taken into the launch and done ONCE: after the wait the blocks holding the
+//   first P tickets quantise x into g_xq (8 threads per block of 32) and publish it by a flag that
+//   every block polls. Why (kernel traces, run-4cb578e, run-e75fb18/slice): at 6144x5120 the period is
+//   prep N+1 ending 2.8 us after main N, main N+1 3.8 us after that, and every x-dependent dot lies
+//   after both hops. Predicted (2026-12-02, before any run): one hop less, 6144x5120 from 6.8 toward
+//   ~5.3 us (~73%); 17408x5120 little.
 //   Predicted (not measured): 10/11 ~12-13 / 8.5 / 6 / 6 us at the four seed shapes (balanced waves,
 //   no per-block x preparation, no persistent-loop tail); 13 ~ fill's f16x2 or better; 14 ~20 us on
 //   17408x5120 (A's structure less one FADD per weight, plus PDL).
@@ -99,6 +106,10 @@ constexpr std::array<std::size_t, 3> kXwTwins{10, 19, 28};
 // The rung 45: grid=groups,xprep=warp,q8-dp4a,pdl=on,rows=8 (the prep in blocks of one warp, twin of rung 42).
 // Measured in reports/h200/run-e75fb18: faster at the two large shapes, slower at the two small (warp-prep-pays not held).
 constexpr std::size_t kXw1 = 45;
+// The rungs 46-48: grid=groups,xprep=flag,q8-dp4a (no prep kernel: x quantised once, in the launch, by
+// its first blocks, published by a flag), rows=8 and 4 with pdl=on (twins of rungs 42 and 43), rows=8
+// with pdl=off.
+constexpr std::size_t kXf0 = 46, kXf8Off = 48;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -163,6 +174,9 @@ std::vector<std::string> rungs() {
     out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "warps"}, {"pdl", "on"}, {"rows", rows}}));
   // 45: xprep=warp (the prep blocks one warp each: resident beside a full main kernel), rung 42's twin.
   out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "warp"}, {"pdl", "on"}, {"rows", "8"}}));
+  // 46-48: xprep=flag (x prepared once inside the launch, behind a flag), the twins of rungs 42 and 43, and rows=8 without PDL.
+  for (const auto& [rows, pdl] : std::vector<std::pair<std::string, std::string>>{{"8", "on"}, {"4", "on"}, {"8", "off"}})
+    out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "flag"}, {"pdl", pdl}, {"rows", rows}}));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -231,8 +245,11 @@ Experiment q4_to_ceiling() {
   const Claim warp1_pays{"warp-prep-pays",
                          "prep blocks of one warp pay: grid=groups,xprep=warp,q8-dp4a,pdl=on,rows=8 (they fit beside the main kernel's blocks) "
                          "is faster than its xprep=warps twin (8 warps a prep block), on the four seed shapes"};
-  e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,  beats_peers, pdl_pays_claim, exact_faster,
-              ring_pays, half_pays,   warp_pays,    xpf_pays, wpf_pays,    cluster_pays, warps_pay, warp1_pays};
+  const Claim flag_pays{"flag-pays",
+                        "x prepared once inside the launch pays: grid=groups,xprep=flag,q8-dp4a,pdl=on (no prep kernel; the launch's first "
+                        "blocks quantise x and publish it by a flag) is faster than its xprep=warps twin, rows=8 and rows=4, on the four seed shapes"};
+  e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,  beats_peers, pdl_pays_claim, exact_faster, ring_pays,
+              half_pays, warp_pays,   xpf_pays,     wpf_pays, cluster_pays, warps_pay,     warp1_pays,   flag_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -284,7 +301,8 @@ Experiment q4_to_ceiling() {
                  {kXlQ8r8, 2}, {kRingBulk8, 2}, {kRingBulk4, 2}, {kRingCp8, 2}, {kRingBulk8Off, 2}, {kHalf1, 2}, {kHalf2, 2}, {kHalf1Xl, 2},
                  {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}, {kXlQ8r16, 2},
                  {kXpf0, 2}, {kXpf0 + 1, 2}, {kXpf0 + 2, 2}, {kXpf0 + 3, 2}, {kXpf0 + 4, 2}, {kXpf0 + 5, 2}, {kXpf0 + 6, 2},
-                 {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}, {kXw0, 2}, {kXw0 + 1, 2}, {kXw0 + 2, 2}, {kXw1, 2}}) {
+                 {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}, {kXw0, 2}, {kXw0 + 1, 2}, {kXw0 + 2, 2}, {kXw1, 2},
+                 {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -363,6 +381,7 @@ Experiment q4_to_ceiling() {
         twins_pay(cluster_pays, "xprep=cluster (for xprep=launch)", [](std::size_t i) { return i == 0 ? kXlQ8r8 : kXlQ8r4; }, kXc8, 2);
         twins_pay(warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t i) { return kXwTwins[i]; }, kXw0, kXwTwins.size());
         twins_pay(warp1_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kXw0; }, kXw1, 1);
+        twins_pay(flag_pays, "xprep=flag (for xprep=warps)", [](std::size_t i) { return kXw0 + i; }, kXf0, 2);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

@@ -12,6 +12,7 @@
 #include "klab/catalog.hpp"
 #include "klab/cuda.hpp"
 #include "klab/metrics.hpp"
+#include "q4_gemv/packed_kernels.hpp"
 #include "q4_gemv/policy.hpp"
 #include "q4_gemv/prepared_x.cuh"
 #include "q4_gemv/q4_gemv.hpp"
@@ -278,6 +279,99 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
   CHECK(with >= 2);  // the q8-dp4a grid=groups,xprep=launch kernels: pdl on and off, rows 4, 8, 16
   CHECK(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
   CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=f32,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
+}
+
+TEST_CASE("xprep=flag (x prepared in the launch by its first blocks, behind a flag): xprep=launch's bits back to back over mixed grids, the counters in step after, the timeout path's bits with them out of step") {
+  using q4_gemv::packed::XfCounters;
+  struct Case {
+    test::Q4Case c;
+    std::vector<float> x_nan;
+  };
+  // 1 block (5 rows), fewer blocks than prep blocks (9 x 6144 at rows=8: 2 of 8), many (1024 x 5120), ragged
+  // (4099 x 96: k of 3 blocks, 1 prep block).
+  std::vector<Case> cases;
+  for (Shape s : std::vector<Shape>{{5, 160}, {9, 6144}, {1024, 5120}, {4099, 96}}) {
+    Case cs{test::q4_generated(s, Dist::student_t, 17), {}};
+    const int nb = int(s.k / 32);
+    for (int i = 0; i < 32 && nb > 2; ++i) cs.c.x[32 + i] = 0.f, cs.c.x[64 + i] = (i % 2 ? -1e-30f : 1e-30f);
+    cs.x_nan = cs.c.x;
+    cs.x_nan[std::size_t(nb - 1) * 32 + 5] = std::nanf("");
+    cases.push_back(std::move(cs));
+  }
+  int kernels = 0;
+  for (const auto& kern : q4_gemv::q4_kernels()) {
+    const auto at = kern.name.find(",xprep=flag,");
+    if (at == std::string::npos) continue;
+    ++kernels;
+    CAPTURE(kern.name);
+    std::string twin_name = kern.name;
+    twin_name.replace(at, 12, ",xprep=launch,");
+    if (const auto off = twin_name.find(",pdl=off,"); off != std::string::npos) twin_name.replace(off, 9, ",pdl=on,");  // PDL changes no bit
+    const auto& twin = q4_gemv::q4_kernel(twin_name);
+    struct Run {
+      DeviceBuffer<std::uint8_t> packed;
+      DeviceBuffer<float> x, x_nan, y, y_nan;
+      std::vector<float> want, want_nan;
+    };
+    std::vector<Run> runs;
+    for (const auto& cs : cases) {
+      const Shape s{cs.c.w.m, cs.c.w.k};
+      Run r{packed_on_device(kern, cs.c.w), DeviceBuffer<float>::from(cs.c.x), DeviceBuffer<float>::from(cs.x_nan), DeviceBuffer<float>(std::size_t(s.m)),
+            DeviceBuffer<float>(std::size_t(s.m)), {}, {}};
+      twin.launch_packed(r.packed.get(), r.x.get(), r.y.get(), int(s.m), int(s.k), nullptr);
+      KLAB_CUDA(cudaDeviceSynchronize());
+      r.want = r.y.download();
+      twin.launch_packed(r.packed.get(), r.x_nan.get(), r.y_nan.get(), int(s.m), int(s.k), nullptr);
+      KLAB_CUDA(cudaDeviceSynchronize());
+      r.want_nan = r.y_nan.download();
+      CHECK(bitwise_diff(r.want, q4_gemv::q4_model(kern.name)(cs.c.w, cs.c.x)) == 0);  // the twin is right, so the comparison means something
+      runs.push_back(std::move(r));
+    }
+    const XfCounters before = q4_gemv::packed::xf_counters();
+    CHECK(before.tickets == 0);
+    CHECK(before.counted == 0);
+    CHECK(before.published == before.calls);
+    // Back to back on one stream, no synchronisation: each call's PDL successor is another grid.
+    cudaStream_t st = nullptr;
+    KLAB_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    const int rounds = 8;
+    for (int round = 0; round < rounds; ++round)
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        auto& r = runs[i];
+        const int m = int(cases[i].c.w.m), k = int(cases[i].c.w.k);
+        if (round == 0) poison_device(r.y.get(), r.y.size(), st), poison_device(r.y_nan.get(), r.y_nan.size(), st);
+        kern.launch_packed(r.packed.get(), r.x.get(), r.y.get(), m, k, st);
+        kern.launch_packed(r.packed.get(), r.x_nan.get(), r.y_nan.get(), m, k, st);
+      }
+    KLAB_CUDA(cudaStreamSynchronize(st));
+    KLAB_CUDA(cudaStreamDestroy(st));
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      CAPTURE(cases[i].c.w.m);
+      CHECK(bitwise_diff(runs[i].y.download(), runs[i].want) == 0);
+      CHECK(bitwise_diff(runs[i].y_nan.download(), runs[i].want_nan) == 0);
+    }
+    const XfCounters after = q4_gemv::packed::xf_counters();
+    const auto calls = std::uint32_t(2 * rounds * runs.size());
+    CHECK(after.calls == before.calls + calls);  // one call each, however many blocks its grid had
+    CHECK(after.tickets == 0);
+    CHECK(after.counted == 0);
+    CHECK(after.published == after.calls);
+    // Out of step by hand: tickets start past every grid here, so no block is a prep block and none
+    // moves the calls on; every block times out and quantises its own x. The same bits, then back in step.
+    q4_gemv::packed::set_xf_counters({1u << 20, after.calls, 0, after.published});
+    for (std::size_t i : {std::size_t(0), std::size_t(3)}) {  // 1 block and 513 blocks (rows=8) of polls
+      auto& r = runs[i];
+      poison_device(r.y.get(), r.y.size());
+      kern.launch_packed(r.packed.get(), r.x.get(), r.y.get(), int(cases[i].c.w.m), int(cases[i].c.w.k), nullptr);
+      KLAB_CUDA(cudaDeviceSynchronize());
+      CHECK(bitwise_diff(r.y.download(), r.want) == 0);
+    }
+    const XfCounters skewed = q4_gemv::packed::xf_counters();
+    CHECK(skewed.calls == after.calls);  // nobody took ticket G - 1
+    CHECK(skewed.published == after.published);
+    q4_gemv::packed::set_xf_counters(after);
+  }
+  CHECK(kernels >= 2);  // rows 8 and 4 with pdl=on, rows=8 with pdl=off
 }
 
 TEST_CASE("f32 rows riding along (launch_packed_rows): the q4 rows keep launch_packed's bits, the f32 rows are within f32 rounding of the f64 dot; bad rows refused") {

@@ -550,6 +550,142 @@ packed_xc_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
   asm volatile("barrier.cluster.wait.acquire;" ::: "memory");  // every member is done reading our memory
 }
 
+// ---- grid=groups,xprep=flag: x prepared inside the launch ONCE, by its first P blocks, behind a flag ----
+// Why (2026-12-02, kernel traces of reports/h200/run-4cb578e and run-e75fb18/slice, H200, stream mode):
+// at 6144x5120 grid=groups,xprep=launch|warps,rows=8 takes 6.7-6.8 us against 3.9 us for its bytes, and
+// its period is a chain of two dependent launches: main N completes, prep N+1 completes 2.8 us later,
+// main N+1 3.8 us after that. Every x-dependent instruction lies after both hops. xprep=cluster took
+// the prep into the launch but paid it per cluster (9.9 us, run-e75fb18); xprep=block per thread block
+// (12.7 us). Here the launch prepares x once, as the prep kernel would, and publishes it with a flag:
+//   - ticket: thread 0 of every block takes one from g_xf_ctr ((calls << 32) | tickets of this call)
+//     BEFORE the block triggers its dependents. The block that takes the call's last ticket (G - 1)
+//     moves the counter on to the next call ((calls + 1) << 32) and waits for that atomic's result
+//     before it triggers. A PDL successor launches only once every block of this grid has triggered, so
+//     every ticket of call N is taken before any of call N + 1: `calls` names the call, the low word
+//     orders its blocks. Tickets go to running blocks, so the P blocks holding tickets 0 .. P - 1 are
+//     running: nothing waits on a block that has no slot (no deadlock whatever the scheduler's order);
+//   - prep: after griddepcontrol.wait, the blocks with tickets t < P write the x blocks t XB, t XB + 1, ..
+//     (then + P XB, ...) of g_xq by prepared_x.cuh's quad writer (8 threads a block of 32: xprep_kernel's
+//     words, bit for bit, tests/gpu/test_q4.cu), fence, and count themselves in g_xf_cnt; the last of the
+//     P resets the count and publishes (release) g_xf_pub = calls + 1;
+//   - every block (the prep blocks too) polls g_xf_pub (acquire, thread 0) until it reads its call's
+//     value, then reads its words from g_xq (ld.cg) and does packed_xl_kernel's q8 dots, butterfly and
+//     warps' sum: y is bit for bit grid=groups,xprep=launch,q8-dp4a of the same rows;
+//   - a block that polls kXfSpins times without seeing its value quantises its own block of x by
+//     q8_prep (the same words) and goes on: a guard against a hang, slow. In a live context the
+//     counters cannot leave step (every block of a launched grid runs; a launch that dies takes the
+//     context with it); tests/gpu/test_q4.cu puts them out of step by hand to run this path.
+// One set of counters and one g_xq per device: calls on concurrent streams would race (as xprep=launch)
+// and, with the counters out of step, could read another call's x.
+__device__ unsigned long long g_xf_ctr;  // (calls << 32) | tickets taken in this call
+__device__ unsigned g_xf_cnt;            // prep blocks done in this call
+__device__ unsigned g_xf_pub;            // calls + 1 of the last call whose x is in g_xq
+constexpr unsigned kXfSpins = 1u << 16;  // ~50 ms of polls through L2
+
+__device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_gpu(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// q8_prep of the 32 activations at xb (8 float4, read through L2) in two passes, so that it needs few
+// registers beside a thread's R code blocks: the amax (a max is exact in any order), then each column
+// rounded and packed where q8_prep puts it, the integer sum in any order (exact): q8_prep's words.
+__device__ __forceinline__ Q8X q8_prep_two_pass(const float4* xb) {
+  float a = 0.f;
+  for (int w = 0; w < 8; ++w) {
+    const float4 v = __ldcg(xb + w);
+    a = fmaxf(a, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+  }
+  const float inv = q8_inv(a);
+  Q8X X{};
+  X.d = q8_step(a);
+  int sum = 0;
+  for (int w = 0; w < 8; ++w) {  // float4 w holds columns 4w .. 4w + 3: word w / 2, bytes 2 (w & 1), 2 (w & 1) + 1
+    const float4 v = __ldcg(xb + w);
+    const int q0 = q8_round(v.x, inv), q1 = q8_round(v.y, inv), q2 = q8_round(v.z, inv), q3 = q8_round(v.w, inv);
+    const int sh = 16 * (w & 1);
+    X.xe[w >> 1] |= ((std::uint32_t(q0) & 0xFFu) | (std::uint32_t(q2) & 0xFFu) << 8) << sh;
+    X.xo[w >> 1] |= ((std::uint32_t(q1) & 0xFFu) | (std::uint32_t(q3) & 0xFFu) << 8) << sh;
+    sum += q0 + q1 + q2 + q3;
+  }
+  X.c = -8 * sum;
+  return X;
+}
+
+template <int R>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+packed_xf_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int P) {
+  __shared__ float part[kMaxWarps][R];
+  __shared__ unsigned s_ticket, s_call;
+  __shared__ int s_self;
+  __shared__ volatile unsigned s_moved;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, W = blockDim.x >> 5;
+  const int nb = k / ref::kQ4Block;
+  const bool active = tid < nb;
+  const std::uint8_t* q = group_base<R>(packed, W, warp, lane);
+  Buf<R> buf;
+  if (active) load_group<R>(q, lane, buf);
+  if (tid == 0) {
+    const unsigned long long old = atomicAdd(&g_xf_ctr, 1ull);
+    const unsigned t = unsigned(old & 0xFFFFFFFFull), call = unsigned(old >> 32);
+    // The next call's tickets start at 0. The volatile store needs the atomic's result, so the atomic has
+    // been performed before this block reaches the barrier, and so before its trigger.
+    if (t == gridDim.x - 1) s_moved = unsigned(atomicAdd(&g_xf_ctr, (1ull << 32) - gridDim.x));
+    s_ticket = t, s_call = call, s_self = 0;
+  }
+  __syncthreads();
+  asm volatile("griddepcontrol.launch_dependents;");
+  // x comes from the launch before us, and that launch may still read g_xq: wait for it.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const unsigned t = s_ticket, call = s_call;
+  if (int(t) < P) {
+    const int per = int(blockDim.x) >> 3;  // x blocks one pass of this block writes (8 threads each)
+    for (int b0 = int(t) * per; b0 < nb; b0 += P * per) {  // uniform over the block
+      const int b = b0 + (tid >> 3);
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (b < nb) v = __ldcg(reinterpret_cast<const float4*>(x) + std::size_t(b) * 8 + (tid & 7));
+      store_prepared_q8_quads(g_xq, b < nb ? b : -1, v, lane);
+    }
+    __threadfence();  // our words are visible at the GPU before we count ourselves
+    __syncthreads();
+    if (tid == 0 && atomicAdd(&g_xf_cnt, 1u) == unsigned(P) - 1) {
+      atomicExch(&g_xf_cnt, 0u);  // the next call's prep blocks count only after their wait, i.e. after we completed
+      __threadfence();            // every prep block's words (each fenced before its count) before the flag
+      st_release_gpu(&g_xf_pub, call + 1);
+    }
+  }
+  if (tid == 0) {
+    unsigned spins = 0;
+    while (ld_acquire_gpu(&g_xf_pub) != call + 1)
+      if (++spins == kXfSpins) {
+        s_self = 1;
+        break;
+      }
+  }
+  __syncthreads();
+  float p[R];
+  if (active) {
+    uint4 xe, xo;
+    int c;
+    float d;
+    if (!s_self) {
+      const uint4 e = __ldcg(&g_xq[tid]), o = __ldcg(&g_xq[kXqStride + tid]), cd = __ldcg(&g_xq[2 * kXqStride + tid]);
+      xe = e, xo = o, c = int(cd.x), d = __uint_as_float(cd.y);
+    } else {  // the counters are out of step: this thread's own block of x, q8_prep's words
+      const Q8X X = q8_prep_two_pass(reinterpret_cast<const float4*>(x) + std::size_t(tid) * 8);
+      xe = make_uint4(X.xe[0], X.xe[1], X.xe[2], X.xe[3]), xo = make_uint4(X.xo[0], X.xo[1], X.xo[2], X.xo[3]), c = X.c, d = X.d;
+    }
+    q8_rows<R>(buf, xe, xo, c, d, p);  // = packed_xl_kernel<q8>
+  } else {
+    for (int r = 0; r < R; ++r) p[r] = 0.f;
+  }
+  store_rows<R>(p, part, tid, lane, warp, W, y, m);
+}
+
 // ---- grid=warp: one WARP per group of R rows, every chunk's loads in flight before the wait ----
 // Why (reports/h200, 2026-12-01, stream mode): grid=groups,xprep=launch,q8-dp4a,rows=8 takes 6.85 us
 // at 6144x5120 against a 3.8 us byte floor, and Nsight reads its blocks as latency-bound (long
@@ -963,6 +1099,18 @@ void launch_xc(const std::uint8_t* packed, const float* x, float* y, int m, int 
   KLAB_CUDA_LAUNCH("packed_xc_kernel");
 }
 
+// grid=groups,xprep=flag: one launch; P = the blocks that prepare x (a pass of 8 threads per block of
+// 32 each, at most the grid).
+template <int R, bool Pdl>
+void launch_xf(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  const long long groups = (static_cast<long long>(m) + R - 1) / R;
+  const int threads = warps_for(k) * 32, nb = k / ref::kQ4Block;
+  const int P = int(std::min<long long>(groups, (nb + threads / 8 - 1) / (threads / 8)));
+  launch_maybe_pdl(Pdl, packed_xf_kernel<R>, dim3(unsigned(groups)), dim3(unsigned(threads)), 0, stream, packed, x, y, m, k, P);
+  KLAB_CUDA_LAUNCH("packed_xf_kernel");
+}
+
 template <int R, int C, bool Pdl>
 void launch_warp(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
@@ -1003,6 +1151,17 @@ int resident_warps_xc() {
   int n = cache.load(std::memory_order_relaxed);
   if (n == 0) {
     KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_xc_kernel<R>, warps_for(5120) * 32, 0));
+    cache.store(n, std::memory_order_relaxed);
+  }
+  return n * warps_for(5120);
+}
+
+template <int R>
+int resident_warps_xf() {
+  static std::atomic<int> cache{0};
+  int n = cache.load(std::memory_order_relaxed);
+  if (n == 0) {
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_xf_kernel<R>, warps_for(5120) * 32, 0));
     cache.store(n, std::memory_order_relaxed);
   }
   return n * warps_for(5120);
@@ -1212,6 +1371,18 @@ Q4Kernel kernel_xc() {
   return kern;
 }
 
+// grid=groups,xprep=flag (q8-dp4a): x prepared once in the launch by its first P blocks, behind a flag.
+template <int R, bool Pdl>
+Q4Kernel kernel_xf() {
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "flag"}, {"pdl", Pdl ? "on" : "off"},
+                  {"rows", std::to_string(R)}};
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xf<R>, warps_for(5120)};
+  kern.layout = &layout<R>();
+  kern.launch_packed = &launch_xf<R, Pdl>;
+  kern.tolerance = form_tolerance(Form::q8);
+  return kern;
+}
+
 // grid=warp,xprep=launch,inflight=C (q8-dp4a): one warp per group, C chunks' loads in flight.
 template <int R, int C, bool Pdl>
 Q4Kernel kernel_warp() {
@@ -1322,9 +1493,32 @@ std::vector<Q4Kernel> packed_kernels() {
   // xprep=warp: xprep=warps' prep in blocks of one warp (fits beside a full main kernel's blocks);
   // the twin of rung 42.
   v.push_back(kernel_xw<8, true, 1>());
+  // xprep=flag (packed_xf_kernel): no prep kernel; x quantised once, by the launch's first blocks,
+  // published by a flag; the twins of rungs 42 and 43 (xprep=warps rows=8, 4) and rows=8's pdl=off twin.
+  v.push_back(kernel_xf<8, true>());
+  v.push_back(kernel_xf<4, true>());
+  v.push_back(kernel_xf<8, false>());
   return v;
 }
 
+}  // namespace klab::q4_gemv::packed
+
+namespace klab::q4_gemv::packed {
+XfCounters xf_counters() {
+  unsigned long long ctr = 0;
+  XfCounters c{};
+  KLAB_CUDA(cudaMemcpyFromSymbol(&ctr, g_xf_ctr, sizeof ctr));
+  KLAB_CUDA(cudaMemcpyFromSymbol(&c.counted, g_xf_cnt, sizeof c.counted));
+  KLAB_CUDA(cudaMemcpyFromSymbol(&c.published, g_xf_pub, sizeof c.published));
+  c.tickets = std::uint32_t(ctr & 0xFFFFFFFFull), c.calls = std::uint32_t(ctr >> 32);
+  return c;
+}
+void set_xf_counters(const XfCounters& c) {
+  const unsigned long long ctr = (static_cast<unsigned long long>(c.calls) << 32) | c.tickets;
+  KLAB_CUDA(cudaMemcpyToSymbol(g_xf_ctr, &ctr, sizeof ctr));
+  KLAB_CUDA(cudaMemcpyToSymbol(g_xf_cnt, &c.counted, sizeof c.counted));
+  KLAB_CUDA(cudaMemcpyToSymbol(g_xf_pub, &c.published, sizeof c.published));
+}
 }  // namespace klab::q4_gemv::packed
 
 namespace klab::q4_gemv {

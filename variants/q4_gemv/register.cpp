@@ -71,6 +71,9 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
     if (a["xprep"] == "cluster")
       d += "clusters of 8 thread blocks: after the wait each member quantises 1/8 of x (8 threads per block of 32) into its shared memory, "
            "the others read it over distributed shared memory (one launch, no prep kernel), every weight load issued before the wait; ";
+    if (a["xprep"] == "flag")
+      d += "x quantised once inside the launch by the blocks holding its first tickets (8 threads per block of 32) and published by a "
+           "flag every block polls (one launch, no prep kernel), every weight load issued before the wait; ";
     d += a["dot"] == "f32" ? "exact f32 offset dot (the bits of block-per-thread,dot=offset)"
          : a["dot"] == "f16x2" ? "code pairs to f16x2 by the 1024 magic (a LOP3 and an HFMA2), HFMA2 with x scaled per block to f16, f32 across blocks"
                                : "x quantised per block to int8 in the kernel, DP4A on masked codes (q8_1-like)";
