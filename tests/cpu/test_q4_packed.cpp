@@ -457,7 +457,7 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     const auto& axes = q4_gemv::q4_kernel(name).axes;
     with_load += std::any_of(axes.begin(), axes.end(), [](const auto& a) { return a.first == "load"; });
   }
-  CHECK(with_load == int(ring.size()) + 4 + 3 + 1);  // + the four grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1);  // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -518,6 +518,7 @@ TEST_CASE("map=packed grid=half models: bit for bit grid=groups,xprep=launch,q8-
       "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=block,load=bulk,per-sm=2,pdl=on,rows=8",
       "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=1,pdl=on,rows=8",
       "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=block,load=bulk,per-sm=1,pdl=off,rows=8",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,pdl=on,rows=8",
   };
   const auto names = packed_names();
   std::vector<test::Q4Case> cases;

@@ -1495,9 +1495,22 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_xw<8, true, 1>());
   // xprep=flag (packed_xf_kernel): no prep kernel; x quantised once, by the launch's first blocks,
   // published by a flag; the twins of rungs 42 and 43 (xprep=warps rows=8, 4) and rows=8's pdl=off twin.
+  // Measured (reports/h200/run-c00d582, H200, 2026-12-02, stream mode, against xprep=warps rows=8): 18.48 /
+  // 12.61 / 8.03 / 8.02 us at the four seed shapes against 14.74 / 10.29 / 6.79 / 6.78 (x0.80 .. x0.85),
+  // rows=4 slower still; the same bits (the gpu suite's xprep=flag case). The trace: one launch per call
+  // but a period of 7.78 us at 6144x5120 (xprep=warps 6.69): after the hop the prep blocks' x read, their
+  // stores, fence, count, the flag's release and every block's poll and g_xq read are seven dependent L2
+  // round trips, each slow behind the call's 17.7 MB of weight loads; at 17408x5120 each later wave's
+  // block pays the ticket atomic before its trigger and the poll before its dots. Kept as a negative result.
   v.push_back(kernel_xf<8, true>());
   v.push_back(kernel_xf<4, true>());
   v.push_back(kernel_xf<8, false>());
+  // grid=half,xprep=launch,per-sm=2: two persistent blocks of the ring per SM in half its shared memory
+  // with the prep kernel, the missing twin of per-sm=2's xprep=block (rung 16) and of per-sm=1's
+  // xprep=launch (rung 17). Why (trace of xprep=warps at 6144x5120, reports/h200/run-c00d582): main
+  // N+1 ends 5.25 us after its prep kernel, its blocks resident only once main N's have left, so its
+  // weight loads (3.9 us of DRAM) start after main N's dots; co-resident blocks load during them.
+  v.push_back(kernel_half<8, false, 2, true>());
   return v;
 }
 
