@@ -114,6 +114,9 @@ constexpr std::size_t kXw1 = 45;
 constexpr std::size_t kXf0 = 46, kXf8Off = 48;
 // The rung 49: grid=half,xprep=launch,load=bulk,per-sm=2 (twin of rung 16 with the prep kernel, of 17 with two blocks per SM).
 constexpr std::size_t kHalf2Xl = 49;
+// The rung 50: grid=groups,xprep=launch,load=bulk,rows=8 (rung 10's schedule, the group's weights by one TMA
+// copy into shared memory: 43 registers, 8 blocks an SM instead of 6, so the next call's blocks co-reside).
+constexpr std::size_t kRingGroups = 50;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -183,6 +186,8 @@ std::vector<std::string> rungs() {
     out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "flag"}, {"pdl", pdl}, {"rows", rows}}));
   // 49: grid=half,xprep=launch,per-sm=2 (two co-resident ring blocks per SM and the prep kernel).
   out.push_back(half("launch", "2", "on"));
+  // 50: grid=groups with the weights in shared memory (one TMA copy per block), rung 10's twin.
+  out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "launch"}, {"load", "bulk"}, {"pdl", "on"}, {"rows", "8"}}));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -251,11 +256,15 @@ Experiment q4_to_ceiling() {
   const Claim warp1_pays{"warp-prep-pays",
                          "prep blocks of one warp pay: grid=groups,xprep=warp,q8-dp4a,pdl=on,rows=8 (they fit beside the main kernel's blocks) "
                          "is faster than its xprep=warps twin (8 warps a prep block), on the four seed shapes"};
+  const Claim smem_groups_pays{"smem-groups-pays",
+                               "a block per group with its weights in shared memory pays: grid=groups,xprep=launch,load=bulk,q8-dp4a,rows=8,pdl=on "
+                               "(one TMA copy per block, fewer registers, more blocks an SM) is faster than its register twin "
+                               "grid=groups,xprep=launch,q8-dp4a,rows=8,pdl=on on the four seed shapes"};
   const Claim flag_pays{"flag-pays",
                         "x prepared once inside the launch pays: grid=groups,xprep=flag,q8-dp4a,pdl=on (no prep kernel; the launch's first "
                         "blocks quantise x and publish it by a flag) is faster than its xprep=warps twin, rows=8 and rows=4, on the four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,  beats_peers, pdl_pays_claim, exact_faster, ring_pays,
-              half_pays, warp_pays,   xpf_pays,     wpf_pays, cluster_pays, warps_pay,     warp1_pays,   flag_pays};
+              half_pays, warp_pays,   xpf_pays,     wpf_pays, cluster_pays, warps_pay,     warp1_pays,   flag_pays, smem_groups_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -308,7 +317,7 @@ Experiment q4_to_ceiling() {
                  {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}, {kXlQ8r16, 2},
                  {kXpf0, 2}, {kXpf0 + 1, 2}, {kXpf0 + 2, 2}, {kXpf0 + 3, 2}, {kXpf0 + 4, 2}, {kXpf0 + 5, 2}, {kXpf0 + 6, 2},
                  {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}, {kXw0, 2}, {kXw0 + 1, 2}, {kXw0 + 2, 2}, {kXw1, 2},
-                 {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}}) {
+                 {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -388,6 +397,7 @@ Experiment q4_to_ceiling() {
         twins_pay(warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t i) { return kXwTwins[i]; }, kXw0, kXwTwins.size());
         twins_pay(warp1_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kXw0; }, kXw1, 1);
         twins_pay(flag_pays, "xprep=flag (for xprep=warps)", [](std::size_t i) { return kXw0 + i; }, kXf0, 2);
+        twins_pay(smem_groups_pays, "load=bulk (weights in shared memory)", [](std::size_t) { return kXlQ8r8; }, kRingGroups, 1);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

@@ -457,7 +457,7 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     const auto& axes = q4_gemv::q4_kernel(name).axes;
     with_load += std::any_of(axes.begin(), axes.end(), [](const auto& a) { return a.first == "load"; });
   }
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1);  // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1);  // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -590,6 +590,34 @@ std::set<std::string> check_twins(const std::string& mark, const std::string& un
   return with;
 }
 }  // namespace
+
+TEST_CASE("map=packed grid=groups,load=bulk: one ring block per group with one stage, bit for bit grid=groups,xprep=launch,q8-dp4a,rows=8") {
+  const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,load=bulk,pdl=on,rows=8";
+  const auto names = packed_names();
+  CHECK(std::find(names.begin(), names.end(), name) != names.end());
+  const Variant& v = registry().variant(name);
+  const auto& kern = q4_gemv::q4_kernel(name);
+  REQUIRE(kern.layout != nullptr);
+  CHECK(kern.layout->name == "tiles-r8");
+  CHECK(kern.rows_per_warp == 8);
+  CHECK(v.tolerance == pk::form_tolerance(pk::Form::q8));
+  CHECK(v.can_implement(Problem{{5, 32800}, Dist::uniform, 1}).find("32768") != std::string::npos);
+  const auto want_of = q4_gemv::q4_model("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8");
+  int compared = 0;
+  // Ragged m (the last group's padding rows are copied and never stored), k not a multiple of 1024.
+  for (Shape s : std::vector<Shape>{{5, 96}, {37, 2080}, {1061, 160}, {61, 6144}})
+    for (Dist d : {Dist::uniform, Dist::student_t}) {
+      const auto c = test::q4_generated(s, d, 7);
+      CAPTURE(s.m);
+      const auto got = q4_gemv::q4_model(name)(c.w, c.x), want = want_of(c.w, c.x);
+      CHECK(got.size() == std::size_t(s.m));
+      CHECK(bitwise_diff(got, want) == 0);
+      // The kernel's schedule exactly: a block per group, one stage.
+      CHECK(bitwise_diff(pk::model_ring(pk::Load::bulk, 8, int((s.m + 7) / 8), 1, c.w, c.x), want) == 0);
+      ++compared;
+    }
+  CHECK(compared == 8);
+}
 
 TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (the name less xpf=l2), with its model, layout and tolerance") {
   CHECK(check_twins(",xpf=l2", ",wpf=l2") == std::set<std::string>{

@@ -1247,6 +1247,41 @@ void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, in
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
 
+// grid=groups,xprep=launch,load=bulk: the ring kernel (grid=half's form: the warps' row totals after the
+// stage) with ONE stage and one block per group (grid = groups): grid=groups,xprep=launch's schedule with
+// the group's weights brought by one TMA copy into shared memory instead of registers. Why (traces of
+// xprep=warps at 6144x5120, reports/h200/run-c00d582): main N+1 ends 5.25 us after its prep kernel; its
+// blocks (64 registers x 160 threads, 6 an SM, 792 slots for 768 groups) become resident only as main N's
+// leave, so its weight loads start after main N's dots. Here a block holds 43 registers x 160 threads and
+// 23.4 KB of shared memory (k = 5120, rows=8): 8 an SM, 1056 slots, so a third of the next call's blocks
+// are resident, their copies in flight, while this call waits for x and computes.
+template <int R, bool Pdl>
+void launch_ring_groups(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  half_attributes<R, false, false>();
+  const int W = warps_for(k), nb = k / ref::kQ4Block;
+  const long long groups = (static_cast<long long>(m) + R - 1) / R;
+  const std::size_t smem = std::size_t(W) * R * (kChunk * 16 + kChunk * 2) + std::size_t(half_part_bytes(W, R));
+  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
+  KLAB_CUDA_LAUNCH("xprep_kernel");
+  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, false, true, false>, dim3(unsigned(groups)), dim3(unsigned(W * 32)), smem, stream, packed,
+                   x, y, m, k, 1);
+  KLAB_CUDA_LAUNCH("packed_ring_kernel");
+}
+template <int R>
+int resident_warps_ring_groups() {
+  static std::atomic<int> cache{0};
+  int n = cache.load(std::memory_order_relaxed);
+  if (n == 0) {
+    half_attributes<R, false, false>();
+    const int W = warps_for(5120);
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_ring_kernel<R, Load::bulk, false, true, false>, W * 32,
+                                                            std::size_t(W) * R * (kChunk * 16 + kChunk * 2) + std::size_t(half_part_bytes(W, R))));
+    cache.store(n, std::memory_order_relaxed);
+  }
+  return n * warps_for(5120);
+}
+
 // The raw launcher of a packed kernel: refuses (its weights come packed, through launch_packed).
 void refuse_raw(const std::uint8_t*, const std::uint16_t*, const float*, float*, int, int, cudaStream_t) {
   throw Error("q4_gemv launch: a map=packed kernel takes its weights in its own layout: pack them with Q4Kernel::layout "
@@ -1410,6 +1445,18 @@ Q4Kernel kernel_ring() {
   return kern;
 }
 
+// grid=groups,xprep=launch,load=bulk (q8-dp4a): one block per group, its weights by one TMA copy.
+template <int R, bool Pdl>
+Q4Kernel kernel_ring_groups() {
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "launch"}, {"load", load_name(Load::bulk)},
+                  {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}};
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_ring_groups<R>, warps_for(5120)};
+  kern.layout = &layout<R>();
+  kern.launch_packed = &launch_ring_groups<R, Pdl>;
+  kern.tolerance = form_tolerance(Form::q8);
+  return kern;
+}
+
 // grid=half,xprep=X,load=bulk,per-sm=P (q8-dp4a): the ring in half an SM, P persistent blocks per SM.
 template <int R, bool XB, int P, bool Pdl, bool XPf = false>
 Q4Kernel kernel_half() {
@@ -1511,6 +1558,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // N+1 ends 5.25 us after its prep kernel, its blocks resident only once main N's have left, so its
   // weight loads (3.9 us of DRAM) start after main N's dots; co-resident blocks load during them.
   v.push_back(kernel_half<8, false, 2, true>());
+  // grid=groups,xprep=launch,load=bulk: rung 10's schedule (a block per group) with the weights in shared
+  // memory by one TMA copy, fewer registers, more blocks an SM (launch_ring_groups).
+  v.push_back(kernel_ring_groups<8, true>());
   return v;
 }
 

@@ -282,6 +282,11 @@ std::vector<float> model_half_of(const ref::Q4Matrix& w, std::span<const float> 
   const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
   return model_ring(Load::bulk, R, 132 * P, half_stages(W, R, P), w, x);
 }
+// grid=groups,load=bulk: one block per group (grid = ceil(m / R)), one stage.
+template <int R>
+std::vector<float> model_ring_groups_of(const ref::Q4Matrix& w, std::span<const float> x) {
+  return model_ring(Load::bulk, R, int((w.m + R - 1) / R), 1, w, x);
+}
 Q4Model ring_model_for(const std::string& load, const std::string& rows) {
   const bool bulk = load == load_name(Load::bulk);
   if (rows == "8") return bulk ? &model_ring_of<Load::bulk, 8> : &model_ring_of<Load::cp_async, 8>;
@@ -293,8 +298,9 @@ std::vector<Q4ModelEntry> packed_models() {
   std::vector<Q4ModelEntry> out;
   for (const auto& kern : packed_kernels()) {
     const std::string& dot = kern.axes.at(1).second;
-    std::string load, rows, per_sm;
+    std::string load, rows, per_sm, grid;
     for (const auto& [a, v] : kern.axes) {
+      if (a == "grid") grid = v;
       if (a == "load") load = v;
       if (a == "rows") rows = v;
       if (a == "per-sm") per_sm = v;
@@ -302,6 +308,11 @@ std::vector<Q4ModelEntry> packed_models() {
     if (!per_sm.empty()) {
       require(load == load_name(Load::bulk) && rows == "8" && (per_sm == "1" || per_sm == "2"), "q4_gemv models: no grid=half model for " + kern.name);
       out.push_back(Q4ModelEntry{kern.name, per_sm == "1" ? &model_half_of<8, 1> : &model_half_of<8, 2>});
+      continue;
+    }
+    if (!load.empty() && grid == "groups") {
+      require(load == load_name(Load::bulk) && rows == "8", "q4_gemv models: no grid=groups ring model for " + kern.name);
+      out.push_back(Q4ModelEntry{kern.name, &model_ring_groups_of<8>});
       continue;
     }
     if (!load.empty()) {
