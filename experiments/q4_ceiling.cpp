@@ -116,6 +116,8 @@ constexpr std::size_t kXf0 = 46, kXf8Off = 48;
 constexpr std::size_t kHalf2Xl = 49;
 // The rung 50: grid=groups,xprep=launch,load=bulk,rows=8 (rung 10's schedule, the group's weights by one TMA
 // copy into shared memory: 43 registers, 8 blocks an SM instead of 6, so the next call's blocks co-reside).
+// Measured (reports/h200/run-3772b2a, stream): the same as rung 10 at the small shapes (6.89 / 6.82 us), slower
+// at the large ones (16.07 against 14.98 us at 17408x5120): smem-groups-pays not held.
 constexpr std::size_t kRingGroups = 50;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -1255,6 +1255,10 @@ void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, in
 // leave, so its weight loads start after main N's dots. Here a block holds 43 registers x 160 threads and
 // 23.4 KB of shared memory (k = 5120, rows=8): 8 an SM, 1056 slots, so a third of the next call's blocks
 // are resident, their copies in flight, while this call waits for x and computes.
+// Measured (reports/h200/run-3772b2a, H200, 2026-12-02, stream mode, against grid=groups,xprep=launch,rows=8):
+// 16.07 / 11.20 / 6.89 / 6.82 us against 14.98 / 10.49 / 6.82 / 6.89 at the four seed shapes: the same at the
+// two small shapes (traced period 6.43 us at 6144x5120, xprep=warps 6.64), slower at the two large ones.
+// The same bits. Co-resident blocks alone do not shorten the small shapes' chain. Kept as a negative result.
 template <int R, bool Pdl>
 void launch_ring_groups(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
