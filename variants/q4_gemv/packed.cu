@@ -1123,48 +1123,34 @@ void launch_warp(const std::uint8_t* packed, const float* x, float* y, int m, in
   KLAB_CUDA_LAUNCH("packed_warp_kernel");
 }
 
+// Warps of Kernel resident an SM in blocks of block_warps warps with smem bytes of dynamic shared memory
+// (the occupancy query, once per kernel: the lab uses one device per process).
+template <auto Kernel>
+int resident_warps_of(int block_warps, std::size_t smem = 0) {
+  static std::atomic<int> cache{0};
+  int n = cache.load(std::memory_order_relaxed);
+  if (n == 0) {
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, block_warps * 32, smem));
+    cache.store(n, std::memory_order_relaxed);
+  }
+  return n * block_warps;
+}
 template <int R, int C>
 int resident_warps_warp() {
-  static std::atomic<int> cache{0};
-  int n = cache.load(std::memory_order_relaxed);
-  if (n == 0) {
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_warp_kernel<R, C>, kWarpBlockWarps * 32, 0));
-    cache.store(n, std::memory_order_relaxed);
-  }
-  return n * kWarpBlockWarps;
+  return resident_warps_of<packed_warp_kernel<R, C>>(kWarpBlockWarps);
 }
-
+// The grid=groups kernels at k = 5120 (their block: one thread per block of 32 weights).
 template <Form F, int R>
 int resident_warps_xl() {
-  static std::atomic<int> cache{0};
-  int n = cache.load(std::memory_order_relaxed);
-  if (n == 0) {
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_xl_kernel<F, R>, warps_for(5120) * 32, 0));
-    cache.store(n, std::memory_order_relaxed);
-  }
-  return n * warps_for(5120);
+  return resident_warps_of<packed_xl_kernel<F, R>>(warps_for(5120));
 }
-
 template <int R>
 int resident_warps_xc() {
-  static std::atomic<int> cache{0};
-  int n = cache.load(std::memory_order_relaxed);
-  if (n == 0) {
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_xc_kernel<R>, warps_for(5120) * 32, 0));
-    cache.store(n, std::memory_order_relaxed);
-  }
-  return n * warps_for(5120);
+  return resident_warps_of<packed_xc_kernel<R>>(warps_for(5120));
 }
-
 template <int R>
 int resident_warps_xf() {
-  static std::atomic<int> cache{0};
-  int n = cache.load(std::memory_order_relaxed);
-  if (n == 0) {
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_xf_kernel<R>, warps_for(5120) * 32, 0));
-    cache.store(n, std::memory_order_relaxed);
-  }
-  return n * warps_for(5120);
+  return resident_warps_of<packed_xf_kernel<R>>(warps_for(5120));
 }
 
 // ---- load=bulk | cp-async: the ring's launcher ----
@@ -1259,13 +1245,15 @@ void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, in
 // 16.07 / 11.20 / 6.89 / 6.82 us against 14.98 / 10.49 / 6.82 / 6.89 at the four seed shapes: the same at the
 // two small shapes (traced period 6.43 us at 6144x5120, xprep=warps 6.64), slower at the two large ones.
 // The same bits. Co-resident blocks alone do not shorten the small shapes' chain. Kept as a negative result.
+// Dynamic shared memory of a grid=groups,load=bulk block: one stage (the group) and the warps' row totals.
+std::size_t ring_groups_smem(int W, int R) { return std::size_t(W) * R * (kChunk * 16 + kChunk * 2) + std::size_t(half_part_bytes(W, R)); }
 template <int R, bool Pdl>
 void launch_ring_groups(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
   half_attributes<R, false, false>();
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   const long long groups = (static_cast<long long>(m) + R - 1) / R;
-  const std::size_t smem = std::size_t(W) * R * (kChunk * 16 + kChunk * 2) + std::size_t(half_part_bytes(W, R));
+  const std::size_t smem = ring_groups_smem(W, R);
   launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
   KLAB_CUDA_LAUNCH("xprep_kernel");
   launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, false, true, false>, dim3(unsigned(groups)), dim3(unsigned(W * 32)), smem, stream, packed,
@@ -1274,16 +1262,9 @@ void launch_ring_groups(const std::uint8_t* packed, const float* x, float* y, in
 }
 template <int R>
 int resident_warps_ring_groups() {
-  static std::atomic<int> cache{0};
-  int n = cache.load(std::memory_order_relaxed);
-  if (n == 0) {
-    half_attributes<R, false, false>();
-    const int W = warps_for(5120);
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_ring_kernel<R, Load::bulk, false, true, false>, W * 32,
-                                                            std::size_t(W) * R * (kChunk * 16 + kChunk * 2) + std::size_t(half_part_bytes(W, R))));
-    cache.store(n, std::memory_order_relaxed);
-  }
-  return n * warps_for(5120);
+  half_attributes<R, false, false>();
+  const int W = warps_for(5120);
+  return resident_warps_of<packed_ring_kernel<R, Load::bulk, false, true, false>>(W, ring_groups_smem(W, R));
 }
 
 // The raw launcher of a packed kernel: refuses (its weights come packed, through launch_packed).
@@ -1382,6 +1363,17 @@ Q4Kernel kernel_xl() {
   return kern;
 }
 
+// A q8-dp4a kernel of R-row tiles named from its axes: its launcher, its resident-warps query (blocks of
+// block_warps warps), the form's tolerance.
+template <int R>
+Q4Kernel q8_kernel(const Axes& axes, decltype(Q4Kernel::launch_packed) launch, int (*resident)(), int block_warps = warps_for(5120)) {
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, resident, block_warps};
+  kern.layout = &layout<R>();
+  kern.launch_packed = launch;
+  kern.tolerance = form_tolerance(Form::q8);
+  return kern;
+}
+
 // grid=groups,xprep=warps|warp (q8-dp4a): xprep=launch's kernels with the prep a warp per block of 32,
 // 8 warps a prep block (warps) or 1 (warp).
 template <int R, bool Pdl, int WPB = 8>
@@ -1403,11 +1395,7 @@ template <int R, bool Pdl>
 Q4Kernel kernel_xc() {
   const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "cluster"}, {"pdl", Pdl ? "on" : "off"},
                   {"rows", std::to_string(R)}};
-  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xc<R>, warps_for(5120)};
-  kern.layout = &layout<R>();
-  kern.launch_packed = &launch_xc<R, Pdl>;
-  kern.tolerance = form_tolerance(Form::q8);
-  return kern;
+  return q8_kernel<R>(axes, &launch_xc<R, Pdl>, &resident_warps_xc<R>);
 }
 
 // grid=groups,xprep=flag (q8-dp4a): x prepared once in the launch by its first P blocks, behind a flag.
@@ -1415,11 +1403,7 @@ template <int R, bool Pdl>
 Q4Kernel kernel_xf() {
   const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "flag"}, {"pdl", Pdl ? "on" : "off"},
                   {"rows", std::to_string(R)}};
-  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xf<R>, warps_for(5120)};
-  kern.layout = &layout<R>();
-  kern.launch_packed = &launch_xf<R, Pdl>;
-  kern.tolerance = form_tolerance(Form::q8);
-  return kern;
+  return q8_kernel<R>(axes, &launch_xf<R, Pdl>, &resident_warps_xf<R>);
 }
 
 // grid=warp,xprep=launch,inflight=C (q8-dp4a): one warp per group, C chunks' loads in flight.
@@ -1428,11 +1412,7 @@ Q4Kernel kernel_warp() {
   const std::vector<std::pair<std::string, std::string>> axes{{"map", "packed"},    {"dot", form_name(Form::q8)}, {"grid", "warp"},
                                                               {"xprep", "launch"}, {"inflight", std::to_string(C)}, {"pdl", Pdl ? "on" : "off"},
                                                               {"rows", std::to_string(R)}};
-  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_warp<R, C>, kWarpBlockWarps};
-  kern.layout = &layout<R>();
-  kern.launch_packed = &launch_warp<R, C, Pdl>;
-  kern.tolerance = form_tolerance(Form::q8);
-  return kern;
+  return q8_kernel<R>(axes, &launch_warp<R, C, Pdl>, &resident_warps_warp<R, C>, kWarpBlockWarps);
 }
 
 // grid=fill,xprep=launch,load=L (q8-dp4a): persistent blocks over a ring of shared-memory stages.
@@ -1442,11 +1422,7 @@ Q4Kernel kernel_ring() {
                                        {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}},
                                       XPf, "xprep"),
                              WPf);
-  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_ring<R, L>, warps_for(5120)};
-  kern.layout = &layout<R>();
-  kern.launch_packed = &launch_ring<R, L, Pdl, XPf, WPf>;
-  kern.tolerance = form_tolerance(Form::q8);
-  return kern;
+  return q8_kernel<R>(axes, &launch_ring<R, L, Pdl, XPf, WPf>, &resident_warps_ring<R, L>);
 }
 
 // grid=groups,xprep=launch,load=bulk (q8-dp4a): one block per group, its weights by one TMA copy.
@@ -1454,11 +1430,7 @@ template <int R, bool Pdl>
 Q4Kernel kernel_ring_groups() {
   const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "launch"}, {"load", load_name(Load::bulk)},
                   {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}};
-  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_ring_groups<R>, warps_for(5120)};
-  kern.layout = &layout<R>();
-  kern.launch_packed = &launch_ring_groups<R, Pdl>;
-  kern.tolerance = form_tolerance(Form::q8);
-  return kern;
+  return q8_kernel<R>(axes, &launch_ring_groups<R, Pdl>, &resident_warps_ring_groups<R>);
 }
 
 // grid=half,xprep=X,load=bulk,per-sm=P (q8-dp4a): the ring in half an SM, P persistent blocks per SM.
@@ -1467,11 +1439,7 @@ Q4Kernel kernel_half() {
   const Axes axes = with_xpf({{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "half"}, {"xprep", XB ? "block" : "launch"},
                               {"load", load_name(Load::bulk)}, {"per-sm", std::to_string(P)}, {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}},
                              XPf, "xprep");
-  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_half<P>, warps_for(5120)};
-  kern.layout = &layout<R>();
-  kern.launch_packed = &launch_half<R, XB, P, Pdl, XPf>;
-  kern.tolerance = form_tolerance(Form::q8);
-  return kern;
+  return q8_kernel<R>(axes, &launch_half<R, XB, P, Pdl, XPf>, &resident_warps_half<P>);
 }
 
 template <Form F, int R>
