@@ -11,10 +11,11 @@
 #   run-b     its second part: every other experiment (560 s at most). Since 2026-12-02 the whole run
 #             no longer fits one 10-minute call; join the reports here with
 #             scripts/merge_reports.py --parts MERGED A B (disjoint experiments of one commit)
-#   run-b1    run-b's first half: the experiments of RUN_B1 below (measured on the H200 at e75fb18, 2026-12-02:
-#             297 s; run-a took 223 s there), the q4 ladder and the GDN timing experiments
-#   run-b2    run-b's other half: every experiment in neither RUN_A nor RUN_B1 (never timed whole: give it a
-#             call of its own). Then scripts/merge_reports.py --parts MERGED A B1 B2
+#   run-b1    run-b's first half: the experiments of RUN_B1 below, the q4 ladder and the GDN timing experiments
+#             (the H200: 297 s at e75fb18, 241 s at bafbb21; run-a took 223 s and 165 s there)
+#   run-b2    run-b's other half: every experiment in neither RUN_A nor RUN_B1 (220 s at bafbb21, 2026-12-02).
+#             Then scripts/merge_reports.py --parts MERGED A B1 B2. scripts/h200_part.sh runs a part as one device
+#             call and brings it back as one file
 #   extras    the Python peers merged into OUT/run, Nsight Compute, the gpu suite, the second run
 #             (RUN_FROM=DIR: first copy a report carried in, e.g. the merged one, into OUT/run)
 #   sanitize  compute-sanitizer's four tools over the gpu suite
