@@ -293,8 +293,15 @@ def block_header(ctx):
                     if (rep.dir / "summary.md").is_file() else "") + ".")
     if rep.incomplete():
         lines.append(f"- **This report is {rep.incomplete()}**: the results below are only what it holds.")
-    if len(rep.envs()) > 1:
-        lines.append(f"- This report merges {len(rep.envs())} runs (different commit, date or device); the line above is the first's.")
+    envs = rep.envs()
+    if len(envs) > 1:
+        commits = sorted({str(e.get("git_commit", "n/a"))[:7] for e in envs})
+        devices = sorted({str(kr.get(e, "device.name") or "no device") for e in envs})
+        dates = sorted(str(e.get("date", "n/a")) for e in envs)
+        of = f"of commit `{commits[0]}`" if len(commits) == 1 else "of commits " + ", ".join(f"`{c}`" for c in commits)
+        on = "" if len(devices) == 1 else " on " + ", ".join(devices)
+        lines.append(f"- This report merges {len(envs)} runs {of}{on}, {dates[0]} to {dates[-1]}; the line above and the ceiling "
+                     "below are the first merged run's, and each record's share of the ceiling is its own run's.")
     c = env.get("ceiling")
     if isinstance(c, dict) and kr.is_finite(c.get("read_gbps")):
         size = f" over {c['bytes'] / 2**30:g} GiB" if kr.is_finite(c.get("bytes")) else ""

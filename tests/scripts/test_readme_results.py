@@ -493,6 +493,34 @@ class Markers(unittest.TestCase):
         self.assertIn("absent.md", err)
 
 
+class MergedHeader(unittest.TestCase):
+    def test_runs_of_one_commit_and_of_two(self):
+        """A report joined from parts (merge_reports.py --parts) says how many runs, of which commit(s), over which
+        dates; one run's report says nothing of it."""
+        with tempfile.TemporaryDirectory() as tmp:
+            t = Path(tmp)
+            doc = t / "README.md"
+            for name, second, want in (("one", None, None),
+                                       ("same", dict(ENV, date="2026-01-02T00:00:00Z"),
+                                        "merges 2 runs of commit `abcdef0`, 2026-01-01T00:00:00Z to 2026-01-02T00:00:00Z;"),
+                                       ("two", dict(ENV, git_commit="1234567aaaa", date="2026-01-02T00:00:00Z"),
+                                        "merges 2 runs of commits `1234567`, `abcdef0`, 2026-01-01T00:00:00Z to 2026-01-02T00:00:00Z;")):
+                with self.subTest(name=name):
+                    recs = full_report()
+                    if second is not None:
+                        recs[-1] = dict(recs[-1], env=second)
+                    rep = write_report(t / name, recs)
+                    doc.write_text(markers(["header"]))
+                    rc, _, err = run(rep, "--files", doc)
+                    self.assertEqual(rc, 0, err)
+                    text = doc.read_text()
+                    if want is None:
+                        self.assertNotIn("merges", text)
+                    else:
+                        self.assertIn(want, text)
+                        self.assertIn("each record's share of the ceiling is its own run's", text)
+
+
 class CommittedReadmes(unittest.TestCase):
     def test_blocks_match_the_report_they_name(self):
         """README.md and the variants' READMEs hold blocks generated from a committed report: a hand
