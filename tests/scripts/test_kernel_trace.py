@@ -55,8 +55,9 @@ class TraceScript(unittest.TestCase):
             self.assertIn("8 kernels over 19.80 us (2.475 us per launch of 8", out)
             self.assertIn("| prep | 4 | 1.000 | 5.000 |", out)
             self.assertIn("| main | 4 | 4.300 | 5.000 |", out)
-            self.assertIn("| prep -> main | 4 | -0.500 |", out)
-            self.assertIn("| main -> prep | 3 | 0.200 |", out)
+            # gap: this start - the one before's end; end after end: this end - the one before's end
+            self.assertIn("| prep -> main | 4 | -0.500 | 3.800 |", out)
+            self.assertIn("| main -> prep | 3 | 0.200 | 1.200 |", out)
             # the first three kernels, with the gap to the one before
             self.assertIn("| 0 | prep | 0.000 | 1.000 | 1.000 |  |", out)
             self.assertIn("| 1 | main | 0.500 | 4.800 | 4.300 | -0.500 |", out)

@@ -1236,7 +1236,7 @@ void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, in
 // grid=groups,xprep=launch,load=bulk: the ring kernel (grid=half's form: the warps' row totals after the
 // stage) with ONE stage and one block per group (grid = groups): grid=groups,xprep=launch's schedule with
 // the group's weights brought by one TMA copy into shared memory instead of registers. Why (traces of
-// xprep=warps at 6144x5120, reports/h200/run-c00d582): main N+1 ends 5.25 us after its prep kernel; its
+// xprep=warps at 6144x5120, reports/h200/run-c00d582): main N+1 ends 4.54 us after its prep kernel (median); its
 // blocks (64 registers x 160 threads, 6 an SM, 792 slots for 768 groups) become resident only as main N's
 // leave, so its weight loads start after main N's dots. Here a block holds 43 registers x 160 threads and
 // 23.4 KB of shared memory (k = 5120, rows=8): 8 an SM, 1056 slots, so a third of the next call's blocks
@@ -1527,7 +1527,7 @@ std::vector<Q4Kernel> packed_kernels() {
   // grid=half,xprep=launch,per-sm=2: two persistent blocks of the ring per SM in half its shared memory
   // with the prep kernel, the missing twin of per-sm=2's xprep=block (rung 16) and of per-sm=1's
   // xprep=launch (rung 17). Why (trace of xprep=warps at 6144x5120, reports/h200/run-c00d582): main
-  // N+1 ends 5.25 us after its prep kernel, its blocks resident only once main N's have left, so its
+  // N+1 ends 4.54 us after its prep kernel (median), its blocks resident only once main N's have left, so its
   // weight loads (3.9 us of DRAM) start after main N's dots; co-resident blocks load during them.
   v.push_back(kernel_half<8, false, 2, true>());
   // grid=groups,xprep=launch,load=bulk: rung 10's schedule (a block per group) with the weights in shared
