@@ -90,7 +90,8 @@ void add_run_options(po::options_description& d, RunOptions& o, std::string& out
                      std::vector<std::string>& sets, std::string& shard, std::string& devices) {
   d.add_options()
     ("variants", po::value<std::string>(&o.variants),
-     "race only the variants whose names match (a glob; without * or ? a fragment of the name)")
+     "race only the variants whose names match (a glob; without * or ? a fragment of the name; several "
+     "patterns separated by '|', any one matching)")
     ("set", po::value<std::vector<std::string>>(&sets)->composing(),
      "NAME=V1,V2,... (m, k, dist, or a parameter an op declares, see `klab list ops`; repeatable, or NAME=..,NAME=.. in one): run: the experiment's problems with "
      "these values; ab: the problems to race (every m x k x dist)")
@@ -459,6 +460,7 @@ struct RunCli {
     opt.seed = parse_seed(seed);
     opt.set = parse_sets(sets);
     for (const auto& [name, values] : opt.set) registry().check_param_name(name);
+    variant_patterns(opt.variants);  // refuses an empty pattern before any work
     if (p.vm.count("shard")) std::tie(opt.shard_index, opt.shard_count) = parse_shard(shard);
     if (p.vm.count("devices")) device_list = parse_devices(devices);
     // --replicate: checked here, before any device is looked for, so that a wrong combination is

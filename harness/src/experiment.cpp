@@ -7,10 +7,26 @@
 
 namespace klab {
 
+std::vector<std::string> variant_patterns(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = std::min(text.find('|', start), text.size());
+    out.push_back(text.substr(start, end - start));
+    require(!out.back().empty(), "--variants '" + text + "': an empty pattern (patterns are separated by a single '|')");
+    if (end == text.size()) return out;
+    start = end + 1;
+  }
+}
+
 bool RunOptions::selects(const std::string& variant_name) const {
   if (variants.empty()) return true;
-  const bool glob = variants.find_first_of("*?") != std::string::npos;
-  return glob ? Registry::glob_match(variants, variant_name) : variant_name.find(variants) != std::string::npos;
+  for (const std::string& pat : variant_patterns(variants)) {
+    const bool glob = pat.find_first_of("*?") != std::string::npos;
+    if (glob ? Registry::glob_match(pat, variant_name) : variant_name.find(pat) != std::string::npos) return true;
+  }
+  return false;
 }
 
 bool RunOptions::selects(const Problem& p) const {

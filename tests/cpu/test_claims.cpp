@@ -226,6 +226,17 @@ TEST_CASE("a run's slice: --set parsed into parameters, --variants and --set sel
   o.variants = "q4_gemv/*rows=8";
   CHECK(o.selects("q4_gemv/map=block-per-thread,dot=offset,rows=8"));
   CHECK_FALSE(o.selects("q4_gemv/map=block-per-thread,rows=4"));
+  // Several patterns, '|' between them: any one selects (a glob and a fragment here).
+  o.variants = "*xprep=flag*|impl=cublas-bf16";
+  CHECK(o.selects("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=flag,pdl=on,rows=8"));
+  CHECK(o.selects("q4_gemv/impl=cublas-bf16-gemmex"));
+  CHECK_FALSE(o.selects("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warps,pdl=on,rows=8"));
+  CHECK(klab::variant_patterns("a|b*") == std::vector<std::string>{"a", "b*"});
+  CHECK(klab::variant_patterns("").empty());
+  for (const char* bad : {"a||b", "|a", "a|", "|"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(klab::variant_patterns(bad), doctest::Contains("an empty pattern"), klab::Error);
+  }
 }
 
 TEST_CASE("experiments' fmt: every argument a double; a format asking for another type is refused, naming it") {

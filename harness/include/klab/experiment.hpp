@@ -31,7 +31,8 @@ struct RunOptions {
   std::vector<TimingMode> modes{TimingMode::launch, TimingMode::stream};
   TimingOptions timing() const { return TimingOptions{.reps = reps, .warmup = warmup, .l2_cold = !hot, .trace = trace}; }
   // A slice of a run (--variants, --set): races keep only the variants whose names match `variants`
-  // (a glob, or without * or ? a fragment of the name; empty: all), and only the problems whose
+  // (patterns separated by '|', any one matching: each a glob, or without * or ? a fragment of the
+  // name; empty: all; variant_patterns), and only the problems whose
   // parameters (dist, m, k, or an op's own: Problem::param) take one of the values in `set` (a name
   // missing from `set`, or one the problem does not have: any value). Claims whose
   // evaluations fall outside the slice stay not_evaluated, saying which are missing.
@@ -59,6 +60,10 @@ std::pair<int, int> parse_shard(const std::string& text);
 // integers. Malformed names, empty values and malformed values are refused (klab::Error naming them);
 // whether a name is declared is the caller's check (Registry::check_param_name).
 std::map<std::string, std::vector<std::string>> parse_set(const std::string& text);
+// "*xprep=flag*|impl=cublas-bf16" -> {"*xprep=flag*", "impl=cublas-bf16"}: --variants' patterns, any of
+// which selects a variant ('|', since ',' and '=' stand in variant names). "" -> {}. An empty pattern
+// ("a||b", a leading or trailing '|') is refused (klab::Error naming the text).
+std::vector<std::string> variant_patterns(const std::string& text);
 
 enum class ClaimState { held, not_held, not_evaluated };
 std::string to_string(ClaimState s);
