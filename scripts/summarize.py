@@ -441,23 +441,28 @@ def breakdown_lines(recs):
 
 def trace_lines(recs):
     """The kernel traces of `klab run --trace` in these records (scripts/kernel_trace.py reads the same): one row a
-    traced subject, its span per launch beside its timed median, and its kernels by total time."""
+    traced subject, its span per launch beside its timed median, its kernels by total time, and its chain: per
+    neighbour pair seen more than once, the median time the later one ends after the earlier (what each kernel
+    adds to the period of a dependent chain)."""
     rows = []
     for r in recs:
         for where, t in kernel_trace.traces(r):
             spans = kernel_trace.spans_of(t["trace"])
-            span, names, _ = kernel_trace.summary(spans)
+            span, names, pairs = kernel_trace.summary(spans)
             launches = t.get("launches", 1) or 1
             med = t.get("median_ms")
             top = sorted(names.items(), key=lambda kv: -kv[1][0] * kv[1][1])[:4]
             kernels = "; ".join(f"{n} {c} x {d:.3g} us" + (f", every {p:.3g}" if c > 1 else "") for n, (c, d, p) in top)
+            links = sorted(((a, b, c, ee) for (a, b), (c, _, ee) in pairs.items() if c > 1), key=lambda x: -x[2])[:4]
+            chain = "; ".join(f"{b} +{ee:.3g} after {a}" for a, b, _, ee in links) or "-"
             rows.append((kernel_trace.label(r, where), str(len(spans)), f"{span / launches:.4g}",
-                         f"{med * 1e3:.4g}" if kr.is_finite(med) else "n/a", kernels))
+                         f"{med * 1e3:.4g}" if kr.is_finite(med) else "n/a", kernels, chain))
     if not rows:
         return []
     lines = ["Kernel traces (`klab run --trace`: one untimed run of each subject under CUPTI; every kernel's spans, gaps "
              "and overlaps: `scripts/kernel_trace.py REPORT --match SUBJECT --spans N`):", ""]
-    return lines + table(("subject", "kernels", "us per launch (trace)", "timed median us", "kernels by total time: count x median, period"), rows)
+    return lines + table(("subject", "kernels", "us per launch (trace)", "timed median us", "kernels by total time: count x median, period",
+                          "chain: ends after the kernel before (median us)"), rows)
 
 
 def accuracy_table_lines(recs):

@@ -74,7 +74,9 @@ class TraceScript(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             med = r["modes"]["stream"]["timing"]["median_ms"] * 1e3
             # 19.8 us over 8 launches; main 4 x 4.3 us (17.2 us in all) before prep 4 x 1 us
-            self.assertIn(f"| 8 | 2.475 | {med:.4g} | main 4 x 4.3 us, every 5; prep 4 x 1 us, every 5 |", p.stdout)
+            # the chain: main ends 3.8 us after prep (4 pairs), prep 1.2 us after main (3 pairs)
+            self.assertIn(f"| 8 | 2.475 | {med:.4g} | main 4 x 4.3 us, every 5; prep 4 x 1 us, every 5 | main +3.8 after prep; prep +1.2 after main |",
+                          p.stdout)
             self.assertIn("Kernel traces", p.stdout)
 
     def test_gzipped_report(self):
