@@ -113,6 +113,8 @@ constexpr std::size_t kXw1 = 45;
 // at 6144x5120 (flag-pays not held; the trace and the why: packed.cu, kernel_xf's registration).
 constexpr std::size_t kXf0 = 46, kXf8Off = 48;
 // The rung 49: grid=half,xprep=launch,load=bulk,per-sm=2 (twin of rung 16 with the prep kernel, of 17 with two blocks per SM).
+// Measured (reports/h200, the reference run of bafbb21, stream): 19.58 / 12.47 / 7.02 / 7.85 us at the four seed shapes;
+// per-sm=1 (rung 17) 16.98 / 11.63 / 8.58 / 8.34, rung 10 14.98 / 10.49 / 6.82 / 6.89 (run-3772b2a).
 constexpr std::size_t kHalf2Xl = 49;
 // The rung 50: grid=groups,xprep=launch,load=bulk,rows=8 (rung 10's schedule, the group's weights by one TMA
 // copy into shared memory: 43 registers, 8 blocks an SM instead of 6, so the next call's blocks co-reside).

@@ -1529,6 +1529,8 @@ std::vector<Q4Kernel> packed_kernels() {
   // xprep=launch (rung 17). Why (trace of xprep=warps at 6144x5120, reports/h200/run-c00d582): main
   // N+1 ends 4.54 us after its prep kernel (median), its blocks resident only once main N's have left, so its
   // weight loads (3.9 us of DRAM) start after main N's dots; co-resident blocks load during them.
+  // Measured (reports/h200, the reference run of bafbb21, stream): 7.02 us at 6144x5120 against per-sm=1's
+  // 8.58 (more consumer warps pay) and rung 10's 6.82; 19.58 against 16.98 at 17408x5120. Kept as a rung.
   v.push_back(kernel_half<8, false, 2, true>());
   // grid=groups,xprep=launch,load=bulk: rung 10's schedule (a block per group) with the weights in shared
   // memory by one TMA copy, fewer registers, more blocks an SM (launch_ring_groups).
