@@ -592,25 +592,25 @@ __device__ __forceinline__ void st_release_gpu(unsigned* p, unsigned v) {
 }
 
 // q8_prep of the 32 activations at xb (8 float4, read through L2) in two passes, so that it needs few
-// registers beside a thread's R code blocks: the amax (a max is exact in any order), then each column
-// rounded and packed where q8_prep puts it, the integer sum in any order (exact): q8_prep's words.
+// registers beside a thread's R code blocks: the amax by amax4 over the float4s (a max is exact in any
+// order), then each float4's codes by q8_part (xprep=cluster's split of q8_prep: float4 w is its `sub` w)
+// OR-ed into place and their sums added (integers: exact in any order): q8_prep's words.
 __device__ __forceinline__ Q8X q8_prep_two_pass(const float4* xb) {
   float a = 0.f;
   for (int w = 0; w < 8; ++w) {
-    const float4 v = __ldcg(xb + w);
-    a = fmaxf(a, fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w))));
+    const float4 v4 = __ldcg(xb + w);
+    const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+    a = fmaxf(a, amax4(v));
   }
   const float inv = q8_inv(a);
   Q8X X{};
   X.d = q8_step(a);
   int sum = 0;
-  for (int w = 0; w < 8; ++w) {  // float4 w holds columns 4w .. 4w + 3: word w / 2, bytes 2 (w & 1), 2 (w & 1) + 1
-    const float4 v = __ldcg(xb + w);
-    const int q0 = q8_round(v.x, inv), q1 = q8_round(v.y, inv), q2 = q8_round(v.z, inv), q3 = q8_round(v.w, inv);
-    const int sh = 16 * (w & 1);
-    X.xe[w >> 1] |= ((std::uint32_t(q0) & 0xFFu) | (std::uint32_t(q2) & 0xFFu) << 8) << sh;
-    X.xo[w >> 1] |= ((std::uint32_t(q1) & 0xFFu) | (std::uint32_t(q3) & 0xFFu) << 8) << sh;
-    sum += q0 + q1 + q2 + q3;
+  for (int w = 0; w < 8; ++w) {
+    const float4 v4 = __ldcg(xb + w);
+    const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+    const Q8Part p = q8_part(v, w, inv);
+    X.xe[w >> 1] |= p.e, X.xo[w >> 1] |= p.o, sum += p.sum;
   }
   X.c = -8 * sum;
   return X;
@@ -1246,7 +1246,7 @@ void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, in
 // two small shapes (traced period 6.43 us at 6144x5120, xprep=warps 6.64), slower at the two large ones.
 // The same bits. Co-resident blocks alone do not shorten the small shapes' chain. Kept as a negative result.
 // Dynamic shared memory of a grid=groups,load=bulk block: one stage (the group) and the warps' row totals.
-std::size_t ring_groups_smem(int W, int R) { return std::size_t(W) * R * (kChunk * 16 + kChunk * 2) + std::size_t(half_part_bytes(W, R)); }
+std::size_t ring_groups_smem(int W, int R) { return std::size_t(RingPlan{W, R, 1}.stage_bytes()) + std::size_t(half_part_bytes(W, R)); }
 template <int R, bool Pdl>
 void launch_ring_groups(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
