@@ -121,6 +121,10 @@ constexpr std::size_t kHalf2Xl = 49;
 // Measured (reports/h200/run-3772b2a, stream): the same as rung 10 at the small shapes (6.89 / 6.82 us), slower
 // at the large ones (16.07 against 14.98 us at 17408x5120): smem-groups-pays not held.
 constexpr std::size_t kRingGroups = 50;
+// The rung 51: grid=half,xprep=launch,load=bulk,per-sm=2,last=regs (rung 49 with each block's last group in
+// registers, loaded before griddepcontrol.wait: the whole share of a block in flight before the wait where
+// it has at most 3 groups, i.e. at 6144x5120 and 5120x6144; packed.cu, packed_ring_kernel's Held).
+constexpr std::size_t kHalf2Held = 51;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -151,9 +155,12 @@ std::vector<std::string> rungs() {
   out.push_back(ring("bulk", "4", "on"));
   out.push_back(ring("cp-async", "8", "on"));
   out.push_back(ring("bulk", "8", "off"));
-  auto half = [](const std::string& xprep, const std::string& per_sm, const std::string& pdl) {
-    return variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "half"}, {"xprep", xprep}, {"load", "bulk"}, {"per-sm", per_sm},
-                                    {"pdl", pdl}, {"rows", "8"}});
+  auto half = [](const std::string& xprep, const std::string& per_sm, const std::string& pdl, bool held = false) {
+    std::vector<std::pair<std::string, std::string>> axes{{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "half"}, {"xprep", xprep}, {"load", "bulk"}, {"per-sm", per_sm}};
+    if (held) axes.emplace_back("last", "regs");
+    axes.emplace_back("pdl", pdl);
+    axes.emplace_back("rows", "8");
+    return variant_name("q4_gemv", axes);
   };
   out.push_back(half("block", "1", "on"));
   out.push_back(half("block", "2", "on"));
@@ -192,6 +199,8 @@ std::vector<std::string> rungs() {
   out.push_back(half("launch", "2", "on"));
   // 50: grid=groups with the weights in shared memory (one TMA copy per block), rung 10's twin.
   out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "launch"}, {"load", "bulk"}, {"pdl", "on"}, {"rows", "8"}}));
+  // 51: rung 49 with each block's last group held in registers.
+  out.push_back(half("launch", "2", "on", true));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -267,8 +276,11 @@ Experiment q4_to_ceiling() {
   const Claim flag_pays{"flag-pays",
                         "x prepared once inside the launch pays: grid=groups,xprep=flag,q8-dp4a,pdl=on (no prep kernel; the launch's first "
                         "blocks quantise x and publish it by a flag) is faster than its xprep=warps twin, rows=8 and rows=4, on the four seed shapes"};
-  e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,  beats_peers, pdl_pays_claim, exact_faster, ring_pays,
-              half_pays, warp_pays,   xpf_pays,     wpf_pays, cluster_pays, warps_pay,     warp1_pays,   flag_pays, smem_groups_pays};
+  const Claim held_pays{"held-pays",
+                        "holding a block's last group in registers pays: grid=half,xprep=launch,load=bulk,per-sm=2,last=regs,rows=8,pdl=on "
+                        "(loaded before griddepcontrol.wait, not into a refilled stage) is faster than its twin without last=regs on the four seed shapes"};
+  e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,  beats_peers, pdl_pays_claim, exact_faster, ring_pays,       half_pays,
+              warp_pays, xpf_pays,    wpf_pays,     cluster_pays, warps_pay, warp1_pays,   flag_pays,    smem_groups_pays, held_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -321,7 +333,7 @@ Experiment q4_to_ceiling() {
                  {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}, {kXlQ8r16, 2},
                  {kXpf0, 2}, {kXpf0 + 1, 2}, {kXpf0 + 2, 2}, {kXpf0 + 3, 2}, {kXpf0 + 4, 2}, {kXpf0 + 5, 2}, {kXpf0 + 6, 2},
                  {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}, {kXw0, 2}, {kXw0 + 1, 2}, {kXw0 + 2, 2}, {kXw1, 2},
-                 {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}}) {
+                 {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}, {kHalf2Held, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -402,6 +414,7 @@ Experiment q4_to_ceiling() {
         twins_pay(warp1_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kXw0; }, kXw1, 1);
         twins_pay(flag_pays, "xprep=flag (for xprep=warps)", [](std::size_t i) { return kXw0 + i; }, kXf0, 2);
         twins_pay(smem_groups_pays, "load=bulk (weights in shared memory)", [](std::size_t) { return kXlQ8r8; }, kRingGroups, 1);
+        twins_pay(held_pays, "last=regs", [](std::size_t) { return kHalf2Xl; }, kHalf2Held, 1);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

@@ -13,6 +13,7 @@
 #include "klab/cuda.hpp"
 #include "klab/metrics.hpp"
 #include "q4_gemv/packed_kernels.hpp"
+#include "q4_gemv/packed_ring.hpp"
 #include "q4_gemv/policy.hpp"
 #include "q4_gemv/prepared_x.cuh"
 #include "q4_gemv/q4_gemv.hpp"
@@ -126,6 +127,30 @@ TEST_CASE("every q4 kernel equals its CPU bit-model bit for bit") {
     }
   }
   CHECK(compared > 16 * 40);
+}
+
+TEST_CASE("grid=half,last=regs: its twin's bits and its model's where the held group is in use, and past k = 16384 where it is not") {
+  namespace pk = q4_gemv::packed;
+  const std::string held = "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,last=regs,pdl=on,rows=8";
+  const std::string twin = "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,pdl=on,rows=8";
+  int sms = 0;
+  KLAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  // 4500x5120, 5000x6144: 3 groups over 2 stages on 132 SMs; 17000x96: 9 over 8; 300x20480: W = 20, no held group.
+  for (const Shape s : std::vector<Shape>{{4500, 5120}, {5000, 6144}, {17000, 96}, {300, 20480}}) {
+    const auto c = test::q4_generated(s, Dist::student_t, 7);
+    CAPTURE(c.what);
+    const int W = int((s.k / 32 + 31) / 32);
+    pk::RingPlan plan{W, 8, pk::half_stages(W, 8, 2)};
+    plan.groups = int((s.m + 7) / 8);
+    plan.grid = std::min(plan.groups, 2 * sms);
+    if (W <= 16) CHECK(plan.mine(0) > plan.S);  // the case exercises the held group
+    const auto y = run_variant(held, c);
+    std::int64_t unwritten = 0;
+    for (float f : y) unwritten += is_poison(f);
+    CHECK(unwritten == 0);
+    CHECK(bitwise_diff(y, run_variant(twin, c)) == 0);
+    CHECK(bitwise_diff(y, q4_gemv::q4_model(held)(c.w, c.x)) == 0);
+  }
 }
 
 TEST_CASE("bitwise guard (GPU): scale read, f16 conversion and rows per warp change no bit") {

@@ -60,6 +60,9 @@ namespace klab::q4_gemv::packed {
 
 namespace {
 constexpr int kMaxWarps = 32;  // one thread per block of 32 weights, at most 1024 threads: k <= 32768
+// grid=half,last=regs (packed_ring_kernel<..., Held>): at most 512 threads (k <= 16384), so that
+// ptxas may give a thread up to 128 registers; larger k runs the kernel without the held group.
+constexpr int kHeldMaxWarps = 16;
 
 // One group's weights for one thread: R blocks of codes and their scales.
 template <int R>
@@ -825,8 +828,13 @@ __device__ __forceinline__ void cp_async_wait(int n) {
 // have written to g_xq, so the same bits -- instead of reading g_xq. x is unused otherwise.
 // Half (grid=half): the warps' row totals in dynamic shared memory after the S stages, part[2][W][R]
 // (grid=fill: static, part[2][32][R]); the arithmetic and its order are unchanged.
-template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false>
-__global__ void __launch_bounds__(kMaxWarps * 32)
+// Held (grid=half,last=regs): when the ring's S stages do not hold all of the block's groups, its last
+// group (n = mine - 1) is loaded into registers (load_group, as packed_xl_kernel) before
+// griddepcontrol.wait instead of into a refilled stage, so the block's whole share is in flight
+// before the wait whenever mine <= S + 1. It is consumed as the last step with the same values in the
+// same order: the same bits. 36 more registers at R = 8: the kernel takes at most kHeldMaxWarps warps.
+template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false>
+__global__ void __launch_bounds__(Held ? kHeldMaxWarps * 32 : kMaxWarps * 32)
 packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int S) {
   static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
   static_assert(L == Load::bulk || L == Load::cp_async);
@@ -846,6 +854,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   plan.groups = (m + R - 1) / R;
   const int j = int(blockIdx.x);
   const int mine = plan.mine(j);
+  const int ring_n = Held && mine > S ? mine - 1 : mine;  // groups that go through the ring
   const unsigned stage_bytes = unsigned(plan.stage_bytes());
   const int code0 = plan.code_at(warp, lane, 0), sc0 = plan.scales_at(warp, lane);
   float* const part_d = reinterpret_cast<float*>(ring + std::size_t(S) * stage_bytes);  // Half: [2][W][R]
@@ -885,8 +894,12 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   // The prologue: groups 0 .. S-1 (cp-async commits one group of copies per stage, empty or not,
   // so that "group n done" is always "at most S - 1 pending" at step n).
   for (int n = 0; n < S; ++n) {
-    if (n < mine) fill(n, n);
+    if (n < ring_n) fill(n, n);
     if constexpr (L == Load::cp_async) cp_async_commit();
+  }
+  Buf<R> held;  // Held: group ring_n's codes and scales, when ring_n < mine
+  if constexpr (Held) {
+    if (ring_n < mine && active) load_group<R>(packed + plan.group_offset(plan.group_of(j, ring_n)) + code0, lane, held);
   }
   // g_xq (prepared by xprep_kernel, which waited for our predecessor) or x (XB) from here on.
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -912,15 +925,19 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   int s = 0;
   unsigned parity = 0;
   for (int n = 0; n < mine; ++n) {
+    const bool in_regs = Held && n == ring_n;  // the held group (the last step)
     const std::uint8_t* st = ring + std::size_t(s) * stage_bytes;
-    if constexpr (L == Load::bulk) mbar_wait(&full[s], parity);
-    else cp_async_wait(S - 1);
+    if (!in_regs) {
+      if constexpr (L == Load::bulk) mbar_wait(&full[s], parity);
+      else cp_async_wait(S - 1);
+    }
     float p[R];
     if (active) {
       Scales<R> sc;
-      sc.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
+      if (in_regs) sc = held.s;
+      else sc.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
       for (int r = 0; r < R; ++r) {  // = packed_xl_kernel<q8>: row by row
-        const uint4 q = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
+        const uint4 q = in_regs ? held.q[r] : *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
         int se = int(cd.x), so = 0;
         for (int w = 0; w < 4; ++w) q8_word(word_of(q, w), word_of(xe, w), word_of(xo, w), se, so);
         p[r] = q8_finish(se, so, half_value(sc.get(r)), d);
@@ -934,7 +951,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
     // part[n & 1] is complete. part[n & 1] is written again at step n + 2, after the barrier of
     // step n + 1, which threads r < R reach only after reading it below.
     __syncthreads();
-    if (n + S < mine) fill(n + S, s);
+    if (n + S < ring_n) fill(n + S, s);
     if constexpr (L == Load::cp_async) cp_async_commit();
     if (tid < R) {
       const std::int64_t row = plan.group_of(j, n) * R + tid;
@@ -1199,12 +1216,13 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
 }
 
 // ---- grid=half: the ring in half an SM (packed_ring.hpp, half_stages) ----
-template <int R, bool XB, bool XPf>
+template <int R, bool XB, bool XPf, bool Held = false>
 void half_attributes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
-    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    constexpr auto kernel = packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held>;
+    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
 }
 // Warps one launch keeps per SM at k = 5120 (the lab's resident-warps figure): P blocks of W warps.
@@ -1216,10 +1234,14 @@ int resident_warps_half() {
 // Grid = min(groups, P x SMs), whatever the occupancy query says: P blocks per SM is the design
 // (half the shared memory; the other half is the next launch's). Blocks never wait on each other,
 // so a grid larger than what is resident only runs later, never deadlocks.
-template <int R, bool XB, int P, bool Pdl, bool XPf = false>
+// Held (last=regs): past kHeldMaxWarps warps (k > 16384) the kernel without the held group.
+template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false>
 void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  if constexpr (Held) {
+    if (warps_for(k) > kHeldMaxWarps) return launch_half<R, XB, P, Pdl, XPf, false>(packed, x, y, m, k, stream);
+  }
   check_launch(packed, x, y, m, k);
-  half_attributes<R, XB, XPf>();
+  half_attributes<R, XB, XPf, Held>();
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, half_stages(W, R, P)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
@@ -1228,7 +1250,7 @@ void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, in
     launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
-  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)),
+  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)),
                    std::size_t(half_smem(W, R, P)), stream, packed, x, y, m, k, plan.S);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
@@ -1433,13 +1455,16 @@ Q4Kernel kernel_ring_groups() {
   return q8_kernel<R>(axes, &launch_ring_groups<R, Pdl>, &resident_warps_ring_groups<R>);
 }
 
-// grid=half,xprep=X,load=bulk,per-sm=P (q8-dp4a): the ring in half an SM, P persistent blocks per SM.
-template <int R, bool XB, int P, bool Pdl, bool XPf = false>
+// grid=half,xprep=X,load=bulk,per-sm=P[,last=regs] (q8-dp4a): the ring in half an SM, P persistent
+// blocks per SM; last=regs holds each block's last group in registers (packed_ring_kernel, Held).
+template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false>
 Q4Kernel kernel_half() {
-  const Axes axes = with_xpf({{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "half"}, {"xprep", XB ? "block" : "launch"},
-                              {"load", load_name(Load::bulk)}, {"per-sm", std::to_string(P)}, {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}},
-                             XPf, "xprep");
-  return q8_kernel<R>(axes, &launch_half<R, XB, P, Pdl, XPf>, &resident_warps_half<P>);
+  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "half"}, {"xprep", XB ? "block" : "launch"}, {"load", load_name(Load::bulk)},
+            {"per-sm", std::to_string(P)}};
+  if (Held) axes.emplace_back("last", "regs");
+  axes.emplace_back("pdl", Pdl ? "on" : "off");
+  axes.emplace_back("rows", std::to_string(R));
+  return q8_kernel<R>(with_xpf(axes, XPf, "xprep"), &launch_half<R, XB, P, Pdl, XPf, Held>, &resident_warps_half<P>);
 }
 
 template <Form F, int R>
@@ -1535,6 +1560,13 @@ std::vector<Q4Kernel> packed_kernels() {
   // grid=groups,xprep=launch,load=bulk: rung 10's schedule (a block per group) with the weights in shared
   // memory by one TMA copy, fewer registers, more blocks an SM (launch_ring_groups).
   v.push_back(kernel_ring_groups<8, true>());
+  // grid=half,xprep=launch,per-sm=2,last=regs: rung 49 with each block's last group in registers. Why
+  // (rung 49 at 6144x5120: 7.02 us against rung 10's 6.82, reports/h200 of bafbb21): its two stages of
+  // 23 KB preload 2 of a block's 2.9 groups (768 groups over 264 blocks; 2.4 at 5120x6144) before
+  // griddepcontrol.wait; the third is requested only after the first is consumed, behind the call's
+  // other loads. Held in registers (36 a thread; 640 threads an SM for two launches leave ~100 each), the
+  // block's whole share is requested before the wait at the two small shapes.
+  v.push_back(kernel_half<8, false, 2, true, false, true>());
   return v;
 }
 

@@ -298,15 +298,19 @@ std::vector<Q4ModelEntry> packed_models() {
   std::vector<Q4ModelEntry> out;
   for (const auto& kern : packed_kernels()) {
     const std::string& dot = kern.axes.at(1).second;
-    std::string load, rows, per_sm, grid;
+    std::string load, rows, per_sm, grid, last;
     for (const auto& [a, v] : kern.axes) {
       if (a == "grid") grid = v;
       if (a == "load") load = v;
       if (a == "rows") rows = v;
       if (a == "per-sm") per_sm = v;
+      if (a == "last") last = v;
     }
+    // last=regs: the block's last group read from registers, not a stage: the same bytes and
+    // arithmetic in the same order, so the ring's model (the GPU suite holds the kernel to it).
     if (!per_sm.empty()) {
-      require(load == load_name(Load::bulk) && rows == "8" && (per_sm == "1" || per_sm == "2"), "q4_gemv models: no grid=half model for " + kern.name);
+      require(load == load_name(Load::bulk) && rows == "8" && (per_sm == "1" || per_sm == "2") && (last.empty() || last == "regs"),
+              "q4_gemv models: no grid=half model for " + kern.name);
       out.push_back(Q4ModelEntry{kern.name, per_sm == "1" ? &model_half_of<8, 1> : &model_half_of<8, 2>});
       continue;
     }

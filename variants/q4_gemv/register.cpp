@@ -58,6 +58,9 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
       d += a["per-sm"] + " persistent block(s) per SM in half an SM's shared memory (about 110 KB per launch), so that the next PDL "
            "launch's blocks co-reside and load their first groups while this one runs; a ring of whole groups per block, one TMA bulk "
            "copy per group (cp.async.bulk + mbarrier); " +
+           std::string(a["last"] == "regs" ? "each block's last group loaded into registers before the wait instead of a refilled stage "
+                                             "(at most 512 threads: k > 16384 runs without it); "
+                                           : "") +
            std::string(a["xprep"] == "block" ? "x quantised by each block's threads once per launch (no prep kernel); " : "");
     else if (a["load"] == "bulk" || a["load"] == "cp-async")
       d += "persistent blocks (as many as the SMs hold) over a ring of shared-memory stages, each one whole group of rows (about 92 KB "
