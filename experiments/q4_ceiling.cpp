@@ -125,6 +125,12 @@ constexpr std::size_t kRingGroups = 50;
 // registers, loaded before griddepcontrol.wait: the whole share of a block in flight before the wait where
 // it has at most 3 groups, i.e. at 6144x5120 and 5120x6144; packed.cu, packed_ring_kernel's Held).
 constexpr std::size_t kHalf2Held = 51;
+// The rungs 52-54: the xpf=l2 twins of rungs 49 and 51 (the prep kernel requests x into L2 before its trigger),
+// and last=l2 with xpf=l2 (the groups after the ring's requested into L2 by TMA prefetches, the first S before
+// the wait). Why (the trace of rung 51 at 6144x5120, reports/h200/run-866a17b): the main kernel ends 3.23 us after
+// its prep (rung 49: 4.26) but the prep 4.27 us after the main kernel before it (2.63): the prep's x read waits
+// behind the next call's weight loads.
+constexpr std::size_t kHalf2XlXpf = 52, kHalf2HeldXpf = 53, kHalf2L2Xpf = 54;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -155,9 +161,12 @@ std::vector<std::string> rungs() {
   out.push_back(ring("bulk", "4", "on"));
   out.push_back(ring("cp-async", "8", "on"));
   out.push_back(ring("bulk", "8", "off"));
-  auto half = [](const std::string& xprep, const std::string& per_sm, const std::string& pdl, bool held = false) {
-    std::vector<std::pair<std::string, std::string>> axes{{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "half"}, {"xprep", xprep}, {"load", "bulk"}, {"per-sm", per_sm}};
-    if (held) axes.emplace_back("last", "regs");
+  auto half = [](const std::string& xprep, const std::string& per_sm, const std::string& pdl, const std::string& last = "", bool xpf = false) {
+    std::vector<std::pair<std::string, std::string>> axes{{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "half"}, {"xprep", xprep}};
+    if (xpf) axes.emplace_back("xpf", "l2");
+    axes.emplace_back("load", "bulk");
+    axes.emplace_back("per-sm", per_sm);
+    if (!last.empty()) axes.emplace_back("last", last);
     axes.emplace_back("pdl", pdl);
     axes.emplace_back("rows", "8");
     return variant_name("q4_gemv", axes);
@@ -200,7 +209,11 @@ std::vector<std::string> rungs() {
   // 50: grid=groups with the weights in shared memory (one TMA copy per block), rung 10's twin.
   out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "launch"}, {"load", "bulk"}, {"pdl", "on"}, {"rows", "8"}}));
   // 51: rung 49 with each block's last group held in registers.
-  out.push_back(half("launch", "2", "on", true));
+  out.push_back(half("launch", "2", "on", "regs"));
+  // 52-54: xpf=l2 twins of 49 and 51; last=l2 with xpf=l2.
+  out.push_back(half("launch", "2", "on", "", true));
+  out.push_back(half("launch", "2", "on", "regs", true));
+  out.push_back(half("launch", "2", "on", "l2", true));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -279,8 +292,14 @@ Experiment q4_to_ceiling() {
   const Claim held_pays{"held-pays",
                         "holding a block's last group in registers pays: grid=half,xprep=launch,load=bulk,per-sm=2,last=regs,rows=8,pdl=on "
                         "(loaded before griddepcontrol.wait, not into a refilled stage) is faster than its twin without last=regs on the four seed shapes"};
-  e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,  beats_peers, pdl_pays_claim, exact_faster, ring_pays,       half_pays,
-              warp_pays, xpf_pays,    wpf_pays,     cluster_pays, warps_pay, warp1_pays,   flag_pays,    smem_groups_pays, held_pays};
+  const Claim half_xpf_pays{"half-xpf-pays",
+                            "x requested into L2 by the prep kernel pays on grid=half,xprep=launch,per-sm=2: its xpf=l2 rungs (without "
+                            "last and with last=regs) are faster than their twins without xpf on the four seed shapes"};
+  const Claim l2_pays{"l2-pays",
+                      "the ring's later groups requested into L2 ahead of their refills pay: grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,"
+                      "last=l2,rows=8,pdl=on is faster than its twin without last=l2 on the four seed shapes"};
+  e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster, ring_pays,        half_pays,    warp_pays,
+              xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -333,7 +352,7 @@ Experiment q4_to_ceiling() {
                  {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}, {kXlQ8r16, 2},
                  {kXpf0, 2}, {kXpf0 + 1, 2}, {kXpf0 + 2, 2}, {kXpf0 + 3, 2}, {kXpf0 + 4, 2}, {kXpf0 + 5, 2}, {kXpf0 + 6, 2},
                  {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}, {kXw0, 2}, {kXw0 + 1, 2}, {kXw0 + 2, 2}, {kXw1, 2},
-                 {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}, {kHalf2Held, 2}}) {
+                 {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}, {kHalf2Held, 2}, {kHalf2XlXpf, 2}, {kHalf2HeldXpf, 2}, {kHalf2L2Xpf, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -415,6 +434,8 @@ Experiment q4_to_ceiling() {
         twins_pay(flag_pays, "xprep=flag (for xprep=warps)", [](std::size_t i) { return kXw0 + i; }, kXf0, 2);
         twins_pay(smem_groups_pays, "load=bulk (weights in shared memory)", [](std::size_t) { return kXlQ8r8; }, kRingGroups, 1);
         twins_pay(held_pays, "last=regs", [](std::size_t) { return kHalf2Xl; }, kHalf2Held, 1);
+        twins_pay(half_xpf_pays, "xpf=l2", [](std::size_t i) { return i == 0 ? kHalf2Xl : kHalf2Held; }, kHalf2XlXpf, 2);
+        twins_pay(l2_pays, "last=l2", [](std::size_t) { return kHalf2XlXpf; }, kHalf2L2Xpf, 1);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

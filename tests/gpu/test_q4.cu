@@ -129,9 +129,11 @@ TEST_CASE("every q4 kernel equals its CPU bit-model bit for bit") {
   CHECK(compared > 16 * 40);
 }
 
-TEST_CASE("grid=half,last=regs: its twin's bits and its model's where the held group is in use, and past k = 16384 where it is not") {
+TEST_CASE("grid=half,last=regs|l2: their twin's bits and their model's where the held or prefetched groups are in use, and past k = 16384") {
   namespace pk = q4_gemv::packed;
-  const std::string held = "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,last=regs,pdl=on,rows=8";
+  const std::vector<std::string> subjects{"q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,last=regs,pdl=on,rows=8",
+                                          "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=regs,pdl=on,rows=8",
+                                          "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=l2,pdl=on,rows=8"};
   const std::string twin = "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,pdl=on,rows=8";
   int sms = 0;
   KLAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -143,13 +145,17 @@ TEST_CASE("grid=half,last=regs: its twin's bits and its model's where the held g
     pk::RingPlan plan{W, 8, pk::half_stages(W, 8, 2)};
     plan.groups = int((s.m + 7) / 8);
     plan.grid = std::min(plan.groups, 2 * sms);
-    if (W <= 16) CHECK(plan.mine(0) > plan.S);  // the case exercises the held group
-    const auto y = run_variant(held, c);
-    std::int64_t unwritten = 0;
-    for (float f : y) unwritten += is_poison(f);
-    CHECK(unwritten == 0);
-    CHECK(bitwise_diff(y, run_variant(twin, c)) == 0);
-    CHECK(bitwise_diff(y, q4_gemv::q4_model(held)(c.w, c.x)) == 0);
+    if (W <= 16) CHECK(plan.mine(0) > plan.S);  // the case exercises the held group and the L2 prefetches
+    const auto want = run_variant(twin, c);
+    CHECK(bitwise_diff(want, q4_gemv::q4_model(twin)(c.w, c.x)) == 0);
+    for (const auto& name : subjects) {
+      CAPTURE(name);
+      const auto y = run_variant(name, c);
+      std::int64_t unwritten = 0;
+      for (float f : y) unwritten += is_poison(f);
+      CHECK(unwritten == 0);
+      CHECK(bitwise_diff(y, want) == 0);
+    }
   }
 }
 

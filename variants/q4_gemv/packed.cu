@@ -833,11 +833,16 @@ __device__ __forceinline__ void cp_async_wait(int n) {
 // griddepcontrol.wait instead of into a refilled stage, so the block's whole share is in flight
 // before the wait whenever mine <= S + 1. It is consumed as the last step with the same values in the
 // same order: the same bits. 36 more registers at R = 8: the kernel takes at most kHeldMaxWarps warps.
-template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false>
+// L2pf (grid=half,last=l2): the groups after the ring's first S are requested into L2 ahead of their
+// refills, S at a time, by one TMA prefetch each (thread 0): groups S .. 2S-1 before
+// griddepcontrol.wait, group n + 2S when stage n % S is refilled. No register or shared memory; the
+// refills then copy from L2. The bytes and arithmetic are the ring's: the same bits.
+template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false, bool L2pf = false>
 __global__ void __launch_bounds__(Held ? kHeldMaxWarps * 32 : kMaxWarps * 32)
 packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int S) {
   static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
   static_assert(L == Load::bulk || L == Load::cp_async);
+  static_assert(!(Held && L2pf), "last=regs or last=l2, not both");
   if constexpr (XB && XPf) prefetch_x_warp(x, int(threadIdx.x >> 5) * 32, k / ref::kQ4Block);  // xprep=launch: xprep_kernel prefetches
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
@@ -891,11 +896,18 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
       }
     }
   };
+  auto prefetch_l2 = [&](int n) {  // L2pf: group n into L2
+    if (tid == 0)
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(packed + plan.group_offset(plan.group_of(j, n))), "r"(stage_bytes) : "memory");
+  };
   // The prologue: groups 0 .. S-1 (cp-async commits one group of copies per stage, empty or not,
   // so that "group n done" is always "at most S - 1 pending" at step n).
   for (int n = 0; n < S; ++n) {
     if (n < ring_n) fill(n, n);
     if constexpr (L == Load::cp_async) cp_async_commit();
+  }
+  if constexpr (L2pf) {
+    for (int n = S; n < 2 * S && n < mine; ++n) prefetch_l2(n);
   }
   Buf<R> held;  // Held: group ring_n's codes and scales, when ring_n < mine
   if constexpr (Held) {
@@ -952,6 +964,9 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
     // step n + 1, which threads r < R reach only after reading it below.
     __syncthreads();
     if (n + S < ring_n) fill(n + S, s);
+    if constexpr (L2pf) {
+      if (n + 2 * S < mine) prefetch_l2(n + 2 * S);
+    }
     if constexpr (L == Load::cp_async) cp_async_commit();
     if (tid < R) {
       const std::int64_t row = plan.group_of(j, n) * R + tid;
@@ -1216,11 +1231,11 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
 }
 
 // ---- grid=half: the ring in half an SM (packed_ring.hpp, half_stages) ----
-template <int R, bool XB, bool XPf, bool Held = false>
+template <int R, bool XB, bool XPf, bool Held = false, bool L2pf = false>
 void half_attributes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    constexpr auto kernel = packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held>;
+    constexpr auto kernel = packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf>;
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
@@ -1235,13 +1250,13 @@ int resident_warps_half() {
 // (half the shared memory; the other half is the next launch's). Blocks never wait on each other,
 // so a grid larger than what is resident only runs later, never deadlocks.
 // Held (last=regs): past kHeldMaxWarps warps (k > 16384) the kernel without the held group.
-template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false>
+template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false, bool L2pf = false>
 void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   if constexpr (Held) {
     if (warps_for(k) > kHeldMaxWarps) return launch_half<R, XB, P, Pdl, XPf, false>(packed, x, y, m, k, stream);
   }
   check_launch(packed, x, y, m, k);
-  half_attributes<R, XB, XPf, Held>();
+  half_attributes<R, XB, XPf, Held, L2pf>();
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, half_stages(W, R, P)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
@@ -1250,7 +1265,7 @@ void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, in
     launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
-  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)),
+  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)),
                    std::size_t(half_smem(W, R, P)), stream, packed, x, y, m, k, plan.S);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
@@ -1455,16 +1470,17 @@ Q4Kernel kernel_ring_groups() {
   return q8_kernel<R>(axes, &launch_ring_groups<R, Pdl>, &resident_warps_ring_groups<R>);
 }
 
-// grid=half,xprep=X,load=bulk,per-sm=P[,last=regs] (q8-dp4a): the ring in half an SM, P persistent
-// blocks per SM; last=regs holds each block's last group in registers (packed_ring_kernel, Held).
-template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false>
+// grid=half,xprep=X,load=bulk,per-sm=P[,last=regs|l2] (q8-dp4a): the ring in half an SM, P persistent
+// blocks per SM; last=regs holds each block's last group in registers, last=l2 prefetches the groups
+// after the ring's into L2 (packed_ring_kernel, Held / L2pf).
+template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false, bool L2pf = false>
 Q4Kernel kernel_half() {
   Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "half"}, {"xprep", XB ? "block" : "launch"}, {"load", load_name(Load::bulk)},
             {"per-sm", std::to_string(P)}};
-  if (Held) axes.emplace_back("last", "regs");
+  if (Held || L2pf) axes.emplace_back("last", Held ? "regs" : "l2");
   axes.emplace_back("pdl", Pdl ? "on" : "off");
   axes.emplace_back("rows", std::to_string(R));
-  return q8_kernel<R>(with_xpf(axes, XPf, "xprep"), &launch_half<R, XB, P, Pdl, XPf, Held>, &resident_warps_half<P>);
+  return q8_kernel<R>(with_xpf(axes, XPf, "xprep"), &launch_half<R, XB, P, Pdl, XPf, Held, L2pf>, &resident_warps_half<P>);
 }
 
 template <Form F, int R>
@@ -1567,6 +1583,16 @@ std::vector<Q4Kernel> packed_kernels() {
   // other loads. Held in registers (36 a thread; 640 threads an SM for two launches leave ~100 each), the
   // block's whole share is requested before the wait at the two small shapes.
   v.push_back(kernel_half<8, false, 2, true, false, true>());
+  // Measured (reports/h200/run-866a17b, H200, 2026-12-03, stream, against rung 49): 19.3 / 10.2 / 7.8 / 7.8 us
+  // against 18.9 / 11.6 / 6.9 / 7.5 at the four seed shapes. The trace at 6144x5120: the main kernel now ends
+  // 3.23 us after its prep (rung 49: 4.26), but the prep ends 4.27 us after the main kernel before it (2.63):
+  // its x read waits behind the next call's weight loads, a third more of them now issued before the wait.
+  // Hence the xpf=l2 twins (the prep kernel requests x into L2 before its trigger, before any weight load of
+  // its call) of rungs 49 and 51, and last=l2 (the later groups requested into L2 by TMA prefetches: no
+  // register, and nothing in the SM's load queue ahead of x) with xpf=l2.
+  v.push_back(kernel_half<8, false, 2, true, true>());
+  v.push_back(kernel_half<8, false, 2, true, true, true>());
+  v.push_back(kernel_half<8, false, 2, true, true, false, true>());
   return v;
 }
 

@@ -60,7 +60,9 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
            "copy per group (cp.async.bulk + mbarrier); " +
            std::string(a["last"] == "regs" ? "each block's last group loaded into registers before the wait instead of a refilled stage "
                                              "(at most 512 threads: k > 16384 runs without it); "
-                                           : "") +
+                                           : a["last"] == "l2" ? "the groups after the ring's first stages requested into L2 ahead of their "
+                                                                 "refills by TMA prefetches, the first before the wait; "
+                                                               : "") +
            std::string(a["xprep"] == "block" ? "x quantised by each block's threads once per launch (no prep kernel); " : "");
     else if (a["load"] == "bulk" || a["load"] == "cp-async")
       d += "persistent blocks (as many as the SMs hold) over a ring of shared-memory stages, each one whole group of rows (about 92 KB "
