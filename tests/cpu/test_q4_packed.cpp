@@ -540,6 +540,7 @@ TEST_CASE("map=packed grid=half models: bit for bit grid=groups,xprep=launch,q8-
       "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,pdl=on,rows=8",
       "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=regs,pdl=on,rows=8",
       "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=l2,pdl=on,rows=8",
+      "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,pre=1,pdl=on,rows=8",
   };
   std::vector<test::Q4Case> cases;
   // Ragged m; more groups than 132 blocks (a block takes 2 to 5 groups over a 4-stage ring: refills);

@@ -129,11 +129,12 @@ TEST_CASE("every q4 kernel equals its CPU bit-model bit for bit") {
   CHECK(compared > 16 * 40);
 }
 
-TEST_CASE("grid=half,last=regs|l2: their twin's bits and their model's where the held or prefetched groups are in use, and past k = 16384") {
+TEST_CASE("grid=half,last=regs|l2, pre=1: their twin's bits and their model's where the held or prefetched groups are in use, and past k = 16384") {
   namespace pk = q4_gemv::packed;
   const std::vector<std::string> subjects{"q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,last=regs,pdl=on,rows=8",
                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=regs,pdl=on,rows=8",
-                                          "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=l2,pdl=on,rows=8"};
+                                          "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=l2,pdl=on,rows=8",
+                                          "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,pre=1,pdl=on,rows=8"};
   const std::string twin = "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,pdl=on,rows=8";
   int sms = 0;
   KLAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

@@ -837,12 +837,15 @@ __device__ __forceinline__ void cp_async_wait(int n) {
 // refills, S at a time, by one TMA prefetch each (thread 0): groups S .. 2S-1 before
 // griddepcontrol.wait, group n + 2S when stage n % S is refilled. No register or shared memory; the
 // refills then copy from L2. The bytes and arithmetic are the ring's: the same bits.
-template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false, bool L2pf = false>
+// Pre1 (grid=half,pre=1, bulk): only stage 0 is filled before griddepcontrol.wait, stages 1 .. S-1 right
+// after it (before x is read): half the bytes a launch requests ahead of its predecessor's end.
+template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false>
 __global__ void __launch_bounds__(Held ? kHeldMaxWarps * 32 : kMaxWarps * 32)
 packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int S) {
   static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
   static_assert(L == Load::bulk || L == Load::cp_async);
   static_assert(!(Held && L2pf), "last=regs or last=l2, not both");
+  static_assert(!Pre1 || L == Load::bulk, "pre=1: load=bulk (cp-async counts its commit groups from the prologue)");
   if constexpr (XB && XPf) prefetch_x_warp(x, int(threadIdx.x >> 5) * 32, k / ref::kQ4Block);  // xprep=launch: xprep_kernel prefetches
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
@@ -902,7 +905,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   };
   // The prologue: groups 0 .. S-1 (cp-async commits one group of copies per stage, empty or not,
   // so that "group n done" is always "at most S - 1 pending" at step n).
-  for (int n = 0; n < S; ++n) {
+  for (int n = 0; n < (Pre1 ? 1 : S); ++n) {
     if (n < ring_n) fill(n, n);
     if constexpr (L == Load::cp_async) cp_async_commit();
   }
@@ -915,6 +918,9 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   }
   // g_xq (prepared by xprep_kernel, which waited for our predecessor) or x (XB) from here on.
   asm volatile("griddepcontrol.wait;" ::: "memory");
+  if constexpr (Pre1) {
+    for (int n = 1; n < S && n < ring_n; ++n) fill(n, n);
+  }
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
   if constexpr (XB) {
     if (active) {  // = xprep_kernel<q8> for block tid, kept in registers
@@ -1231,11 +1237,11 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
 }
 
 // ---- grid=half: the ring in half an SM (packed_ring.hpp, half_stages) ----
-template <int R, bool XB, bool XPf, bool Held = false, bool L2pf = false>
+template <int R, bool XB, bool XPf, bool Held = false, bool L2pf = false, bool Pre1 = false>
 void half_attributes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    constexpr auto kernel = packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf>;
+    constexpr auto kernel = packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf, Pre1>;
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
@@ -1250,13 +1256,13 @@ int resident_warps_half() {
 // (half the shared memory; the other half is the next launch's). Blocks never wait on each other,
 // so a grid larger than what is resident only runs later, never deadlocks.
 // Held (last=regs): past kHeldMaxWarps warps (k > 16384) the kernel without the held group.
-template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false, bool L2pf = false>
+template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false>
 void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   if constexpr (Held) {
-    if (warps_for(k) > kHeldMaxWarps) return launch_half<R, XB, P, Pdl, XPf, false>(packed, x, y, m, k, stream);
+    if (warps_for(k) > kHeldMaxWarps) return launch_half<R, XB, P, Pdl, XPf, false, L2pf, Pre1>(packed, x, y, m, k, stream);
   }
   check_launch(packed, x, y, m, k);
-  half_attributes<R, XB, XPf, Held, L2pf>();
+  half_attributes<R, XB, XPf, Held, L2pf, Pre1>();
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, half_stages(W, R, P)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
@@ -1265,7 +1271,7 @@ void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, in
     launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
-  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)),
+  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf, Pre1>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)),
                    std::size_t(half_smem(W, R, P)), stream, packed, x, y, m, k, plan.S);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
@@ -1472,15 +1478,17 @@ Q4Kernel kernel_ring_groups() {
 
 // grid=half,xprep=X,load=bulk,per-sm=P[,last=regs|l2] (q8-dp4a): the ring in half an SM, P persistent
 // blocks per SM; last=regs holds each block's last group in registers, last=l2 prefetches the groups
-// after the ring's into L2 (packed_ring_kernel, Held / L2pf).
-template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false, bool L2pf = false>
+// after the ring's into L2, pre=1 fills only the first stage before the wait (packed_ring_kernel, Held /
+// L2pf / Pre1).
+template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false>
 Q4Kernel kernel_half() {
   Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "half"}, {"xprep", XB ? "block" : "launch"}, {"load", load_name(Load::bulk)},
             {"per-sm", std::to_string(P)}};
   if (Held || L2pf) axes.emplace_back("last", Held ? "regs" : "l2");
+  if (Pre1) axes.emplace_back("pre", "1");
   axes.emplace_back("pdl", Pdl ? "on" : "off");
   axes.emplace_back("rows", std::to_string(R));
-  return q8_kernel<R>(with_xpf(axes, XPf, "xprep"), &launch_half<R, XB, P, Pdl, XPf, Held, L2pf>, &resident_warps_half<P>);
+  return q8_kernel<R>(with_xpf(axes, XPf, "xprep"), &launch_half<R, XB, P, Pdl, XPf, Held, L2pf, Pre1>, &resident_warps_half<P>);
 }
 
 template <Form F, int R>
@@ -1593,6 +1601,13 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_half<8, false, 2, true, true>());
   v.push_back(kernel_half<8, false, 2, true, true, true>());
   v.push_back(kernel_half<8, false, 2, true, true, false, true>());
+  // grid=half,xprep=launch,per-sm=2,pre=1: rung 49 with only its first stage requested before the wait.
+  // Why (traces of rungs 49, 51-54, reports/h200/run-4530fab, 6144x5120): the more bytes a call requests before
+  // its wait, the later its prep kernel ends after the main kernel before it (2.5-2.75 us for rung 49's 12 MB,
+  // 4.2 for last=regs' 17.7 MB, 3.2 for last=l2's), the period unchanged or worse; at 17408x5120 it is 1.4 us.
+  // If the prep's few L2 accesses queue behind the flood of requests to DRAM, fewer of them (6 MB at
+  // 6144x5120: about what 4.7 TB/s times the ~1.5 us latency under load keeps in flight) shorten the hop.
+  v.push_back(kernel_half<8, false, 2, true, false, false, false, true>());
   return v;
 }
 

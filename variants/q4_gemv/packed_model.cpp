@@ -298,19 +298,20 @@ std::vector<Q4ModelEntry> packed_models() {
   std::vector<Q4ModelEntry> out;
   for (const auto& kern : packed_kernels()) {
     const std::string& dot = kern.axes.at(1).second;
-    std::string load, rows, per_sm, grid, last;
+    std::string load, rows, per_sm, grid, last, pre;
     for (const auto& [a, v] : kern.axes) {
       if (a == "grid") grid = v;
       if (a == "load") load = v;
       if (a == "rows") rows = v;
       if (a == "per-sm") per_sm = v;
       if (a == "last") last = v;
+      if (a == "pre") pre = v;
     }
     // last=regs: the block's last group read from registers, not a stage; last=l2: the later groups
-    // prefetched into L2 first. The same bytes and arithmetic in the same order, so the ring's model
+    // prefetched into L2 first; pre=1: the ring's first stage alone filled before the wait. The same bytes and arithmetic in the same order, so the ring's model
     // (the GPU suite holds the kernel to it).
     if (!per_sm.empty()) {
-      require(load == load_name(Load::bulk) && rows == "8" && (per_sm == "1" || per_sm == "2") && (last.empty() || last == "regs" || last == "l2"),
+      require(load == load_name(Load::bulk) && rows == "8" && (per_sm == "1" || per_sm == "2") && (last.empty() || last == "regs" || last == "l2") && (pre.empty() || pre == "1"),
               "q4_gemv models: no grid=half model for " + kern.name);
       out.push_back(Q4ModelEntry{kern.name, per_sm == "1" ? &model_half_of<8, 1> : &model_half_of<8, 2>});
       continue;

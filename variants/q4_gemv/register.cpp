@@ -63,6 +63,7 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
                                            : a["last"] == "l2" ? "the groups after the ring's first stages requested into L2 ahead of their "
                                                                  "refills by TMA prefetches, the first before the wait; "
                                                                : "") +
+           std::string(a["pre"] == "1" ? "only the ring's first stage requested before the wait, the others right after it; " : "") +
            std::string(a["xprep"] == "block" ? "x quantised by each block's threads once per launch (no prep kernel); " : "");
     else if (a["load"] == "bulk" || a["load"] == "cp-async")
       d += "persistent blocks (as many as the SMs hold) over a ring of shared-memory stages, each one whole group of rows (about 92 KB "
