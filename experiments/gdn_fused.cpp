@@ -79,6 +79,9 @@ const Claim kF32NormLastBits{"f32-norm-last-bitwise", "the f32 tier's candidate 
 const Claim kF32NormLastPays{"f32-norm-last-pays", "norm=last pays on the f32 tier: the f32 candidate is faster with it"};
 const Claim kRows16Bits{"rows16-bitwise", "the step's candidate with every q4 launch on 16 rows a thread block (gdn::kWarpsQ4Rows16) gives the candidate's bits"};
 const Claim kRows16Pays{"rows16-pays", "16 rows a q4 thread block pay: the step's candidate is faster on gdn::kWarpsQ4Rows16"};
+const Claim kOutSmemBits{"out-smem-bitwise",
+                         "the step's candidate with out_proj on gdn::kSmemGroupsQ4 (weights in shared memory, fewer registers) gives the candidate's bits"};
+const Claim kOutSmemPays{"out-smem-pays", "out_proj on gdn::kSmemGroupsQ4 pays: the step's candidate is faster with it (in_prep_ba's blocks fit beside out_proj's)"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
@@ -111,6 +114,7 @@ struct Plan {
   std::string f32_candidate, f32_fork;  // gdn::step_f32_candidate() and its fork=z twin (f32-fork-z-*)
   std::string norm_last, f32_norm_last;  // the two candidates on gdn::kRecNormLast (norm-last-*, f32-norm-last-*)
   std::string rows16;                // the candidate on gdn::kWarpsQ4Rows16 (rows16-*)
+  std::string out_smem;              // the candidate with out_proj on gdn::kSmemGroupsQ4 (out-smem-*)
   std::string warp1;                 // the base on gdn::kWarpQ4 (warp-prep-*)
 };
 Plan plan() {
@@ -135,6 +139,7 @@ Plan plan() {
   p.norm_last = gdn::fused_step_variant(t.norm_last);
   p.f32_norm_last = gdn::fused_step_variant(gdn::f32_candidate_twins().norm_last);
   p.rows16 = gdn::fused_step_variant(t.rows16);
+  p.out_smem = gdn::fused_step_variant(t.out_smem);
   p.warp1 = gdn::fused_step_variant(t.warp1);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
@@ -251,6 +256,7 @@ void run_fused(Context& ctx) {
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_norm_last), pl.f32_candidate, pl.f32_norm_last, kF32NormLastBits, kF32NormLastPays,
                 "with the gated norm in the recurrence's last blocks");
     twin_claims(cand, find(ms, pl.rows16), pl.candidate, pl.rows16, kRows16Bits, kRows16Pays, "with 16 rows a q4 thread block");
+    twin_claims(cand, find(ms, pl.out_smem), pl.candidate, pl.out_smem, kOutSmemBits, kOutSmemPays, "with out_proj's weights in shared memory");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
     const Measured* best = nullptr;
     for (const auto& m : ms)
@@ -274,7 +280,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kGoal},
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kGoal},
       .run = run_fused,
   });
 }

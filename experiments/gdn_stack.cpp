@@ -103,6 +103,9 @@ const Claim kNormLastInGraph{"norm-last-in-graph",
 const Claim kRows16InGraph{"rows16-in-graph",
                            "in the 48-layer graph, 16 rows a q4 thread block pay: q4-fast-rows16 (the candidate on gdn::kWarpsQ4Rows16: half the "
                            "blocks, so the next kernel's blocks find room on the SMs earlier) is faster per token than q4-fast"};
+const Claim kOutSmemInGraph{"out-smem-in-graph",
+                            "in the 48-layer graph, out_proj with its weights in shared memory pays: q4-fast-out-smem (the candidate with "
+                            "out_proj on gdn::kSmemGroupsQ4, whose blocks leave room for in_prep_ba's) is faster per token than q4-fast"};
 const Claim kWarpInGraph{"warp-prep-in-graph",
                          "in the 48-layer graph, prep blocks of one warp pay: q4-fast-warp (the base on gdn::kWarpQ4, whose prep blocks fit "
                          "beside out_proj's) is faster per token than q4-fast-ba-own"};
@@ -155,6 +158,7 @@ const std::vector<TwinTier>& twin_tiers() {
       {"f32-fast-norm-last", [] { return gdn::f32_candidate_twins().norm_last; }, &kF32NormLastInGraph, true, "f32-fast"},
       {"q4-fast-rows16", [] { return gdn::candidate_twins().rows16; }, &kRows16InGraph, true, "q4-fast"},
       {"q4-fast-warp", [] { return gdn::candidate_twins().warp1; }, &kWarpInGraph, true, kBase},
+      {"q4-fast-out-smem", [] { return gdn::candidate_twins().out_smem; }, &kOutSmemInGraph, true, "q4-fast"},
       {"q4-fast-fold-main-warp", [] { return gdn::candidate_twins().fold_main_warp1; }, &kFoldMainWarpInGraph, true, "q4-fast-fold-main"},
       {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
       {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},
@@ -343,7 +347,8 @@ void register_gdn_stack(Registry& r) {
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
       .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32U8InGraph, kF32FoldInGraph, kF32QkvzInGraph, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
-                 kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph},
+                 kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
+                 kOutSmemInGraph},
       .run = run_stack,
   });
 }

@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 37);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 39);
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -319,6 +319,13 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK(gdn::fused_step_variant(rows16).find("rows=16") != std::string::npos);
     CHECK(registry().has_variant(gdn::fused_step_variant(rows16)));
     CHECK(gdn::config_error(rows16, rg::qwen35_27b()) == "");
+    // out_smem: the candidate with out_proj on the shared-memory kernel, the stacked launch on the candidate's own.
+    auto out_smem = gdn::step_candidate();
+    out_smem.q4_kernel = gdn::kSmemGroupsQ4;
+    out_smem.stacked_kernel = gdn::step_candidate().q4_kernel;
+    CHECK(gdn::fused_step_variant(gdn::candidate_twins().out_smem) == gdn::fused_step_variant(out_smem));
+    CHECK(registry().has_variant(gdn::fused_step_variant(out_smem)));
+    CHECK(gdn::config_error(out_smem, rg::qwen35_27b()) == "");
     // warp1 / fold_main_warp1: the base and fold_main on the q4 kernel with one-warp prep blocks.
     for (auto [twin, of] : {std::pair{gdn::candidate_twins().warp1, gdn::candidate_twins().ba_own},
                             std::pair{gdn::candidate_twins().fold_main_warp1, gdn::candidate_twins().fold_main}}) {

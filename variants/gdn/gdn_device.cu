@@ -373,7 +373,7 @@ void GdnDevice::set_norm_q8(bool on) {
 std::string GdnDevice::norm_q8_error(const q4_gemv::Q4Kernel* k, const gdn_recurrence::RecurrenceKernel* rec, const Geometry& g) {
   const std::string what = "out=prepared (set_norm_q8: out_proj without its prep launch) ";
   if (!k || !k->launch_prepared)
-    return what + "needs a q4 variant that takes its x prepared (grid=groups,xprep=launch|warps,dot=q8-dp4a without xpf/wpf), not " +
+    return what + "needs a q4 variant that takes its x prepared (grid=groups,xprep=launch|warps|warp,dot=q8-dp4a without xpf/wpf), not " +
            (k ? k->name : std::string("none"));
   if (rec && rec->gated_norm) {
     if (!rec->norm_q8)

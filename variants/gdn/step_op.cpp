@@ -239,6 +239,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.fork_z,
       t.norm_last,
       t.rows16,
+      t.out_smem,
       t.warp1,
       t.fold_main_warp1,
       f.fork_z,
@@ -337,6 +338,14 @@ CandidateTwins candidate_twins() {
   t.cluster.q4_kernel = kClusterQ4;
   t.pf_out = t.pf_out_early = t.fork_z = t.norm_last = t.rows16 = candidate_of(t.ba_own);  // step_candidate()'s
   t.rows16.q4_kernel = kWarpsQ4Rows16;
+  // out_smem. Why (traces of the candidate, reports/h200/run-4cb578e): in_prep_ba ends 5.3 us after out_proj,
+  // whose blocks (64 registers x 192 threads, five an SM) leave 4096 registers, too few for one of
+  // in_prep_ba's 256-thread blocks: it becomes resident only as out_proj leaves, and its b|a rows' loads
+  // start then. kSmemGroupsQ4's five blocks an SM take 41280 registers and 145 KB: one fits beside them.
+  // Standalone at 5120x6144 it equals the candidate's kernel (6.82 against 6.89 us, reports/h200/run-3772b2a).
+  t.out_smem = candidate_of(t.ba_own);
+  t.out_smem.q4_kernel = kSmemGroupsQ4;
+  t.out_smem.stacked_kernel = kWarpsQ4;
   t.warp1 = t.ba_own;
   t.warp1.q4_kernel = kWarpQ4;
   t.fold_main_warp1 = t.fold_main;

@@ -97,6 +97,9 @@ inline constexpr const char* kWarpsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=gro
 // the pair differs by 2-3% between machines). Kept as twins.
 inline constexpr const char* kWarpQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warp,pdl=on,rows=8";
 inline constexpr const char* kWarpsQ4Rows16 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=warps,pdl=on,rows=16";
+// A block per group with its weights in shared memory by one TMA copy (q4-to-ceiling's rung 50): 43 registers
+// and 28 KB a block at k = 6144, so out_proj's 640 blocks (five an SM) leave room for the next kernel's.
+inline constexpr const char* kSmemGroupsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,load=bulk,pdl=on,rows=8";
 // The recurrence with a head in one block, the gated norm and onn's q8 form as its epilogue.
 inline constexpr const char* kRecNormQ8 = "gdn_recurrence/impl=fused,cols=128,rows=8,pdl=early,norm=gated";
 // The candidates' recurrence with the gated norm (and onn's q8 form) run by the last of a head's column blocks.
@@ -132,6 +135,7 @@ struct CandidateTwins {
   FusedStepConfig fork_z;        // in_proj_z forked off the stacked launch, beside conv_norm_bg and the recurrence (fork=z)
   FusedStepConfig norm_last;     // the gated norm and out_proj's q8 x by the recurrence's last column block of each head (kRecNormLast): one launch fewer
   FusedStepConfig rows16;        // every q4 launch on kWarpsQ4Rows16 (16 rows a thread block: half the blocks, room beside them on the SMs)
+  FusedStepConfig out_smem;      // out_proj on kSmemGroupsQ4, the stacked launch still on the candidate's kernel (in_proj=)
   // kWarpQ4 (the prep kernel's blocks one warp each): twins of the base and of fold_main, whose
   // stacked launch runs the q4 kernel's own prep (the candidate's runs in_prep_ba, out_proj none).
   FusedStepConfig warp1;         // ba_own on kWarpQ4

@@ -1303,6 +1303,18 @@ void launch_ring_groups(const std::uint8_t* packed, const float* x, float* y, in
                    x, y, m, k, 1);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
+// launch_prepared (prepared_x.cuh): the ring kernel alone, on the x its producer prepared in g_xq
+// (it reads g_xq after griddepcontrol.wait, as after xprep_kernel).
+template <int R, bool Pdl>
+void launch_ring_groups_prepared(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  half_attributes<R, false, false>();
+  const int W = warps_for(k);
+  const long long groups = (static_cast<long long>(m) + R - 1) / R;
+  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, false, true, false>, dim3(unsigned(groups)), dim3(unsigned(W * 32)), ring_groups_smem(W, R),
+                   stream, packed, x, y, m, k, 1);
+  KLAB_CUDA_LAUNCH("packed_ring_kernel");
+}
 template <int R>
 int resident_warps_ring_groups() {
   half_attributes<R, false, false>();
@@ -1473,7 +1485,9 @@ template <int R, bool Pdl>
 Q4Kernel kernel_ring_groups() {
   const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "launch"}, {"load", load_name(Load::bulk)},
                   {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}};
-  return q8_kernel<R>(axes, &launch_ring_groups<R, Pdl>, &resident_warps_ring_groups<R>);
+  Q4Kernel kern = q8_kernel<R>(axes, &launch_ring_groups<R, Pdl>, &resident_warps_ring_groups<R>);
+  kern.launch_prepared = &launch_ring_groups_prepared<R, Pdl>;
+  return kern;
 }
 
 // grid=half,xprep=X,load=bulk,per-sm=P[,last=regs|l2] (q8-dp4a): the ring in half an SM, P persistent
