@@ -129,7 +129,8 @@ const Claim kF32NormLastInGraph{"f32-norm-last-in-graph",
 // - q4-fast-fold-main: the base with fold=ba-main, the candidate until 2026-12-02; without the copy nodes
 //   (run-0e18347, run-f64919d) 1.3021 and 1.3025 ms per token against fold=ba's 1.2832 and 1.2828.
 // - q4-fast-thread-prep, q4-fast-rec-norm (twins of the base), q4-fast-pf-out,
-//   q4-fast-pf-early, q4-fast-fork-z, q4-fast-norm-last, q4-fast-rows16 (twins of the candidate), q4-fast-warp (of the base),
+//   q4-fast-pf-early, q4-fast-fork-z, q4-fast-norm-last, q4-fast-rows16, q4-fast-out-smem (twins of the candidate;
+//   out-smem: 1.3644 against 1.3158 ms per token in reports/h200/run-1b4fbed), q4-fast-warp (of the base),
 //   q4-fast-fold-main-warp (of q4-fast-fold-main): step_op.hpp's CandidateTwins;
 //   f32-fast-fork-z and f32-fast-norm-last are f32-fast's.
 // - f32-fast-u8, f32-fast-ba-own, f32-fast-apart, f32-fast-plain: step_op.hpp's F32Twins (f32-fast's twins;

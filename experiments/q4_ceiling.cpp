@@ -124,16 +124,21 @@ constexpr std::size_t kRingGroups = 50;
 // The rung 51: grid=half,xprep=launch,load=bulk,per-sm=2,last=regs (rung 49 with each block's last group in
 // registers, loaded before griddepcontrol.wait: the whole share of a block in flight before the wait where
 // it has at most 3 groups, i.e. at 6144x5120 and 5120x6144; packed.cu, packed_ring_kernel's Held).
+// Measured (reports/h200/run-866a17b, stream): 19.31 / 10.16 / 7.76 / 7.82 us against rung 49's 18.94 / 11.64 / 6.87 /
+// 7.51: faster at 10240x5120 only (predicted ~5 us at 6144x5120; the prep kernel between two calls lost what the main
+// kernel gained). 10.20 and 10.16 us at 10240x5120 in run-019f260 and run-4530fab.
 constexpr std::size_t kHalf2Held = 51;
 // The rungs 52-54: the xpf=l2 twins of rungs 49 and 51 (the prep kernel requests x into L2 before its trigger),
 // and last=l2 with xpf=l2 (the groups after the ring's requested into L2 by TMA prefetches, the first S before
 // the wait). Why (the trace of rung 51 at 6144x5120, reports/h200/run-866a17b): the main kernel ends 3.23 us after
 // its prep (rung 49: 4.26) but the prep 4.27 us after the main kernel before it (2.63): the prep's x read waits
-// behind the next call's weight loads.
+// behind the next call's weight loads. Measured (run-4530fab, stream): within 2% of their twins at every seed shape
+// but 10240x5120, where rung 52 is x1.05 over 49 (10.94 against 11.45 us) and rung 53 10.08 us.
 constexpr std::size_t kHalf2XlXpf = 52, kHalf2HeldXpf = 53, kHalf2L2Xpf = 54;
 // The rung 55: grid=half,xprep=launch,load=bulk,per-sm=2,pre=1 (rung 49 with only the first stage requested
 // before the wait). Why (traces of 49, 51-54 in reports/h200/run-4530fab): the more a call requests before its
-// wait, the later its prep kernel ends (packed.cu, its registration).
+// wait, the later its prep kernel ends (packed.cu, its registration). Measured (run-019f260, stream): 19.08 / 11.70 /
+// 6.94 / 7.24 us against rung 49's 18.93 / 11.20 / 6.86 / 7.53.
 constexpr std::size_t kHalf2Pre1 = 55;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -343,6 +343,9 @@ CandidateTwins candidate_twins() {
   // in_prep_ba's 256-thread blocks: it becomes resident only as out_proj leaves, and its b|a rows' loads
   // start then. kSmemGroupsQ4's five blocks an SM take 41280 registers and 145 KB: one fits beside them.
   // Standalone at 5120x6144 it equals the candidate's kernel (6.82 against 6.89 us, reports/h200/run-3772b2a).
+  // Measured (reports/h200/run-1b4fbed, H200, 2026-12-03): the candidate's bits; 27.4 against 26.2 us per layer
+  // (x0.957) and 1.3644 against 1.3158 ms per token in the 48-layer graph (x0.964). The trace: in_prep_ba now ends
+  // 1.98 us after out_proj (4.80), but out_proj ends 5.31 us after the gated norm (2.40). Kept as a negative result.
   t.out_smem = candidate_of(t.ba_own);
   t.out_smem.q4_kernel = kSmemGroupsQ4;
   t.out_smem.stacked_kernel = kWarpsQ4;

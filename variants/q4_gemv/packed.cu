@@ -1612,6 +1612,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // Hence the xpf=l2 twins (the prep kernel requests x into L2 before its trigger, before any weight load of
   // its call) of rungs 49 and 51, and last=l2 (the later groups requested into L2 by TMA prefetches: no
   // register, and nothing in the SM's load queue ahead of x) with xpf=l2.
+  // Measured (reports/h200/run-4530fab, stream, 6144x5120): 6.77 / 7.63 / 6.88 us against their twins' 6.87 / 7.77 / 6.87
+  // (rung 54's twin: rung 52); rung 53's prep still ends 4.16 us after the main kernel before it, so x's read was not
+  // the delay. At 10240x5120 rung 53 10.08 us, the fastest of that run. Kept as negative results.
   v.push_back(kernel_half<8, false, 2, true, true>());
   v.push_back(kernel_half<8, false, 2, true, true, true>());
   v.push_back(kernel_half<8, false, 2, true, true, false, true>());
@@ -1621,6 +1624,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // 4.2 for last=regs' 17.7 MB, 3.2 for last=l2's), the period unchanged or worse; at 17408x5120 it is 1.4 us.
   // If the prep's few L2 accesses queue behind the flood of requests to DRAM, fewer of them (6 MB at
   // 6144x5120: about what 4.7 TB/s times the ~1.5 us latency under load keeps in flight) shorten the hop.
+  // Measured (reports/h200/run-019f260, stream): 19.08 / 11.70 / 6.94 / 7.24 us against rung 49's 18.93 / 11.20 / 6.86 /
+  // 7.53. The prep now ends 1.76 us after the main kernel before it (2.53) but the main kernel 4.54 after its prep
+  // (4.19): at 6144x5120 the bytes cost the same on either side of the wait. Kept as a negative result.
   v.push_back(kernel_half<8, false, 2, true, false, false, false, true>());
   return v;
 }
