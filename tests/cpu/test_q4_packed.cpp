@@ -457,7 +457,9 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     const auto& axes = q4_gemv::q4_kernel(name).axes;
     with_load += std::any_of(axes.begin(), axes.end(), [](const auto& a) { return a.first == "load"; });
   }
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1);  // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk
+  // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
+  // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1)
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -580,15 +582,16 @@ TEST_CASE("map=packed grid=half models: bit for bit grid=groups,xprep=launch,q8-
 // ---- xpf=l2 and wpf=l2: x, and the prep kernel's weights, prefetched into L2 (packed.cu) ----
 
 namespace {
-// The packed kernels whose name holds `mark` (and not `unless`), each checked against its twin, the
+// The packed kernels whose name holds `mark` (and none of `unless`), each checked against its twin, the
 // name with `mark` replaced by `by` (by default: less `mark`): the same layout, tolerance, rows and
 // bit-model (the same bits on a ragged Student-t problem), but a launcher of its own. Returns their names.
-std::set<std::string> check_twins(const std::string& mark, const std::string& unless, const std::string& by = "") {
+std::set<std::string> check_twins(const std::string& mark, const std::vector<std::string>& unless, const std::string& by = "") {
   std::set<std::string> with;
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 11);
   for (const auto& name : packed_names()) {
     const std::size_t at = name.find(mark);
-    if (at == std::string::npos || (!unless.empty() && name.find(unless) != std::string::npos)) continue;
+    if (at == std::string::npos || std::any_of(unless.begin(), unless.end(), [&](const std::string& u) { return name.find(u) != std::string::npos; }))
+      continue;
     with.insert(name);
     CAPTURE(name);
     const std::string twin = std::string(name).replace(at, mark.size(), by);
@@ -628,7 +631,8 @@ TEST_CASE("map=packed grid=groups,load=bulk: one ring block per group with one s
 }
 
 TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (the name less xpf=l2), with its model, layout and tolerance") {
-  CHECK(check_twins(",xpf=l2", ",wpf=l2") == std::set<std::string>{
+  // last=l2 is registered with xpf=l2 only (rung 54; its twin in the ladder is rung 52, the name less last=l2).
+  CHECK(check_twins(",xpf=l2", {",wpf=l2", ",last=l2"}) == std::set<std::string>{
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=8",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=4",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=16",
@@ -636,11 +640,22 @@ TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (th
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xpf=l2,pdl=on,rows=4",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=block,xpf=l2,load=bulk,per-sm=2,pdl=on,rows=8",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=1,pdl=on,rows=8",
+                                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,pdl=on,rows=8",
+                                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=regs,pdl=on,rows=8",
                                              });
+  CHECK(check_twins(",last=l2", {}) == std::set<std::string>{
+                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=l2,pdl=on,rows=8"});
+}
+
+TEST_CASE("map=packed grid=half last=regs and pre=1: each the twin of the kernel without it (the name less the axis)") {
+  CHECK(check_twins(",last=regs", {}) ==
+        std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,last=regs,pdl=on,rows=8",
+                              "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=regs,pdl=on,rows=8"});
+  CHECK(check_twins(",pre=1", {}) == std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,load=bulk,per-sm=2,pre=1,pdl=on,rows=8"});
 }
 
 TEST_CASE("map=packed wpf=l2: each such kernel is the twin of its xpf=l2 kernel (the name less wpf=l2), with its model, layout and tolerance") {
-  CHECK(check_twins(",wpf=l2", "") == std::set<std::string>{
+  CHECK(check_twins(",wpf=l2", {}) == std::set<std::string>{
                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=8",
                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=4",
                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,wpf=l2,pdl=on,rows=16",
@@ -691,7 +706,7 @@ TEST_CASE("map=packed xprep=cluster: 8 threads' shares (amax4, q8_part) rebuild 
     CHECK(pk::float_bits(pk::q8_step(amax)) == pk::float_bits(want.d));
   }
   // The kernels: twins of xprep=launch of the same rows, with its layout, tolerance and bit-model.
-  CHECK(check_twins(",xprep=cluster,", "", ",xprep=launch,") ==
+  CHECK(check_twins(",xprep=cluster,", {}, ",xprep=launch,") ==
         std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8",
                               "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=4"});
 }
