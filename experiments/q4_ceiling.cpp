@@ -131,8 +131,8 @@ constexpr std::size_t kHalf2Held = 51;
 // The rungs 52-54: the xpf=l2 twins of rungs 49 and 51 (the prep kernel requests x into L2 before its trigger),
 // and last=l2 with xpf=l2 (the groups after the ring's requested into L2 by TMA prefetches, the first S before
 // the wait). Why (the trace of rung 51 at 6144x5120, reports/h200/run-866a17b): the main kernel ends 3.23 us after
-// its prep (rung 49: 4.26) but the prep 4.27 us after the main kernel before it (2.63): the prep's x read waits
-// behind the next call's weight loads. Measured (run-4530fab, stream): within 2% of their twins at every seed shape
+// its prep (rung 49: 4.26) but the prep 4.27 us after the main kernel before it (2.63); the guess: the prep's x
+// read waits behind the next call's weight loads (not so: xpf=l2 leaves the prep as late). Measured (run-4530fab, stream): within 2% of their twins at every seed shape
 // but 10240x5120, where rung 52 is x1.05 over 49 (10.94 against 11.45 us) and rung 53 10.08 us.
 constexpr std::size_t kHalf2XlXpf = 52, kHalf2HeldXpf = 53, kHalf2L2Xpf = 54;
 // The rung 55: grid=half,xprep=launch,load=bulk,per-sm=2,pre=1 (rung 49 with only the first stage requested
@@ -261,7 +261,7 @@ Experiment q4_to_ceiling() {
                        "every rung is within its tolerance of the f64 reference on every shape and input (f32 forms 1e-5, f16x2 1e-2, q8-dp4a 5e-2); "
                        "the peers within theirs"};
   const Claim f32_bitwise{"f32-bits", "the f32 rungs of map=packed give exactly the bits of block-per-thread,dot=offset,rows=8 on every shape and input"};
-  const Claim form_bitwise{"form-bits", "within each dot form of map=packed, grid, xprep, xpf, wpf, rows and pdl change no bit, on every shape and input"};
+  const Claim form_bitwise{"form-bits", "within each dot form of map=packed, grid, xprep, xpf, wpf, last, pre, rows and pdl change no bit, on every shape and input"};
   const Claim ceiling{"ceiling",
                       "the fastest rung reaches at least 90% of the read ceiling on 17408x5120, 85% on 10240x5120 and 80% on 6144x5120 and 5120x6144 "
                       "(headline timing: stream mode where measured)"};

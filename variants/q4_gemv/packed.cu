@@ -1607,9 +1607,9 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_half<8, false, 2, true, false, true>());
   // Measured (reports/h200/run-866a17b, H200, 2026-12-03, stream, against rung 49): 19.3 / 10.2 / 7.8 / 7.8 us
   // against 18.9 / 11.6 / 6.9 / 7.5 at the four seed shapes. The trace at 6144x5120: the main kernel now ends
-  // 3.23 us after its prep (rung 49: 4.26), but the prep ends 4.27 us after the main kernel before it (2.63):
-  // its x read waits behind the next call's weight loads, a third more of them now issued before the wait.
-  // Hence the xpf=l2 twins (the prep kernel requests x into L2 before its trigger, before any weight load of
+  // 3.23 us after its prep (rung 49: 4.26), but the prep ends 4.27 us after the main kernel before it (2.63).
+  // The guess then: the prep's x read waits behind the next call's weight loads, a third more of them now
+  // issued before the wait. Hence the xpf=l2 twins (the prep kernel requests x into L2 before its trigger, before any weight load of
   // its call) of rungs 49 and 51, and last=l2 (the later groups requested into L2 by TMA prefetches: no
   // register, and nothing in the SM's load queue ahead of x) with xpf=l2.
   // Measured (reports/h200/run-4530fab, stream, 6144x5120): 6.77 / 7.63 / 6.88 us against their twins' 6.87 / 7.77 / 6.87

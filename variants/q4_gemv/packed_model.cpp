@@ -308,10 +308,11 @@ std::vector<Q4ModelEntry> packed_models() {
       if (a == "pre") pre = v;
     }
     // last=regs: the block's last group read from registers, not a stage; last=l2: the later groups
-    // prefetched into L2 first; pre=1: the ring's first stage alone filled before the wait. The same bytes and arithmetic in the same order, so the ring's model
-    // (the GPU suite holds the kernel to it).
+    // prefetched into L2 first; pre=1: the ring's first stage alone filled before the wait. The same
+    // bytes and arithmetic in the same order, so the ring's model (the GPU suite holds the kernel to it).
     if (!per_sm.empty()) {
-      require(load == load_name(Load::bulk) && rows == "8" && (per_sm == "1" || per_sm == "2") && (last.empty() || last == "regs" || last == "l2") && (pre.empty() || pre == "1"),
+      require(load == load_name(Load::bulk) && rows == "8" && (per_sm == "1" || per_sm == "2") && (last.empty() || last == "regs" || last == "l2") &&
+                  (pre.empty() || pre == "1"),
               "q4_gemv models: no grid=half model for " + kern.name);
       out.push_back(Q4ModelEntry{kern.name, per_sm == "1" ? &model_half_of<8, 1> : &model_half_of<8, 2>});
       continue;
