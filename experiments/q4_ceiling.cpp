@@ -132,8 +132,9 @@ constexpr std::size_t kHalf2Held = 51;
 // and last=l2 with xpf=l2 (the groups after the ring's requested into L2 by TMA prefetches, the first S before
 // the wait). Why (the trace of rung 51 at 6144x5120, reports/h200/run-866a17b): the main kernel ends 3.23 us after
 // its prep (rung 49: 4.26) but the prep 4.27 us after the main kernel before it (2.63); the guess: the prep's x
-// read waits behind the next call's weight loads (not so: xpf=l2 leaves the prep as late). Measured (run-4530fab, stream): within 2% of their twins at every seed shape
-// but 10240x5120, where rung 52 is x1.05 over 49 (10.94 against 11.45 us) and rung 53 10.08 us.
+// read waits behind the next call's weight loads (not so: xpf=l2 leaves the prep as late). Measured (run-4530fab,
+// stream): within 2% of their twins at every seed shape but 10240x5120, where rung 52 is x1.05 over 49 (10.94
+// against 11.45 us) and rung 53 10.08 us.
 constexpr std::size_t kHalf2XlXpf = 52, kHalf2HeldXpf = 53, kHalf2L2Xpf = 54;
 // The rung 55: grid=half,xprep=launch,load=bulk,per-sm=2,pre=1 (rung 49 with only the first stage requested
 // before the wait). Why (traces of 49, 51-54 in reports/h200/run-4530fab): the more a call requests before its

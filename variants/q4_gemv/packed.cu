@@ -1290,19 +1290,6 @@ void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, in
 // The same bits. Co-resident blocks alone do not shorten the small shapes' chain. Kept as a negative result.
 // Dynamic shared memory of a grid=groups,load=bulk block: one stage (the group) and the warps' row totals.
 std::size_t ring_groups_smem(int W, int R) { return std::size_t(RingPlan{W, R, 1}.stage_bytes()) + std::size_t(half_part_bytes(W, R)); }
-template <int R, bool Pdl>
-void launch_ring_groups(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
-  check_launch(packed, x, y, m, k);
-  half_attributes<R, false, false>();
-  const int W = warps_for(k), nb = k / ref::kQ4Block;
-  const long long groups = (static_cast<long long>(m) + R - 1) / R;
-  const std::size_t smem = ring_groups_smem(W, R);
-  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
-  KLAB_CUDA_LAUNCH("xprep_kernel");
-  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, false, true, false>, dim3(unsigned(groups)), dim3(unsigned(W * 32)), smem, stream, packed,
-                   x, y, m, k, 1);
-  KLAB_CUDA_LAUNCH("packed_ring_kernel");
-}
 // launch_prepared (prepared_x.cuh): the ring kernel alone, on the x its producer prepared in g_xq
 // (it reads g_xq after griddepcontrol.wait, as after xprep_kernel).
 template <int R, bool Pdl>
@@ -1314,6 +1301,15 @@ void launch_ring_groups_prepared(const std::uint8_t* packed, const float* x, flo
   launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, false, true, false>, dim3(unsigned(groups)), dim3(unsigned(W * 32)), ring_groups_smem(W, R),
                    stream, packed, x, y, m, k, 1);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
+}
+// The prep kernel (xprep_kernel<q8>), then the ring kernel on its g_xq (as launch_xw before launch_xl_prepared).
+template <int R, bool Pdl>
+void launch_ring_groups(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  const int nb = k / ref::kQ4Block;
+  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
+  KLAB_CUDA_LAUNCH("xprep_kernel");
+  launch_ring_groups_prepared<R, Pdl>(packed, x, y, m, k, stream);
 }
 template <int R>
 int resident_warps_ring_groups() {
@@ -1609,12 +1605,13 @@ std::vector<Q4Kernel> packed_kernels() {
   // against 18.9 / 11.6 / 6.9 / 7.5 at the four seed shapes. The trace at 6144x5120: the main kernel now ends
   // 3.23 us after its prep (rung 49: 4.26), but the prep ends 4.27 us after the main kernel before it (2.63).
   // The guess then: the prep's x read waits behind the next call's weight loads, a third more of them now
-  // issued before the wait. Hence the xpf=l2 twins (the prep kernel requests x into L2 before its trigger, before any weight load of
-  // its call) of rungs 49 and 51, and last=l2 (the later groups requested into L2 by TMA prefetches: no
-  // register, and nothing in the SM's load queue ahead of x) with xpf=l2.
-  // Measured (reports/h200/run-4530fab, stream, 6144x5120): 6.77 / 7.63 / 6.88 us against their twins' 6.87 / 7.77 / 6.87
-  // (rung 54's twin: rung 52); rung 53's prep still ends 4.16 us after the main kernel before it, so x's read was not
-  // the delay. At 10240x5120 rung 53 10.08 us, the fastest of that run. Kept as negative results.
+  // issued before the wait. Hence the xpf=l2 twins (the prep kernel requests x into L2 before its trigger,
+  // before any weight load of its call) of rungs 49 and 51, and last=l2 (the later groups requested into L2
+  // by TMA prefetches: no register, and nothing in the SM's load queue ahead of x) with xpf=l2.
+  // Measured (reports/h200/run-4530fab, stream, 6144x5120): 6.77 / 7.63 / 6.88 us against their twins' 6.87 /
+  // 7.77 / 6.87 (rung 54's twin: rung 52); rung 53's prep still ends 4.16 us after the main kernel before it,
+  // so x's read was not the delay. At 10240x5120 rung 53 10.08 us, the fastest of that run. Kept as negative
+  // results.
   v.push_back(kernel_half<8, false, 2, true, true>());
   v.push_back(kernel_half<8, false, 2, true, true, true>());
   v.push_back(kernel_half<8, false, 2, true, true, false, true>());
@@ -1624,8 +1621,8 @@ std::vector<Q4Kernel> packed_kernels() {
   // 4.2 for last=regs' 17.7 MB, 3.2 for last=l2's), the period unchanged or worse; at 17408x5120 it is 1.4 us.
   // If the prep's few L2 accesses queue behind the flood of requests to DRAM, fewer of them (6 MB at
   // 6144x5120: about what 4.7 TB/s times the ~1.5 us latency under load keeps in flight) shorten the hop.
-  // Measured (reports/h200/run-019f260, stream): 19.08 / 11.70 / 6.94 / 7.24 us against rung 49's 18.93 / 11.20 / 6.86 /
-  // 7.53. The prep now ends 1.76 us after the main kernel before it (2.53) but the main kernel 4.54 after its prep
+  // Measured (reports/h200/run-019f260, stream): 19.08 / 11.70 / 6.94 / 7.24 us against rung 49's 18.93 /
+  // 11.20 / 6.86 / 7.53. The prep now ends 1.76 us after the main kernel before it (2.53) but the main kernel 4.54 after its prep
   // (4.19): at 6144x5120 the bytes cost the same on either side of the wait. Kept as a negative result.
   v.push_back(kernel_half<8, false, 2, true, false, false, false, true>());
   return v;
