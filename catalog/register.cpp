@@ -24,6 +24,7 @@ const Registry& registry() {
     experiments::register_f32_gemv(reg);
     experiments::register_q4_gemv(reg);
     experiments::register_q4_ceiling(reg);
+    experiments::register_q4_prep_split(reg);
     experiments::register_q4_gemm_batch(reg);
     experiments::register_gdn_oracle(reg);
     experiments::register_gdn_guards(reg);

@@ -52,6 +52,8 @@ void register_f32_gemv(Registry& r);
 void register_q4_gemv(Registry& r);
 // Issue 13: q4-to-ceiling, the ladder from block-per-thread,dot=offset,rows=8 through map=packed.
 void register_q4_ceiling(Registry& r);
+// Issue 13: q4-prep-split, the x-prep launch against the main kernel alone (xprep=producer twins).
+void register_q4_prep_split(Registry& r);
 // Issue 14 part 4: q4-gemm-batch, the q4 mat-vec at n = 1, 8, 32 columns (impl=loop vs the batched kernels).
 void register_q4_gemm_batch(Registry& r);
 // The GDN step's f32 tier: gdn-f32-oracle; gdn-reset-replay and gdn-cross-layer; gdn-drift.

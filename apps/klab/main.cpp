@@ -102,7 +102,7 @@ void add_run_options(po::options_description& d, RunOptions& o, std::string& out
     ("reps", po::value<int>(&o.reps)->default_value(50), "timed repetitions per measurement")
     ("warmup", po::value<int>(&o.warmup)->default_value(5), "untimed repetitions first")
     ("seed", po::value<std::string>(&seed)->default_value("1"), "problem seed (a non-negative integer)")
-    ("hot", po::bool_switch(&o.hot), "leave L2 warm between repetitions (default: L2-cold)")
+    ("hot", po::bool_switch(&o.hot), "leave L2 warm between repetitions, and in stream mode launch back to back over ONE copy of the inputs, which stay in L2 where they fit (default: L2-cold, rotating copies)")
     ("device", po::value<int>(&o.device)->default_value(0), "CUDA device index")
     ("shard", po::value<std::string>(&shard),
      "I/N: race only this run's races number I, I+N, I+2N, ... (every race() call numbered in order; 0 <= I < N); "

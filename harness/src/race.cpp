@@ -65,7 +65,7 @@ void time_race(Context& ctx, const Workload& work, std::vector<Measured>& out, c
       continue;
     }
     Slot sl{&m, {}, {}};
-    const int copies = want_stream ? timer.copies_for(m.traffic.bytes) : 1;
+    const int copies = want_stream ? timer.stream_copies(m.traffic.bytes, opt.l2_cold) : 1;
     for (int c = 0; c < copies; ++c) sl.insts.push_back(m.variant->make(work));
     Instance* first = sl.insts.front().get();
     auto launch_subject = [&timer, first] {

@@ -293,10 +293,10 @@ Timing Timer::time(const Body& body, const TimingOptions& opt, const Body& befor
 const Timer::Attainable& Timer::attainable(double bytes, TimingMode mode, const TimingOptions& given) {
   TimingOptions opt = given;
   opt.trace = false;  // the size-matched read is a yardstick, not a subject of the trace
-  const auto key = std::make_pair(static_cast<long long>(bytes), int(mode));
+  const auto key = std::make_pair(static_cast<long long>(bytes), int(mode) * 2 + int(opt.l2_cold));
   if (auto it = attainable_.find(key); it != attainable_.end()) return it->second;
   const std::size_t n16 = std::max<std::size_t>(1, static_cast<std::size_t>(std::ceil(bytes / 16.0)));
-  const int copies = mode == TimingMode::stream ? copies_for(bytes) : 1;
+  const int copies = mode == TimingMode::stream ? stream_copies(bytes, opt.l2_cold) : 1;
   DeviceBuffer<uint4> buf(n16 * std::size_t(copies));
   KLAB_CUDA(cudaMemset(buf.get(), 0x3c, buf.bytes()));
   KLAB_CUDA(cudaDeviceSynchronize());

@@ -111,7 +111,7 @@ TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 9 kerne
   for (const auto& axes : test::q4_all_axes()) expected.insert(variant_name("q4_gemv", axes));
   REQUIRE(expected.size() == 16);
   CHECK(expected.count("q4_gemv/scale=lane0-shfl,chains=1,f16=soft,rows=1") == 1);  // the seed's original
-  std::set<std::string> ours, peers, beyond;
+  std::set<std::string> ours, peers, beyond, producers;
   for (const Variant* v : registry().variants_of("q4_gemv")) {
     CAPTURE(v->name);
     if (v->peer) {
@@ -121,7 +121,13 @@ TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 9 kerne
     if (v->axes.at(0).first == "map") {  // beyond the seed: not one of the four-axis family
       if (v->axes.at(0).second != "packed") beyond.insert(v->name);  // map=packed: tests/cpu/test_q4_packed.cpp
       CHECK(static_cast<bool>(v->cpu_model));
-      CHECK(q4_gemv::q4_kernel(v->name).rows_per_warp == std::stoi(v->axes.back().second));
+      std::string kernel = v->name;  // an xprep=producer twin runs its xprep=launch kernel's launch_prepared
+      if (const auto at = kernel.find("xprep=producer"); at != std::string::npos) {
+        producers.insert(v->name);
+        kernel.replace(at, 14, "xprep=launch");
+        CHECK(static_cast<bool>(q4_gemv::q4_kernel(kernel).launch_prepared));
+      }
+      CHECK(q4_gemv::q4_kernel(kernel).rows_per_warp == std::stoi(v->axes.back().second));
       continue;
     }
     ours.insert(v->name);
@@ -133,6 +139,11 @@ TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 9 kerne
     CHECK(has_model);
   }
   CHECK(ours == expected);
+  // The xprep=producer twins (q4-prep-split): one per xprep=launch,pdl=on kernel with launch_prepared.
+  CHECK(producers == std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,pdl=on,rows=4",
+                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,pdl=on,rows=8",
+                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,pdl=on,rows=16",
+                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,load=bulk,pdl=on,rows=8"});
   CHECK(peers == std::set<std::string>{"q4_gemv/impl=cublas-bf16-gemmex", "q4_gemv/impl=cublas-sgemv-f32", "q4_gemv/impl=llama-mmvq"});
   CHECK(beyond == std::set<std::string>{"q4_gemv/map=block-per-lane,rows=1", "q4_gemv/map=block-per-lane,rows=4",
                                         "q4_gemv/map=block-per-lane,rows=8", "q4_gemv/map=block-per-lane,rows=16",

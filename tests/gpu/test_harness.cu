@@ -120,6 +120,10 @@ TEST_CASE("stream mode: K launches over rotating copies in one graph, per-launch
   CHECK(o.t->copies_for(1e9) == 2);
   CHECK(o.t->copies_for(3.0 * double(o.d.l2_bytes) / 5.0) == 5);
   CHECK(o.t->copies_for(1.0) == 64);  // capped: a tiny problem cannot be made cold this way
+  // Hot (--hot): one copy, so back-to-back launches read inputs L2 may hold; cold: the rotation.
+  CHECK(o.t->stream_copies(3.0 * double(o.d.l2_bytes) / 5.0, true) == 5);
+  CHECK(o.t->stream_copies(3.0 * double(o.d.l2_bytes) / 5.0, false) == 1);
+  CHECK(o.t->stream_copies(1e9, false) == 1);
   std::vector<int> calls;
   std::vector<Body> bodies;
   for (int c = 0; c < 3; ++c)

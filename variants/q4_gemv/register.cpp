@@ -45,6 +45,32 @@ class PackedInstance : public Instance {
   DeviceBuffer<float> x_, y_;
 };
 
+// The xprep=producer twin of a kernel with launch_prepared (prepared_x.cuh): x arrives prepared, as
+// when the kernel before the mat-vec writes its q8 form (the GDN step's gated norm for out_proj).
+// The preparation is the kernel's own full launch, run at construction and in reset(), outside the
+// timed region; run() is the main kernel alone (launch_prepared). So the timed chain is main after
+// main, and against its twin the race measures what the prep launch costs a call. All copies of a
+// stream-mode race hold the same x, so their resets write the same words into the one g_xq.
+class ProducerInstance : public Instance {
+ public:
+  ProducerInstance(const Q4Kernel& kern, const Workload& wl)
+      : kern_(kern), m_(int(wl.w.m)), k_(int(wl.w.k)), packed_(DeviceBuffer<std::uint8_t>::from(kern.layout->pack_host(wl.w))),
+        x_(DeviceBuffer<float>::from(wl.x)), y_(std::size_t(m_)) {
+    reset(nullptr);
+    KLAB_CUDA(cudaStreamSynchronize(nullptr));
+  }
+  void run(cudaStream_t s) override { kern_.launch_prepared(packed_.get(), x_.get(), y_.get(), m_, k_, s); }
+  void reset(cudaStream_t s) override { kern_.launch_packed(packed_.get(), x_.get(), y_.get(), m_, k_, s); }
+  void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
+  std::vector<float> output() override { return y_.download(); }
+
+ private:
+  const Q4Kernel& kern_;
+  int m_, k_;
+  DeviceBuffer<std::uint8_t> packed_;
+  DeviceBuffer<float> x_, y_;
+};
+
 std::string describe(const std::vector<std::pair<std::string, std::string>>& axes) {
   std::map<std::string, std::string> a(axes.begin(), axes.end());
   if (a["map"] == "packed") {
@@ -65,6 +91,8 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
                                                                : "") +
            std::string(a["pre"] == "1" ? "only the ring's first stage requested before the wait, the others right after it; " : "") +
            std::string(a["xprep"] == "block" ? "x quantised by each block's threads once per launch (no prep kernel); " : "");
+    else if (a["grid"] == "groups" && a["load"] == "bulk")
+      d += "one thread block per group of rows, its weights brought into shared memory by one TMA bulk copy (cp.async.bulk + mbarrier); ";
     else if (a["load"] == "bulk" || a["load"] == "cp-async")
       d += "persistent blocks (as many as the SMs hold) over a ring of shared-memory stages, each one whole group of rows (about 92 KB "
            "per block at k = 5120), refilled as soon as read; " +
@@ -73,6 +101,9 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
     else
       d += a["grid"] == "fill" ? "persistent blocks (as many as the SMs hold), next group's loads in flight during this one's math; "
                                : "one thread block per group of rows; ";
+    if (a["xprep"] == "producer")
+      d += "x taken as prepared by its producer (prepared_x.cuh; here the kernel's own prep launch, outside the timed region): the main "
+           "kernel alone, every weight load issued before the wait; ";
     if (a["xprep"] == "launch") d += "x prepared once per launch by a first PDL-chained kernel (read from L2), every weight load issued before the wait; ";
     if (a["xprep"] == "cluster")
       d += "clusters of 8 thread blocks: after the wait each member quantises 1/8 of x (8 threads per block of 32) into its shared memory, "
@@ -126,6 +157,32 @@ std::vector<Variant> kernel_variants() {
     else
       v.make = [kp](const klab::Workload& wl) { return std::unique_ptr<Instance>(new KernelInstance(*kp, workload_of(wl))); };
     Q4Model model = q4_model(v.name);
+    v.cpu_model = [model](const klab::Workload& wl) {
+      const auto& w = workload_of(wl);
+      return model(w.w, w.x);
+    };
+    out.push_back(std::move(v));
+  }
+  // The xprep=producer twins (ProducerInstance) of the xprep=launch,pdl=on kernels with launch_prepared.
+  for (const Q4Kernel& kern : q4_kernels()) {
+    if (!kern.launch_prepared) continue;
+    const std::map<std::string, std::string> a(kern.axes.begin(), kern.axes.end());
+    if (a.at("xprep") != "launch" || a.at("pdl") != "on") continue;
+    Variant v;
+    v.op = kOp;
+    v.axes = kern.axes;
+    for (auto& [key, value] : v.axes)
+      if (key == "xprep") value = "producer";
+    v.name = variant_name(v.op, v.axes);
+    v.description = describe(v.axes);
+    v.can_implement = [](const Problem& p) {
+      if (auto why = launch_error(p.shape.m, p.shape.k); !why.empty()) return why;
+      return packed::packed_error(p.shape.k);
+    };
+    v.tolerance = kern.tolerance;
+    const Q4Kernel* kp = &kern;
+    v.make = [kp](const klab::Workload& wl) { return std::unique_ptr<Instance>(new ProducerInstance(*kp, workload_of(wl))); };
+    Q4Model model = q4_model(kern.name);  // the same main kernel on the same prepared words: its twin's bits
     v.cpu_model = [model](const klab::Workload& wl) {
       const auto& w = workload_of(wl);
       return model(w.w, w.x);

@@ -111,11 +111,17 @@ class Timer {
   // How many copies of `bytes` of inputs stream mode rotates over: together at least 3x the L2,
   // and at least 2 (so no launch follows one over the same copy).
   int copies_for(double bytes) const;
+  // The copies a stream-mode subject of `bytes` rotates over under `l2_cold`: copies_for(bytes) when
+  // cold; one when hot (--hot), so that back-to-back launches read the same inputs and, where they
+  // fit, find them in L2. Before 2026-12-04 --hot kept the rotation and only skipped the flush, which
+  // in stream mode changed nothing (reports/h200/run-49b5c7e-hot: the same times as cold).
+  int stream_copies(double bytes, bool l2_cold) const { return l2_cold ? copies_for(bytes) : 1; }
 
   // The best read of exactly `bytes` in `mode` (same flush, same options): what a perfect kernel
   // that reads those bytes once could reach. In stream mode the read kernel is launched both plain
   // and with programmatic dependent launch (each launch overlaps its predecessor's tail), and the
-  // faster is the ceiling. Cached per (bytes, mode).
+  // faster is the ceiling. Cached per (bytes, mode, opt.l2_cold); hot (l2_cold false) it reads one
+  // copy in stream mode (stream_copies).
   struct Attainable {
     double us = 0;        // per launch
     double gbps = 0;
