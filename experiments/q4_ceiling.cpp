@@ -141,6 +141,12 @@ constexpr std::size_t kHalf2XlXpf = 52, kHalf2HeldXpf = 53, kHalf2L2Xpf = 54;
 // wait, the later its prep kernel ends (packed.cu, its registration). Measured (run-019f260, stream): 19.08 / 11.70 /
 // 6.94 / 7.24 us against rung 49's 18.93 / 11.20 / 6.86 / 7.53.
 constexpr std::size_t kHalf2Pre1 = 55;
+// The rung 56: grid=groups,xprep=warp,wpf=lines,q8-dp4a,pdl=on,rows=8, rung 45 whose one-warp prep blocks
+// (resident beside the previous call's main kernel) request the call's weights into L2, a line a lane,
+// after their trigger. Why (reports/h200/run-4341948): with the weights in L2 the xprep=launch chain takes
+// 4.97 us at 6144x5120, 6.80 cold. Predicted before its run: toward the hot figures (~5 us at 6144x5120,
+// ~7.5 at 10240x5120), less at 17408x5120 (half the L2 prefetched).
+constexpr std::size_t kXwLines = 56;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -228,6 +234,8 @@ std::vector<std::string> rungs() {
   out.push_back(half("launch", "2", "on", "l2", true));
   // 55: rung 49 with one stage requested before the wait.
   out.push_back(half("launch", "2", "on", "", false, true));
+  // 56: rung 45 with wpf=lines (its prep blocks request the call's weights into L2).
+  out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "warp"}, {"wpf", "lines"}, {"pdl", "on"}, {"rows", "8"}}));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -315,9 +323,12 @@ Experiment q4_to_ceiling() {
   const Claim pre1_pays{"pre1-pays",
                         "requesting fewer weights before the wait pays: grid=half,xprep=launch,load=bulk,per-sm=2,pre=1,rows=8,pdl=on (one stage "
                         "before griddepcontrol.wait, the rest after it) is faster than its twin without pre=1 on the four seed shapes"};
+  const Claim lines_pay{"lines-pay",
+                        "the prep blocks' line prefetch pays: grid=groups,xprep=warp,wpf=lines,q8-dp4a,rows=8,pdl=on (the one-warp prep blocks "
+                        "request the call's weights into L2 while the previous call runs) is faster than its twin without wpf on the four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
-              pre1_pays};
+              pre1_pays, lines_pay};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -370,7 +381,7 @@ Experiment q4_to_ceiling() {
                  {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}, {kXlQ8r16, 2},
                  {kXpf0, 2}, {kXpf0 + 1, 2}, {kXpf0 + 2, 2}, {kXpf0 + 3, 2}, {kXpf0 + 4, 2}, {kXpf0 + 5, 2}, {kXpf0 + 6, 2},
                  {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}, {kXw0, 2}, {kXw0 + 1, 2}, {kXw0 + 2, 2}, {kXw1, 2},
-                 {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}, {kHalf2Held, 2}, {kHalf2XlXpf, 2}, {kHalf2HeldXpf, 2}, {kHalf2L2Xpf, 2}, {kHalf2Pre1, 2}}) {
+                 {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}, {kHalf2Held, 2}, {kHalf2XlXpf, 2}, {kHalf2HeldXpf, 2}, {kHalf2L2Xpf, 2}, {kHalf2Pre1, 2}, {kXwLines, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -455,6 +466,7 @@ Experiment q4_to_ceiling() {
         twins_pay(half_xpf_pays, "xpf=l2", [](std::size_t i) { return i == 0 ? kHalf2Xl : kHalf2Held; }, kHalf2XlXpf, 2);
         twins_pay(l2_pays, "last=l2", [](std::size_t) { return kHalf2XlXpf; }, kHalf2L2Xpf, 1);
         twins_pay(pre1_pays, "pre=1", [](std::size_t) { return kHalf2Xl; }, kHalf2Pre1, 1);
+        twins_pay(lines_pay, "wpf=lines", [](std::size_t) { return kXw1; }, kXwLines, 1);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

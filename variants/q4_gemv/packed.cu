@@ -346,6 +346,27 @@ __global__ void __launch_bounds__(WPB * 32) xprep_warps_kernel(const float* __re
   asm volatile("griddepcontrol.wait;" ::: "memory");
   prepare_q8_warps<WPB>(x, g_xq, nb, int(blockIdx.x));
 }
+// wpf=lines (xprep=warp only): the one-warp prep blocks, resident beside the previous call's main
+// kernel from its start, also request their call's packed weights into L2 (the first wpf_bytes: at most
+// half the L2), one `prefetch.global.L2` of a 128-byte line per lane and step, lane-consecutive lines,
+// the grid's warps sweeping the matrix front to back -- after the trigger (the main kernel is not held
+// back by their issue) and before griddepcontrol.wait. Why (reports/h200/run-4341948, 6144x5120):
+// with its weights in L2 (--hot) the xprep=launch chain takes 4.97 us a call, 6.80 cold; the main
+// kernel is one wave, so the next call's blocks request their weights only as this call's leave, and
+// ~1.5 us of reads a call stay unhidden. wpf=l2 (xprep_kernel) tried the same with TMA prefetches
+// from 5 blocks of 32 threads, before the trigger: 5 SMs' copy engines for the whole matrix, and
+// the main kernel held until they were issued (x0.19..x0.57, reports/h200/run-30bee11). Here 160
+// warps (k = 5120) spread over the SMs issue 27 line prefetches a lane. A hint: the same bits.
+__global__ void __launch_bounds__(32) xprep_warp_lines_kernel(const float* __restrict__ x, int nb, const std::uint8_t* __restrict__ wpf,
+                                                              long long wpf_bytes) {
+  asm volatile("griddepcontrol.launch_dependents;");
+  const long long step = static_cast<long long>(gridDim.x) * 32 * 128;
+  for (long long off = (static_cast<long long>(blockIdx.x) * 32 + threadIdx.x) * 128; off < wpf_bytes; off += step)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(wpf + off));
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  prepare_q8_warps<1>(x, g_xq, nb, int(blockIdx.x));
+}
+
 template <bool Pdl, int WPB>
 void launch_xprep_warps(const float* x, int nb, cudaStream_t stream) {
   launch_maybe_pdl(Pdl, xprep_warps_kernel<WPB>, dim3(unsigned((nb + WPB - 1) / WPB)), dim3(unsigned(WPB * 32)), 0, stream, x, nb);
@@ -1113,6 +1134,16 @@ void launch_xw(const std::uint8_t* packed, const float* x, float* y, int m, int 
   launch_xl_prepared<R, Pdl>(packed, x, y, m, k, stream);
 }
 
+// grid=groups,xprep=warp,wpf=lines: xprep_warp_lines_kernel, then the main kernel of xprep=launch.
+template <int R, bool Pdl>
+void launch_xw_lines(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  const int nb = k / ref::kQ4Block;
+  launch_maybe_pdl(Pdl, xprep_warp_lines_kernel, dim3(unsigned(nb)), dim3(32u), 0, stream, x, nb, packed, wpf_bytes(Geometry{m, k, R}.bytes()));
+  KLAB_CUDA_LAUNCH("xprep_warp_lines_kernel");
+  launch_xl_prepared<R, Pdl>(packed, x, y, m, k, stream);
+}
+
 // grid=groups,xprep=cluster: one launch, clusters of kXcCluster blocks (cudaLaunchKernelEx with the
 // cluster dimension, and the PDL attribute when Pdl); the grid is the groups rounded up to a whole
 // number of clusters.
@@ -1441,6 +1472,15 @@ Q4Kernel kernel_xw() {
   return kern;
 }
 
+// grid=groups,xprep=warp,wpf=lines (q8-dp4a): xprep=warp whose prep blocks also request the call's
+// weights into L2. No launch_prepared: without its prep launch it would be xprep=warp's main kernel.
+template <int R, bool Pdl>
+Q4Kernel kernel_xw_lines() {
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "warp"}, {"wpf", "lines"}, {"pdl", Pdl ? "on" : "off"},
+                  {"rows", std::to_string(R)}};
+  return q8_kernel<R>(axes, &launch_xw_lines<R, Pdl>, &resident_warps_xl<Form::q8, R>);
+}
+
 // grid=groups,xprep=cluster (q8-dp4a): x prepared in the launch, shared over clusters of 8 blocks.
 template <int R, bool Pdl>
 Q4Kernel kernel_xc() {
@@ -1625,6 +1665,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // 11.20 / 6.86 / 7.53. The prep now ends 1.76 us after the main kernel before it (2.53) but the main kernel 4.54 after its prep
   // (4.19): at 6144x5120 the bytes cost the same on either side of the wait. Kept as a negative result.
   v.push_back(kernel_half<8, false, 2, true, false, false, false, true>());
+  // grid=groups,xprep=warp,wpf=lines: rung 45 whose one-warp prep blocks request the call's weights into L2
+  // (at most half the L2) while the previous call runs (xprep_warp_lines_kernel).
+  v.push_back(kernel_xw_lines<8, true>());
   return v;
 }
 
