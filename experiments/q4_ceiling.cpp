@@ -145,7 +145,8 @@ constexpr std::size_t kHalf2Pre1 = 55;
 // (resident beside the previous call's main kernel) request the call's weights into L2, a line a lane,
 // after their trigger. Why (reports/h200/run-4341948): with the weights in L2 the xprep=launch chain takes
 // 4.97 us at 6144x5120, 6.80 cold. Predicted before its run: toward the hot figures (~5 us at 6144x5120,
-// ~7.5 at 10240x5120), less at 17408x5120 (half the L2 prefetched).
+// ~7.5 at 10240x5120), less at 17408x5120 (half the L2 prefetched). Measured (reports/h200/run-839bf35, stream):
+// 17.69 / 13.81 / 8.64 / 9.63 us against rung 45's 14.47 / 10.07 / 6.91 / 6.91: slower everywhere, hot too.
 constexpr std::size_t kXwLines = 56;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

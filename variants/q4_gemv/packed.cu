@@ -1667,6 +1667,11 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_half<8, false, 2, true, false, false, false, true>());
   // grid=groups,xprep=warp,wpf=lines: rung 45 whose one-warp prep blocks request the call's weights into L2
   // (at most half the L2) while the previous call runs (xprep_warp_lines_kernel).
+  // Measured (reports/h200/run-839bf35, H200, 2026-12-04, stream): 17.69 / 13.81 / 8.64 / 9.63 us against rung
+  // 45's 14.47 / 10.07 / 6.91 / 6.91 at the four seed shapes (x0.72..x0.82), and hot (weights in L2 already)
+  // 6.68 against 4.92 at 6144x5120: the prefetches' issue makes the prep kernel end 1.7 us later (4.54 us after
+  // the main kernel before it, rung 45 2.86) and the main kernel after it is no shorter (3.94 against 4.00).
+  // Kept as a negative result.
   v.push_back(kernel_xw_lines<8, true>());
   return v;
 }
