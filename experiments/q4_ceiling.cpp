@@ -79,6 +79,7 @@
 
 #include "common.hpp"
 #include "klab/cuda.hpp"
+#include "q4_gemv_common.hpp"
 
 namespace klab::experiments {
 
@@ -246,13 +247,8 @@ constexpr std::size_t kXlQ8r8 = 10, kRingBulk8 = 11, kRingBulk4 = 12, kRingCp8 =
 std::size_t fill_on(std::size_t form) { return 1 + 3 * form + 2; }
 std::size_t fill_off(std::size_t form) { return 1 + 3 * form + 1; }
 
-// The share of the read ceiling each seed shape's best rung must reach (issue 13).
-double goal_pct(const Shape& s) {
-  if (s == Shape{17408, 5120}) return 90.0;
-  if (s == Shape{10240, 5120}) return 85.0;
-  return 80.0;
-}
-bool is_seed_shape(const Shape& s) { return std::find(seed_shapes().begin(), seed_shapes().end(), s) != seed_shapes().end(); }
+using q4_study::goal_pct;
+using q4_study::is_seed_shape;
 
 std::string short_name(const Measured& m) {
   const std::string& n = m.variant->name;

@@ -26,6 +26,9 @@ constexpr double kTolerance = 1e-5;
 // The seed's four shapes, or (--quick) small shapes that still take every path.
 std::vector<Shape> q4_shapes(const Context& ctx);
 bool is_seed_shape(const Shape& s);
+// Issue 13's goal for a seed shape, as a share of the read ceiling: 90% at 17408x5120, 85% at
+// 10240x5120, 80% at the two small ones (q4-to-ceiling, q4-prep-split).
+double goal_pct(const Shape& s);
 
 std::string speed(const Measured& m);
 // Warps the grid launches for `m` rows against the warps the device can hold at once for this

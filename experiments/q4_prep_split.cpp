@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "common.hpp"
+#include "q4_gemv_common.hpp"
 
 namespace klab::experiments {
 
@@ -27,11 +28,6 @@ const std::vector<std::string> kNames = {
     "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,load=bulk,pdl=on,rows=8",
 };
 
-double goal_share(const Shape& s) {  // issue 13's goals, as q4-to-ceiling's
-  if (s == Shape{17408, 5120}) return 90.0;
-  if (s == Shape{10240, 5120}) return 85.0;
-  return 80.0;
-}
 }  // namespace
 
 void register_q4_prep_split(Registry& r) {
@@ -68,11 +64,11 @@ void register_q4_prep_split(Registry& r) {
         if (s == Shape{6144, 5120} || s == Shape{5120, 6144})
           ctx.claim(hop).settle(s.str(), us(0) - us(1) >= 1.0 && us(2) - us(3) >= 1.0,
                                 s.str() + fmt(": the prep launch costs %.2f us (groups) and %.2f us (load=bulk) a call", us(0) - us(1), us(2) - us(3)));
-        if (std::find(seed_shapes().begin(), seed_shapes().end(), s) != seed_shapes().end()) {
+        if (q4_study::is_seed_shape(s)) {
           const std::size_t best = ms[1].pct_ceiling >= ms[3].pct_ceiling ? 1 : 3;
-          ctx.claim(goal).settle(s.str(), ms[best].pct_ceiling >= goal_share(s),
+          ctx.claim(goal).settle(s.str(), ms[best].pct_ceiling >= q4_study::goal_pct(s),
                                  s.str() + ": " + kNames[best].substr(8) +
-                                     fmt(" %.2f us, %.1f%% of the read ceiling (goal %.0f%%)", us(best), ms[best].pct_ceiling, goal_share(s)));
+                                     fmt(" %.2f us, %.1f%% of the read ceiling (goal %.0f%%)", us(best), ms[best].pct_ceiling, q4_study::goal_pct(s)));
         }
       }
     }

@@ -38,7 +38,7 @@ class PackedInstance : public Instance {
   void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
   std::vector<float> output() override { return y_.download(); }
 
- private:
+ protected:
   const Q4Kernel& kern_;
   int m_, k_;
   DeviceBuffer<std::uint8_t> packed_;
@@ -51,24 +51,14 @@ class PackedInstance : public Instance {
 // timed region; run() is the main kernel alone (launch_prepared). So the timed chain is main after
 // main, and against its twin the race measures what the prep launch costs a call. All copies of a
 // stream-mode race hold the same x, so their resets write the same words into the one g_xq.
-class ProducerInstance : public Instance {
+class ProducerInstance : public PackedInstance {
  public:
-  ProducerInstance(const Q4Kernel& kern, const Workload& wl)
-      : kern_(kern), m_(int(wl.w.m)), k_(int(wl.w.k)), packed_(DeviceBuffer<std::uint8_t>::from(kern.layout->pack_host(wl.w))),
-        x_(DeviceBuffer<float>::from(wl.x)), y_(std::size_t(m_)) {
-    reset(nullptr);
+  ProducerInstance(const Q4Kernel& kern, const Workload& wl) : PackedInstance(kern, wl) {
+    PackedInstance::run(nullptr);  // = reset(): prep and main, so g_xq holds this x's words
     KLAB_CUDA(cudaStreamSynchronize(nullptr));
   }
   void run(cudaStream_t s) override { kern_.launch_prepared(packed_.get(), x_.get(), y_.get(), m_, k_, s); }
-  void reset(cudaStream_t s) override { kern_.launch_packed(packed_.get(), x_.get(), y_.get(), m_, k_, s); }
-  void poison(cudaStream_t s) override { poison_device(y_.get(), y_.size(), s); }
-  std::vector<float> output() override { return y_.download(); }
-
- private:
-  const Q4Kernel& kern_;
-  int m_, k_;
-  DeviceBuffer<std::uint8_t> packed_;
-  DeviceBuffer<float> x_, y_;
+  void reset(cudaStream_t s) override { PackedInstance::run(s); }
 };
 
 std::string describe(const std::vector<std::pair<std::string, std::string>>& axes) {
