@@ -12,6 +12,10 @@
 // Predicted before the first run (2026-12-04, from the traces above): the producer twins at least
 // 1 us faster a call at the two small shapes (the prep's 2.5 us less a hop's ~0.9 us); even so,
 // short of the goal shares (the main kernel alone ends ~4.2 us after its prep).
+// Measured (reports/h200/run-4341948, H200, 2026-12-04, stream, twice on two machines), as predicted:
+// prep-costs-1us held, producer-goal not held. At 6144x5120 rung 10 6.79 us, its producer twin 5.49
+// (the prep launch 1.29-1.34 us a call; the load=bulk pair 1.43-1.56); the twins reach 83.6 / 74.4 /
+// 70.7 / 73.1% of the read ceiling at best. With --hot (weights in L2) rung 10 4.97 us, its twin 3.96.
 #include <algorithm>
 
 #include "common.hpp"
