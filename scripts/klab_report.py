@@ -56,6 +56,7 @@ _TYPES = {
     "list of modes": lambda v: isinstance(v, list) and all(x in MODES for x in v),
     "list of strings": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "list of objects": lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+    "list": lambda v: isinstance(v, list),
     "positive integer": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
 }
 # How a type is named in a message (the value sets are spelt out).
@@ -98,6 +99,14 @@ _FIELDS = {
         ("state", "string", True), ("evidence", "string", False),
     ],
     "skip": [("experiment", "string", True), ("what", "string", True), ("reason", "string", True)],
+    # scripts/profile_ncu.py: Nsight Compute's reading of one timed variant on one problem.
+    "profile": [
+        ("experiment", "string", True), ("variant", "string", True), ("shape", "string", True), ("dist", "string", True),
+        ("seed", "integer", False), ("tool", "string", False), ("kernel", "string", False), ("kernels", "list of objects", False),
+        ("duration_ns", "number or null", False), ("dram_pct", "number or null", False), ("occupancy_pct", "number or null", False),
+        ("registers", "number or null", False), ("issue_pct", "number or null", False), ("top_stalls", "list", False),
+        ("sass_thread_inst_per_mac", "number or null", False),
+    ],
     "error_budget": [
         ("experiment", "string", True), ("shape", "string", True), ("dist", "string", True),
         ("rms_rel", "number or null", True), ("max_rel", "number or null", True),

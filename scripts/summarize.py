@@ -465,6 +465,42 @@ def trace_lines(recs):
                           "chain: ends after the kernel before (median us)"), rows)
 
 
+def profile_lines(profiles, meas):
+    """Nsight Compute's readings (kind profile, scripts/profile_ncu.py), each beside the timed median of its
+    variant on its problem: the headline and, where measured, stream and launch."""
+    if not profiles:
+        return []
+    timed = {}
+    for m in meas:
+        if m.get("shape") and isinstance(m.get("timing"), dict):
+            timed[(m["variant"], m["shape"], m.get("dist"))] = m
+
+    def f(v, fmt_):
+        return fmt_.format(v) if kr.is_finite(v) else "n/a"
+
+    rows = []
+    for r in profiles:
+        m = timed.get((r.get("variant"), r.get("shape"), r.get("dist")))
+        t = "n/a"
+        if m:
+            mode = m["timing"].get("mode", "launch")
+            t = f"{m['timing']['median_ms'] * 1e3:.3g} ({mode})"
+        stalls = r.get("top_stalls")
+        stalls = ", ".join(f"{x[0]} {x[1]:.1f}" for x in stalls if isinstance(x, list) and len(x) == 2 and kr.is_finite(x[1])) \
+            if isinstance(stalls, list) else ""
+        kernels = r.get("kernels") if isinstance(r.get("kernels"), list) else []
+        ks = "; ".join(f"{k.get('name', '?').split('(')[0].split('::')[-1]} {k['duration_ns'] / 1e3:.3g}"
+                       for k in kernels if kr.is_finite(k.get("duration_ns")))
+        rows.append((r.get("variant", "n/a"), f"{r.get('shape', 'n/a')}/{r.get('dist', 'n/a')}", t, ks or "n/a",
+                     f(r.get("dram_pct"), "{:.1f}"), f(r.get("occupancy_pct"), "{:.1f}"), f(r.get("registers"), "{:.0f}"),
+                     f(r.get("issue_pct"), "{:.1f}"), stalls or "n/a", f(r.get("sass_thread_inst_per_mac"), "{:.2f}")))
+    tool = next((r["tool"] for r in profiles if isinstance(r.get("tool"), str)), "ncu")
+    lines = [f"Nsight Compute ({tool}; `scripts/profile_ncu.py`), the longest kernel of each variant's launch, beside its timed "
+             "median; instructions per MAC over all its kernels:", ""]
+    return lines + table(("variant", "problem", "timed median us", "kernels under ncu (us)", "DRAM % of peak", "occupancy %",
+                          "registers", "issue %", "top stalls (cycles per issue)", "SASS thread instructions per MAC"), rows)
+
+
 def accuracy_table_lines(recs):
     """max_rel per variant and problem, where plot.py draws no accuracy figure because every
     max_rel lies within one decade (kr.accuracy_in_one_decade)."""
@@ -587,6 +623,7 @@ def summarize(report, plots):
         if report.of("state_drift", e):
             lines += state_drift_lines(report.of("state_drift", e))
         lines += accuracy_table_lines(meas)
+        lines += profile_lines(report.of("profile", e), meas)
         lines += trace_lines([r for r in report.records if r.get("experiment") == e])
         lines += figures_for(report, plan, e, plots)
         skips = report.of("skip", e)
