@@ -122,9 +122,10 @@ TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 9 kerne
       if (v->axes.at(0).second != "packed") beyond.insert(v->name);  // map=packed: tests/cpu/test_q4_packed.cpp
       CHECK(static_cast<bool>(v->cpu_model));
       std::string kernel = v->name;  // an xprep=producer twin runs its xprep=launch kernel's launch_prepared
-      if (const auto at = kernel.find("xprep=producer"); at != std::string::npos) {
+      const std::string producer = "xprep=producer";
+      if (const auto at = kernel.find(producer); at != std::string::npos) {
         producers.insert(v->name);
-        kernel.replace(at, 14, "xprep=launch");
+        kernel.replace(at, producer.size(), "xprep=launch");
         CHECK(static_cast<bool>(q4_gemv::q4_kernel(kernel).launch_prepared));
       }
       CHECK(q4_gemv::q4_kernel(kernel).rows_per_warp == std::stoi(v->axes.back().second));

@@ -123,61 +123,48 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
   d += a["f16"] == "soft" ? "; software f16->f32 (bit manipulation)" : "; hardware f16->f32 (__half2float)";
   return d;
 }
+
+// A registry variant of `kern` under `axes` (its own, or a twin's), run by instances of I; its model is
+// kern's (a twin runs kern's arithmetic on the same words).
+template <class I>
+Variant variant_of(const Q4Kernel& kern, std::vector<std::pair<std::string, std::string>> axes) {
+  Variant v;
+  v.op = kOp;
+  v.axes = std::move(axes);
+  v.name = variant_name(v.op, v.axes);
+  v.description = describe(v.axes);
+  const std::string map = v.axes.at(0).second;
+  v.can_implement = [map](const Problem& p) {
+    if (auto why = launch_error(p.shape.m, p.shape.k); !why.empty()) return why;
+    if (map == "block-per-thread") return block_thread_error(p.shape.k);
+    if (map == "packed") return packed::packed_error(p.shape.k);
+    return std::string();
+  };
+  v.tolerance = kern.tolerance;
+  const Q4Kernel* kp = &kern;
+  v.make = [kp](const klab::Workload& wl) { return std::unique_ptr<Instance>(new I(*kp, workload_of(wl))); };
+  Q4Model model = q4_model(kern.name);
+  v.cpu_model = [model](const klab::Workload& wl) {
+    const auto& w = workload_of(wl);
+    return model(w.w, w.x);
+  };
+  return v;
+}
 }  // namespace
 
 std::vector<Variant> kernel_variants() {
   std::vector<Variant> out;
-  for (const Q4Kernel& kern : q4_kernels()) {
-    Variant v;
-    v.op = kOp;
-    v.axes = kern.axes;
-    v.name = variant_name(v.op, v.axes);
-    v.description = describe(v.axes);
-    const std::string map = v.axes.at(0).second;
-    v.can_implement = [map](const Problem& p) {
-      if (auto why = launch_error(p.shape.m, p.shape.k); !why.empty()) return why;
-      if (map == "block-per-thread") return block_thread_error(p.shape.k);
-      if (map == "packed") return packed::packed_error(p.shape.k);
-      return std::string();
-    };
-    v.tolerance = kern.tolerance;
-    const Q4Kernel* kp = &kern;
-    if (kern.layout)
-      v.make = [kp](const klab::Workload& wl) { return std::unique_ptr<Instance>(new PackedInstance(*kp, workload_of(wl))); };
-    else
-      v.make = [kp](const klab::Workload& wl) { return std::unique_ptr<Instance>(new KernelInstance(*kp, workload_of(wl))); };
-    Q4Model model = q4_model(v.name);
-    v.cpu_model = [model](const klab::Workload& wl) {
-      const auto& w = workload_of(wl);
-      return model(w.w, w.x);
-    };
-    out.push_back(std::move(v));
-  }
+  for (const Q4Kernel& kern : q4_kernels())
+    out.push_back(kern.layout ? variant_of<PackedInstance>(kern, kern.axes) : variant_of<KernelInstance>(kern, kern.axes));
   // The xprep=producer twins (ProducerInstance) of the xprep=launch,pdl=on kernels with launch_prepared.
   for (const Q4Kernel& kern : q4_kernels()) {
     if (!kern.launch_prepared) continue;
     const std::map<std::string, std::string> a(kern.axes.begin(), kern.axes.end());
     if (a.at("xprep") != "launch" || a.at("pdl") != "on") continue;
-    Variant v;
-    v.op = kOp;
-    v.axes = kern.axes;
-    for (auto& [key, value] : v.axes)
+    auto axes = kern.axes;
+    for (auto& [key, value] : axes)
       if (key == "xprep") value = "producer";
-    v.name = variant_name(v.op, v.axes);
-    v.description = describe(v.axes);
-    v.can_implement = [](const Problem& p) {
-      if (auto why = launch_error(p.shape.m, p.shape.k); !why.empty()) return why;
-      return packed::packed_error(p.shape.k);
-    };
-    v.tolerance = kern.tolerance;
-    const Q4Kernel* kp = &kern;
-    v.make = [kp](const klab::Workload& wl) { return std::unique_ptr<Instance>(new ProducerInstance(*kp, workload_of(wl))); };
-    Q4Model model = q4_model(kern.name);  // the same main kernel on the same prepared words: its twin's bits
-    v.cpu_model = [model](const klab::Workload& wl) {
-      const auto& w = workload_of(wl);
-      return model(w.w, w.x);
-    };
-    out.push_back(std::move(v));
+    out.push_back(variant_of<ProducerInstance>(kern, std::move(axes)));
   }
   return out;
 }
