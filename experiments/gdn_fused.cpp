@@ -84,6 +84,12 @@ const Claim kOutSmemBits{"out-smem-bitwise",
 const Claim kOutSmemPays{"out-smem-pays", "out_proj on gdn::kSmemGroupsQ4 pays: the step's candidate is faster with it (in_prep_ba's blocks fit beside out_proj's)"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
+const Claim kConvRecBits{"conv-rec-bitwise",
+                         "the step's candidate with the conv, the q/k norm and beta/g formed inside the recurrence (prep=conv: no conv_norm_bg "
+                         "launch, one launch fewer) gives the candidate's bits"};
+const Claim kConvRecPays{"conv-rec-pays", "the conv inside the recurrence pays: the step's candidate is faster with prep=conv"};
+const Claim kF32ConvRecBits{"f32-conv-rec-bitwise", "the f32 tier's candidate with prep=conv gives the f32 candidate's bits"};
+const Claim kF32ConvRecPays{"f32-conv-rec-pays", "prep=conv pays on the f32 tier: the f32 candidate is faster with it"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -116,6 +122,7 @@ struct Plan {
   std::string rows16;                // the candidate on gdn::kWarpsQ4Rows16 (rows16-*)
   std::string out_smem;              // the candidate with out_proj on gdn::kSmemGroupsQ4 (out-smem-*)
   std::string warp1;                 // the base on gdn::kWarpQ4 (warp-prep-*)
+  std::string conv_rec, f32_conv_rec;  // the two candidates on gdn::kRecConv (conv-rec-*, f32-conv-rec-*)
 };
 Plan plan() {
   Plan p;
@@ -141,6 +148,8 @@ Plan plan() {
   p.rows16 = gdn::fused_step_variant(t.rows16);
   p.out_smem = gdn::fused_step_variant(t.out_smem);
   p.warp1 = gdn::fused_step_variant(t.warp1);
+  p.conv_rec = gdn::fused_step_variant(t.conv_rec);
+  p.f32_conv_rec = gdn::fused_step_variant(gdn::f32_candidate_twins().conv_rec);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -258,6 +267,9 @@ void run_fused(Context& ctx) {
     twin_claims(cand, find(ms, pl.rows16), pl.candidate, pl.rows16, kRows16Bits, kRows16Pays, "with 16 rows a q4 thread block");
     twin_claims(cand, find(ms, pl.out_smem), pl.candidate, pl.out_smem, kOutSmemBits, kOutSmemPays, "with out_proj's weights in shared memory");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
+    twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
+    twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
+                "with the conv inside the recurrence");
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
@@ -280,7 +292,8 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kGoal},
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kConvRecBits, kConvRecPays,
+                 kF32ConvRecBits, kF32ConvRecPays, kGoal},
       .run = run_fused,
   });
 }

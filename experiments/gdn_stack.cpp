@@ -114,6 +114,11 @@ const Claim kFoldMainWarpInGraph{"fold-main-warp-in-graph",
                                  "token than q4-fast-fold-main"};
 const Claim kF32NormLastInGraph{"f32-norm-last-in-graph",
                                 "in the 48-layer graph, norm=last pays on the f32 tier: f32-fast-norm-last is faster per token than f32-fast"};
+const Claim kConvRecInGraph{"conv-rec-in-graph",
+                            "in the 48-layer graph, the conv, the q/k norm and beta/g inside the recurrence pay: q4-fast-conv-rec (the candidate on "
+                            "gdn::kRecConv: no conv_norm_bg launch, one launch fewer a layer) is faster per token than q4-fast"};
+const Claim kF32ConvRecInGraph{"f32-conv-rec-in-graph",
+                               "in the 48-layer graph, prep=conv pays on the f32 tier: f32-fast-conv-rec is faster per token than f32-fast"};
 
 // The candidate's twins raced as tiers of the graph, each with its claim against its base tier
 // (q4-fast-ba-own, the candidate's base: gdn::candidate_twins().ba_own; for q4-fast-ba-own itself the
@@ -132,7 +137,7 @@ const Claim kF32NormLastInGraph{"f32-norm-last-in-graph",
 //   q4-fast-pf-early, q4-fast-fork-z, q4-fast-norm-last, q4-fast-rows16, q4-fast-out-smem (twins of the candidate;
 //   out-smem: 1.3644 against 1.3158 ms per token in reports/h200/run-1b4fbed), q4-fast-warp (of the base),
 //   q4-fast-fold-main-warp (of q4-fast-fold-main): step_op.hpp's CandidateTwins;
-//   f32-fast-fork-z and f32-fast-norm-last are f32-fast's.
+//   f32-fast-fork-z and f32-fast-norm-last are f32-fast's; q4-fast-conv-rec and f32-fast-conv-rec (prep=conv, 2026-12-04) the two candidates'.
 // - f32-fast-u8, f32-fast-ba-own, f32-fast-apart, f32-fast-plain: step_op.hpp's F32Twins (f32-fast's twins;
 //   measured 2026-12-02 in reports/h200/run-90c5f7b, where f32-fast was the u8 form and f32-fast-u4 this candidate).
 struct TwinTier {
@@ -157,6 +162,8 @@ const std::vector<TwinTier>& twin_tiers() {
       {"f32-fast-fork-z", [] { return gdn::f32_candidate_twins().fork_z; }, &kF32ForkInGraph, true, "f32-fast"},
       {"q4-fast-norm-last", [] { return gdn::candidate_twins().norm_last; }, &kNormLastInGraph, true, "q4-fast"},
       {"f32-fast-norm-last", [] { return gdn::f32_candidate_twins().norm_last; }, &kF32NormLastInGraph, true, "f32-fast"},
+      {"q4-fast-conv-rec", [] { return gdn::candidate_twins().conv_rec; }, &kConvRecInGraph, true, "q4-fast"},
+      {"f32-fast-conv-rec", [] { return gdn::f32_candidate_twins().conv_rec; }, &kF32ConvRecInGraph, true, "f32-fast"},
       {"q4-fast-rows16", [] { return gdn::candidate_twins().rows16; }, &kRows16InGraph, true, "q4-fast"},
       {"q4-fast-warp", [] { return gdn::candidate_twins().warp1; }, &kWarpInGraph, true, kBase},
       {"q4-fast-out-smem", [] { return gdn::candidate_twins().out_smem; }, &kOutSmemInGraph, true, "q4-fast"},
@@ -348,7 +355,7 @@ void register_gdn_stack(Registry& r) {
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
       .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32U8InGraph, kF32FoldInGraph, kF32QkvzInGraph, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
-                 kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
+                 kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
                  kOutSmemInGraph},
       .run = run_stack,
   });

@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 39);
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 43);  // with conv-rec-* and f32-conv-rec-* (prep=conv)
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -414,6 +414,37 @@ TEST_CASE("GDN breakdown, the gated norm in the recurrence: recurrence_norm in p
         for (const auto& m : fused) CHECK(std::string(m.name) != "gated_norm");
         CHECK(std::string(fused.back().name) == "out_proj");
       }
+}
+
+TEST_CASE("GDN breakdown, prep=conv: conv_recurrence in place of conv_norm_bg and the recurrence, the same weights + state, the history's write moved to the gated norm") {
+  for (const auto& g : {rg::qwen35_27b(), rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}, rg::Geometry{256, 4, 4, 40, 40, 1, 1e-5}})
+    for (bool q4 : {false, true})
+      for (bool merged : {false, true}) {
+        CAPTURE(g.str());
+        CAPTURE(q4);
+        CAPTURE(merged);
+        const auto base = gdn::step_operator_bytes(g, q4, true, false, merged, merged), conv = gdn::step_operator_bytes(g, q4, true, false, merged, merged, false, true);
+        REQUIRE(conv.size() + 1 == base.size());
+        double model = 0;
+        for (const auto& m : conv) model += m.bytes.model();
+        CHECK(model == gdn::step_bytes(g, q4));
+        const double C = g.conv_dim(), K = g.key_dim(), V = g.value_dim(), nv = g.nv, hist = 4.0 * (g.ck - 1) * C;
+        const auto& cr = bytes_of(conv, gdn::kConvRecurrence);
+        CHECK(cr.weights == bytes_of(base, "conv_norm_bg").weights + bytes_of(base, "recurrence").weights);
+        CHECK(cr.state == bytes_of(base, "recurrence").state + hist);  // S both ways, the history read
+        CHECK(cr.act == 4.0 * (C + 2 * nv + C + 2 * K + 2 * nv + V));  // xc, b|a in; xcv, q, k, beta, g, o out
+        const auto& gn = bytes_of(conv, "gated_norm");
+        CHECK(gn.state == bytes_of(base, "gated_norm").state + hist);  // the history written
+        CHECK(gn.act == bytes_of(base, "gated_norm").act + 4.0 * (C + std::max(0, g.ck - 2) * C));
+        for (const auto& m : conv) {
+          CHECK(std::string(m.name) != "conv_norm_bg");
+          CHECK(std::string(m.name) != "recurrence");
+        }
+        CHECK(std::string(conv.back().name) == "out_proj");
+      }
+  // Not on the nine-operator list, nor with the gated norm in the recurrence.
+  CHECK_THROWS_WITH_AS(gdn::step_operator_bytes(rg::qwen35_27b(), true, false, false, false, false, false, true), doctest::Contains("conv_rec"), Error);
+  CHECK_THROWS_WITH_AS(gdn::step_operator_bytes(rg::qwen35_27b(), true, true, true, false, false, false, true), doctest::Contains("conv_rec"), Error);
 }
 
 TEST_CASE("GDN breakdown, the stacked input projections: in_proj_qkvz in place of in_proj_qkv and in_proj_z, their weights, h read once") {

@@ -179,7 +179,7 @@ TEST_CASE("gdn_recurrence pdl=early: each is the twin of a registered pdl=on ker
   int early = 0;
   for (const auto& k : gr::recurrence_kernels()) {
     const auto at = k.name.find("pdl=early");
-    if (at == std::string::npos || k.gated_norm) continue;  // norm=gated: below
+    if (at == std::string::npos || k.gated_norm || k.conv_prep) continue;  // norm=gated, prep=conv: below
     ++early;
     CAPTURE(k.name);
     CHECK(at + 9 == k.name.size());  // the last axis, as pdl=on|off
@@ -195,6 +195,53 @@ TEST_CASE("gdn_recurrence pdl=early: each is the twin of a registered pdl=on ker
       }
   }
   CHECK(early == 8);  // five f32 twins, cols=128,rows=8, cols=32,rows=8,state=bf16 and cols=32,rows=8,cache=stream
+}
+
+TEST_CASE("gdn_recurrence prep=conv: the twin of its pdl=early kernel, its own launch, the same problems; check_args refuses a conv prep it cannot run") {
+  int conv = 0;
+  for (const auto& k : gr::recurrence_kernels()) {
+    if (!k.conv_prep) continue;
+    ++conv;
+    CAPTURE(k.name);
+    const auto at = k.name.find(",prep=conv");
+    REQUIRE(at != std::string::npos);
+    CHECK(at + 10 == k.name.size());  // the last axis
+    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at));
+    CHECK(!twin.conv_prep);
+    CHECK(twin.vec4 == k.vec4);
+    CHECK(twin.state_before_wait == k.state_before_wait);
+    const bool own_launch = k.launch != twin.launch;
+    CHECK(own_launch);
+    for (int batch : {1, 8, 32})
+      for (auto [dk, dv] : {std::pair{128, 128}, std::pair{64, 96}, std::pair{96, 128}}) {
+        const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
+        CHECK(k.can_implement(a) == twin.can_implement(a));
+      }
+    // The conv prep asked: everything it reads and writes, batch 1; not of a kernel without it.
+    static float f[64];
+    gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, 1);
+    a.q = a.k = a.v = a.g = a.beta = a.S = a.o = f;
+    a.xc = a.conv_w = a.hist = a.ba = a.a_log = a.dt_bias = f;
+    a.xcv_out = a.q_out = a.k_out = a.beta_out = a.g_out = f;
+    a.ck = 4;
+    CHECK(gr::check_args(k, a) == "");
+    CHECK(gr::check_args(twin, a).find("without prep=conv") != std::string::npos);
+    gr::RecurrenceArgs b8 = a;
+    b8.batch = 8;
+    CHECK(gr::check_args(k, b8).find("batch 1") != std::string::npos);
+    gr::RecurrenceArgs no_hist = a;
+    no_hist.hist = nullptr;
+    CHECK(gr::check_args(k, no_hist).find("hist") != std::string::npos);
+    no_hist.ck = 1;  // no history frames: none needed
+    CHECK(gr::check_args(k, no_hist) == "");
+    gr::RecurrenceArgs no_out = a;
+    no_out.g_out = nullptr;
+    CHECK(gr::check_args(k, no_out).find("g_out") != std::string::npos);
+    gr::RecurrenceArgs no_taps = a;
+    no_taps.ck = 0;
+    CHECK(gr::check_args(k, no_taps).find("ck >= 1") != std::string::npos);
+  }
+  CHECK(conv == 1);  // cols=32,rows=8,pdl=early,prep=conv (the step candidates' recurrence)
 }
 
 TEST_CASE("gdn_recurrence cache=stream: each is the twin of a registered kernel without it, its own launch, taking exactly the problems it takes") {

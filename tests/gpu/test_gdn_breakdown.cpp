@@ -724,6 +724,63 @@ TEST_CASE("GDN the gated norm by the recurrence's last column block of each head
   }
 }
 
+TEST_CASE("GDN the conv, the q/k norm and beta/g inside the recurrence (prep=conv): the candidates' bits on both tiers (every intermediate, S and the conv history), token after token and as a graph of layers; one launch fewer") {
+  constexpr int T = 8, kLayers = 3;
+  std::vector<test::Named> gs = geometries();
+  gs.push_back({"dk 288: the norm's 256 threads stride (thread t < 32 sums two squares), nine warps a block", Geometry{256, 1, 2, 288, 64, 4, 1e-6}});
+  for (const auto& [why, g] : gs) {
+    CAPTURE(why);
+    const auto w = rg::random_weights(g, 211);
+    const auto q = rg::quantize_projections(w);
+    const auto h = test::gdn_inputs(g, T, 212, 900);
+    for (bool f32 : {false, true}) {
+      CAPTURE(f32);
+      const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::step_candidate();
+      const gdn::FusedStepConfig conv = f32 ? gdn::f32_candidate_twins().conv_rec : gdn::candidate_twins().conv_rec;
+      GdnDevice a(g, 1), b(g, 1);
+      setup_config(a, cand, w, q);
+      setup_config(b, conv, w, q);
+      const TwinsDiff d = twins_diff(b, a, h, g, T);
+      CHECK(d.out == 0);
+      CHECK(d.mid == 0);
+      CHECK(d.state == 0);
+      for (What wh : {What::Q, What::K, What::BETA, What::HIST})  // written, not left at their poison or zero
+        CHECK(bitwise_diff(b.get(0, wh), std::vector<float>(b.get(0, wh).size(), 0.0f)) > 0);
+      const StepKernels kb = step_kernels(b, g), ka = step_kernels(a, g);
+      CHECK(kb.total == ka.total - 1);
+      CHECK(std::find_if(kb.ops.begin(), kb.ops.end(), [](const auto& op) { return op.first == gdn::kConvRecurrence; }) != kb.ops.end());
+      CHECK(std::find_if(kb.ops.begin(), kb.ops.end(), [](const auto& op) { return op.first == "conv_norm_bg"; }) == kb.ops.end());
+    }
+  }
+  const auto [g, w, q, h] = qwen_case(T, 213);
+  for (bool f32 : {false, true}) {
+    CAPTURE(f32);
+    const GraphTwins gt = graph_twins(f32 ? gdn::step_f32_candidate() : gdn::step_candidate(),
+                                      f32 ? gdn::f32_candidate_twins().conv_rec : gdn::candidate_twins().conv_rec, kLayers, w, q, test::tok(h, g, 0));
+    CHECK(gt.a_bitwise);
+    CHECK(gt.b_bitwise);
+    CHECK(gt.out_diff == 0);
+    CHECK(gt.b_kernels == gt.a_kernels - kLayers);
+  }
+  // Refused when stepped, before any launch, naming the reason: without the fused prep, and with pf=out.
+  GdnDevice dev(g, 1);
+  setup_config(dev, gdn::candidate_twins().conv_rec, w, q);
+  dev.step(0, test::tok(h, g, 0));
+  const auto y_before = dev.get(0, What::OUT), hist_before = dev.get(0, What::HIST);
+  dev.set_fused_prep(false);
+  CHECK_THROWS_WITH_AS(dev.step(0, test::tok(h, g, 1)), doctest::Contains("set_fused_prep(true)"), Error);
+  dev.set_fused_prep(true);
+  dev.set_l2_prefetch(gdn::kernels::L2Prefetch::after);
+  CHECK_THROWS_WITH_AS(dev.step(0, test::tok(h, g, 1)), doctest::Contains("pf=out"), Error);
+  CHECK(bitwise_diff(dev.get(0, What::OUT), y_before) == 0);
+  CHECK(bitwise_diff(dev.get(0, What::HIST), hist_before) == 0);
+  CHECK(gdn::config_error([&] {
+          auto c = gdn::candidate_twins().conv_rec;
+          c.l2_prefetch = gdn::kernels::L2Prefetch::after;
+          return c;
+        }(), g).find("pf=out") != std::string::npos);
+}
+
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

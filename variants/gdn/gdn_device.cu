@@ -352,6 +352,15 @@ void GdnDevice::set_recurrence_variant(const std::string& variant) {
 }
 std::string GdnDevice::recurrence_variant() const { return rec_ ? rec_->name : ""; }
 
+std::string GdnDevice::conv_prep_error() const {
+  if (!rec_->conv_prep) return "";
+  const std::string what = "the recurrence " + rec_->name + " forms the conv, the q/k norm and beta/g itself (prep=conv) ";
+  if (!fused_prep_) return what + "in the fused prep's place: it needs set_fused_prep(true), whose conv_norm_bg launch it replaces";
+  if (rec_->gated_norm) return what + "and leaves the conv history's shift to the gated-norm launch: not with the gated norm as its epilogue";
+  if (l2_prefetch_ != kernels::L2Prefetch::none) return what + "without conv_norm_bg's launch, which issues pf=out (set_l2_prefetch): one of the two";
+  return "";
+}
+
 std::string GdnDevice::chain_error() const {
   if (!pdl_chain_) return "";
   if (!fused_prep_) return "the PDL chain (set_pdl_chain) needs the fused prep (set_fused_prep): beta_g, conv_silu and qk_norm launch plainly";
@@ -615,7 +624,9 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   const bool q4_layer = L->tier == Layer::Tier::q4;
   if (auto why = fork_z_error(fork_z_, merged_in_, q4_layer ? q4_->kernel : nullptr, stacked_kernel_); !why.empty()) throw Error("GdnDevice: " + why);
   const bool fork = fork_z_;  // z off the stacked launch, on the branch
-  const auto bytes = step_operator_bytes(g, q4_layer, fused_prep_, norm_in_rec, merged_in_, fold, fork);
+  if (auto why = conv_prep_error(); !why.empty()) throw Error("GdnDevice: " + why);
+  const bool conv_in_rec = rec_->conv_prep;  // the recurrence in conv_norm_bg's place (prep=conv)
+  const auto bytes = step_operator_bytes(g, q4_layer, fused_prep_, norm_in_rec, merged_in_, fold, fork, conv_in_rec);
   std::vector<StepOperator> ops;
   ops.reserve(bytes.size());
   auto add = [&](std::function<void(cudaStream_t)> f) {
@@ -688,7 +699,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   if (auto why = l2_prefetch_error(l2_prefetch_, fused_prep_, q4_ ? q4_->kernel : nullptr); !why.empty()) throw Error("GdnDevice: " + why);
   if (l2_prefetch_ != kernels::L2Prefetch::none)
     require(L->tier == Layer::Tier::q4, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: pf=out (set_l2_prefetch) prefetches a q4 out_proj");
-  if (fused_prep_) {
+  if (fused_prep_ && !conv_in_rec) {
     // 1b + 2 + 3-4 in one launch, the same bits (set_fused_prep); set_l2_prefetch: out_proj's weights into L2 besides
     add([L, hist = hist_of(layer, slot), g, chain, pf = l2_prefetch_, q4 = q4_.get()](cudaStream_t s) {
       const void* pf_base = nullptr;
@@ -701,7 +712,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
       kernels::conv_norm_bg(L->xc.get(), L->conv_w.get(), hist, L->xcv.get(), L->q.get(), L->k.get(), L->ba.get(), L->a_log.get(), L->dt_bias.get(),
                             L->beta.get(), L->g.get(), g.nk, g.dk, g.nv, g.dv, g.ck, s, chain, pf, pf_base, pf_bytes);
     });
-  } else {
+  } else if (!fused_prep_) {
     add([L, nv = g.nv](cudaStream_t s) { kernels::beta_g(L->ba.get(), L->a_log.get(), L->dt_bias.get(), L->beta.get(), L->g.get(), nv, s); });
     // 2. causal conv + SiLU, history shift (this layer's and slot's history)
     add([L, hist = hist_of(layer, slot), C = g.conv_dim(), ck = g.ck](cudaStream_t s) {
@@ -713,6 +724,21 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   // 5. delta-rule recurrence per value head on this layer's and slot's S, through the chosen
   // gdn_recurrence variant (checked on the host before each launch: dims, pointers, alignment of its loads).
   auto rargs = rec_args(g, L->q.get(), L->k.get(), L->xcv.get(), L->g.get(), L->beta.get(), S_of(layer, slot), L->on.get());
+  const kernels::HistShift shift = conv_in_rec ? kernels::HistShift{L->xc.get(), hist_of(layer, slot), int(g.conv_dim()), g.ck} : kernels::HistShift{};
+  if (conv_in_rec) {  // 1b + 2 + 3-4 inside the recurrence, into the same intermediates; the gated norm shifts hist
+    rargs.xc = L->xc.get();
+    rargs.conv_w = L->conv_w.get();
+    rargs.hist = shift.hist;
+    rargs.ba = L->ba.get();
+    rargs.a_log = L->a_log.get();
+    rargs.dt_bias = L->dt_bias.get();
+    rargs.ck = g.ck;
+    rargs.xcv_out = L->xcv.get();
+    rargs.q_out = L->q.get();
+    rargs.k_out = L->k.get();
+    rargs.beta_out = L->beta.get();
+    rargs.g_out = L->g.get();
+  }
   if (norm_in_rec) {  // 5 + 6: the recurrence's epilogue writes onn
     rargs.z = L->zv.get();
     rargs.norm_w = L->norm_w.get();
@@ -728,9 +754,9 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   if (fork && norm_in_rec) ops.back().joins = true;  // its epilogue reads z
   // 6. gated RMSNorm per value head
   if (!norm_in_rec)
-    add([L, nv = g.nv, dv = g.dv, eps = static_cast<float>(g.eps), chain, xq = norm_q8_ ? xq_ : nullptr](cudaStream_t s) {
-      if (xq) kernels::gated_norm_q8(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), xq, nv, dv, eps, s, chain);
-      else kernels::gated_norm(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), nv, dv, eps, s, chain);
+    add([L, nv = g.nv, dv = g.dv, eps = static_cast<float>(g.eps), chain, xq = norm_q8_ ? xq_ : nullptr, shift](cudaStream_t s) {
+      if (xq) kernels::gated_norm_q8(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), xq, nv, dv, eps, s, chain, shift);
+      else kernels::gated_norm(L->on.get(), L->zv.get(), L->norm_w.get(), L->onn.get(), nv, dv, eps, s, chain, shift);
     });
   if (fork && !norm_in_rec) ops.back().joins = true;  // the gated norm reads z
   // 7. y = W_out onn (set_norm_q8: onn's q8 form already in the prepared array)

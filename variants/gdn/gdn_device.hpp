@@ -143,6 +143,11 @@ class GdnDevice {
   // refuses a block whose threads are not dv). Pure host; set_recurrence_variant and config_error ask it.
   static std::string recurrence_error(const gdn_recurrence::RecurrenceKernel& k, const Geometry& g);
   std::string recurrence_variant() const;
+  // A recurrence with prep=conv (RecurrenceKernel::conv_prep) takes the fused prep's place too: it forms
+  // q, k, v, beta and g itself from xc and b|a (conv_norm_bg's bits, written to the same intermediates),
+  // the conv_norm_bg launch goes, and the gated norm shifts the conv history (kernels::HistShift). It
+  // needs the fused prep on and no pf=out (conv_prep_error names what is missing; the step throws).
+  std::string conv_prep_error() const;
   // Operators 1b, 2 and 3-4 (beta/g, conv + SiLU with the history shift, q/k norm) as ONE launch
   // (kernels::conv_norm_bg, bit for bit the three launches' results) from the next step on: the step
   // is then the seven operators of kFusedPrepOperators (step_bytes.hpp) instead of kStepOperators'

@@ -13,6 +13,7 @@
 #include "klab/error.hpp"
 #include "f32_gemv/split_row.cuh"
 #include "gdn_recurrence/block_sum.cuh"
+#include "gdn_recurrence/step_math.cuh"
 #include "f32_gemv/variants.hpp"
 #include "q4_gemv/prepared_x.cuh"
 
@@ -20,16 +21,12 @@ namespace klab::gdn::kernels {
 
 namespace {
 
-// silu(x) = x * sigmoid(x) = x / (1 + exp(-x))
-__device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }
+// silu, softplus, beta/g and the conv's value are gdn_recurrence's (step_math.cuh), the formulas the
+// recurrence's prep=conv and gated-norm epilogues run: the same operations, the same bits.
+using gdn_recurrence::silu;
 
-// softplus(x) = log(1 + exp(x)) as torch and the reference define it: x itself past the threshold 20.
-// (The seed's extra branch, exp(x) for x < -20, equals log1p(exp(x)) there to f32 rounding.)
-__device__ __forceinline__ float softplus(float x) { return x > 20.f ? x : log1pf(expf(x)); }
-
-// Threads for a block that reduces over n elements: a multiple of 32, at most 256 (each thread
-// strides over the rest), at least one warp.
-int reduce_threads(int n) { return std::clamp((n + 31) / 32 * 32, 32, 256); }
+// Threads for a block that reduces over n elements (block_sum.cuh: prep=conv's norm takes its order from it).
+using gdn_recurrence::reduce_threads;
 
 // The block reductions (q/k norm, gated norm) are gdn_recurrence's block_sum (block_sum.cuh), the one
 // the recurrence's norm=last epilogue runs: the same order, so its onn is this gated norm's bits.
@@ -38,10 +35,8 @@ using gdn_recurrence::block_sum;
 // ba (2 nv) = b | a; a_log, dt_bias, beta, g (nv). Value head h.
 __device__ __forceinline__ void beta_g_one(const float* __restrict__ ba, const float* __restrict__ a_log, const float* __restrict__ dt_bias,
                                            float* __restrict__ beta, float* __restrict__ g, int nv, int h) {
-  // beta = sigmoid(b) = 1 / (1 + exp(-b))
-  beta[h] = 1.f / (1.f + expf(-ba[h]));
-  // g = -exp(A_log) * softplus(a + dt_bias)   (log of the decay; alpha = exp(g) in the recurrence)
-  g[h] = -expf(a_log[h]) * softplus(ba[nv + h] + dt_bias[h]);
+  beta[h] = gdn_recurrence::beta_of(ba[h]);
+  g[h] = gdn_recurrence::g_of(ba[nv + h], a_log[h], dt_bias[h]);
 }
 
 // One thread per value head.
@@ -52,23 +47,22 @@ __global__ void beta_g_kernel(const float* __restrict__ ba, const float* __restr
   beta_g_one(ba, a_log, dt_bias, beta, g, nv, h);
 }
 
+// hist[j] = hist[j+1] for j < ck-2; hist[ck-2] = x   (channel ch's history shifted left one frame, x = xc[ch] newest last)
+__device__ __forceinline__ void shift_history(float* __restrict__ hist, int conv_dim, int ck, int ch, float x) {
+  for (int j = 0; j + 1 < ck - 1; ++j) hist[static_cast<std::size_t>(j) * conv_dim + ch] = hist[static_cast<std::size_t>(j + 1) * conv_dim + ch];
+  if (ck > 1) hist[static_cast<std::size_t>(ck - 2) * conv_dim + ch] = x;
+}
+
 // xc, xcv (conv_dim); w (conv_dim, ck); hist (ck-1, conv_dim), frame 0 the oldest, holding the conv
 // INPUT (raw projection). Channel ch; returns xcv[ch]. A thread reads and rewrites only its own
 // column of hist, so convolution and shift share a kernel without races.
 __device__ __forceinline__ float conv_one(const float* __restrict__ xc, const float* __restrict__ w, float* __restrict__ hist,
                                           float* __restrict__ xcv, int conv_dim, int ck, int ch) {
   const float x = xc[ch];
-  const float* wc = w + static_cast<std::size_t>(ch) * ck;
-  // acc = sum_{j<ck-1} w[ch][j] * hist[j][ch] + w[ch][ck-1] * x   (oldest frame first)
-  float acc = 0.f;
-  for (int j = 0; j < ck - 1; ++j) acc = fmaf(wc[j], hist[static_cast<std::size_t>(j) * conv_dim + ch], acc);
-  acc = fmaf(wc[ck - 1], x, acc);
-  // xcv = silu(acc)
-  const float out = silu(acc);
+  // xcv = silu(sum_{j<ck-1} w[ch][j] * hist[j][ch] + w[ch][ck-1] * x)   (step_math.cuh)
+  const float out = gdn_recurrence::conv_value(x, w + static_cast<std::size_t>(ch) * ck, hist, conv_dim, ck, ch);
   xcv[ch] = out;
-  // hist[j] = hist[j+1] for j < ck-2; hist[ck-2] = x   (shift left one frame, newest last)
-  for (int j = 0; j + 1 < ck - 1; ++j) hist[static_cast<std::size_t>(j) * conv_dim + ch] = hist[static_cast<std::size_t>(j + 1) * conv_dim + ch];
-  if (ck > 1) hist[static_cast<std::size_t>(ck - 2) * conv_dim + ch] = x;
+  shift_history(hist, conv_dim, ck, ch, x);
   return out;
 }
 
@@ -83,7 +77,7 @@ __global__ void conv_silu_kernel(const float* __restrict__ xc, const float* __re
 // out[i] = x[i] / sqrt(ss + eps) (k), or that times 1 / sqrt(dk) (q), for the block's thread-strided i.
 __device__ __forceinline__ void norm_write(const float* x, float* __restrict__ out, int dk, bool is_k, float ss) {
   // inv = 1 / sqrt(ss + eps)   (transformers' l2norm: x * rsqrt(sum x^2 + 1e-6))
-  const float inv = 1.f / sqrtf(ss + kL2NormEps);
+  const float inv = gdn_recurrence::l2_inv(ss, kL2NormEps);
   // q additionally times 1 / sqrt(dk), after the norm
   const float scale = is_k ? 1.f : 1.f / sqrtf(static_cast<float>(dk));
   for (int i = threadIdx.x; i < dk; i += blockDim.x) out[i] = is_k ? x[i] * inv : (x[i] * inv) * scale;
@@ -192,15 +186,19 @@ __global__ void conv_norm_bg_slots_kernel(const float* __restrict__ xc, const fl
 
 // o, z, onn (nv, dv); norm_w (dv). One block per value head.
 // Q8: also the q8 form of onn for out_proj (gated_norm_q8), blockDim.x == dv (a multiple of 32).
-template <bool Pdl, bool Q8 = false>
+// Shift: also every channel's conv history shift (HistShift, gdn_kernels.hpp), grid-strided, after the wait.
+template <bool Pdl, bool Q8 = false, bool Shift = false>
 __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __restrict__ z, const float* __restrict__ norm_w,
-                                  float* __restrict__ onn, int dv, float eps, uint4* __restrict__ xq = nullptr) {
+                                  float* __restrict__ onn, int dv, float eps, uint4* __restrict__ xq = nullptr, HistShift sh = {}) {
   __shared__ float smem[33];
   if constexpr (Pdl) {
     asm volatile("griddepcontrol.launch_dependents;");
     for (int c = threadIdx.x; c < dv; c += blockDim.x) prefetch_l2(norm_w + c);
     asm volatile("griddepcontrol.wait;" ::: "memory");
   }
+  if constexpr (Shift)
+    for (int ch = int(blockIdx.x * blockDim.x + threadIdx.x); ch < sh.conv_dim; ch += int(gridDim.x * blockDim.x))
+      shift_history(sh.hist, sh.conv_dim, sh.ck, ch, sh.xc[ch]);
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * dv;
   // ss = sum_c o[c]^2   (thread-strided partials, then block_sum: a fixed order)
   float p = 0.f;
@@ -316,18 +314,36 @@ std::string gated_norm_q8_error(int nv, int dv) {
   return "";
 }
 
+namespace {
+void check_shift(const HistShift& sh, const char* who) {
+  if (!sh.hist) return;
+  require(sh.xc != nullptr && sh.conv_dim > 0 && sh.ck >= 1, std::string(who) + ": the history shift needs xc, conv_dim > 0 and ck >= 1");
+}
+}  // namespace
+
 void gated_norm_q8(const float* o, const float* z, const float* norm_w, float* onn, uint4* xq, int nv, int dv, float eps, cudaStream_t stream,
-                   bool pdl) {
+                   bool pdl, HistShift shift) {
   if (auto why = gated_norm_q8_error(nv, dv); !why.empty()) throw Error("gated_norm_q8: " + why);
   require(o && z && norm_w && onn && xq, "gated_norm_q8: a null buffer");
-  launch_maybe_pdl(pdl, pdl ? gated_norm_kernel<true, true> : gated_norm_kernel<false, true>, dim3(unsigned(nv)), dim3(unsigned(dv)), 0, stream, o, z,
-                   norm_w, onn, dv, eps, xq);
+  check_shift(shift, "gated_norm_q8");
+  if (shift.hist)
+    launch_maybe_pdl(pdl, pdl ? gated_norm_kernel<true, true, true> : gated_norm_kernel<false, true, true>, dim3(unsigned(nv)), dim3(unsigned(dv)), 0,
+                     stream, o, z, norm_w, onn, dv, eps, xq, shift);
+  else
+    launch_maybe_pdl(pdl, pdl ? gated_norm_kernel<true, true> : gated_norm_kernel<false, true>, dim3(unsigned(nv)), dim3(unsigned(dv)), 0, stream, o, z,
+                     norm_w, onn, dv, eps, xq, HistShift{});
   KLAB_CUDA_LAUNCH("gated_norm_kernel<q8>");
 }
 
-void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream, bool pdl) {
-  if (pdl) launch_maybe_pdl(true, gated_norm_kernel<true>, dim3(unsigned(nv)), dim3(unsigned(reduce_threads(dv))), 0, stream, o, z, norm_w, onn, dv, eps,
-                            nullptr);
+void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream, bool pdl,
+                HistShift shift) {
+  check_shift(shift, "gated_norm");
+  if (shift.hist)
+    launch_maybe_pdl(pdl, pdl ? gated_norm_kernel<true, false, true> : gated_norm_kernel<false, false, true>, dim3(unsigned(nv)),
+                     dim3(unsigned(reduce_threads(dv))), 0, stream, o, z, norm_w, onn, dv, eps, nullptr, shift);
+  else if (pdl)
+    launch_maybe_pdl(true, gated_norm_kernel<true>, dim3(unsigned(nv)), dim3(unsigned(reduce_threads(dv))), 0, stream, o, z, norm_w, onn, dv, eps, nullptr,
+                     HistShift{});
   else gated_norm_kernel<false><<<nv, reduce_threads(dv), 0, stream>>>(o, z, norm_w, onn, dv, eps);
   KLAB_CUDA_LAUNCH("gated_norm_kernel");
 }

@@ -74,14 +74,24 @@ void conv_norm_bg_slots(const float* xc, const float* conv_w, float* hist, std::
 // o, z, onn (nv, dv); norm_w (dv). A block reads only its own head's dv values and norm_w, so B slots
 // of dense (B, nv, dv) o, z, onn are one launch with nv = B nv, each slot bit for bit its own launch.
 // pdl: as conv_norm_bg's (norm_w prefetched into L2 before the wait; the same bits).
-void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream, bool pdl = false);
+// shift (hist non-null): the launch also shifts every channel's conv history by one frame, xc newest
+// (conv_norm_bg's shift, the same copies), after its wait. For a recurrence that formed the conv
+// itself (gdn_recurrence prep=conv): it reads hist from many blocks and so cannot shift it; the gated
+// norm, the next launch of the step, can. Refuses (klab::Error) a shift without xc, conv_dim or ck.
+struct HistShift {
+  const float* xc = nullptr;  // (conv_dim) the conv's input, the newest frame
+  float* hist = nullptr;      // (ck-1, conv_dim)
+  int conv_dim = 0, ck = 0;
+};
+void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream, bool pdl = false,
+                HistShift shift = {});
 // The same launch (onn bit for bit) that also writes onn's q8 form for out_proj's
 // grid=groups,xprep=launch,dot=q8-dp4a kernel into xq (q4_gemv::prepared_x(); the contract and the
 // layout are in q4_gemv/prepared_x.cuh), so that out_proj runs without its prep launch
 // (GdnDevice::set_norm_q8). Each warp quantises the 32 values it just computed. Refuses (klab::Error,
 // before any CUDA call) what gated_norm_q8_error names.
 void gated_norm_q8(const float* o, const float* z, const float* norm_w, float* onn, uint4* xq, int nv, int dv, float eps, cudaStream_t stream,
-                   bool pdl = false);
+                   bool pdl = false, HistShift shift = {});
 // The stacked input projections' prep and b|a as ONE launch (GdnDevice::set_fold_ba): blocks of 256
 // threads, the first ceil(hidden / 256) write h's q8 form into xq (a warp per block of 32, exactly
 // q4_gemv's xprep=warps prep kernel), the next `ba_rows` compute ba = W_ba h (a block a row, exactly

@@ -1,10 +1,15 @@
 // The GDN step's bytes per operator (step_bytes.hpp).
 #include "gdn/step_bytes.hpp"
 
+#include <algorithm>
+
+#include "klab/error.hpp"
+
 namespace klab::gdn {
 
 std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep, bool fused_norm, bool merged_in, bool fold_ba,
-                                               bool fork_z) {
+                                               bool fork_z, bool conv_rec) {
+  require(!conv_rec || (fused_prep && !fused_norm), "step_operator_bytes: conv_rec (prep=conv) is on the fused prep's list, without the gated norm in the recurrence");
   // Sizes in elements; every activation and small weight is f32 (4 bytes).
   const double H = g.hidden, C = g.conv_dim(), V = g.value_dim(), K = g.key_dim(), nv = g.nv;
   const double big = q4 ? 0.5625 : 4.0;  // bytes per weight of the big three
@@ -56,6 +61,15 @@ std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool
                                                m[b].bytes.state + m[b + 1].bytes.state + m[b + 2].bytes.state, f * (2 * nv + C + C + 2 * K + 2 * nv)}};
   m.erase(m.begin() + long(b), m.begin() + long(b) + 3);
   m.insert(m.begin() + long(b), fused);
+  if (!conv_rec) return m;
+  // conv_norm_bg (b) + recurrence (b + 1); the history's write moves to the gated norm (b + 2)
+  const double hist = f * (g.ck - 1) * C;
+  const OperatorModel cr{kConvRecurrence, {m[b].bytes.weights + m[b + 1].bytes.weights, m[b + 1].bytes.state + hist,
+                                           f * (C + 2 * nv + C + 2 * K + 2 * nv + V)}};
+  const OperatorBytes gn = m[b + 2].bytes;
+  m[b + 2].bytes = {gn.weights, gn.state + hist, gn.act + f * (C + std::max(0, g.ck - 2) * C)};
+  m.erase(m.begin() + long(b));
+  m[b] = cr;
   return m;
 }
 

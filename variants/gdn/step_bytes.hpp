@@ -44,6 +44,9 @@ inline constexpr const char* kStackedInProjBa = "in_proj_qkvz_ba";
 // kForkStacked (or kForkStackedBa with b|a folded in) and in_proj_z an operator of its own after it.
 inline constexpr const char* kForkStacked = "in_proj_qkv";
 inline constexpr const char* kForkStackedBa = "in_proj_qkv_ba";
+// With a recurrence that forms the conv, the q/k norm and beta/g itself (prep=conv, on the fused
+// prep's list), conv_norm_bg and recurrence are the one operator kConvRecurrence.
+inline constexpr const char* kConvRecurrence = "conv_recurrence";
 
 struct OperatorModel {
   const char* name;
@@ -59,7 +62,10 @@ struct OperatorModel {
 // kStackedInProj and in_proj_ba as kStackedInProjBa, the three weights, h read once, xc, z and b|a written.
 // fork_z (with merged_in): in_proj_z split back out of the stacked operator, right after it, with
 // its own bytes as in the nine (h read again: by z's launch); the stacked one kForkStacked(Ba).
+// conv_rec (with fused_prep, without fused_norm): conv_norm_bg and the recurrence as kConvRecurrence,
+// with both their weights, S and the history read once, as act xc and b|a in, xcv, q, k, beta, g and o
+// out; the gated norm writes the history (its state) and reads xc and the frames it moves again (act).
 std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep = false, bool fused_norm = false,
-                                               bool merged_in = false, bool fold_ba = false, bool fork_z = false);
+                                               bool merged_in = false, bool fold_ba = false, bool fork_z = false, bool conv_rec = false);
 
 }  // namespace klab::gdn

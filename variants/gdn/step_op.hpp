@@ -104,6 +104,9 @@ inline constexpr const char* kSmemGroupsQ4 = "q4_gemv/map=packed,dot=q8-dp4a,gri
 inline constexpr const char* kRecNormQ8 = "gdn_recurrence/impl=fused,cols=128,rows=8,pdl=early,norm=gated";
 // The candidates' recurrence with the gated norm (and onn's q8 form) run by the last of a head's column blocks.
 inline constexpr const char* kRecNormLast = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=last";
+// The candidates' recurrence forming q, k, v, beta and g itself from the raw projections (prep=conv): the
+// conv_norm_bg launch goes (GdnDevice::conv_prep_error), its bits stay.
+inline constexpr const char* kRecConv = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,prep=conv";
 inline constexpr const char* kThreadPrepQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
 // and in_proj_z as one launch, b|a computed by that launch's prep kernel (fold=ba, since 2026-12-02:
@@ -140,6 +143,7 @@ struct CandidateTwins {
   // stacked launch runs the q4 kernel's own prep (the candidate's runs in_prep_ba, out_proj none).
   FusedStepConfig warp1;         // ba_own on kWarpQ4
   FusedStepConfig fold_main_warp1;  // fold_main on kWarpQ4
+  FusedStepConfig conv_rec;      // the candidate on kRecConv: conv, q/k norm and beta/g in the recurrence, five launches a layer
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
@@ -169,6 +173,7 @@ inline constexpr const char* kF32Pdl8Kernel = "f32_gemv/impl=warp-row,unroll=8,p
 struct F32Twins {
   FusedStepConfig fork_z;     // the candidate with in_proj_z forked off the stacked launch (fork=z)
   FusedStepConfig norm_last;  // the candidate on kRecNormLast: the gated norm by the recurrence's last column block of each head
+  FusedStepConfig conv_rec;   // the candidate on kRecConv: conv, q/k norm and beta/g in the recurrence
   FusedStepConfig u8;
   FusedStepConfig ba_own;
   FusedStepConfig apart;

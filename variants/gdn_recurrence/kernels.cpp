@@ -59,6 +59,14 @@ std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a) {
     for (const auto& [axis, value] : kern.axes)
       if (axis == "cols" && !kern.counts && a.dv > std::stoi(value)) return "onn's q8 form (xq) needs a head's dv columns in one block: dv " + std::to_string(a.dv) + " > cols=" + value;
   }
+  if (a.xc) {
+    if (!kern.conv_prep) return "the conv prep (xc) asked of a kernel without prep=conv (" + kern.name + ")";
+    if (a.batch != 1) return "the conv prep (xc) is one sequence's (batch 1), not batch " + std::to_string(a.batch);
+    if (a.ck < 1) return "the conv prep (xc) needs ck >= 1 conv taps, not " + std::to_string(a.ck);
+    if (!a.conv_w || (a.ck > 1 && !a.hist) || !a.ba || !a.a_log || !a.dt_bias)
+      return "the conv prep (xc) needs conv_w, hist (ck > 1), ba, a_log and dt_bias";
+    if (!a.xcv_out || !a.q_out || !a.k_out || !a.beta_out || !a.g_out) return "the conv prep (xc) needs xcv_out, q_out, k_out, beta_out and g_out";
+  }
   if (kern.vec4) {
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     const bool s_ok = kern.state_bf16 ? reinterpret_cast<std::uintptr_t>(a.S) % 8 == 0 : aligned(a.S);

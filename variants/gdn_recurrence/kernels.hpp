@@ -16,7 +16,9 @@
 // Strides are in elements (floats; bf16 for S of a state=bf16 kernel). Variants that load 16 bytes at a
 // time (fused) need S, o and v 16-byte aligned (S 8-byte with state=bf16; every pointer, stride and dv a
 // multiple of 4 elements): check_args says which is not.
-// No variant writes q, k, v, g or beta; none uses atomics: same inputs, same bits.
+// No variant writes q, k, v, g or beta; none uses atomics: same inputs, same bits. (prep=conv forms
+// them itself from the raw projections where the caller asks, RecurrenceArgs::xc, and writes its copies
+// of them to the *_out tensors, never to q, k, v, g, beta.)
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -56,6 +58,28 @@ struct RecurrenceArgs {
   // With onn, for kernels with RecurrenceKernel::counts (norm=last): batch * nv ints, zero before the
   // launch and left zero after it (each head's last column block counts and resets its own).
   int* count = nullptr;
+  // prep=conv (kernels with RecurrenceKernel::conv_prep; xc null: none, as in the op's own races): the
+  // GDN step's conv + SiLU, q/k L2 norm and beta/g inside the recurrence, from the raw projections, as
+  // the step's conv_norm_bg launch forms them (batch 1; q, k, v, g and beta above are then not read):
+  //   xcv[ch] = silu(sum_j conv_w[ch][j] hist[j][ch] + conv_w[ch][ck-1] xc[ch])   (ch < conv_dim = 2 nk dk + nv dv;
+  //             the q part of key head kh at kh dk, k at nk dk + kh dk, v of head h at 2 nk dk + h dv)
+  //   q, k     xcv's parts normalised: the same block_sum order over reduce_threads(dk) threads (block_sum.cuh)
+  //   beta, g  from ba (2 nv: b | a), a_log, dt_bias (nv)                                  (step_math.cuh)
+  // Written for readback, each element once: xcv_out (conv_dim), q_out, k_out (nk dk), beta_out, g_out
+  // (nv). hist is only read (many blocks read a key head's history): the caller shifts it after this
+  // launch (variants/gdn: the gated norm's HistShift).
+  const float* xc = nullptr;
+  const float* conv_w = nullptr;  // (conv_dim, ck)
+  const float* hist = nullptr;    // (ck-1, conv_dim), frame 0 the oldest
+  const float* ba = nullptr;
+  const float* a_log = nullptr;
+  const float* dt_bias = nullptr;
+  int ck = 0;
+  float* xcv_out = nullptr;
+  float* q_out = nullptr;
+  float* k_out = nullptr;
+  float* beta_out = nullptr;
+  float* g_out = nullptr;
 };
 
 // The arguments of `batch` densely packed sequences ((batch, nk, dk) q and k, (batch, nv, dv) v and
@@ -89,6 +113,8 @@ struct RecurrenceKernel {
   // elements; 8-byte aligned), widened to f32 on load and rounded to nearest even on store. With S
   // holding bf16 values, o and the f32 values before the store are its f32 twin's bit for bit.
   bool state_bf16 = false;
+  // Can form q, k, v, beta and g itself from the raw projections (RecurrenceArgs::xc): prep=conv.
+  bool conv_prep = false;
 };
 
 // Every kernel, in ladder order (seed first).

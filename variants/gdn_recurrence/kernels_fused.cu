@@ -47,6 +47,7 @@
 
 #include "gdn_recurrence/block_sum.cuh"
 #include "gdn_recurrence/kernels.hpp"
+#include "gdn_recurrence/step_math.cuh"
 #include "q4_gemv/prepared_x.cuh"  // onn's q8 form for out_proj (norm=gated, cols >= dv)
 
 #include "klab/cuda.hpp"
@@ -113,8 +114,7 @@ __device__ __forceinline__ void store_s(T* p, float4 v) {
   }
 }
 
-// silu(x) = x / (1 + exp(-x)), as the GDN step's gated_norm computes it (variants/gdn/gdn_kernels.cu).
-__device__ __forceinline__ float silu(float x) { return x / (1.f + expf(-x)); }
+// silu: step_math.cuh's, the GDN step's gated_norm formula (variants/gdn/gdn_kernels.cu).
 
 // The most blocks of a cluster (norm=gated): the portable cluster size.
 constexpr int kMaxCluster = 8;
@@ -225,7 +225,59 @@ __device__ __forceinline__ void gated_norm_last(const RecurrenceArgs& a, const f
   if (c == 0) a.count[b * a.nv + h] = 0;
 }
 
-template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false>
+// prep=conv (RecurrenceArgs::xc): the block's inputs formed here from the raw projections, as the GDN
+// step's conv_norm_bg forms them (variants/gdn/gdn_kernels.cu), into shared memory `sm`:
+//   sm[0, dk)          q of key head kh, conv + SiLU (step_math.cuh's conv_value)
+//   sm[dk, 2 dk)       k of key head kh, the same
+//   sm[2 dk, 2 dk + C) v of this block's C columns of head h (0 past dv)
+//   sm[2 dk + C]       beta of head h, sm[2 dk + C + 1] its g (step_math.cuh)
+// then one barrier. Each element is written out once for readback: a key head's q, k (and their xcv)
+// by the block of its first value head's first column tile, v's xcv by its own block, beta and g by
+// tile 0 of the head. hist is only read. (The norm follows in the kernel, every warp on its own.)
+__device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int tile, int C, float* sm) {
+  const int nk = a.nk, nv = a.nv, dk = a.dk, dv = a.dv, ck = a.ck;
+  const int conv_dim = 2 * nk * dk + nv * dv, kh = h / (nv / nk);
+  const bool qk_writer = h % (nv / nk) == 0 && tile == 0;
+  for (int i = int(threadIdx.x); i < 2 * dk + C; i += int(blockDim.x)) {
+    int ch;
+    if (i < 2 * dk) {
+      ch = (i < dk ? 0 : nk * dk - dk) + kh * dk + i;  // q: kh dk + i; k: nk dk + kh dk + (i - dk)
+    } else {
+      const int c = tile * C + (i - 2 * dk);
+      if (c >= dv) {
+        sm[i] = 0.f;
+        continue;
+      }
+      ch = 2 * nk * dk + h * dv + c;
+    }
+    const float x = conv_value(a.xc[ch], a.conv_w + static_cast<std::size_t>(ch) * ck, a.hist, conv_dim, ck, ch);
+    sm[i] = x;
+    if (i >= 2 * dk || qk_writer) a.xcv_out[ch] = x;
+  }
+  if (threadIdx.x == 0) {
+    const float be = beta_of(a.ba[h]), g = g_of(a.ba[nv + h], a.a_log[h], a.dt_bias[h]);
+    sm[2 * dk + C] = be;
+    sm[2 * dk + C + 1] = g;
+    if (tile == 0) a.beta_out[h] = be, a.g_out[h] = g;
+  }
+  __syncthreads();
+}
+
+// The sum of squares of x[0, n) in conv_norm_bg's order: thread t of reduce_threads(n) accumulates
+// x[t], x[t + T], ... by fma from +0, then block_sum (block_sum_in_warp: one warp, the same bits).
+__device__ __forceinline__ float norm_ss(const float* x, int n) {
+  const int T = reduce_threads(n);
+  return block_sum_in_warp(T, [&](int t) {
+    float p = 0.f;
+    for (int i = t; i < n; i += T) p = fmaf(x[i], x[i], p);
+    return p;
+  });
+}
+
+// Smem floats of prep=conv's inputs (conv_prep's layout).
+constexpr std::size_t conv_prep_floats(int dk, int C) { return std::size_t(2 * dk + C + 2); }
+
+template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false>
 __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a) {
   static_assert(C >= 4 && C <= 128 && (C & (C - 1)) == 0, "cols: a power of two from 4 to 128 (C/4 column quads divide a warp)");
   static_assert(R >= 1 && R <= 16, "rows: 1 to 16 float4 of S a thread (registers)");
@@ -244,18 +296,28 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
   SElem* Sh = reinterpret_cast<SElem*>(a.S) + b * a.S_stride + static_cast<std::int64_t>(h) * dk * dv + c0;
 
   float4 s[R];
+  const bool prep = Conv && a.xc != nullptr;  // uniform: a kernel argument
   if constexpr (Early) {
     asm volatile("griddepcontrol.launch_dependents;");
     if (live) {
 #pragma unroll
       for (int r = 0; r < R; ++r) prefetch_l2(Sh + static_cast<std::int64_t>(rg + G * r) * dv);
-      prefetch_l2(a.v + b * a.v_stride + static_cast<std::int64_t>(h) * dv + c0);
+      if (!prep) prefetch_l2(a.v + b * a.v_stride + static_cast<std::int64_t>(h) * dv + c0);
     }
-    if (w == 0 && lane * 32 < dk) {  // q and k of the key head, 128 bytes a lane
+    if (prep) {  // the conv's history of the block's q, k and v channels (xc: written by the predecessor, read after the wait)
+      const int conv_dim = 2 * nk * dk + nv * dv, kh = h / (nv / nk);
+      for (int i = int(threadIdx.x) * 32; i < 2 * dk + C; i += int(blockDim.x) * 32) {  // a 128-byte line a thread
+        const int ch = i < 2 * dk ? (i < dk ? 0 : nk * dk - dk) + kh * dk + i : 2 * nk * dk + h * dv + tile * C + (i - 2 * dk);
+        if (i >= 2 * dk && tile * C + (i - 2 * dk) >= dv) continue;
+        for (int j = 0; j < a.ck - 1; ++j) prefetch_l2(a.hist + static_cast<std::int64_t>(j) * conv_dim + ch);
+        for (int l = 0; l < a.ck; ++l) prefetch_l2(a.conv_w + static_cast<std::int64_t>(ch) * a.ck + 32 * l);  // the 32 channels' weights
+      }
+      if (threadIdx.x == 0) prefetch_l2(a.a_log + h), prefetch_l2(a.dt_bias + h);
+    } else if (w == 0 && lane * 32 < dk) {  // q and k of the key head, 128 bytes a lane
       const std::int64_t at = b * a.q_stride + static_cast<std::int64_t>(h / (nv / nk)) * dk + lane * 32;
       prefetch_l2(a.q + at), prefetch_l2(a.k + (at - b * a.q_stride + b * a.k_stride));
     }
-    if (threadIdx.x == 0) prefetch_l2(a.g + b * a.gb_stride + h), prefetch_l2(a.beta + b * a.gb_stride + h);
+    if (threadIdx.x == 0 && !prep) prefetch_l2(a.g + b * a.gb_stride + h), prefetch_l2(a.beta + b * a.gb_stride + h);
     asm volatile("griddepcontrol.wait;" ::: "memory");
   }
   // pdl=on|off: the state first, before the wait: it depends on no predecessor (PDL contract above).
@@ -268,16 +330,42 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
   const float* qh = a.q + b * a.q_stride + static_cast<std::int64_t>(kh) * dk;
   const float* kh_ = a.k + b * a.k_stride + static_cast<std::int64_t>(kh) * dk;
   float kn[R], qn[R];
+  float alpha, beta;
+  float4 v;
+  if constexpr (Conv) {
+    if (prep) {
+      // q, k, v, beta, g as conv_norm_bg forms them; the norm per warp in its order (norm_ss), then
+      // kn = k inv_k and qn = (q inv_q) / sqrt(dk): conv_norm_bg's norm_write, so its q and k bits.
+      float* sm = reinterpret_cast<float*>(red + 2 * W * Q);
+      conv_prep(a, h, tile, C, sm);
+      const float inv_q = l2_inv(norm_ss(sm, dk), kEps), inv_k = l2_inv(norm_ss(sm + dk, dk), kEps);
+      const float scale = 1.f / sqrtf(static_cast<float>(dk));
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    kn[r] = kh_[rg + G * r];
-    qn[r] = qh[rg + G * r];
+      for (int r = 0; r < R; ++r) {
+        kn[r] = sm[dk + rg + G * r] * inv_k;
+        qn[r] = (sm[rg + G * r] * inv_q) * scale;
+      }
+      if (w == 0 && h % (nv / nk) == 0 && tile == 0)  // the key head's writer block (conv_prep's) writes its q and k
+        for (int i = lane; i < dk; i += 32) {
+          a.q_out[static_cast<std::int64_t>(kh) * dk + i] = (sm[i] * inv_q) * scale;
+          a.k_out[static_cast<std::int64_t>(kh) * dk + i] = sm[dk + i] * inv_k;
+        }
+      beta = sm[2 * dk + C];
+      alpha = expf(sm[2 * dk + C + 1]);
+      v = live ? make_float4(sm[2 * dk + 4 * cq], sm[2 * dk + 4 * cq + 1], sm[2 * dk + 4 * cq + 2], sm[2 * dk + 4 * cq + 3]) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
   }
-  const float alpha = expf(a.g[b * a.gb_stride + h]);
-  const float beta = a.beta[b * a.gb_stride + h];
-  const float4 v = live ? *reinterpret_cast<const float4*>(a.v + b * a.v_stride + static_cast<std::int64_t>(h) * dv + c0)
-                        : make_float4(0.f, 0.f, 0.f, 0.f);
-  if (a.normalize_qk) {
+  if (!prep) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      kn[r] = kh_[rg + G * r];
+      qn[r] = qh[rg + G * r];
+    }
+    alpha = expf(a.g[b * a.gb_stride + h]);
+    beta = a.beta[b * a.gb_stride + h];
+    v = live ? *reinterpret_cast<const float4*>(a.v + b * a.v_stride + static_cast<std::int64_t>(h) * dv + c0) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  if (a.normalize_qk && !prep) {
     // ss = sum_j x[j]^2 (lane-strided fma, then a butterfly); inv = 1 / sqrt(ss + eps)
     float pk = 0.f, pq = 0.f;
     for (int j = lane; j < dk; j += 32) {
@@ -399,8 +487,15 @@ std::string can_last(const RecurrenceArgs& a) {
   return "";
 }
 
-template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false>
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
+  if constexpr (Conv) {  // prep=conv: its inputs in shared memory after the warps' partials
+    const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
+    const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4) + conv_prep_floats(a.dk, C) * sizeof(float);
+    launch_maybe_pdl(Pdl || Early, fused_kernel<C, R, Early, false, false, false, false, true>,
+                     dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem, s, a);
+    return;
+  }
   if constexpr (Last) {  // no cluster: the count picks the block that runs a head's norm
     const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
     const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
@@ -438,10 +533,11 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
 
 std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
 
-template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false>
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false>
 RecurrenceKernel fused() {
   static_assert(!(Cs && (Bf16 || Norm)), "cache=stream is registered on the f32 state without norm=gated");
   static_assert(!(Last && (Norm || Bf16 || Cs)), "norm=last is registered on the f32 state, without the cluster epilogue");
+  static_assert(!(Conv && (Norm || Bf16 || Cs || Last)), "prep=conv is registered on the f32 state without an epilogue");
   RecurrenceKernel k;
   k.axes = {{"impl", "fused"}, {"cols", std::to_string(C)}, {"rows", std::to_string(R)}};
   if (Bf16) k.axes.push_back({"state", "bf16"});  // before pdl: a pdl=early name less "early" + "on" is its pdl=on twin's
@@ -449,6 +545,7 @@ RecurrenceKernel fused() {
   k.axes.push_back({"pdl", Early ? "early" : Pdl ? "on" : "off"});
   if (Norm) k.axes.push_back({"norm", "gated"});
   if (Last) k.axes.push_back({"norm", "last"});
+  if (Conv) k.axes.push_back({"prep", "conv"});
   k.description = "one launch, q/k norm fused, S read once into registers as float4: " + std::to_string(C) + " columns x all rows per block, " +
                   std::to_string(R) + " rows x 4 columns per thread" +
                   (Early ? ", programmatic dependent launch, dependents let go at the start, S prefetched into L2 before the wait and loaded after it"
@@ -460,19 +557,23 @@ RecurrenceKernel fused() {
                   (Last ? "; the GDN step's gated RMSNorm (and onn's q8 form) where the caller asks for it, run by the last of a head's column "
                           "blocks to finish (an atomic count per head), with the gated-norm launch's arithmetic"
                         : "") +
+                  (Conv ? "; the GDN step's conv + SiLU, q/k L2 norm and beta/g where the caller asks for them (RecurrenceArgs::xc: formed from "
+                          "the raw projections as the step's conv_norm_bg launch forms them, the same bits), so that launch goes"
+                        : "") +
                   (Cs ? "; S loaded and stored with the evict-first hint (ld.global.cs / st.global.cs)" : "") +
                   (Bf16 ? "; S stored as bf16 (half the state's bytes; widened on load, each element rounded to nearest even on store, the "
                           "arithmetic f32): a research axis, judged by its own tolerance and by its drift over time (gdn-state-drift)"
                         : "");
   k.can_implement = Norm ? can_norm<C, R> : Last ? can_last<C, R> : can<C, R>;
   k.workspace_floats = no_workspace;
-  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last>;
+  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv>;
   k.state_bf16 = Bf16;
   k.state_before_wait = Pdl && !Early;
   k.vec4 = true;
   k.gated_norm = Norm || Last;
   k.norm_q8 = (Norm && C >= 128) || Last;
   k.counts = Last;
+  k.conv_prep = Conv;
   return k;
 }
 
@@ -528,7 +629,13 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // rec-norm's one block a head (5.1 against 3.37 us) or norm=gated's cluster; the gated-norm launch's bits. Raced alone
           // (no epilogue asked) it is its pdl=early twin. Measured in reports/h200/run-93e3419: the step's bits, x0.982 per layer
           // and x0.960 in the 48-layer graph: a negative result, kept.
-          fused<32, 8, true, true, false, false, false, true>()};
+          fused<32, 8, true, true, false, false, false, true>(),
+          // prep=conv (2026-12-04): the step's recurrence (cols=32 rows=8 pdl=early) forming q, k, v, beta and g itself from
+          // the raw projections (conv_prep, norm_ss: conv_norm_bg's formulas and order), so that the step's conv_norm_bg launch
+          // goes (six launches a layer -> five) and with it a dependent hop and an L2 round trip. Why (kernel traces,
+          // reports/h200/run-4cb578e): in the 48-layer graph conv_norm_bg ends 4.3 us after in_proj and the recurrence 3.4 us
+          // after it. Raced alone (no prep asked) it is its pdl=early twin.
+          fused<32, 8, true, true, false, false, false, false, true>()};
 }
 
 }  // namespace klab::gdn_recurrence
