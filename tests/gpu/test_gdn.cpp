@@ -504,6 +504,11 @@ TEST_CASE("GDN: the recurrence is a gdn_recurrence variant chosen by name; impl=
       CHECK_REFUSED(dev.set_recurrence_variant(k.name), "bf16");
       continue;
     }
+    if (k.conv_prep) {  // in the fused prep's place: without it the step refuses, naming the setting (its bits: test_gdn_breakdown.cpp)
+      dev.set_recurrence_variant(k.name);
+      CHECK_REFUSED(dev.run(0, T, h), "set_fused_prep(true)");
+      continue;
+    }
     gdn_recurrence::RecurrenceArgs probe;
     probe.nk = g.nk, probe.nv = g.nv, probe.dk = g.dk, probe.dv = g.dv, probe.normalize_qk = false;
     if (!k.can_implement(probe).empty()) {  // a configuration this geometry cannot take is refused, not run

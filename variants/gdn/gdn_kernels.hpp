@@ -77,7 +77,8 @@ void conv_norm_bg_slots(const float* xc, const float* conv_w, float* hist, std::
 // shift (hist non-null): the launch also shifts every channel's conv history by one frame, xc newest
 // (conv_norm_bg's shift, the same copies), after its wait. For a recurrence that formed the conv
 // itself (gdn_recurrence prep=conv): it reads hist from many blocks and so cannot shift it; the gated
-// norm, the next launch of the step, can. Refuses (klab::Error) a shift without xc, conv_dim or ck.
+// norm, the next launch of the step, can. Refuses (klab::Error) a shift without xc or conv_dim, or
+// with ck outside [1, 9] (its frames are held in registers between its loads and its stores).
 struct HistShift {
   const float* xc = nullptr;  // (conv_dim) the conv's input, the newest frame
   float* hist = nullptr;      // (ck-1, conv_dim)

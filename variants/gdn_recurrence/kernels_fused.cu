@@ -234,28 +234,40 @@ __device__ __forceinline__ void gated_norm_last(const RecurrenceArgs& a, const f
 // then one barrier. Each element is written out once for readback: a key head's q, k (and their xcv)
 // by the block of its first value head's first column tile, v's xcv by its own block, beta and g by
 // tile 0 of the head. hist is only read. (The norm follows in the kernel, every warp on its own.)
+//
+// The loads come first: each thread's channels kU at a time, with ck a compile-time constant where it
+// is the model's (CK = 4; 0: a.ck), so that every load of xc, the history and the weights of those
+// channels is issued before the first fma waits (one L2 round trip, not one a channel: measured on the
+// H200, 2026-12-04, reports/h200/run-d0d353c, the loop that stored each channel's xcv before loading the
+// next took 8.9 us after in_proj against 7.3 for conv_norm_bg and the recurrence apart).
+template <int CK>
 __device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int tile, int C, float* sm) {
-  const int nk = a.nk, nv = a.nv, dk = a.dk, dv = a.dv, ck = a.ck;
-  const int conv_dim = 2 * nk * dk + nv * dv, kh = h / (nv / nk);
+  constexpr int kU = 4;
+  const int nk = a.nk, nv = a.nv, dk = a.dk, dv = a.dv, ck = CK > 0 ? CK : a.ck;
+  const int conv_dim = 2 * nk * dk + nv * dv, kh = h / (nv / nk), n = 2 * dk + C;
   const bool qk_writer = h % (nv / nk) == 0 && tile == 0;
-  for (int i = int(threadIdx.x); i < 2 * dk + C; i += int(blockDim.x)) {
-    int ch;
-    if (i < 2 * dk) {
-      ch = (i < dk ? 0 : nk * dk - dk) + kh * dk + i;  // q: kh dk + i; k: nk dk + kh dk + (i - dk)
-    } else {
-      const int c = tile * C + (i - 2 * dk);
-      if (c >= dv) {
-        sm[i] = 0.f;
-        continue;
-      }
-      ch = 2 * nk * dk + h * dv + c;
+  float bg[4];  // b, a, A_log, dt_bias of head h (thread 0), loaded with the rest
+  if (threadIdx.x == 0) bg[0] = a.ba[h], bg[1] = a.ba[nv + h], bg[2] = a.a_log[h], bg[3] = a.dt_bias[h];
+  for (int i0 = int(threadIdx.x); i0 < n; i0 += kU * int(blockDim.x)) {
+    float x[kU];
+    int ch[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int i = i0 + u * int(blockDim.x);
+      ch[u] = -1;
+      if (i < 2 * dk) ch[u] = (i < dk ? 0 : nk * dk - dk) + kh * dk + i;  // q: kh dk + i; k: nk dk + kh dk + (i - dk)
+      else if (i < n && tile * C + (i - 2 * dk) < dv) ch[u] = 2 * nk * dk + h * dv + tile * C + (i - 2 * dk);
+      x[u] = ch[u] >= 0 ? conv_value(a.xc[ch[u]], a.conv_w + static_cast<std::size_t>(ch[u]) * ck, a.hist, conv_dim, ck, ch[u]) : 0.f;
     }
-    const float x = conv_value(a.xc[ch], a.conv_w + static_cast<std::size_t>(ch) * ck, a.hist, conv_dim, ck, ch);
-    sm[i] = x;
-    if (i >= 2 * dk || qk_writer) a.xcv_out[ch] = x;
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int i = i0 + u * int(blockDim.x);
+      if (i < n) sm[i] = x[u];
+      if (ch[u] >= 0 && (i >= 2 * dk || qk_writer)) a.xcv_out[ch[u]] = x[u];
+    }
   }
   if (threadIdx.x == 0) {
-    const float be = beta_of(a.ba[h]), g = g_of(a.ba[nv + h], a.a_log[h], a.dt_bias[h]);
+    const float be = beta_of(bg[0]), g = g_of(bg[1], bg[2], bg[3]);
     sm[2 * dk + C] = be;
     sm[2 * dk + C + 1] = g;
     if (tile == 0) a.beta_out[h] = be, a.g_out[h] = g;
@@ -337,7 +349,8 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
       // q, k, v, beta, g as conv_norm_bg forms them; the norm per warp in its order (norm_ss), then
       // kn = k inv_k and qn = (q inv_q) / sqrt(dk): conv_norm_bg's norm_write, so its q and k bits.
       float* sm = reinterpret_cast<float*>(red + 2 * W * Q);
-      conv_prep(a, h, tile, C, sm);
+      if (a.ck == 4) conv_prep<4>(a, h, tile, C, sm);
+      else conv_prep<0>(a, h, tile, C, sm);
       const float inv_q = l2_inv(norm_ss(sm, dk), kEps), inv_k = l2_inv(norm_ss(sm + dk, dk), kEps);
       const float scale = 1.f / sqrtf(static_cast<float>(dk));
 #pragma unroll
