@@ -221,7 +221,8 @@ TEST_CASE("gdn_recurrence prep=conv: the twin of its pdl=early kernel, its own l
     static float f[64];
     gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, 1);
     a.q = a.k = a.v = a.g = a.beta = a.S = a.o = f;
-    a.xc = a.conv_w = a.hist = a.ba = a.a_log = a.dt_bias = f;
+    a.xc = a.conv_w = a.ba = a.a_log = a.dt_bias = f;
+    a.hist = f;
     a.xcv_out = a.q_out = a.k_out = a.beta_out = a.g_out = f;
     a.ck = 4;
     CHECK(gr::check_args(k, a) == "");

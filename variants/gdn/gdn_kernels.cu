@@ -21,8 +21,9 @@ namespace klab::gdn::kernels {
 
 namespace {
 
-// silu, softplus, beta/g and the conv's value are gdn_recurrence's (step_math.cuh), the formulas the
+// silu, softplus, beta/g, the conv's value and the history shift are gdn_recurrence's (step_math.cuh), the formulas the
 // recurrence's prep=conv and gated-norm epilogues run: the same operations, the same bits.
+using gdn_recurrence::shift_history;
 using gdn_recurrence::silu;
 
 // Threads for a block that reduces over n elements (block_sum.cuh: prep=conv's norm takes its order from it).
@@ -45,12 +46,6 @@ __global__ void beta_g_kernel(const float* __restrict__ ba, const float* __restr
   const int h = blockIdx.x * blockDim.x + threadIdx.x;
   if (h >= nv) return;
   beta_g_one(ba, a_log, dt_bias, beta, g, nv, h);
-}
-
-// hist[j] = hist[j+1] for j < ck-2; hist[ck-2] = x   (channel ch's history shifted left one frame, x = xc[ch] newest last)
-__device__ __forceinline__ void shift_history(float* __restrict__ hist, int conv_dim, int ck, int ch, float x) {
-  for (int j = 0; j + 1 < ck - 1; ++j) hist[static_cast<std::size_t>(j) * conv_dim + ch] = hist[static_cast<std::size_t>(j + 1) * conv_dim + ch];
-  if (ck > 1) hist[static_cast<std::size_t>(ck - 2) * conv_dim + ch] = x;
 }
 
 // xc, xcv (conv_dim); w (conv_dim, ck); hist (ck-1, conv_dim), frame 0 the oldest, holding the conv
@@ -186,7 +181,7 @@ __global__ void conv_norm_bg_slots_kernel(const float* __restrict__ xc, const fl
 
 // o, z, onn (nv, dv); norm_w (dv). One block per value head.
 // Q8: also the q8 form of onn for out_proj (gated_norm_q8), blockDim.x == dv (a multiple of 32).
-// Shift: also every channel's conv history shift (HistShift, gdn_kernels.hpp), grid-strided, after the wait.
+// Shift: also the conv history shift of the first sh.channels channels (HistShift, gdn_kernels.hpp), grid-strided, after the wait.
 constexpr int kShiftFrames = 8;  // ck - 1 at most (check_shift)
 template <bool Pdl, bool Q8 = false, bool Shift = false>
 __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __restrict__ z, const float* __restrict__ norm_w,
@@ -204,7 +199,7 @@ __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __re
   [[maybe_unused]] const int sch = int(blockIdx.x * blockDim.x + threadIdx.x), sstride = int(gridDim.x * blockDim.x);
   [[maybe_unused]] float keep[kShiftFrames];
   if constexpr (Shift)
-    if (sch < sh.conv_dim)
+    if (sch < sh.channels)
 #pragma unroll
       for (int j = 0; j < kShiftFrames; ++j)
         if (j < sh.ck - 1) keep[j] = j + 1 < sh.ck - 1 ? sh.hist[static_cast<std::size_t>(j + 1) * sh.conv_dim + sch] : sh.xc[sch];
@@ -225,11 +220,11 @@ __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __re
     for (int c = threadIdx.x; c < dv; c += blockDim.x) onn[base + c] = o[base + c] * r * norm_w[c] * silu(z[base + c]);
   }
   if constexpr (Shift) {
-    if (sch < sh.conv_dim)  // hist[j] = hist[j+1] for j < ck-2, hist[ck-2] = xc: shift_history's copies
+    if (sch < sh.channels)  // hist[j] = hist[j+1] for j < ck-2, hist[ck-2] = xc: shift_history's copies
 #pragma unroll
       for (int j = 0; j < kShiftFrames; ++j)
         if (j < sh.ck - 1) sh.hist[static_cast<std::size_t>(j) * sh.conv_dim + sch] = keep[j];
-    for (int ch = sch + sstride; ch < sh.conv_dim; ch += sstride) shift_history(sh.hist, sh.conv_dim, sh.ck, ch, sh.xc[ch]);
+    for (int ch = sch + sstride; ch < sh.channels; ch += sstride) shift_history(sh.hist, sh.conv_dim, sh.ck, ch, sh.xc[ch]);
   }
 }
 
@@ -333,8 +328,9 @@ std::string gated_norm_q8_error(int nv, int dv) {
 namespace {
 void check_shift(const HistShift& sh, const char* who) {
   if (!sh.hist) return;
-  require(sh.xc != nullptr && sh.conv_dim > 0 && sh.ck >= 1 && sh.ck - 1 <= kShiftFrames,
-          std::string(who) + ": the history shift needs xc, conv_dim > 0 and ck in [1, " + std::to_string(kShiftFrames + 1) + "], not ck = " + std::to_string(sh.ck));
+  require(sh.xc != nullptr && sh.conv_dim > 0 && sh.channels > 0 && sh.channels <= sh.conv_dim && sh.ck >= 1 && sh.ck - 1 <= kShiftFrames,
+          std::string(who) + ": the history shift needs xc, 0 < channels <= conv_dim and ck in [1, " + std::to_string(kShiftFrames + 1) +
+              "], not channels = " + std::to_string(sh.channels) + " of " + std::to_string(sh.conv_dim) + ", ck = " + std::to_string(sh.ck));
 }
 }  // namespace
 

@@ -233,7 +233,9 @@ __device__ __forceinline__ void gated_norm_last(const RecurrenceArgs& a, const f
 //   sm[2 dk + C]       beta of head h, sm[2 dk + C + 1] its g (step_math.cuh)
 // then one barrier. Each element is written out once for readback: a key head's q, k (and their xcv)
 // by the block of its first value head's first column tile, v's xcv by its own block, beta and g by
-// tile 0 of the head. hist is only read. (The norm follows in the kernel, every warp on its own.)
+// tile 0 of the head. The history: a v channel's shifted once its conv has read it (no other block reads
+// it); q's and k's only read (every block of the key head reads them: the caller shifts them). (The norm
+// follows in the kernel, every warp on its own.)
 //
 // The loads come first: each thread's channels kU at a time, with ck a compile-time constant where it
 // is the model's (CK = 4; 0: a.ck), so that every load of xc, the history and the weights of those
@@ -264,6 +266,9 @@ __device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int ti
       const int i = i0 + u * int(blockDim.x);
       if (i < n) sm[i] = x[u];
       if (ch[u] >= 0 && (i >= 2 * dk || qk_writer)) a.xcv_out[ch[u]] = x[u];
+      // a v channel's history, which no other block reads: shifted here, once its conv has read it (shift_history's
+      // copies, the reads L1 hits), so that the stores drain during the math; q's and k's are the caller's
+      if (ch[u] >= 0 && i >= 2 * dk) shift_history(a.hist, conv_dim, ck, ch[u], a.xc[ch[u]]);
     }
   }
   if (threadIdx.x == 0) {

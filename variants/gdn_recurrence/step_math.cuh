@@ -33,6 +33,13 @@ __device__ __forceinline__ float conv_value(float x, const float* __restrict__ w
   return silu(acc);
 }
 
+// hist[j][ch] = hist[j+1][ch] for j < ck-2; hist[ck-2][ch] = x   (channel ch's history shifted left one
+// frame, x = xc[ch] the newest, last)
+__device__ __forceinline__ void shift_history(float* __restrict__ hist, int conv_dim, int ck, int ch, float x) {
+  for (int j = 0; j + 1 < ck - 1; ++j) hist[static_cast<std::size_t>(j) * conv_dim + ch] = hist[static_cast<std::size_t>(j + 1) * conv_dim + ch];
+  if (ck > 1) hist[static_cast<std::size_t>(ck - 2) * conv_dim + ch] = x;
+}
+
 // The L2 norm's factor: inv = 1 / sqrt(ss + eps) (transformers' l2norm: x * rsqrt(sum x^2 + eps)).
 __device__ __forceinline__ float l2_inv(float ss, float eps) { return 1.f / sqrtf(ss + eps); }
 
