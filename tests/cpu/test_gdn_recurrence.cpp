@@ -240,7 +240,9 @@ TEST_CASE("gdn_recurrence prep=conv: the twin of its pdl=early kernel, its own l
     CHECK(gr::check_args(k, no_out).find("g_out") != std::string::npos);
     gr::RecurrenceArgs no_taps = a;
     no_taps.ck = 0;
-    CHECK(gr::check_args(k, no_taps).find("ck >= 1") != std::string::npos);
+    CHECK(gr::check_args(k, no_taps).find("1 to 5 conv taps") != std::string::npos);
+    no_taps.ck = 6;
+    CHECK(gr::check_args(k, no_taps).find("1 to 5 conv taps") != std::string::npos);
   }
   CHECK(conv == 1);  // cols=32,rows=8,pdl=early,prep=conv (the step candidates' recurrence)
 }
