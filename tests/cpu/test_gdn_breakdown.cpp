@@ -416,7 +416,7 @@ TEST_CASE("GDN breakdown, the gated norm in the recurrence: recurrence_norm in p
       }
 }
 
-TEST_CASE("GDN breakdown, prep=conv: conv_recurrence in place of conv_norm_bg and the recurrence, the same weights + state, the q/k history's write moved to the gated norm") {
+TEST_CASE("GDN breakdown, prep=conv: conv_recurrence in place of conv_norm_bg and the recurrence, the same weights + state, the history's write moved to the gated norm") {
   for (const auto& g : {rg::qwen35_27b(), rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}, rg::Geometry{256, 4, 4, 40, 40, 1, 1e-5}})
     for (bool q4 : {false, true})
       for (bool merged : {false, true}) {
@@ -428,15 +428,14 @@ TEST_CASE("GDN breakdown, prep=conv: conv_recurrence in place of conv_norm_bg an
         double model = 0;
         for (const auto& m : conv) model += m.bytes.model();
         CHECK(model == gdn::step_bytes(g, q4));
-        const double C = g.conv_dim(), K = g.key_dim(), V = g.value_dim(), nv = g.nv, frames = 4.0 * (g.ck - 1);
-        const double again = 4.0 * (1 + std::max(0, g.ck - 2));  // xc and the frames a shift moves, read again
+        const double C = g.conv_dim(), K = g.key_dim(), V = g.value_dim(), nv = g.nv, hist = 4.0 * (g.ck - 1) * C;
         const auto& cr = bytes_of(conv, gdn::kConvRecurrence);
         CHECK(cr.weights == bytes_of(base, "conv_norm_bg").weights + bytes_of(base, "recurrence").weights);
-        CHECK(cr.state == bytes_of(base, "recurrence").state + frames * C + frames * V);  // S both ways, the history read, v's written
-        CHECK(cr.act == 4.0 * (C + 2 * nv + C + 2 * K + 2 * nv + V) + again * V);  // xc, b|a in; xcv, q, k, beta, g, o out
+        CHECK(cr.state == bytes_of(base, "recurrence").state + hist);  // S both ways, the history read
+        CHECK(cr.act == 4.0 * (C + 2 * nv + C + 2 * K + 2 * nv + V));  // xc, b|a in; xcv, q, k, beta, g, o out
         const auto& gn = bytes_of(conv, "gated_norm");
-        CHECK(gn.state == bytes_of(base, "gated_norm").state + frames * 2 * K);  // q's and k's history written
-        CHECK(gn.act == bytes_of(base, "gated_norm").act + again * 2 * K);
+        CHECK(gn.state == bytes_of(base, "gated_norm").state + hist);  // the history written
+        CHECK(gn.act == bytes_of(base, "gated_norm").act + 4.0 * (1 + std::max(0, g.ck - 2)) * C);  // xc and the moved frames read again
         for (const auto& m : conv) {
           CHECK(std::string(m.name) != "conv_norm_bg");
           CHECK(std::string(m.name) != "recurrence");

@@ -724,9 +724,9 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   // 5. delta-rule recurrence per value head on this layer's and slot's S, through the chosen
   // gdn_recurrence variant (checked on the host before each launch: dims, pointers, alignment of its loads).
   auto rargs = rec_args(g, L->q.get(), L->k.get(), L->xcv.get(), L->g.get(), L->beta.get(), S_of(layer, slot), L->on.get());
-  // prep=conv: the recurrence shifts the v channels' history (one block reads each), the gated norm the q and k channels'
+  // prep=conv: the recurrence only reads the history; the gated norm shifts it, every channel
   const kernels::HistShift shift =
-      conv_in_rec ? kernels::HistShift{L->xc.get(), hist_of(layer, slot), int(g.conv_dim()), g.ck, int(2 * g.nk * g.dk)} : kernels::HistShift{};
+      conv_in_rec ? kernels::HistShift{L->xc.get(), hist_of(layer, slot), int(g.conv_dim()), g.ck, int(g.conv_dim())} : kernels::HistShift{};
   if (conv_in_rec) {  // 1b + 2 + 3-4 inside the recurrence, into the same intermediates; the gated norm shifts hist
     rargs.xc = L->xc.get();
     rargs.conv_w = L->conv_w.get();

@@ -183,6 +183,7 @@ __global__ void conv_norm_bg_slots_kernel(const float* __restrict__ xc, const fl
 // Q8: also the q8 form of onn for out_proj (gated_norm_q8), blockDim.x == dv (a multiple of 32).
 // Shift: also the conv history shift of the first sh.channels channels (HistShift, gdn_kernels.hpp), grid-strided, after the wait.
 constexpr int kShiftFrames = 8;  // ck - 1 at most (check_shift)
+constexpr int kShiftPass = 2;    // channels a thread holds between its loads and its stores
 template <bool Pdl, bool Q8 = false, bool Shift = false>
 __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __restrict__ z, const float* __restrict__ norm_w,
                                   float* __restrict__ onn, int dv, float eps, uint4* __restrict__ xq = nullptr, HistShift sh = {}) {
@@ -192,17 +193,22 @@ __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __re
     for (int c = threadIdx.x; c < dv; c += blockDim.x) prefetch_l2(norm_w + c);
     asm volatile("griddepcontrol.wait;" ::: "memory");
   }
-  // Shift: the first channel a thread shifts is loaded now, beside o and z, and stored last, so that its L2
-  // round trip overlaps the norm's (measured on the H200, 2026-12-04, reports/h200/run-d0d353c: the shift
-  // before the norm, each channel loaded and stored in turn, made the gated norm end 3.1 us after the
-  // recurrence instead of 1.8). Channels past the grid's threads (small geometries) are shifted at the end.
+  // Shift: the first kShiftPass channels a thread shifts are loaded now, beside o and z, and stored last, so
+  // that their L2 round trip overlaps the norm's (measured on the H200, 2026-12-04: the shift before the
+  // norm, each channel loaded and stored in turn, made the gated norm end 3.1 us after the recurrence
+  // instead of 1.8, reports/h200/run-d0d353c; one channel a thread so, the rest in turn, 3.1 us again,
+  // run-c0b53d5). At Qwen3.5-27B 10240 channels over 6144 threads: all in the first pass. Channels past it
+  // (small geometries) are shifted in turn at the end.
   [[maybe_unused]] const int sch = int(blockIdx.x * blockDim.x + threadIdx.x), sstride = int(gridDim.x * blockDim.x);
-  [[maybe_unused]] float keep[kShiftFrames];
+  [[maybe_unused]] float keep[kShiftPass][kShiftFrames];
   if constexpr (Shift)
-    if (sch < sh.channels)
 #pragma unroll
-      for (int j = 0; j < kShiftFrames; ++j)
-        if (j < sh.ck - 1) keep[j] = j + 1 < sh.ck - 1 ? sh.hist[static_cast<std::size_t>(j + 1) * sh.conv_dim + sch] : sh.xc[sch];
+    for (int p = 0; p < kShiftPass; ++p)
+      if (sch + p * sstride < sh.channels)
+#pragma unroll
+        for (int j = 0; j < kShiftFrames; ++j)
+          if (j < sh.ck - 1)
+            keep[p][j] = j + 1 < sh.ck - 1 ? sh.hist[static_cast<std::size_t>(j + 1) * sh.conv_dim + sch + p * sstride] : sh.xc[sch + p * sstride];
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * dv;
   // ss = sum_c o[c]^2   (thread-strided partials, then block_sum: a fixed order)
   float p = 0.f;
@@ -220,11 +226,13 @@ __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __re
     for (int c = threadIdx.x; c < dv; c += blockDim.x) onn[base + c] = o[base + c] * r * norm_w[c] * silu(z[base + c]);
   }
   if constexpr (Shift) {
-    if (sch < sh.channels)  // hist[j] = hist[j+1] for j < ck-2, hist[ck-2] = xc: shift_history's copies
 #pragma unroll
-      for (int j = 0; j < kShiftFrames; ++j)
-        if (j < sh.ck - 1) sh.hist[static_cast<std::size_t>(j) * sh.conv_dim + sch] = keep[j];
-    for (int ch = sch + sstride; ch < sh.channels; ch += sstride) shift_history(sh.hist, sh.conv_dim, sh.ck, ch, sh.xc[ch]);
+    for (int p = 0; p < kShiftPass; ++p)  // hist[j] = hist[j+1] for j < ck-2, hist[ck-2] = xc: shift_history's copies
+      if (sch + p * sstride < sh.channels)
+#pragma unroll
+        for (int j = 0; j < kShiftFrames; ++j)
+          if (j < sh.ck - 1) sh.hist[static_cast<std::size_t>(j) * sh.conv_dim + sch + p * sstride] = keep[p][j];
+    for (int ch = sch + kShiftPass * sstride; ch < sh.channels; ch += sstride) shift_history(sh.hist, sh.conv_dim, sh.ck, ch, sh.xc[ch]);
   }
 }
 

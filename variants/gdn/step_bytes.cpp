@@ -62,13 +62,13 @@ std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool
   m.erase(m.begin() + long(b), m.begin() + long(b) + 3);
   m.insert(m.begin() + long(b), fused);
   if (!conv_rec) return m;
-  // conv_norm_bg (b) + recurrence (b + 1): the history read whole, the v channels' written (and xc's v part and
-  // their frames read again for the shift); the q and k channels' written by the gated norm (b + 2), likewise
-  const double frames = g.ck - 1, again = 1 + std::max(0, g.ck - 2);
-  const OperatorModel cr{kConvRecurrence, {m[b].bytes.weights + m[b + 1].bytes.weights, m[b + 1].bytes.state + f * frames * (C + V),
-                                           f * (C + 2 * nv + C + 2 * K + 2 * nv + V + again * V)}};
+  // conv_norm_bg (b) + recurrence (b + 1): the history read; its write moves to the gated norm (b + 2), which
+  // reads xc and the frames it moves again
+  const double hist = f * (g.ck - 1) * C;
+  const OperatorModel cr{kConvRecurrence, {m[b].bytes.weights + m[b + 1].bytes.weights, m[b + 1].bytes.state + hist,
+                                           f * (C + 2 * nv + C + 2 * K + 2 * nv + V)}};
   const OperatorBytes gn = m[b + 2].bytes;
-  m[b + 2].bytes = {gn.weights, gn.state + f * frames * 2 * K, gn.act + f * again * 2 * K};
+  m[b + 2].bytes = {gn.weights, gn.state + hist, gn.act + f * (1 + std::max(0, g.ck - 2)) * C};
   m.erase(m.begin() + long(b));
   m[b] = cr;
   return m;

@@ -63,9 +63,9 @@ struct OperatorModel {
 // fork_z (with merged_in): in_proj_z split back out of the stacked operator, right after it, with
 // its own bytes as in the nine (h read again: by z's launch); the stacked one kForkStacked(Ba).
 // conv_rec (with fused_prep, without fused_norm): conv_norm_bg and the recurrence as kConvRecurrence,
-// with both their weights, S both ways, the history read and its v channels written (state), as act
-// xc and b|a in, xcv, q, k, beta, g and o out, and for the v channels' shift xc and the moved frames read
-// again; the gated norm writes the q and k channels' history (state) and reads theirs again (act).
+// with both their weights, S both ways and the history read (state), as act xc and b|a in, xcv, q, k,
+// beta, g and o out; the gated norm writes the history (its state) and reads xc and the frames it moves
+// again (act).
 std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep = false, bool fused_norm = false,
                                                bool merged_in = false, bool fold_ba = false, bool fork_z = false, bool conv_rec = false);
 

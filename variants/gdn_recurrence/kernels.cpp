@@ -62,7 +62,7 @@ std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a) {
   if (a.xc) {
     if (!kern.conv_prep) return "the conv prep (xc) asked of a kernel without prep=conv (" + kern.name + ")";
     if (a.batch != 1) return "the conv prep (xc) is one sequence's (batch 1), not batch " + std::to_string(a.batch);
-    if (a.ck < 1 || a.ck > 5) return "the conv prep (xc) takes 1 to 5 conv taps (ck; its history frames in registers), not " + std::to_string(a.ck);
+    if (a.ck < 1) return "the conv prep (xc) needs ck >= 1 conv taps, not " + std::to_string(a.ck);
     if (!a.conv_w || (a.ck > 1 && !a.hist) || !a.ba || !a.a_log || !a.dt_bias)
       return "the conv prep (xc) needs conv_w, hist (ck > 1), ba, a_log and dt_bias";
     if (!a.xcv_out || !a.q_out || !a.k_out || !a.beta_out || !a.g_out) return "the conv prep (xc) needs xcv_out, q_out, k_out, beta_out and g_out";

@@ -66,12 +66,11 @@ struct RecurrenceArgs {
   //   q, k     xcv's parts normalised: the same block_sum order over reduce_threads(dk) threads (block_sum.cuh)
   //   beta, g  from ba (2 nv: b | a), a_log, dt_bias (nv)                                  (step_math.cuh)
   // Written for readback, each element once: xcv_out (conv_dim), q_out, k_out (nk dk), beta_out, g_out
-  // (nv). The history of each v channel, read by one block, is shifted by that block at its end
-  // (frame j = frame j+1, the last = xc); the q and k channels' history, read by every block of their
-  // key head, only read: the caller shifts it after this launch (variants/gdn: the gated norm's HistShift).
+  // (nv). hist is only read (every block of a key head reads its q and k history): the caller shifts
+  // it after this launch (variants/gdn: the gated norm's HistShift).
   const float* xc = nullptr;
   const float* conv_w = nullptr;  // (conv_dim, ck)
-  float* hist = nullptr;          // (ck-1, conv_dim), frame 0 the oldest
+  const float* hist = nullptr;    // (ck-1, conv_dim), frame 0 the oldest
   const float* ba = nullptr;
   const float* a_log = nullptr;
   const float* dt_bias = nullptr;

@@ -233,26 +233,26 @@ __device__ __forceinline__ void gated_norm_last(const RecurrenceArgs& a, const f
 //   sm[2 dk + C]       beta of head h, sm[2 dk + C + 1] its g (step_math.cuh)
 // then one barrier. Each element is written out once for readback: a key head's q, k (and their xcv)
 // by the block of its first value head's first column tile, v's xcv by its own block, beta and g by
-// tile 0 of the head. The history: a v channel's shifted once its conv has read it (no other block reads
-// it); q's and k's only read (every block of the key head reads them: the caller shifts them). (The norm
-// follows in the kernel, every warp on its own.)
+// tile 0 of the head. hist is only read. (The norm follows in the kernel, every warp on its own.)
 //
-// The loads come first: each thread's channels kU at a time, xc and the history frames into registers,
-// so that every load of those channels is issued before the first fma waits (one L2 round trip, not one
-// a channel: measured on the H200, 2026-12-04, reports/h200/run-d0d353c, the loop that stored each
-// channel's xcv before loading the next took 8.9 us after in_proj against 7.3 for conv_norm_bg and the
-// recurrence apart), and a v channel's shift stores the frames it holds (run-f70d2d7: reloading them
-// after the stores, through shift_history, took 11.5 us).
-constexpr int kConvFrames = 4;  // ck - 1 at most (check_args): the model's 3, and room for one more
+// The loads come first: each thread's channels kU at a time, with ck a compile-time constant where it
+// is the model's (CK = 4; 0: a.ck), so that every load of xc, the history and the weights of those
+// channels is issued before the first fma waits (one L2 round trip, not one a channel: measured on the
+// H200, 2026-12-04, reports/h200/run-d0d353c, the loop that stored each channel's xcv before loading the
+// next took 8.9 us after in_proj against 7.3 for conv_norm_bg and the recurrence apart; this one 6.5 us in
+// run-c0b53d5). hist is only read: the v channels' shift inside this kernel cost more than it saved
+// (run-f70d2d7 through shift_history's reloads, 11.5 us after in_proj; run-c6e7c3b from frames held in
+// registers, 8.3 us): the caller shifts every channel (the gated norm's HistShift).
+template <int CK>
 __device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int tile, int C, float* sm) {
-  constexpr int kU = 3;  // 2 dk + C <= 3 blockDim at cols=32, rows=8 (blockDim = dk): one pass
-  const int nk = a.nk, nv = a.nv, dk = a.dk, dv = a.dv, ck = a.ck;
+  constexpr int kU = 4;
+  const int nk = a.nk, nv = a.nv, dk = a.dk, dv = a.dv, ck = CK > 0 ? CK : a.ck;
   const int conv_dim = 2 * nk * dk + nv * dv, kh = h / (nv / nk), n = 2 * dk + C;
   const bool qk_writer = h % (nv / nk) == 0 && tile == 0;
   float bg[4];  // b, a, A_log, dt_bias of head h (thread 0), loaded with the rest
   if (threadIdx.x == 0) bg[0] = a.ba[h], bg[1] = a.ba[nv + h], bg[2] = a.a_log[h], bg[3] = a.dt_bias[h];
   for (int i0 = int(threadIdx.x); i0 < n; i0 += kU * int(blockDim.x)) {
-    float xin[kU], fr[kU][kConvFrames], x[kU];
+    float x[kU];
     int ch[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
@@ -260,25 +260,13 @@ __device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int ti
       ch[u] = -1;
       if (i < 2 * dk) ch[u] = (i < dk ? 0 : nk * dk - dk) + kh * dk + i;  // q: kh dk + i; k: nk dk + kh dk + (i - dk)
       else if (i < n && tile * C + (i - 2 * dk) < dv) ch[u] = 2 * nk * dk + h * dv + tile * C + (i - 2 * dk);
-      xin[u] = ch[u] >= 0 ? a.xc[ch[u]] : 0.f;
-#pragma unroll
-      for (int j = 0; j < kConvFrames; ++j) fr[u][j] = ch[u] >= 0 && j < ck - 1 ? a.hist[static_cast<std::size_t>(j) * conv_dim + ch[u]] : 0.f;
+      x[u] = ch[u] >= 0 ? conv_value(a.xc[ch[u]], a.conv_w + static_cast<std::size_t>(ch[u]) * ck, a.hist, conv_dim, ck, ch[u]) : 0.f;
     }
-#pragma unroll
-    for (int u = 0; u < kU; ++u)  // the frames held: conv_value's fma chain (step_math.cuh)
-      x[u] = ch[u] >= 0 ? conv_value_held(xin[u], a.conv_w + static_cast<std::size_t>(ch[u]) * ck, fr[u], ck) : 0.f;
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int i = i0 + u * int(blockDim.x);
       if (i < n) sm[i] = x[u];
       if (ch[u] >= 0 && (i >= 2 * dk || qk_writer)) a.xcv_out[ch[u]] = x[u];
-      // a v channel's history, which no other block reads: shifted once its conv has read it (shift_history's
-      // copies, from the frames held), so that the stores drain during the math; q's and k's are the caller's
-      if (ch[u] >= 0 && i >= 2 * dk) {
-#pragma unroll
-        for (int j = 0; j < kConvFrames; ++j)
-          if (j < ck - 1) a.hist[static_cast<std::size_t>(j) * conv_dim + ch[u]] = j + 1 < ck - 1 ? fr[u][j + 1] : xin[u];
-      }
     }
   }
   if (threadIdx.x == 0) {
@@ -364,7 +352,8 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
       // q, k, v, beta, g as conv_norm_bg forms them; the norm per warp in its order (norm_ss), then
       // kn = k inv_k and qn = (q inv_q) / sqrt(dk): conv_norm_bg's norm_write, so its q and k bits.
       float* sm = reinterpret_cast<float*>(red + 2 * W * Q);
-      conv_prep(a, h, tile, C, sm);
+      if (a.ck == 4) conv_prep<4>(a, h, tile, C, sm);
+      else conv_prep<0>(a, h, tile, C, sm);
       const float inv_q = l2_inv(norm_ss(sm, dk), kEps), inv_k = l2_inv(norm_ss(sm + dk, dk), kEps);
       const float scale = 1.f / sqrtf(static_cast<float>(dk));
 #pragma unroll

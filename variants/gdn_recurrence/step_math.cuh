@@ -33,19 +33,6 @@ __device__ __forceinline__ float conv_value(float x, const float* __restrict__ w
   return silu(acc);
 }
 
-// conv_value with the channel's history frames already in registers (fr[j] = hist[j][ch], j < ck-1 <=
-// N): the same fma chain in the same order, so the same bits; a fixed-size array, so that it stays in
-// registers (an array handed to conv_value's runtime loop went to the stack: 336 bytes, ptxas sm_90).
-template <int N>
-__device__ __forceinline__ float conv_value_held(float x, const float* __restrict__ wc, const float (&fr)[N], int ck) {
-  float acc = 0.f;
-#pragma unroll
-  for (int j = 0; j < N; ++j)
-    if (j < ck - 1) acc = fmaf(wc[j], fr[j], acc);
-  acc = fmaf(wc[ck - 1], x, acc);
-  return silu(acc);
-}
-
 // hist[j][ch] = hist[j+1][ch] for j < ck-2; hist[ck-2][ch] = x   (channel ch's history shifted left one
 // frame, x = xc[ch] the newest, last)
 __device__ __forceinline__ void shift_history(float* __restrict__ hist, int conv_dim, int ck, int ch, float x) {
