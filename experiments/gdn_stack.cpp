@@ -137,7 +137,8 @@ const Claim kF32ConvRecInGraph{"f32-conv-rec-in-graph",
 //   q4-fast-pf-early, q4-fast-fork-z, q4-fast-norm-last, q4-fast-rows16, q4-fast-out-smem (twins of the candidate;
 //   out-smem: 1.3644 against 1.3158 ms per token in reports/h200/run-1b4fbed), q4-fast-warp (of the base),
 //   q4-fast-fold-main-warp (of q4-fast-fold-main): step_op.hpp's CandidateTwins;
-//   f32-fast-fork-z and f32-fast-norm-last are f32-fast's; q4-fast-conv-rec and f32-fast-conv-rec (prep=conv, 2026-12-04) the two candidates'.
+//   f32-fast-fork-z and f32-fast-norm-last are f32-fast's; q4-fast-conv-rec and f32-fast-conv-rec (prep=conv, 2026-12-04) the two candidates' (x0.972 and x0.983 in
+//   reports/h200/run-prep-conv/e0e5590).
 // - f32-fast-u8, f32-fast-ba-own, f32-fast-apart, f32-fast-plain: step_op.hpp's F32Twins (f32-fast's twins;
 //   measured 2026-12-02 in reports/h200/run-90c5f7b, where f32-fast was the u8 form and f32-fast-u4 this candidate).
 struct TwinTier {

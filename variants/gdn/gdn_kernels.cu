@@ -196,9 +196,9 @@ __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __re
   // Shift: the first kShiftPass channels a thread shifts are loaded now, beside o and z, and stored last, so
   // that their L2 round trip overlaps the norm's (measured on the H200, 2026-12-04: the shift before the
   // norm, each channel loaded and stored in turn, made the gated norm end 3.1 us after the recurrence
-  // instead of 1.8, reports/h200/run-d0d353c; one channel a thread so, the rest in turn, 3.1 us again,
-  // run-c0b53d5). At Qwen3.5-27B 10240 channels over 6144 threads: all in the first pass. Channels past it
-  // (small geometries) are shifted in turn at the end.
+  // instead of 1.8, reports/h200/run-prep-conv/d0d353c; one channel a thread so, the rest in turn, 3.1 us
+  // again, c0b53d5; two a thread in one pass, 2.5 us, e0e5590). At Qwen3.5-27B 10240 channels over 6144
+  // threads: all in the first pass. Channels past it (small geometries) are shifted in turn at the end.
   [[maybe_unused]] const int sch = int(blockIdx.x * blockDim.x + threadIdx.x), sstride = int(gridDim.x * blockDim.x);
   [[maybe_unused]] float keep[kShiftPass][kShiftFrames];
   if constexpr (Shift)

@@ -78,8 +78,8 @@ void conv_norm_bg_slots(const float* xc, const float* conv_w, float* hist, std::
 // frame, xc newest (conv_norm_bg's shift, the same copies), after its wait. For a recurrence that
 // formed the conv itself (gdn_recurrence prep=conv): many of its blocks read a key head's q and k
 // history, so it cannot shift it; the gated norm, the next launch of the step, can (the step passes
-// channels = conv_dim; a shift of the v channels inside the recurrence was measured slower: run-f70d2d7,
-// run-c6e7c3b, variants/gdn_recurrence/kernels_fused.cu). Refuses
+// channels = conv_dim; a shift of the v channels inside the recurrence was measured slower:
+// reports/h200/run-prep-conv, variants/gdn_recurrence/kernels_fused.cu). Refuses
 // (klab::Error) a shift without xc, channels outside [1, conv_dim], or ck outside [1, 9] (its frames
 // are held in registers between its loads and its stores).
 struct HistShift {

@@ -105,7 +105,8 @@ inline constexpr const char* kRecNormQ8 = "gdn_recurrence/impl=fused,cols=128,ro
 // The candidates' recurrence with the gated norm (and onn's q8 form) run by the last of a head's column blocks.
 inline constexpr const char* kRecNormLast = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=last";
 // The candidates' recurrence forming q, k, v, beta and g itself from the raw projections (prep=conv): the
-// conv_norm_bg launch goes (GdnDevice::conv_prep_error), its bits stay.
+// conv_norm_bg launch goes (GdnDevice::conv_prep_error), its bits stay. Measured on the H200 (2026-12-04,
+// reports/h200/run-prep-conv): the candidates' bits, slower (q4 x0.965 per layer, x0.972 in the graph). A twin.
 inline constexpr const char* kRecConv = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,prep=conv";
 inline constexpr const char* kThreadPrepQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv

@@ -237,12 +237,12 @@ __device__ __forceinline__ void gated_norm_last(const RecurrenceArgs& a, const f
 //
 // The loads come first: each thread's channels kU at a time, with ck a compile-time constant where it
 // is the model's (CK = 4; 0: a.ck), so that every load of xc, the history and the weights of those
-// channels is issued before the first fma waits (one L2 round trip, not one a channel: measured on the
-// H200, 2026-12-04, reports/h200/run-d0d353c, the loop that stored each channel's xcv before loading the
-// next took 8.9 us after in_proj against 7.3 for conv_norm_bg and the recurrence apart; this one 6.5 us in
-// run-c0b53d5). hist is only read: the v channels' shift inside this kernel cost more than it saved
-// (run-f70d2d7 through shift_history's reloads, 11.5 us after in_proj; run-c6e7c3b from frames held in
-// registers, 8.3 us): the caller shifts every channel (the gated norm's HistShift).
+// channels is issued before the first fma waits: one L2 round trip, not one a channel. Measured on the
+// H200, 2026-12-04 (reports/h200/run-prep-conv, per form): the loop that stored each channel's xcv before
+// the next channel's loads ended 8.9 us after in_proj (d0d353c) against 7.3 for conv_norm_bg and the
+// recurrence apart; this one 6.5 us (c0b53d5). hist is only read: the v channels' shift here cost more
+// than it saved in the gated norm (f70d2d7, through shift_history's reloads: 11.5 us after in_proj;
+// c6e7c3b, from frames held in registers: 8.3 us), so the caller shifts every channel (HistShift).
 template <int CK>
 __device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int tile, int C, float* sm) {
   constexpr int kU = 4;
@@ -650,7 +650,10 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // the raw projections (conv_prep, norm_ss: conv_norm_bg's formulas and order), so that the step's conv_norm_bg launch
           // goes (six launches a layer -> five) and with it a dependent hop and an L2 round trip. Why (kernel traces,
           // reports/h200/run-4cb578e): in the 48-layer graph conv_norm_bg ends 4.3 us after in_proj and the recurrence 3.4 us
-          // after it. Raced alone (no prep asked) it is its pdl=early twin.
+          // after it. Raced alone (no prep asked) it is its pdl=early twin. Measured in reports/h200/run-prep-conv (five forms,
+          // the last this one): the candidates' bits, and slower, x0.965 per layer and x0.972 in the 48-layer graph (q4),
+          // x0.980 and x0.983 (f32): the hop saved is paid back by the conv and norm before the state math and by the gated
+          // norm's history shift. A negative result, kept.
           fused<32, 8, true, true, false, false, false, false, true>()};
 }
 
