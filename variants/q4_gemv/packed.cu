@@ -465,6 +465,23 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
   xl_body<F, R>(packed, x, y, m, k);
 }
+// regs=48: the same body with at most 48 registers a thread (__maxnreg__ in place of the launch bound, which
+// it cannot share a kernel with; 1024 threads x 48 registers still fit an SM). Why (docs/DEVICE-RUNBOOK.md's
+// lead; reports/h200/run-4341948, q4-prep-split): at 64 registers rows=8's 160-thread blocks fit 6 an SM, one
+// call's worth at 6144x5120, so the next call's blocks find no room until this call's leave and request their
+// weights only then (the producer twin: 5.49 us cold against 3.96 hot). At 48, 8 fit: a third of the next
+// call's blocks are resident and loading while this one waits, without rung 50's shared-memory path (43
+// registers, 1.48 SASS instructions a weight against 1.03).
+template <Form F, int R>
+__global__ void __maxnreg__(48)
+packed_xl_r48_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  xl_body<F, R>(packed, x, y, m, k);
+}
+template <Form F, int R, bool Regs48>
+constexpr auto xl_kernel() {
+  if constexpr (Regs48) return packed_xl_r48_kernel<F, R>;
+  else return packed_xl_kernel<F, R>;
+}
 
 // ---- f32 rows riding along (Q4Kernel::launch_packed_rows): the q8 main kernel's grid with m32 more
 // blocks, block groups + r computing y32[r] = W32[r] . x in f32 (W32 row-major m32 x k), so that a
@@ -1087,22 +1104,22 @@ void launch_packed(const std::uint8_t* packed, const float* x, float* y, int m, 
 }
 
 // launch_prepared: the main kernel alone; its producer wrote g_xq (prepared_x.cuh).
-template <int R, bool Pdl>
+template <int R, bool Pdl, bool Regs48 = false>
 void launch_xl_prepared(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
-  launch_maybe_pdl(Pdl, packed_xl_kernel<Form::q8, R>, dim3(unsigned((static_cast<long long>(m) + R - 1) / R)), dim3(unsigned(warps_for(k) * 32)), 0,
+  launch_maybe_pdl(Pdl, xl_kernel<Form::q8, R, Regs48>(), dim3(unsigned((static_cast<long long>(m) + R - 1) / R)), dim3(unsigned(warps_for(k) * 32)), 0,
                    stream, packed, x, y, m, k);
   KLAB_CUDA_LAUNCH("packed_xl_kernel");
 }
 
-template <Form F, int R, bool Pdl, bool XPf = false, bool WPf = false>
+template <Form F, int R, bool Pdl, bool XPf = false, bool WPf = false, bool Regs48 = false>
 void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   launch_maybe_pdl(Pdl, xprep_kernel<F, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
                    WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
   KLAB_CUDA_LAUNCH("xprep_kernel");
-  launch_maybe_pdl(Pdl, packed_xl_kernel<F, R>, dim3(unsigned((static_cast<long long>(m) + R - 1) / R)), dim3(unsigned(W * 32)), 0,
+  launch_maybe_pdl(Pdl, xl_kernel<F, R, Regs48>(), dim3(unsigned((static_cast<long long>(m) + R - 1) / R)), dim3(unsigned(W * 32)), 0,
                    stream, packed, x, y, m, k);
   KLAB_CUDA_LAUNCH("packed_xl_kernel");
 }
@@ -1212,6 +1229,10 @@ int resident_warps_warp() {
 template <Form F, int R>
 int resident_warps_xl() {
   return resident_warps_of<packed_xl_kernel<F, R>>(warps_for(5120));
+}
+template <Form F, int R>
+int resident_warps_xl_r48() {
+  return resident_warps_of<packed_xl_r48_kernel<F, R>>(warps_for(5120));
 }
 template <int R>
 int resident_warps_xc() {
@@ -1445,6 +1466,19 @@ Q4Kernel kernel_xl() {
   return kern;
 }
 
+// grid=groups,xprep=launch,regs=48 (q8-dp4a): kernel_xl's main kernel at 48 registers (packed_xl_r48_kernel).
+template <int R, bool Pdl>
+Q4Kernel kernel_xl_r48() {
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "launch"}, {"regs", "48"}, {"pdl", Pdl ? "on" : "off"},
+                  {"rows", std::to_string(R)}};
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xl_r48<Form::q8, R>, warps_for(5120)};
+  kern.layout = &layout<R>();
+  kern.launch_packed = &launch_xl<Form::q8, R, Pdl, false, false, true>;
+  kern.launch_prepared = &launch_xl_prepared<R, Pdl, true>;
+  kern.tolerance = form_tolerance(Form::q8);
+  return kern;
+}
+
 // A q8-dp4a kernel of R-row tiles named from its axes: its launcher, its resident-warps query (blocks of
 // block_warps warps), the form's tolerance.
 template <int R>
@@ -1673,6 +1707,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // the main kernel before it, rung 45 2.86) and the main kernel after it is no shorter (3.94 against 4.00).
   // Kept as a negative result.
   v.push_back(kernel_xw_lines<8, true>());
+  // grid=groups,xprep=launch,regs=48: rung 10 (and, through launch_prepared, its xprep=producer twin) at 48
+  // registers a thread (packed_xl_r48_kernel), the same bits.
+  v.push_back(kernel_xl_r48<8, true>());
   return v;
 }
 
