@@ -1708,7 +1708,11 @@ std::vector<Q4Kernel> packed_kernels() {
   // Kept as a negative result.
   v.push_back(kernel_xw_lines<8, true>());
   // grid=groups,xprep=launch,regs=48: rung 10 (and, through launch_prepared, its xprep=producer twin) at 48
-  // registers a thread (packed_xl_r48_kernel), the same bits.
+  // registers a thread (packed_xl_r48_kernel), the same bits. ptxas (sm_90, nvcc 13.0): 48 registers and 40
+  // bytes of stack; every weight load is still issued before griddepcontrol.wait, but the first group's codes
+  // are spilled after it, so the x loads wait for them (cuobjdump). Predicted: the producer twin from 5.49
+  // toward ~5.2 us at 6144x5120 (rung 50's 8 blocks an SM gained 0.05-0.2 us there with its slower path).
+  // Not yet run on a GPU: written in a session whose device time was spent (docs/DEVICE-RUNBOOK.md, lead 1).
   v.push_back(kernel_xl_r48<8, true>());
   return v;
 }
