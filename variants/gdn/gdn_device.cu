@@ -352,14 +352,15 @@ void GdnDevice::set_recurrence_variant(const std::string& variant) {
 }
 std::string GdnDevice::recurrence_variant() const { return rec_ ? rec_->name : ""; }
 
-std::string GdnDevice::conv_prep_error() const {
-  if (!rec_->conv_prep) return "";
-  const std::string what = "the recurrence " + rec_->name + " forms the conv, the q/k norm and beta/g itself (prep=conv) ";
-  if (!fused_prep_) return what + "in the fused prep's place: it needs set_fused_prep(true), whose conv_norm_bg launch it replaces";
-  if (rec_->gated_norm) return what + "and leaves the conv history's shift to the gated-norm launch: not with the gated norm as its epilogue";
-  if (l2_prefetch_ != kernels::L2Prefetch::none) return what + "without conv_norm_bg's launch, which issues pf=out (set_l2_prefetch): one of the two";
+std::string GdnDevice::conv_prep_error(const gdn_recurrence::RecurrenceKernel* rec, bool fused_prep, kernels::L2Prefetch pf) {
+  if (!rec || !rec->conv_prep) return "";
+  const std::string what = "the recurrence " + rec->name + " forms the conv, the q/k norm and beta/g itself (prep=conv) ";
+  if (!fused_prep) return what + "in the fused prep's place: it needs set_fused_prep(true), whose conv_norm_bg launch it replaces";
+  if (rec->gated_norm) return what + "and leaves the conv history's shift to the gated-norm launch: not with the gated norm as its epilogue";
+  if (pf != kernels::L2Prefetch::none) return what + "without conv_norm_bg's launch, which issues pf=out (set_l2_prefetch): one of the two";
   return "";
 }
+std::string GdnDevice::conv_prep_error() const { return conv_prep_error(rec_, fused_prep_, l2_prefetch_); }
 
 std::string GdnDevice::chain_error() const {
   if (!pdl_chain_) return "";

@@ -148,6 +148,9 @@ class GdnDevice {
   // the conv_norm_bg launch goes, and the gated norm shifts the conv history (kernels::HistShift). It
   // needs the fused prep on and no pf=out (conv_prep_error names what is missing; the step throws).
   std::string conv_prep_error() const;
+  // The same for recurrence rec (null: none) with the fused prep on or off and L2 prefetch pf; pure host
+  // (config_error asks it).
+  static std::string conv_prep_error(const gdn_recurrence::RecurrenceKernel* rec, bool fused_prep, kernels::L2Prefetch pf);
   // Operators 1b, 2 and 3-4 (beta/g, conv + SiLU with the history shift, q/k norm) as ONE launch
   // (kernels::conv_norm_bg, bit for bit the three launches' results) from the next step on: the step
   // is then the seven operators of kFusedPrepOperators (step_bytes.hpp) instead of kStepOperators'

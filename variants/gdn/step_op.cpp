@@ -398,8 +398,9 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
           return c.f32_kernel + " (" + what + ", " + std::to_string(m) + " x " + std::to_string(n) + "): " + why;
   }
   if (auto why = GdnDevice::l2_prefetch_error(c.l2_prefetch, true, c.f32 ? nullptr : &q4_gemv::q4_kernel(c.q4_kernel)); !why.empty()) return why;
-  if (!c.recurrence.empty() && gdn_recurrence::recurrence_kernel(c.recurrence).conv_prep && c.l2_prefetch != kernels::L2Prefetch::none)
-    return c.recurrence + " (prep=conv) replaces conv_norm_bg, whose launch issues pf=out: one of the two";
+  if (auto why = GdnDevice::conv_prep_error(c.recurrence.empty() ? nullptr : &gdn_recurrence::recurrence_kernel(c.recurrence), true, c.l2_prefetch);
+      !why.empty())
+    return why;
   if (auto why = GdnDevice::fork_z_error(c.fork_z, c.merged_in, c.f32 ? nullptr : &q4_gemv::q4_kernel(c.q4_kernel),
                                          c.stacked_kernel.empty() ? nullptr : &q4_gemv::q4_kernel(c.stacked_kernel));
       !why.empty())
