@@ -1226,13 +1226,9 @@ int resident_warps_warp() {
   return resident_warps_of<packed_warp_kernel<R, C>>(kWarpBlockWarps);
 }
 // The grid=groups kernels at k = 5120 (their block: one thread per block of 32 weights).
-template <Form F, int R>
+template <Form F, int R, bool Regs48 = false>
 int resident_warps_xl() {
-  return resident_warps_of<packed_xl_kernel<F, R>>(warps_for(5120));
-}
-template <Form F, int R>
-int resident_warps_xl_r48() {
-  return resident_warps_of<packed_xl_r48_kernel<F, R>>(warps_for(5120));
+  return resident_warps_of<xl_kernel<F, R, Regs48>()>(warps_for(5120));
 }
 template <int R>
 int resident_warps_xc() {
@@ -1449,33 +1445,24 @@ Q4Kernel kernel_of() {
 }
 
 // grid=groups,xprep=launch: x prepared by a first kernel, one thread block per group of R rows.
-template <Form F, int R, bool Pdl, bool XPf = false, bool WPf = false>
+// Regs48: the main kernel at 48 registers (packed_xl_r48_kernel; axis regs=48, q8 without xpf/wpf only), whose
+// f32 rows (launch_packed_rows) are not registered: packed_xl_rows_kernel is the 64-register body's.
+template <Form F, int R, bool Pdl, bool XPf = false, bool WPf = false, bool Regs48 = false>
 Q4Kernel kernel_xl() {
-  const Axes axes = with_wpf(with_xpf({{"map", "packed"}, {"dot", form_name(F)}, {"grid", "groups"}, {"xprep", "launch"}, {"pdl", Pdl ? "on" : "off"},
-                                       {"rows", std::to_string(R)}},
-                                      XPf, "xprep"),
-                             WPf);
-  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xl<F, R>, warps_for(5120)};
+  static_assert(!Regs48 || (F == Form::q8 && !XPf && !WPf), "regs=48 is registered on q8-dp4a without xpf or wpf");
+  Axes axes = with_wpf(with_xpf({{"map", "packed"}, {"dot", form_name(F)}, {"grid", "groups"}, {"xprep", "launch"}, {"pdl", Pdl ? "on" : "off"},
+                                 {"rows", std::to_string(R)}},
+                                XPf, "xprep"),
+                       WPf);
+  if (Regs48) axes.insert(axes.begin() + 4, {"regs", "48"});  // after xprep=
+  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xl<F, R, Regs48>, warps_for(5120)};
   kern.layout = &layout<R>();
-  kern.launch_packed = &launch_xl<F, R, Pdl, XPf, WPf>;
+  kern.launch_packed = &launch_xl<F, R, Pdl, XPf, WPf, Regs48>;
   if constexpr (F == Form::q8 && !XPf && !WPf) {
-    kern.launch_prepared = &launch_xl_prepared<R, Pdl>;
-    kern.launch_packed_rows = &launch_xl_rows<R, Pdl, 0>;
+    kern.launch_prepared = &launch_xl_prepared<R, Pdl, Regs48>;
+    if constexpr (!Regs48) kern.launch_packed_rows = &launch_xl_rows<R, Pdl, 0>;
   }
   kern.tolerance = form_tolerance(F);
-  return kern;
-}
-
-// grid=groups,xprep=launch,regs=48 (q8-dp4a): kernel_xl's main kernel at 48 registers (packed_xl_r48_kernel).
-template <int R, bool Pdl>
-Q4Kernel kernel_xl_r48() {
-  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "launch"}, {"regs", "48"}, {"pdl", Pdl ? "on" : "off"},
-                  {"rows", std::to_string(R)}};
-  Q4Kernel kern{variant_name(kOp, axes), axes, &refuse_raw, R, &resident_warps_xl_r48<Form::q8, R>, warps_for(5120)};
-  kern.layout = &layout<R>();
-  kern.launch_packed = &launch_xl<Form::q8, R, Pdl, false, false, true>;
-  kern.launch_prepared = &launch_xl_prepared<R, Pdl, true>;
-  kern.tolerance = form_tolerance(Form::q8);
   return kern;
 }
 
@@ -1713,7 +1700,7 @@ std::vector<Q4Kernel> packed_kernels() {
   // are spilled after it, so the x loads wait for them (cuobjdump). Predicted: the producer twin from 5.49
   // toward ~5.2 us at 6144x5120 (rung 50's 8 blocks an SM gained 0.05-0.2 us there with its slower path).
   // Not yet run on a GPU: written in a session whose device time was spent (docs/DEVICE-RUNBOOK.md, lead 1).
-  v.push_back(kernel_xl_r48<8, true>());
+  v.push_back(kernel_xl<Form::q8, 8, true, false, false, true>());
   return v;
 }
 
