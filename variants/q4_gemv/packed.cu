@@ -1699,7 +1699,10 @@ std::vector<Q4Kernel> packed_kernels() {
   // bytes of stack; every weight load is still issued before griddepcontrol.wait, but the first group's codes
   // are spilled after it, so the x loads wait for them (cuobjdump). Predicted: the producer twin from 5.49
   // toward ~5.2 us at 6144x5120 (rung 50's 8 blocks an SM gained 0.05-0.2 us there with its slower path).
-  // Not yet run on a GPU: written in a session whose device time was spent (docs/DEVICE-RUNBOOK.md, lead 1).
+  // Measured (reports/h200/run-r48, H200, 2026-12-04, stream, against rung 10 and its producer twin): slower on
+  // every seed shape in both forms, x0.870 / x0.929 / x0.953 / x0.922 (launch) and x0.830 / x0.894 / x0.881 /
+  // x0.924 (producer, 6.2 against 5.4 us at 6144x5120), hot too (x0.946): the blocks are resident ~9 us early,
+  // but the spilled codes lengthen the chain after the wait. Kept as a negative result; not in q4-to-ceiling.
   v.push_back(kernel_xl<Form::q8, 8, true, false, false, true>());
   return v;
 }
