@@ -1112,16 +1112,46 @@ void launch_xl_prepared(const std::uint8_t* packed, const float* x, float* y, in
   KLAB_CUDA_LAUNCH("packed_xl_kernel");
 }
 
-template <Form F, int R, bool Pdl, bool XPf = false, bool WPf = false, bool Regs48 = false>
-void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
-  check_launch(packed, x, y, m, k);
-  const int W = warps_for(k), nb = k / ref::kQ4Block;
+// xprep=launch's first kernel: x prepared into g_xq (xprep_kernel<F>, one thread per block of 32).
+template <Form F, int R, bool Pdl, bool XPf, bool WPf>
+void launch_xprep(const std::uint8_t* packed, const float* x, int m, int k, cudaStream_t stream) {
+  const int nb = k / ref::kQ4Block;
   launch_maybe_pdl(Pdl, xprep_kernel<F, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
                    WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
   KLAB_CUDA_LAUNCH("xprep_kernel");
-  launch_maybe_pdl(Pdl, xl_kernel<F, R, Regs48>(), dim3(unsigned((static_cast<long long>(m) + R - 1) / R)), dim3(unsigned(W * 32)), 0,
+}
+
+template <Form F, int R, bool Pdl, bool XPf = false, bool WPf = false, bool Regs48 = false>
+void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  launch_xprep<F, R, Pdl, XPf, WPf>(packed, x, m, k, stream);
+  launch_maybe_pdl(Pdl, xl_kernel<F, R, Regs48>(), dim3(unsigned((static_cast<long long>(m) + R - 1) / R)), dim3(unsigned(warps_for(k) * 32)), 0,
                    stream, packed, x, y, m, k);
   KLAB_CUDA_LAUNCH("packed_xl_kernel");
+}
+
+// parts=P (q8, PDL): the main kernel as P launches, part p over the groups [G p / P, G (p+1) / P) of the
+// G = ceil(m / R); each part is packed_xl_kernel on the packed matrix of its rows (a run of groups at
+// group * W * R * 576 bytes: packed.hpp's layout) and y from its first row, so every row gets rung 10's bits.
+// Each part waits for the launch before it (the part before, or the prep): it passes its wait only
+// after that one completed, which passed its own wait only after the x producer did, so x and g_xq
+// are ready for every part, and a consumer of y that waits for the last part finds every row stored.
+// Prepared: without the prep launch (launch_prepared, g_xq written by the producer).
+template <int R, int Parts, bool Prepared>
+void launch_xl_parts(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  if constexpr (!Prepared) launch_xprep<Form::q8, R, true, false, false>(packed, x, m, k, stream);
+  const int W = warps_for(k);
+  const long long groups = (static_cast<long long>(m) + R - 1) / R;
+  const std::size_t group_bytes = std::size_t(W) * R * (kChunk * 16 + kChunk * 2);
+  for (int p = 0; p < Parts; ++p) {
+    const long long g0 = groups * p / Parts, g1 = groups * (p + 1) / Parts;
+    if (g1 == g0) continue;  // fewer groups than parts
+    const long long row0 = g0 * R, rows = std::min<long long>(m, g1 * R) - row0;
+    launch_maybe_pdl(true, xl_kernel<Form::q8, R, false>(), dim3(unsigned(g1 - g0)), dim3(unsigned(W * 32)), 0, stream,
+                     packed + std::size_t(g0) * group_bytes, x, y + row0, int(rows), k);
+    KLAB_CUDA_LAUNCH("packed_xl_kernel");
+  }
 }
 
 // launch_packed_rows: the kernel's own prep launch (Warps > 0, xprep=warps|warp: xprep_warps_kernel<Warps>;
@@ -1466,6 +1496,19 @@ Q4Kernel kernel_xl() {
   return kern;
 }
 
+// grid=groups,xprep=launch,parts=P,pdl=on,rows=R: rung 10's kernels as a prep launch and P main launches
+// (launch_xl_parts), with launch_prepared (its xprep=producer twin); no f32 rows riding along.
+template <int R, int Parts>
+Q4Kernel kernel_xl_parts() {
+  Q4Kernel kern = kernel_xl<Form::q8, R, true>();
+  kern.axes.insert(kern.axes.begin() + 4, {"parts", std::to_string(Parts)});  // after xprep=
+  kern.name = variant_name(kOp, kern.axes);
+  kern.launch_packed = &launch_xl_parts<R, Parts, false>;
+  kern.launch_prepared = &launch_xl_parts<R, Parts, true>;
+  kern.launch_packed_rows = nullptr;
+  return kern;
+}
+
 // A q8-dp4a kernel of R-row tiles named from its axes: its launcher, its resident-warps query (blocks of
 // block_warps warps), the form's tolerance.
 template <int R>
@@ -1704,6 +1747,17 @@ std::vector<Q4Kernel> packed_kernels() {
   // x0.924 (producer, 6.2 against 5.4 us at 6144x5120), hot too (x0.946): the blocks are resident ~9 us early,
   // but the spilled codes lengthen the chain after the wait. Kept as a negative result; not in q4-to-ceiling.
   v.push_back(kernel_xl<Form::q8, 8, true, false, false, true>());
+  // grid=groups,xprep=launch,parts=2|3: rung 10's main kernel as 2 or 3 PDL launches over runs of its groups
+  // (launch_xl_parts), the same bits. Why (reports/h200/run-r48, H200, 2026-12-04): rung 10's producer twin
+  // takes 3.9 us at 6144x5120 with its weights in L2 (100.7% of the read ceiling) and 5.4 us cold. One call's
+  // blocks fill the SMs (768 of the 792 that fit) and hold their weights while they wait, so the next call's
+  // loads begin only as they leave: DRAM idles at every call's turn. A part holds a share of the SMs' room;
+  // the next part's blocks are resident and loading while it waits and computes. Each part adds a dependent
+  // hop (~0.9 us: the run's ceiling), so 2 parts a call: 2 x (hop + the part's tail, ~1.5 us) is under the
+  // call's DRAM time at every seed shape (3.9 us at 6144x5120); 3 parts are not at the small shapes.
+  // Predicted: the producer twin from 5.4 toward ~4.5 us at 6144x5120; with the prep launch, 3 hops a call.
+  v.push_back(kernel_xl_parts<8, 2>());
+  v.push_back(kernel_xl_parts<8, 3>());
   return v;
 }
 

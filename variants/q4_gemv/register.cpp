@@ -95,6 +95,10 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
       d += "x taken as prepared by its producer (prepared_x.cuh; here the kernel's own prep launch, outside the timed region): the main "
            "kernel alone, every weight load issued before the wait; ";
     if (a["xprep"] == "launch") d += "x prepared once per launch by a first PDL-chained kernel (read from L2), every weight load issued before the wait; ";
+    if (a["regs"] == "48") d += "the main kernel at 48 registers a thread (8 blocks an SM at k = 5120 instead of 6); ";
+    if (!a["parts"].empty())
+      d += "the main kernel as " + a["parts"] + " PDL-chained launches over consecutive runs of the row groups, so that one part's blocks load "
+           "while the part before waits and computes; ";
     if (a["xprep"] == "cluster")
       d += "clusters of 8 thread blocks: after the wait each member quantises 1/8 of x (8 threads per block of 32) into its shared memory, "
            "the others read it over distributed shared memory (one launch, no prep kernel), every weight load issued before the wait; ";
