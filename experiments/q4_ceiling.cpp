@@ -149,6 +149,12 @@ constexpr std::size_t kHalf2Pre1 = 55;
 // ~7.5 at 10240x5120), less at 17408x5120 (half the L2 prefetched). Measured (reports/h200/run-839bf35, stream):
 // 17.69 / 13.81 / 8.64 / 9.63 us against rung 45's 14.47 / 10.07 / 6.91 / 6.91: slower everywhere, hot too.
 constexpr std::size_t kXwLines = 56;
+// The rung 57: grid=groups,xprep=launch,parts=2,q8-dp4a,pdl=on,rows=8, rung 10 with its main kernel as two PDL
+// launches over the halves of its row groups (packed.cu, launch_xl_parts). Measured once before it joined the
+// ladder (reports/h200/run-parts, stream): 9.83 against rung 10's 10.39 us at 10240x5120 (x1.058; 1280 blocks,
+// 1.6 waves, against two launches of 640 that fit one), slower at the other three shapes (x0.85-0.86): its
+// claim parts-10240 repeats that one cell.
+constexpr std::size_t kXlParts2 = 57;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -238,6 +244,8 @@ std::vector<std::string> rungs() {
   out.push_back(half("launch", "2", "on", "", false, true));
   // 56: rung 45 with wpf=lines (its prep blocks request the call's weights into L2).
   out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "warp"}, {"wpf", "lines"}, {"pdl", "on"}, {"rows", "8"}}));
+  // 57: rung 10 as a prep launch and two main launches (parts=2).
+  out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "launch"}, {"parts", "2"}, {"pdl", "on"}, {"rows", "8"}}));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -267,7 +275,7 @@ Experiment q4_to_ceiling() {
                        "every rung is within its tolerance of the f64 reference on every shape and input (f32 forms 1e-5, f16x2 1e-2, q8-dp4a 5e-2); "
                        "the peers within theirs"};
   const Claim f32_bitwise{"f32-bits", "the f32 rungs of map=packed give exactly the bits of block-per-thread,dot=offset,rows=8 on every shape and input"};
-  const Claim form_bitwise{"form-bits", "within each dot form of map=packed, grid, xprep, xpf, wpf, last, pre, rows and pdl change no bit, on every shape and input"};
+  const Claim form_bitwise{"form-bits", "within each dot form of map=packed, grid, xprep, xpf, wpf, last, pre, parts, rows and pdl change no bit, on every shape and input"};
   const Claim ceiling{"ceiling",
                       "the fastest rung reaches at least 90% of the read ceiling on 17408x5120, 85% on 10240x5120 and 80% on 6144x5120 and 5120x6144 "
                       "(headline timing: stream mode where measured)"};
@@ -323,9 +331,13 @@ Experiment q4_to_ceiling() {
   const Claim lines_pay{"lines-pay",
                         "the prep blocks' line prefetch pays: grid=groups,xprep=warp,wpf=lines,q8-dp4a,rows=8,pdl=on (the one-warp prep blocks "
                         "request the call's weights into L2 while the previous call runs) is faster than its twin without wpf on the four seed shapes"};
+  const Claim parts_pay{"parts-10240",
+                        "two main launches a call pay at 10240x5120: grid=groups,xprep=launch,parts=2,q8-dp4a,rows=8,pdl=on is faster than "
+                        "grid=groups,xprep=launch,q8-dp4a,rows=8,pdl=on (one launch of 1.6 waves) there (stated at that shape only: the one run "
+                        "before, reports/h200/run-parts, had it x1.058 there and x0.85-0.86 slower at the other three)"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
-              pre1_pays, lines_pay};
+              pre1_pays, lines_pay,   parts_pay};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -378,7 +390,8 @@ Experiment q4_to_ceiling() {
                  {kHalf1Off, 2}, {kXlQ8r4, 2}, {kXlQ8r4Off, 2}, {kXlF16, 1}, {kWarp4, 2}, {kWarp2, 2}, {kWarp8, 2}, {kWarp4Off, 2}, {kWarp4c3, 2}, {kXlQ8r16, 2},
                  {kXpf0, 2}, {kXpf0 + 1, 2}, {kXpf0 + 2, 2}, {kXpf0 + 3, 2}, {kXpf0 + 4, 2}, {kXpf0 + 5, 2}, {kXpf0 + 6, 2},
                  {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}, {kXw0, 2}, {kXw0 + 1, 2}, {kXw0 + 2, 2}, {kXw1, 2},
-                 {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}, {kHalf2Held, 2}, {kHalf2XlXpf, 2}, {kHalf2HeldXpf, 2}, {kHalf2L2Xpf, 2}, {kHalf2Pre1, 2}, {kXwLines, 2}}) {
+                 {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}, {kHalf2Held, 2}, {kHalf2XlXpf, 2}, {kHalf2HeldXpf, 2}, {kHalf2L2Xpf, 2}, {kHalf2Pre1, 2}, {kXwLines, 2},
+                 {kXlParts2, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -464,6 +477,7 @@ Experiment q4_to_ceiling() {
         twins_pay(l2_pays, "last=l2", [](std::size_t) { return kHalf2XlXpf; }, kHalf2L2Xpf, 1);
         twins_pay(pre1_pays, "pre=1", [](std::size_t) { return kHalf2Xl; }, kHalf2Pre1, 1);
         twins_pay(lines_pay, "wpf=lines", [](std::size_t) { return kXw1; }, kXwLines, 1);
+        if (s.m == 10240 && s.k == 5120) twins_pay(parts_pay, "parts=2", [](std::size_t) { return kXlQ8r8; }, kXlParts2, 1);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

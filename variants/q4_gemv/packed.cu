@@ -1756,6 +1756,11 @@ std::vector<Q4Kernel> packed_kernels() {
   // hop (~0.9 us: the run's ceiling), so 2 parts a call: 2 x (hop + the part's tail, ~1.5 us) is under the
   // call's DRAM time at every seed shape (3.9 us at 6144x5120); 3 parts are not at the small shapes.
   // Predicted: the producer twin from 5.4 toward ~4.5 us at 6144x5120; with the prep launch, 3 hops a call.
+  // Measured (reports/h200/run-parts, H200, 2026-12-04, stream, against rung 10 and its producer twin): slower
+  // everywhere (parts=2 x0.83..x0.95, parts=3 x0.74..x0.92) but parts=2 with the prep launch at 10240x5120, 9.83
+  // against 10.39 us (x1.058; rung 10 there is 1.6 waves, each part one). At 6144x5120 each producer part ends
+  // 3.1 us after the one before for half the bytes: the next part's blocks are resident early, but their loads
+  // queue in the same memory pipes as the part that must finish first. parts=2 is rung 57 of q4-to-ceiling.
   v.push_back(kernel_xl_parts<8, 2>());
   v.push_back(kernel_xl_parts<8, 3>());
   return v;
