@@ -727,7 +727,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   auto rargs = rec_args(g, L->q.get(), L->k.get(), L->xcv.get(), L->g.get(), L->beta.get(), S_of(layer, slot), L->on.get());
   // prep=conv: the recurrence only reads the history; the gated norm shifts it, every channel
   const kernels::HistShift shift =
-      conv_in_rec ? kernels::HistShift{L->xc.get(), hist_of(layer, slot), int(g.conv_dim()), g.ck, int(g.conv_dim())} : kernels::HistShift{};
+      conv_in_rec ? kernels::HistShift{L->xc.get(), hist_of(layer, slot), int(g.conv_dim()), g.ck} : kernels::HistShift{};
   if (conv_in_rec) {  // 1b + 2 + 3-4 inside the recurrence, into the same intermediates; the gated norm shifts hist
     rargs.xc = L->xc.get();
     rargs.conv_w = L->conv_w.get();

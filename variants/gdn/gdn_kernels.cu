@@ -181,7 +181,7 @@ __global__ void conv_norm_bg_slots_kernel(const float* __restrict__ xc, const fl
 
 // o, z, onn (nv, dv); norm_w (dv). One block per value head.
 // Q8: also the q8 form of onn for out_proj (gated_norm_q8), blockDim.x == dv (a multiple of 32).
-// Shift: also the conv history shift of the first sh.channels channels (HistShift, gdn_kernels.hpp), grid-strided, after the wait.
+// Shift: also the conv history shift of every channel (HistShift, gdn_kernels.hpp), grid-strided, after the wait.
 constexpr int kShiftFrames = 8;  // ck - 1 at most (check_shift)
 constexpr int kShiftPass = 2;    // channels a thread holds between its loads and its stores
 template <bool Pdl, bool Q8 = false, bool Shift = false>
@@ -204,7 +204,7 @@ __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __re
   if constexpr (Shift)
 #pragma unroll
     for (int p = 0; p < kShiftPass; ++p)
-      if (sch + p * sstride < sh.channels)
+      if (sch + p * sstride < sh.conv_dim)
 #pragma unroll
         for (int j = 0; j < kShiftFrames; ++j)
           if (j < sh.ck - 1)
@@ -228,11 +228,11 @@ __global__ void gated_norm_kernel(const float* __restrict__ o, const float* __re
   if constexpr (Shift) {
 #pragma unroll
     for (int p = 0; p < kShiftPass; ++p)  // hist[j] = hist[j+1] for j < ck-2, hist[ck-2] = xc: shift_history's copies
-      if (sch + p * sstride < sh.channels)
+      if (sch + p * sstride < sh.conv_dim)
 #pragma unroll
         for (int j = 0; j < kShiftFrames; ++j)
           if (j < sh.ck - 1) sh.hist[static_cast<std::size_t>(j) * sh.conv_dim + sch + p * sstride] = keep[p][j];
-    for (int ch = sch + kShiftPass * sstride; ch < sh.channels; ch += sstride) shift_history(sh.hist, sh.conv_dim, sh.ck, ch, sh.xc[ch]);
+    for (int ch = sch + kShiftPass * sstride; ch < sh.conv_dim; ch += sstride) shift_history(sh.hist, sh.conv_dim, sh.ck, ch, sh.xc[ch]);
   }
 }
 
@@ -336,9 +336,9 @@ std::string gated_norm_q8_error(int nv, int dv) {
 namespace {
 void check_shift(const HistShift& sh, const char* who) {
   if (!sh.hist) return;
-  require(sh.xc != nullptr && sh.conv_dim > 0 && sh.channels > 0 && sh.channels <= sh.conv_dim && sh.ck >= 1 && sh.ck - 1 <= kShiftFrames,
-          std::string(who) + ": the history shift needs xc, 0 < channels <= conv_dim and ck in [1, " + std::to_string(kShiftFrames + 1) +
-              "], not channels = " + std::to_string(sh.channels) + " of " + std::to_string(sh.conv_dim) + ", ck = " + std::to_string(sh.ck));
+  require(sh.xc != nullptr && sh.conv_dim > 0 && sh.ck >= 1 && sh.ck - 1 <= kShiftFrames,
+          std::string(who) + ": the history shift needs xc, conv_dim >= 1 and ck in [1, " + std::to_string(kShiftFrames + 1) + "], not conv_dim = " +
+              std::to_string(sh.conv_dim) + ", ck = " + std::to_string(sh.ck) + (sh.xc ? "" : ", xc null"));
 }
 }  // namespace
 

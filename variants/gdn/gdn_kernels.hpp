@@ -74,19 +74,17 @@ void conv_norm_bg_slots(const float* xc, const float* conv_w, float* hist, std::
 // o, z, onn (nv, dv); norm_w (dv). A block reads only its own head's dv values and norm_w, so B slots
 // of dense (B, nv, dv) o, z, onn are one launch with nv = B nv, each slot bit for bit its own launch.
 // pdl: as conv_norm_bg's (norm_w prefetched into L2 before the wait; the same bits).
-// shift (hist non-null): the launch also shifts the conv history of channels [0, channels) by one
-// frame, xc newest (conv_norm_bg's shift, the same copies), after its wait. For a recurrence that
-// formed the conv itself (gdn_recurrence prep=conv): many of its blocks read a key head's q and k
-// history, so it cannot shift it; the gated norm, the next launch of the step, can (the step passes
-// channels = conv_dim; a shift of the v channels inside the recurrence was measured slower:
-// reports/h200/run-prep-conv, variants/gdn_recurrence/kernels_fused.cu). Refuses
-// (klab::Error) a shift without xc, channels outside [1, conv_dim], or ck outside [1, 9] (its frames
-// are held in registers between its loads and its stores).
+// shift (hist non-null): the launch also shifts the conv history of every channel by one frame, xc
+// newest (conv_norm_bg's shift, the same copies), after its wait. For a recurrence that formed the
+// conv itself (gdn_recurrence prep=conv): many of its blocks read a key head's q and k history, so it
+// cannot shift it; the gated norm, the next launch of the step, can (a shift of the v channels inside
+// the recurrence was measured slower: reports/h200/run-prep-conv, variants/gdn_recurrence/kernels_fused.cu).
+// Refuses (klab::Error) a shift without xc, conv_dim < 1, or ck outside [1, 9] (its frames are held in
+// registers between its loads and its stores).
 struct HistShift {
   const float* xc = nullptr;  // (conv_dim) the conv's input, the newest frame
   float* hist = nullptr;      // (ck-1, conv_dim)
   int conv_dim = 0, ck = 0;
-  int channels = 0;           // the first channels shifted
 };
 void gated_norm(const float* o, const float* z, const float* norm_w, float* onn, int nv, int dv, float eps, cudaStream_t stream, bool pdl = false,
                 HistShift shift = {});

@@ -243,6 +243,13 @@ __device__ __forceinline__ void gated_norm_last(const RecurrenceArgs& a, const f
 // recurrence apart; this one 6.5 us (c0b53d5). hist is only read: the v channels' shift here cost more
 // than it saved in the gated norm (f70d2d7, through shift_history's reloads: 11.5 us after in_proj;
 // c6e7c3b, from frames held in registers: 8.3 us), so the caller shifts every channel (HistShift).
+// The conv channel of a prep=conv block's value i (i < 2 dk + C; head h, its key head kh = h / (nv / nk),
+// column tile `tile` of C): q of kh for i < dk (channel kh dk + i), its k for i < 2 dk (nk dk + kh dk + i - dk),
+// then the tile's columns of v (2 nk dk + h dv + tile C + i - 2 dk); -1 for a column past dv.
+__device__ __forceinline__ int conv_channel(int i, int h, int kh, int tile, int C, int nk, int dk, int dv) {
+  if (i < 2 * dk) return (i < dk ? 0 : nk * dk - dk) + kh * dk + i;
+  return tile * C + (i - 2 * dk) < dv ? 2 * nk * dk + h * dv + tile * C + (i - 2 * dk) : -1;
+}
 template <int CK>
 __device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int tile, int C, float* sm) {
   constexpr int kU = 4;
@@ -257,9 +264,7 @@ __device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int ti
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int i = i0 + u * int(blockDim.x);
-      ch[u] = -1;
-      if (i < 2 * dk) ch[u] = (i < dk ? 0 : nk * dk - dk) + kh * dk + i;  // q: kh dk + i; k: nk dk + kh dk + (i - dk)
-      else if (i < n && tile * C + (i - 2 * dk) < dv) ch[u] = 2 * nk * dk + h * dv + tile * C + (i - 2 * dk);
+      ch[u] = i < n ? conv_channel(i, h, kh, tile, C, nk, dk, dv) : -1;
       x[u] = ch[u] >= 0 ? conv_value(a.xc[ch[u]], a.conv_w + static_cast<std::size_t>(ch[u]) * ck, a.hist, conv_dim, ck, ch[u]) : 0.f;
     }
 #pragma unroll
@@ -322,8 +327,8 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
     if (prep) {  // the conv's history of the block's q, k and v channels (xc: written by the predecessor, read after the wait)
       const int conv_dim = 2 * nk * dk + nv * dv, kh = h / (nv / nk);
       for (int i = int(threadIdx.x) * 32; i < 2 * dk + C; i += int(blockDim.x) * 32) {  // a 128-byte line a thread
-        const int ch = i < 2 * dk ? (i < dk ? 0 : nk * dk - dk) + kh * dk + i : 2 * nk * dk + h * dv + tile * C + (i - 2 * dk);
-        if (i >= 2 * dk && tile * C + (i - 2 * dk) >= dv) continue;
+        const int ch = conv_channel(i, h, kh, tile, C, nk, dk, dv);
+        if (ch < 0) continue;
         for (int j = 0; j < a.ck - 1; ++j) prefetch_l2(a.hist + static_cast<std::int64_t>(j) * conv_dim + ch);
         for (int l = 0; l < a.ck; ++l) prefetch_l2(a.conv_w + static_cast<std::int64_t>(ch) * a.ck + 32 * l);  // the 32 channels' weights
       }
