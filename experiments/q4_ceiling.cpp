@@ -153,7 +153,8 @@ constexpr std::size_t kXwLines = 56;
 // launches over the halves of its row groups (packed.cu, launch_xl_parts). Measured once before it joined the
 // ladder (reports/h200/run-parts, stream): 9.83 against rung 10's 10.39 us at 10240x5120 (x1.058; 1280 blocks,
 // 1.6 waves, against two launches of 640 that fit one), slower at the other three shapes (x0.85-0.86): its
-// claim parts-10240 repeats that one cell.
+// claim parts-10240 repeats that one cell. Held in its first ladder run (reports/h200/run-f57df58, 2026-12-04):
+// 10.73 -> 10.37 us (x1.035), slower at the other three shapes again.
 constexpr std::size_t kXlParts2 = 57;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

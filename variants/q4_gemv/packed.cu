@@ -1760,7 +1760,8 @@ std::vector<Q4Kernel> packed_kernels() {
   // everywhere (parts=2 x0.83..x0.95, parts=3 x0.74..x0.92) but parts=2 with the prep launch at 10240x5120, 9.83
   // against 10.39 us (x1.058; rung 10 there is 1.6 waves, each part one). At 6144x5120 each producer part ends
   // 3.1 us after the one before for half the bytes: the next part's blocks are resident early, but their loads
-  // queue in the same memory pipes as the part that must finish first. parts=2 is rung 57 of q4-to-ceiling.
+  // queue in the same memory pipes as the part that must finish first. parts=2 is rung 57 of q4-to-ceiling; its
+  // claim parts-10240 held there too (reports/h200/run-f57df58: 10.73 -> 10.37 us, x1.035).
   v.push_back(kernel_xl_parts<8, 2>());
   v.push_back(kernel_xl_parts<8, 3>());
   return v;
