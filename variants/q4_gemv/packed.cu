@@ -1131,8 +1131,9 @@ void launch_xl(const std::uint8_t* packed, const float* x, float* y, int m, int 
 }
 
 // parts=P (q8, PDL): the main kernel as P launches, part p over the groups [G p / P, G (p+1) / P) of the
-// G = ceil(m / R); each part is packed_xl_kernel on the packed matrix of its rows (a run of groups at
-// group * W * R * 576 bytes: packed.hpp's layout) and y from its first row, so every row gets rung 10's bits.
+// G = ceil(m / R); each part is packed_xl_kernel on the packed matrix of its rows (the run of groups from its
+// first row's first tile: packed.hpp's Geometry::code_offset) and y from its first row, so every row gets
+// rung 10's bits.
 // Each part waits for the launch before it (the part before, or the prep): it passes its wait only
 // after that one completed, which passed its own wait only after the x producer did, so x and g_xq
 // are ready for every part, and a consumer of y that waits for the last part finds every row stored.
@@ -1141,15 +1142,13 @@ template <int R, int Parts, bool Prepared>
 void launch_xl_parts(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
   if constexpr (!Prepared) launch_xprep<Form::q8, R, true, false, false>(packed, x, m, k, stream);
-  const int W = warps_for(k);
-  const long long groups = (static_cast<long long>(m) + R - 1) / R;
-  const std::size_t group_bytes = std::size_t(W) * R * (kChunk * 16 + kChunk * 2);
+  const Geometry geo{m, k, R};
   for (int p = 0; p < Parts; ++p) {
-    const long long g0 = groups * p / Parts, g1 = groups * (p + 1) / Parts;
+    const long long g0 = geo.groups() * p / Parts, g1 = geo.groups() * (p + 1) / Parts;
     if (g1 == g0) continue;  // fewer groups than parts
     const long long row0 = g0 * R, rows = std::min<long long>(m, g1 * R) - row0;
-    launch_maybe_pdl(true, xl_kernel<Form::q8, R, false>(), dim3(unsigned(g1 - g0)), dim3(unsigned(W * 32)), 0, stream,
-                     packed + std::size_t(g0) * group_bytes, x, y + row0, int(rows), k);
+    launch_maybe_pdl(true, xl_kernel<Form::q8, R, false>(), dim3(unsigned(g1 - g0)), dim3(unsigned(warps_for(k) * 32)), 0, stream,
+                     packed + geo.code_offset(row0, 0), x, y + row0, int(rows), k);
     KLAB_CUDA_LAUNCH("packed_xl_kernel");
   }
 }
