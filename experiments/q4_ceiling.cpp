@@ -156,6 +156,14 @@ constexpr std::size_t kXwLines = 56;
 // claim parts-10240 repeats that one cell. Held in its first ladder run (reports/h200/run-f57df58, 2026-12-04):
 // 10.73 -> 10.37 us (x1.035), slower at the other three shapes again.
 constexpr std::size_t kXlParts2 = 57;
+// The rungs 58-60: row-split=2|4 (packed.cu, packed_ring_kernel's Split), the ring with 2 or 4 threads per block of
+// 32 weights, each taking 4 or 2 of a group's 8 rows: twice or four times the warps on the same stages and grid, the
+// same bits. 58 and 59 are rung 32's twins (grid=fill,xpf=l2), 60 rung 52's (grid=half,per-sm=2,xpf=l2). Why
+// (Nsight Compute, reports/h200/run-f57df58): rung 32 has 10 warps an SM, issue 24% of peak and 1.10 instructions
+// per MAC at 17408x5120, and takes the same time hot and cold: its issue rate bounds it. Predicted before its run:
+// rung 32 at 17408x5120 from ~14.2 toward ~12 us; little at the small shapes.
+constexpr std::size_t kSplit0 = 58;
+constexpr std::array<std::size_t, 3> kSplitTwins{32, 32, 52};
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -247,6 +255,11 @@ std::vector<std::string> rungs() {
   out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "warp"}, {"wpf", "lines"}, {"pdl", "on"}, {"rows", "8"}}));
   // 57: rung 10 as a prep launch and two main launches (parts=2).
   out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "launch"}, {"parts", "2"}, {"pdl", "on"}, {"rows", "8"}}));
+  // 58-60: row-split=2|4, the twins of rungs 32, 32 and 52 (row-split goes before pdl=).
+  for (std::size_t i = 0; i < kSplitTwins.size(); ++i) {
+    std::string n = out[kSplitTwins[i]];
+    out.push_back(n.insert(n.find(",pdl="), i == 1 ? ",row-split=4" : ",row-split=2"));
+  }
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -276,7 +289,7 @@ Experiment q4_to_ceiling() {
                        "every rung is within its tolerance of the f64 reference on every shape and input (f32 forms 1e-5, f16x2 1e-2, q8-dp4a 5e-2); "
                        "the peers within theirs"};
   const Claim f32_bitwise{"f32-bits", "the f32 rungs of map=packed give exactly the bits of block-per-thread,dot=offset,rows=8 on every shape and input"};
-  const Claim form_bitwise{"form-bits", "within each dot form of map=packed, grid, xprep, xpf, wpf, last, pre, parts, rows and pdl change no bit, on every shape and input"};
+  const Claim form_bitwise{"form-bits", "within each dot form of map=packed, grid, xprep, xpf, wpf, last, pre, parts, row-split, rows and pdl change no bit, on every shape and input"};
   const Claim ceiling{"ceiling",
                       "the fastest rung reaches at least 90% of the read ceiling on 17408x5120, 85% on 10240x5120 and 80% on 6144x5120 and 5120x6144 "
                       "(headline timing: stream mode where measured)"};
@@ -336,9 +349,13 @@ Experiment q4_to_ceiling() {
                         "two main launches a call pay at 10240x5120: grid=groups,xprep=launch,parts=2,q8-dp4a,rows=8,pdl=on is faster than "
                         "grid=groups,xprep=launch,q8-dp4a,rows=8,pdl=on (one launch of 1.6 waves) there (stated at that shape only: the one run "
                         "before, reports/h200/run-parts, had it x1.058 there and x0.85-0.86 slower at the other three)"};
+  const Claim split_pays{"split-pays",
+                         "more threads on the ring's rows pay: grid=fill,xprep=launch,xpf=l2,load=bulk,row-split=2 and row-split=4 (rows=8, "
+                         "pdl=on) and grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,row-split=2 are faster than their twins without "
+                         "row-split on the four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
-              pre1_pays, lines_pay,   parts_pay};
+              pre1_pays, lines_pay,   parts_pay,    split_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -392,7 +409,7 @@ Experiment q4_to_ceiling() {
                  {kXpf0, 2}, {kXpf0 + 1, 2}, {kXpf0 + 2, 2}, {kXpf0 + 3, 2}, {kXpf0 + 4, 2}, {kXpf0 + 5, 2}, {kXpf0 + 6, 2},
                  {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}, {kXw0, 2}, {kXw0 + 1, 2}, {kXw0 + 2, 2}, {kXw1, 2},
                  {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}, {kHalf2Held, 2}, {kHalf2XlXpf, 2}, {kHalf2HeldXpf, 2}, {kHalf2L2Xpf, 2}, {kHalf2Pre1, 2}, {kXwLines, 2},
-                 {kXlParts2, 2}}) {
+                 {kXlParts2, 2}, {kSplit0, 2}, {kSplit0 + 1, 2}, {kSplit0 + 2, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -479,6 +496,7 @@ Experiment q4_to_ceiling() {
         twins_pay(pre1_pays, "pre=1", [](std::size_t) { return kHalf2Xl; }, kHalf2Pre1, 1);
         twins_pay(lines_pay, "wpf=lines", [](std::size_t) { return kXw1; }, kXwLines, 1);
         if (s.m == 10240 && s.k == 5120) twins_pay(parts_pay, "parts=2", [](std::size_t) { return kXlQ8r8; }, kXlParts2, 1);
+        twins_pay(split_pays, "row-split", [](std::size_t i) { return kSplitTwins[i]; }, kSplit0, kSplitTwins.size());
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

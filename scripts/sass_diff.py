@@ -174,30 +174,30 @@ def split_mangled(name):
     return comps, args, name[m.i:]
 
 
-def normalize(name, flags_off=False, ignore_params=False):
+def normalize(name, flags_off=False, ignore_params=False, defaults=()):
     """The mangled name as a matching key: without nvcc's anonymous-namespace tag; with flags_off,
-    without its trailing false bool template arguments (Lb0E); with ignore_params, without its
-    parameter list (and the return type a template instance carries)."""
+    without its trailing false bool template arguments (Lb0E); without trailing template arguments
+    named in defaults (a new parameter's default value, e.g. Li1E for int 1), interleaved with those;
+    with ignore_params, without its parameter list (and the return type a template instance carries)."""
     parts = split_mangled(name)
     if parts is None:
         return name
     comps, args, params = parts
-    if flags_off:
-        while args and args[-1] == "Lb0E":
-            args.pop()
+    while args and ((flags_off and args[-1] == "Lb0E") or args[-1] in defaults):
+        args.pop()
     key = "::".join(comps) + ("<" + ",".join(args) + ">" if args else "")
     if not ignore_params:
         key += "(" + (params[1:] if parts[1] and params.startswith("v") else params) + ")"
     return key
 
 
-def kernels(text, where, flags_off=False, ignore_params=False):
+def kernels(text, where, flags_off=False, ignore_params=False, defaults=()):
     """{normalized name: [instructions]} in the order of the dump."""
     out, cur = {}, None
     for line in text.splitlines():
         m = FUNCTION.match(line)
         if m:
-            cur = normalize(m.group(1), flags_off, ignore_params)
+            cur = normalize(m.group(1), flags_off, ignore_params, defaults)
             if cur in out:
                 raise SassError(f"{where}: two kernels read as {cur} (drop --flags-off / --ignore-params, or narrow with --only)")
             out[cur] = []
@@ -243,6 +243,9 @@ def main(argv):
     ap.add_argument("--show", type=int, default=8, help="differing lines shown per changed kernel (default 8)")
     ap.add_argument("--flags-off", action="store_true", help="match a kernel with trailing false bool template flags to its old instance")
     ap.add_argument("--ignore-params", action="store_true", help="match kernels by name and template arguments, not parameters")
+    ap.add_argument("--default-arg", action="append", default=[], metavar="ARG",
+                    help="match a kernel with trailing template arguments ARG (mangled, e.g. Li1E: a new int parameter's default 1) "
+                         "to its old instance; repeatable")
     try:
         args = ap.parse_args(argv[1:])
     except SystemExit as e:
@@ -254,8 +257,8 @@ def main(argv):
             print(f"sass_diff.py: --only {args.only!r}: not a regular expression ({e})", file=sys.stderr)
             return 2
     try:
-        old = kernels(sass_text(args.old), args.old, args.flags_off, args.ignore_params)
-        new = kernels(sass_text(args.new), args.new, args.flags_off, args.ignore_params)
+        old = kernels(sass_text(args.old), args.old, args.flags_off, args.ignore_params, tuple(args.default_arg))
+        new = kernels(sass_text(args.new), args.new, args.flags_off, args.ignore_params, tuple(args.default_arg))
     except SassError as e:
         print(f"sass_diff.py: {e}; nothing compared", file=sys.stderr)
         return 2

@@ -458,8 +458,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     with_load += std::any_of(axes.begin(), axes.end(), [](const auto& a) { return a.first == "load"; });
   }
   // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
-  // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1)
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5);
+  // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -610,6 +610,58 @@ std::set<std::string> check_twins(const std::string& mark, const std::vector<std
 }
 }  // namespace
 
+TEST_CASE("map=packed row-split=2|4: the ring's rows split over 2 or 4 threads a block of 32 weights, bit for bit the ring's, any grid and stages") {
+  // The twins: each name less row-split=N is a registered ring kernel; own launcher, the same layout, rows and tolerance.
+  std::set<std::string> split;
+  for (const auto& name : packed_names()) {
+    for (const std::string mark : {",row-split=2", ",row-split=4"}) {
+      const std::size_t at = name.find(mark);
+      if (at == std::string::npos) continue;
+      split.insert(name);
+      CAPTURE(name);
+      check_ring_r8(name);
+      const std::string twin = std::string(name).erase(at, mark.size());
+      const auto &a = q4_gemv::q4_kernel(twin), &b = q4_gemv::q4_kernel(name);
+      CHECK(b.layout == a.layout);
+      CHECK(b.tolerance == a.tolerance);
+      const bool own_launcher = b.launch_packed != a.launch_packed;
+      CHECK(own_launcher);
+      // grid=half: P blocks an SM by design (no device query), each N times the twin's warps at k = 5120.
+      if (name.find("grid=half") != std::string::npos)
+        CHECK(b.resident_warps_per_sm() == std::stoi(mark.substr(mark.size() - 1)) * a.resident_warps_per_sm());
+    }
+  }
+  CHECK(split == std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8",
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,row-split=4,pdl=on,rows=8",
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,row-split=2,pdl=on,rows=8"});
+  // The models against the ring's: ragged m, k not a multiple of 1024, k past 8192 (row-split=4 runs as 1 there)
+  // and past 16384 (row-split=2 too); each share's butterfly of 4 or 2 rows against the 8-row one.
+  std::vector<test::Q4Case> cases;
+  for (Shape s : std::vector<Shape>{{5, 96}, {37, 2080}, {1061, 160}, {61, 6144}, {9, 8224}, {3, 16416}})
+    for (Dist d : {Dist::uniform, Dist::student_t}) cases.push_back(test::q4_generated(s, d, 13));
+  for (auto& c : test::q4_awkward_cases()) cases.push_back(std::move(c));
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    const auto want = pk::model_ring(pk::Load::bulk, 8, 264, 0, c.w, c.x);
+    for (const auto& name : split) {
+      CAPTURE(name);
+      CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), want) == 0);
+    }
+    for (int sp : {2, 4})
+      for (int grid : {1, 3, 264})
+        for (int S : {1, 2, 0}) {
+          CAPTURE(sp);
+          CAPTURE(grid);
+          CAPTURE(S);
+          CHECK(bitwise_diff(pk::model_ring(pk::Load::bulk, 8, grid, S, c.w, c.x, sp), want) == 0);
+        }
+  }
+  // Misuse is refused by name: a split the rows do not allow, or with cp-async.
+  const auto c = test::q4_generated({5, 96}, Dist::uniform, 1);
+  CHECK_THROWS_WITH_AS(pk::model_ring(pk::Load::cp_async, 8, 3, 1, c.w, c.x, 2), doctest::Contains("row-split"), Error);
+  CHECK_THROWS_WITH_AS(pk::model_ring(pk::Load::bulk, 4, 3, 1, c.w, c.x, 8), doctest::Contains("row-split"), Error);
+}
+
 TEST_CASE("map=packed grid=groups,load=bulk: one ring block per group with one stage, bit for bit grid=groups,xprep=launch,q8-dp4a,rows=8") {
   const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,load=bulk,pdl=on,rows=8";
   check_ring_r8(name);
@@ -631,8 +683,9 @@ TEST_CASE("map=packed grid=groups,load=bulk: one ring block per group with one s
 }
 
 TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (the name less xpf=l2), with its model, layout and tolerance") {
-  // last=l2 is registered with xpf=l2 only (rung 54; its twin in the ladder is rung 52, the name less last=l2).
-  CHECK(check_twins(",xpf=l2", {",wpf=l2", ",last=l2"}) == std::set<std::string>{
+  // last=l2 is registered with xpf=l2 only (rung 54; its twin in the ladder is rung 52, the name less last=l2), and
+  // so is row-split (its own case above).
+  CHECK(check_twins(",xpf=l2", {",wpf=l2", ",last=l2", ",row-split="}) == std::set<std::string>{
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=8",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=4",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=16",

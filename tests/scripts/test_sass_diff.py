@@ -85,6 +85,18 @@ class SassDiff(unittest.TestCase):
         self.assertIn("identical  klab::q4_gemv::_ANON_::k<Li4E>(PKfi)", p.stdout)
         self.assertIn("only new   klab::q4_gemv::_ANON_::k<Li4E,Lb1E>(PKfi)", p.stdout)
 
+    def test_a_new_int_parameter_at_its_default_matches_with_default_arg(self):
+        # k<4, false> became k<4, false, 1> (a new int parameter, default 1): with --flags-off and
+        # --default-arg Li1E it is the old k; k<4, false, 2> stays new.
+        a = self.write("a.sass", dump(fn(mangled(TAG_A, "k", "Li4ELb0E"), KERNEL)))
+        b = self.write("b.sass", dump(fn(mangled(TAG_A, "k", "Li4ELb0ELi1E"), KERNEL), fn(mangled(TAG_A, "k", "Li4ELb0ELi2E"), KERNEL + ["NOP"])))
+        self.assertIn("0 identical, 0 changed, 1 only in old, 2 only in new", self.run_script(a, b, "--flags-off").stdout)
+        p = self.run_script(a, b, "--flags-off", "--default-arg", "Li1E")
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertIn("identical  klab::q4_gemv::_ANON_::k<Li4E>(PKfi)", p.stdout)
+        self.assertIn("only new   klab::q4_gemv::_ANON_::k<Li4E,Lb0E,Li2E>(PKfi)", p.stdout)
+        self.assertEqual(sass_diff.normalize("_ZN4klab1kILi4ELb0ELi1EEEvPKf", defaults=("Li1E",)), "klab::k<Li4E,Lb0E>(PKf)")
+
     def test_a_new_parameter_matches_with_ignore_params(self):
         a = self.write("a.sass", dump(fn(mangled(TAG_A, "k"), KERNEL)))
         b = self.write("b.sass", dump(fn(mangled(TAG_A, "k").replace("PKfi", "PKfiPKhx"), KERNEL)))

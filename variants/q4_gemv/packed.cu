@@ -877,23 +877,35 @@ __device__ __forceinline__ void cp_async_wait(int n) {
 // refills then copy from L2. The bytes and arithmetic are the ring's: the same bits.
 // Pre1 (grid=half,pre=1, bulk): only stage 0 is filled before griddepcontrol.wait, stages 1 .. S-1 right
 // after it (before x is read): half the bytes a launch requests ahead of its predecessor's end.
-template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false>
+// Split (row-split=2|4, bulk; packed_ring.hpp): Split threads per block of 32 weights, Split W warps a block;
+// warp h W + w takes chunk w's rows h R/Split .. (h+1) R/Split - 1 of each group (its R/Split scales one
+// piece at + 2 h R/Split). Each row's block values, butterfly (warp_rows adds as the plain butterfly
+// does, whatever the rows a lane carries) and warps' sum in order are those of Split = 1: the same bits.
+// Split = 1 is the kernel as it was (every Split expression folds to the old one).
+template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false,
+          int Split = 1>
 __global__ void __launch_bounds__(Held ? kHeldMaxWarps * 32 : kMaxWarps * 32)
 packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int S) {
   static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
   static_assert(L == Load::bulk || L == Load::cp_async);
   static_assert(!(Held && L2pf), "last=regs or last=l2, not both");
   static_assert(!Pre1 || L == Load::bulk, "pre=1: load=bulk (cp-async counts its commit groups from the prologue)");
+  static_assert(Split == 1 || ((Split == 2 || Split == 4) && R % Split == 0 && L == Load::bulk && !Held),
+                "row-split=2|4: load=bulk (a cp-async thread reads only what it copied), no last=regs");
+  constexpr int RS = R / Split;  // rows a thread takes of each group
   if constexpr (XB && XPf) prefetch_x_warp(x, int(threadIdx.x >> 5) * 32, k / ref::kQ4Block);  // xprep=launch: xprep_kernel prefetches
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
   __shared__ __align__(8) std::uint64_t full[kRingMaxStages];  // bulk: one mbarrier per stage
   __shared__ float part_s[Half ? 1 : 2][Half ? 1 : kMaxWarps][R];  // (parity, warp, row); Half: after the ring
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int nb = k / ref::kQ4Block;
-  const bool active = tid < nb;
+  const int tid = threadIdx.x, lane = tid & 31;
   RingPlan plan;
-  plan.W = blockDim.x >> 5;
+  plan.W = int(blockDim.x >> 5) / Split;  // chunks of 32 blocks
+  const int h = Split == 1 ? 0 : int(tid >> 5) / plan.W;  // the thread's share of the rows
+  const int warp = Split == 1 ? int(tid >> 5) : int(tid >> 5) - h * plan.W;  // its chunk
+  const int b = Split == 1 ? tid : warp * 32 + lane;  // its block of 32 weights
+  const int nb = k / ref::kQ4Block;
+  const bool active = b < nb;
   plan.R = R;
   plan.S = S;
   plan.grid = int(gridDim.x);
@@ -902,7 +914,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   const int mine = plan.mine(j);
   const int ring_n = Held && mine > S ? mine - 1 : mine;  // groups that go through the ring
   const unsigned stage_bytes = unsigned(plan.stage_bytes());
-  const int code0 = plan.code_at(warp, lane, 0), sc0 = plan.scales_at(warp, lane);
+  const int code0 = plan.code_at(warp, lane, h * RS), sc0 = plan.scales_at(warp, lane) + 2 * h * RS;
   float* const part_d = reinterpret_cast<float*>(ring + std::size_t(S) * stage_bytes);  // Half: [2][W][R]
   auto part = [&](int par, int w, int r) -> float& {
     if constexpr (Half) return part_d[(par * plan.W + w) * R + r];
@@ -962,7 +974,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
   if constexpr (XB) {
     if (active) {  // = xprep_kernel<q8> for block tid, kept in registers
-      const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(tid) * 8;
+      const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(b) * 8;
       float xv[32];
       for (int w = 0; w < 8; ++w) {
         const float4 v = __ldcg(xb + w);
@@ -974,7 +986,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
       cd = make_uint4(std::uint32_t(X.c), float_bits(X.d), 0, 0);
     }
   } else {
-    if (active) xe = __ldcg(&g_xq[tid]), xo = __ldcg(&g_xq[kXqStride + tid]), cd = __ldcg(&g_xq[2 * kXqStride + tid]);
+    if (active) xe = __ldcg(&g_xq[b]), xo = __ldcg(&g_xq[kXqStride + b]), cd = __ldcg(&g_xq[2 * kXqStride + b]);
   }
   const float d = __uint_as_float(cd.y);
 
@@ -987,22 +999,28 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
       if constexpr (L == Load::bulk) mbar_wait(&full[s], parity);
       else cp_async_wait(S - 1);
     }
-    float p[R];
+    float p[RS];
     if (active) {
-      Scales<R> sc;
-      if (in_regs) sc = held.s;
-      else sc.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
-      for (int r = 0; r < R; ++r) {  // = packed_xl_kernel<q8>: row by row
-        const uint4 q = in_regs ? held.q[r] : *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
+      Scales<RS> sc;
+      if constexpr (Held) {
+        if (in_regs) sc = held.s;
+        else sc.v = *reinterpret_cast<const typename Scales<RS>::V*>(st + sc0);
+      } else {
+        sc.v = *reinterpret_cast<const typename Scales<RS>::V*>(st + sc0);
+      }
+      for (int r = 0; r < RS; ++r) {  // = packed_xl_kernel<q8>: row by row
+        uint4 q;
+        if constexpr (Held) q = in_regs ? held.q[r] : *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
+        else q = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
         int se = int(cd.x), so = 0;
         for (int w = 0; w < 4; ++w) q8_word(word_of(q, w), word_of(xe, w), word_of(xo, w), se, so);
         p[r] = q8_finish(se, so, half_value(sc.get(r)), d);
       }
     } else {
-      for (int r = 0; r < R; ++r) p[r] = 0.f;
+      for (int r = 0; r < RS; ++r) p[r] = 0.f;
     }
-    const float t = warp_rows<R>(p, lane);
-    if ((lane & (32 / R - 1)) == 0) part(n & 1, warp, lane / (32 / R)) = t;
+    const float t = warp_rows<RS>(p, lane);
+    if ((lane & (32 / RS - 1)) == 0) part(n & 1, warp, h * RS + lane / (32 / RS)) = t;
     // Every thread's reads of stage s are done (their values are in t): the stage may be refilled.
     // part[n & 1] is complete. part[n & 1] is written again at step n + 2, after the barrier of
     // step n + 1, which threads r < R reach only after reading it below.
@@ -1271,75 +1289,90 @@ int resident_warps_xf() {
 // ---- load=bulk | cp-async: the ring's launcher ----
 // Opts the ring kernel into up to kRingMaxSmem of dynamic shared memory and the largest shared
 // memory carveout (two 92 KB blocks per SM), once per kernel (the lab uses one device per process).
-template <int R, Load L>
+// The grid=fill ring kernel with Split threads per block of 32 weights (row-split; Split = 1: none).
+template <int R, Load L, int Split = 1>
+constexpr auto ring_kernel = packed_ring_kernel<R, L, false, false, false, false, false, false, Split>;
+// row-split=Split takes Split x warps_for(k) warps a block, at most kMaxWarps: larger k runs Split = 1 (the same bits).
+template <int Split>
+bool split_fits(int k) {
+  return Split * warps_for(k) <= kMaxWarps;
+}
+template <int R, Load L, int Split = 1>
 void ring_attributes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, L>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
-    KLAB_CUDA(cudaFuncSetAttribute(packed_ring_kernel<R, L>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    KLAB_CUDA(cudaFuncSetAttribute(ring_kernel<R, L, Split>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    KLAB_CUDA(cudaFuncSetAttribute(ring_kernel<R, L, Split>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
 }
-template <int R, Load L>
+template <int R, Load L, int Split = 1>
 int ring_blocks_per_sm(int warps) {
   static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
   auto& c = cache[std::size_t(warps)];
   int n = c.load(std::memory_order_relaxed);
   if (n == 0) {
-    ring_attributes<R, L>();
+    ring_attributes<R, L, Split>();
     const RingPlan plan{warps, R, ring_stages(warps, R)};
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_ring_kernel<R, L>, warps * 32, std::size_t(plan.S) * plan.stage_bytes()));
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split>, Split * warps * 32, std::size_t(plan.S) * plan.stage_bytes()));
     if (n < 1) n = 1;
     c.store(n, std::memory_order_relaxed);
   }
   return n;
 }
-template <int R, Load L>
+template <int R, Load L, int Split = 1>
 int resident_warps_ring() {
-  return ring_blocks_per_sm<R, L>(warps_for(5120)) * warps_for(5120);
+  return ring_blocks_per_sm<R, L, Split>(warps_for(5120)) * Split * warps_for(5120);
 }
 
-template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false>
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  if constexpr (Split > 1) {
+    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1>(packed, x, y, m, k, stream);
+  }
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L>(W)) * sm_count()));
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L, Split>(W)) * sm_count()));
   launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
                    WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
   KLAB_CUDA_LAUNCH("xprep_kernel");
-  launch_maybe_pdl(Pdl, packed_ring_kernel<R, L>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  launch_maybe_pdl(Pdl, ring_kernel<R, L, Split>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, x, y, m, k, plan.S);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
 
 // ---- grid=half: the ring in half an SM (packed_ring.hpp, half_stages) ----
-template <int R, bool XB, bool XPf, bool Held = false, bool L2pf = false, bool Pre1 = false>
+template <int R, bool XB, bool XPf, bool Held = false, bool L2pf = false, bool Pre1 = false, int Split = 1>
 void half_attributes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    constexpr auto kernel = packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf, Pre1>;
+    constexpr auto kernel = packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf, Pre1, Split>;
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
 }
 // Warps one launch keeps per SM at k = 5120 (the lab's resident-warps figure): P blocks of W warps.
-template <int P>
+template <int P, int Split = 1>
 int resident_warps_half() {
-  return P * warps_for(5120);
+  return P * Split * warps_for(5120);
 }
 
 // Grid = min(groups, P x SMs), whatever the occupancy query says: P blocks per SM is the design
 // (half the shared memory; the other half is the next launch's). Blocks never wait on each other,
 // so a grid larger than what is resident only runs later, never deadlocks.
 // Held (last=regs): past kHeldMaxWarps warps (k > 16384) the kernel without the held group.
-template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false>
+// Split (row-split): past kMaxWarps / Split warps the kernel with Split = 1 (the same bits).
+template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false, int Split = 1>
 void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   if constexpr (Held) {
     if (warps_for(k) > kHeldMaxWarps) return launch_half<R, XB, P, Pdl, XPf, false, L2pf, Pre1>(packed, x, y, m, k, stream);
   }
+  if constexpr (Split > 1) {
+    if (!split_fits<Split>(k)) return launch_half<R, XB, P, Pdl, XPf, Held, L2pf, Pre1, 1>(packed, x, y, m, k, stream);
+  }
   check_launch(packed, x, y, m, k);
-  half_attributes<R, XB, XPf, Held, L2pf, Pre1>();
+  half_attributes<R, XB, XPf, Held, L2pf, Pre1, Split>();
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, half_stages(W, R, P)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
@@ -1348,7 +1381,7 @@ void launch_half(const std::uint8_t* packed, const float* x, float* y, int m, in
     launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
-  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf, Pre1>, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)),
+  launch_maybe_pdl(Pdl, packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf, Pre1, Split>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)),
                    std::size_t(half_smem(W, R, P)), stream, packed, x, y, m, k, plan.S);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
@@ -1570,13 +1603,14 @@ Q4Kernel kernel_warp() {
 }
 
 // grid=fill,xprep=launch,load=L (q8-dp4a): persistent blocks over a ring of shared-memory stages.
-template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false>
+// row-split=Split (Split > 1): Split threads per block of 32 weights, each R / Split rows of a group.
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1>
 Q4Kernel kernel_ring() {
-  const Axes axes = with_wpf(with_xpf({{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", "launch"}, {"load", load_name(L)},
-                                       {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}},
-                                      XPf, "xprep"),
-                             WPf);
-  return q8_kernel<R>(axes, &launch_ring<R, L, Pdl, XPf, WPf>, &resident_warps_ring<R, L>);
+  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", "launch"}, {"load", load_name(L)}};
+  if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
+  axes.emplace_back("pdl", Pdl ? "on" : "off");
+  axes.emplace_back("rows", std::to_string(R));
+  return q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split>, &resident_warps_ring<R, L, Split>);
 }
 
 // grid=groups,xprep=launch,load=bulk (q8-dp4a): one block per group, its weights by one TMA copy.
@@ -1593,15 +1627,16 @@ Q4Kernel kernel_ring_groups() {
 // blocks per SM; last=regs holds each block's last group in registers, last=l2 prefetches the groups
 // after the ring's into L2, pre=1 fills only the first stage before the wait (packed_ring_kernel, Held /
 // L2pf / Pre1).
-template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false>
+template <int R, bool XB, int P, bool Pdl, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false, int Split = 1>
 Q4Kernel kernel_half() {
   Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "half"}, {"xprep", XB ? "block" : "launch"}, {"load", load_name(Load::bulk)},
             {"per-sm", std::to_string(P)}};
   if (Held || L2pf) axes.emplace_back("last", Held ? "regs" : "l2");
   if (Pre1) axes.emplace_back("pre", "1");
+  if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   axes.emplace_back("pdl", Pdl ? "on" : "off");
   axes.emplace_back("rows", std::to_string(R));
-  return q8_kernel<R>(with_xpf(axes, XPf, "xprep"), &launch_half<R, XB, P, Pdl, XPf, Held, L2pf, Pre1>, &resident_warps_half<P>);
+  return q8_kernel<R>(with_xpf(axes, XPf, "xprep"), &launch_half<R, XB, P, Pdl, XPf, Held, L2pf, Pre1, Split>, &resident_warps_half<P, Split>);
 }
 
 template <Form F, int R>
@@ -1763,6 +1798,18 @@ std::vector<Q4Kernel> packed_kernels() {
   // claim parts-10240 held there too (reports/h200/run-f57df58: 10.73 -> 10.37 us, x1.035).
   v.push_back(kernel_xl_parts<8, 2>());
   v.push_back(kernel_xl_parts<8, 3>());
+  // row-split=2|4: the ring with 2 or 4 threads per block of 32 weights, each taking 4 or 2 of a group's 8
+  // rows (packed_ring_kernel's Split), the same stages, grid and bits. Why (Nsight Compute on rung 32,
+  // grid=fill,xpf=l2,load=bulk, reports/h200/run-f57df58/q4, H200, 2026-12-04): 10 warps an SM (occupancy 15%),
+  // issue 24% of peak at 17408x5120, 1.10 SASS instructions per MAC; and its stream time is the same hot and
+  // cold (13.8-14.2 us, run-4341948): its bound is its own issue rate, not DRAM. 1.10 x 89.1 M MACs over 132
+  // SMs at ~1 warp instruction a cycle is ~12 us. Twice (four times) the warps on the same work should raise
+  // the issue rate. Predicted: rung 32 at 17408x5120 from 14.2 toward ~12 us (the read floor 10.9); little at
+  // the small shapes, where the hop and the prep launch bound the ring. Twins of rung 32 and, for row-split=2,
+  // of rung 52 (grid=half,per-sm=2,xpf=l2, the fastest at 10240x5120 in run-f57df58).
+  v.push_back(kernel_ring<8, Load::bulk, true, true, false, 2>());
+  v.push_back(kernel_ring<8, Load::bulk, true, true, false, 4>());
+  v.push_back(kernel_half<8, false, 2, true, true, false, false, false, 2>());
   return v;
 }
 

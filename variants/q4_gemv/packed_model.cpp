@@ -188,11 +188,13 @@ std::vector<float> warp_rows_host(std::vector<std::vector<float>> v) {
   return out;
 }
 
-std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Matrix& w, std::span<const float> x) {
+std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Matrix& w, std::span<const float> x, int split) {
   check_model_args(w, x);
   if (auto why = packed_error(w.k); !why.empty()) throw Error("q4_gemv bit-model: " + why);
   require(load == Load::bulk || load == Load::cp_async, "q4_gemv ring model: load=bulk or cp-async");
   require(R == 4 || R == 8, "q4_gemv ring model: rows 4 or 8");
+  require(split == 1 || ((split == 2 || split == 4) && R % split == 0 && load == Load::bulk),
+          "q4_gemv ring model: row-split 1, or 2 or 4 dividing rows with load=bulk");
   require(grid >= 1 && S >= 0 && S <= kRingMaxStages, "q4_gemv ring model: grid >= 1, 0 <= S <= 8");
   const int nb = int(w.blocks_per_row());
   RingPlan plan;
@@ -245,7 +247,14 @@ std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Ma
             p[std::size_t(l)][std::size_t(r)] = q8_finish(se, so, half_value(sc), X.d);
           }
         }
-        part[std::size_t(wp)] = warp_rows_host(std::move(p));
+        // row-split: the threads of share h butterfly rows h RS .. (h+1) RS - 1 among themselves.
+        const int rs = R / split;
+        for (int h = 0; h < split; ++h) {
+          std::vector<std::vector<float>> ph(32);
+          for (int l = 0; l < 32; ++l) ph[std::size_t(l)].assign(p[std::size_t(l)].begin() + h * rs, p[std::size_t(l)].begin() + (h + 1) * rs);
+          const auto t = warp_rows_host(std::move(ph));
+          part[std::size_t(wp)].insert(part[std::size_t(wp)].end(), t.begin(), t.end());
+        }
       }
       // The barrier: stage s is read; refill it with group n + S.
       if (n + plan.S < mine) fill(n + plan.S, s);
@@ -270,25 +279,35 @@ std::vector<float> model(const ref::Q4Matrix& w, std::span<const float> x) {
 
 // The ring kernels' models: the grid the H200 takes at the seed shapes (132 SMs x 2 blocks); the
 // bits depend on neither grid nor stages (the cpu suite runs others).
-template <Load L, int R>
+template <Load L, int R, int Split = 1>
 std::vector<float> model_ring_of(const ref::Q4Matrix& w, std::span<const float> x) {
-  return model_ring(L, R, 264, 0, w, x);
+  return model_ring(L, R, 264, 0, w, x, Split);
 }
 // grid=half,per-sm=P (load=bulk): the H200's grid (132 SMs x P blocks) and the kernel's stages
 // (half_stages); xprep=block prepares x with the same q8_prep as xprep_kernel, so one model serves
 // both xprep values.
-template <int R, int P>
+template <int R, int P, int Split = 1>
 std::vector<float> model_half_of(const ref::Q4Matrix& w, std::span<const float> x) {
   const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
-  return model_ring(Load::bulk, R, 132 * P, half_stages(W, R, P), w, x);
+  return model_ring(Load::bulk, R, 132 * P, half_stages(W, R, P), w, x, Split * W <= 32 ? Split : 1);
 }
 // grid=groups,load=bulk: one block per group (grid = ceil(m / R)), one stage.
 template <int R>
 std::vector<float> model_ring_groups_of(const ref::Q4Matrix& w, std::span<const float> x) {
   return model_ring(Load::bulk, R, int((w.m + R - 1) / R), 1, w, x);
 }
-Q4Model ring_model_for(const std::string& load, const std::string& rows) {
+// row-split=2|4 (bulk, rows=8): the kernel runs row-split=1 where Split x W warps exceed 32 (k > 16384 / 8192).
+template <int Split>
+std::vector<float> model_split_of(const ref::Q4Matrix& w, std::span<const float> x) {
+  const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
+  return Split * W <= 32 ? model_ring_of<Load::bulk, 8, Split>(w, x) : model_ring_of<Load::bulk, 8>(w, x);
+}
+Q4Model ring_model_for(const std::string& load, const std::string& rows, const std::string& split) {
   const bool bulk = load == load_name(Load::bulk);
+  if (!split.empty()) {
+    require(bulk && rows == "8" && (split == "2" || split == "4"), "q4_gemv models: no ring model for row-split=" + split);
+    return split == "2" ? &model_split_of<2> : &model_split_of<4>;
+  }
   if (rows == "8") return bulk ? &model_ring_of<Load::bulk, 8> : &model_ring_of<Load::cp_async, 8>;
   return bulk ? &model_ring_of<Load::bulk, 4> : &model_ring_of<Load::cp_async, 4>;
 }
@@ -298,7 +317,7 @@ std::vector<Q4ModelEntry> packed_models() {
   std::vector<Q4ModelEntry> out;
   for (const auto& kern : packed_kernels()) {
     const std::string& dot = kern.axes.at(1).second;
-    std::string load, rows, per_sm, grid, last, pre;
+    std::string load, rows, per_sm, grid, last, pre, split;
     for (const auto& [a, v] : kern.axes) {
       if (a == "grid") grid = v;
       if (a == "load") load = v;
@@ -306,15 +325,16 @@ std::vector<Q4ModelEntry> packed_models() {
       if (a == "per-sm") per_sm = v;
       if (a == "last") last = v;
       if (a == "pre") pre = v;
+      if (a == "row-split") split = v;
     }
     // last=regs: the block's last group read from registers, not a stage; last=l2: the later groups
     // prefetched into L2 first; pre=1: the ring's first stage alone filled before the wait. The same
     // bytes and arithmetic in the same order, so the ring's model (the GPU suite holds the kernel to it).
     if (!per_sm.empty()) {
       require(load == load_name(Load::bulk) && rows == "8" && (per_sm == "1" || per_sm == "2") && (last.empty() || last == "regs" || last == "l2") &&
-                  (pre.empty() || pre == "1"),
+                  (pre.empty() || pre == "1") && (split.empty() || (split == "2" && per_sm == "2" && last.empty())),
               "q4_gemv models: no grid=half model for " + kern.name);
-      out.push_back(Q4ModelEntry{kern.name, per_sm == "1" ? &model_half_of<8, 1> : &model_half_of<8, 2>});
+      out.push_back(Q4ModelEntry{kern.name, !split.empty() ? &model_half_of<8, 2, 2> : per_sm == "1" ? &model_half_of<8, 1> : &model_half_of<8, 2>});
       continue;
     }
     if (!load.empty() && grid == "groups") {
@@ -323,7 +343,7 @@ std::vector<Q4ModelEntry> packed_models() {
       continue;
     }
     if (!load.empty()) {
-      out.push_back(Q4ModelEntry{kern.name, ring_model_for(load, rows)});
+      out.push_back(Q4ModelEntry{kern.name, ring_model_for(load, rows, split)});
       continue;
     }
     out.push_back(Q4ModelEntry{kern.name, dot == form_name(Form::f32) ? &model<Form::f32> : dot == form_name(Form::f16x2) ? &model<Form::f16x2> : &model<Form::q8>});

@@ -114,7 +114,9 @@ KLAB_HD inline int half_smem(int W, int R, int P) { return half_stages(W, R, P) 
 // barrier; cp-async copies only active threads' pieces, the rest of a stage holds stale bytes),
 // each lane reading its words and scales at RingPlan's offsets, the q8-dp4a block values, the
 // transposed butterfly lane by lane, the warps summed in order. S = 0: ring_stages(W, R).
-std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Matrix& w, std::span<const float> x);
+// split (row-split, load=bulk): the threads of share h of a lane's block sum rows h R/split .. over the warp by
+// their own transposed butterfly (warp_rows_host of R/split rows), as packed_ring_kernel's Split does.
+std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Matrix& w, std::span<const float> x, int split = 1);
 // The transposed butterfly of packed.cu (warp_rows) on the host: v[l][i] lane l's value of row i
 // (R rows); returns the rows' warp totals (row r as lane r * 32 / R ends with it).
 std::vector<float> warp_rows_host(std::vector<std::vector<float>> v);
