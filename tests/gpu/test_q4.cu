@@ -160,6 +160,29 @@ TEST_CASE("grid=half,last=regs|l2, pre=1: their twin's bits and their model's wh
   }
 }
 
+TEST_CASE("row-split=2|4: the twin's bits where blocks refill their stages, and past k = 8192 / 16384 (run as row-split=1)") {
+  const std::string fill = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,",
+                    half = "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,";
+  const std::vector<std::pair<std::string, std::string>> pairs{{fill + "pdl=on,rows=8", fill + "row-split=2,pdl=on,rows=8"},
+                                                               {fill + "pdl=on,rows=8", fill + "row-split=4,pdl=on,rows=8"},
+                                                               {half + "pdl=on,rows=8", half + "row-split=2,pdl=on,rows=8"}};
+  // 17408x5120: 8 or 9 groups a block through 4 stages (grid=fill) or 2 (grid=half); 5000x6144 ragged; 17000x96
+  // one warp; 300x9216 (W = 9: row-split=4 runs as 1) and 300x20480 (W = 20: row-split=2 too).
+  for (const Shape s : std::vector<Shape>{{17408, 5120}, {5000, 6144}, {17000, 96}, {300, 9216}, {300, 20480}}) {
+    const auto c = test::q4_generated(s, Dist::student_t, 17);
+    CAPTURE(c.what);
+    for (const auto& [twin, name] : pairs) {
+      CAPTURE(name);
+      const auto want = run_variant(twin, c), y = run_variant(name, c);
+      std::int64_t unwritten = 0;
+      for (float f : y) unwritten += is_poison(f);
+      CHECK(unwritten == 0);
+      CHECK(bitwise_diff(y, want) == 0);
+      if (s.m * s.k <= 3'000'000) CHECK(bitwise_diff(y, q4_gemv::q4_model(name)(c.w, c.x)) == 0);  // the model is slow at 17408x5120
+    }
+  }
+}
+
 TEST_CASE("bitwise guard (GPU): scale read, f16 conversion and rows per warp change no bit") {
   const auto axes = test::q4_all_axes();
   for (const auto& c : model_cases()) {
