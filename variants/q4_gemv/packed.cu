@@ -1806,7 +1806,16 @@ std::vector<Q4Kernel> packed_kernels() {
   // SMs at ~1 warp instruction a cycle is ~12 us. Twice (four times) the warps on the same work should raise
   // the issue rate. Predicted: rung 32 at 17408x5120 from 14.2 toward ~12 us (the read floor 10.9); little at
   // the small shapes, where the hop and the prep launch bound the ring. Twins of rung 32 and, for row-split=2,
-  // of rung 52 (grid=half,per-sm=2,xpf=l2, the fastest at 10240x5120 in run-f57df58).
+  // of rung 52 (grid=half,per-sm=2,xpf=l2, the fastest at 10240x5120 in run-f57df58). ptxas: 46 registers
+  // (row-split=2, both grids), 32 (row-split=4), no spills.
+  // Measured (reports/h200/run-split, H200, 2026-12-04, stream, against their twins; 17408x5120 / 10240x5120 /
+  // 6144x5120 / 5120x6144): row-split=2 x1.008 (same) / x1.012 / x1.113 / x0.982, row-split=4 x0.994 / x0.915 /
+  // x0.910 / x0.891, grid=half row-split=2 x0.982 / x1.051 (same) / x0.880 / x1.012 (same); the twins' bits on
+  // every pair. The prediction missed: at 17408x5120 rung 32 stays 14.2 us. Its trace there: the main kernel
+  // now ends 9.8 us after its prep kernel (11.8 before), but the prep kernel ends 4.3 us after the main kernel
+  // before it (2.5): the period is unchanged. The next call's blocks request their first four stages (24 MB)
+  // as this call's blocks leave, and the prep's few loads and stores queue behind them: the time moved across
+  // the wait, as with every rung that moved bytes across it. Kept as negative results; rungs 58-60.
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 2>());
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 4>());
   v.push_back(kernel_half<8, false, 2, true, true, false, false, false, 2>());
