@@ -124,7 +124,7 @@ TEST_CASE("claims: held on three of the four seed shapes, the fourth missing: no
   CHECK(f.ctx.claims()[0].state == ClaimState::held);
 }
 
-TEST_CASE("claims: needs declared and nothing evaluated (--quick: no seed shape) names all of them; needs may come after the evaluations") {
+TEST_CASE("claims: needs declared and nothing evaluated (--quick: no seed shape) names all of them, needs may come after the evaluations") {
   Fresh f;
   f.ctx.claim(kFaster).needs(kSeedShapes);
   CHECK(f.ctx.claims()[0].state == ClaimState::not_evaluated);
@@ -142,7 +142,7 @@ TEST_CASE("claims: needs declared and nothing evaluated (--quick: no seed shape)
   CHECK(has(g.ctx.claims()[0].evidence, "not evaluated on 5120x6144 (1 of the 2 needed)"));
 }
 
-TEST_CASE("claims: set() replaces; a claim the experiment did not state is refused, naming the stated ones") {
+TEST_CASE("claims: set() replaces, a claim the experiment did not state is refused, naming the stated ones") {
   Fresh f;
   f.ctx.claim(kAgree).set(false, "first");
   f.ctx.claim(kAgree).set(true, "second");
@@ -239,7 +239,7 @@ TEST_CASE("a run's slice: --set parsed into parameters, --variants and --set sel
   }
 }
 
-TEST_CASE("experiments' fmt: every argument a double; a format asking for another type is refused, naming it") {
+TEST_CASE("experiments' fmt: every argument a double, a format asking for another type is refused, naming it") {
   CHECK(klab::experiments::fmt("%.2f us, %g x, %5.1f%%, %e", 1.234, 2.0, 3.25, 1e-3) == "1.23 us, 2 x,   3.2%, 1.000000e-03");
   CHECK(klab::experiments::fmt("%.0f single steps", 32) == "32 single steps");
   CHECK_THROWS_WITH_AS(klab::experiments::fmt("%d single steps", 32), doctest::Contains("%d single steps"), klab::Error);

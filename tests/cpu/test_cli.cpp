@@ -125,7 +125,7 @@ TEST_CASE("without a device, a device experiment is a skip with its reason, neve
   fs::remove_all(dir);
 }
 
-TEST_CASE("without a device: --require-device fails with no report; env keeps stdout pure JSON") {
+TEST_CASE("without a device: --require-device fails with no report, env keeps stdout pure JSON") {
   if (klab::has_device()) return;  // the no-device path only
   auto dir = out_dir("require");
   auto r = klab_cli("run f32-gemv-vs-cublas --require-device --out " + dir.string());
@@ -143,7 +143,7 @@ TEST_CASE("without a device: --require-device fails with no report; env keeps st
   CHECK(both.out.find("SKIP") != std::string::npos);
 }
 
-TEST_CASE("klab_bench: a filter that matches nothing (or is no regex) exits 2; without a device every case is a skip, exit 4") {
+TEST_CASE("klab_bench: a filter that matches nothing (or is no regex) exits 2, without a device every case is a skip, exit 4") {
   auto bench = [](const std::string& args) {
     const std::string cmd = std::string(KLAB_BENCH) + " " + args + " >/dev/null 2>&1";
     const int status = std::system(cmd.c_str());

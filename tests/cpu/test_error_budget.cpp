@@ -97,7 +97,7 @@ TEST_CASE("budget::q8_0_roundtrip: hand-worked blocks, as ggml's q8_0") {
   CHECK_THROWS_AS(budget::q8_0_roundtrip(std::vector<float>(33, 1.f)), std::invalid_argument);
 }
 
-TEST_CASE("budget::run: exact q4 weights give exactly 0; a hand-worked error gives its value") {
+TEST_CASE("budget::run: exact q4 weights give exactly 0, a hand-worked error gives its value") {
   // Exact: every weight n4 * 1 with |n4| <= 7 and a 7 in each block (scale 1): dequant(q4(W)) == W.
   std::vector<float> exact(2 * 64);
   for (std::size_t i = 0; i < exact.size(); ++i) exact[i] = float(int(i % 15) - 7);
@@ -132,7 +132,7 @@ TEST_CASE("budget::run: exact q4 weights give exactly 0; a hand-worked error giv
   CHECK(rh[1].act_err.rms_rel < 1e-3);
 }
 
-TEST_CASE("budget::run: chunking does not change the result; bad shapes and sizes are refused") {
+TEST_CASE("budget::run: chunking does not change the result, bad shapes and sizes are refused") {
   std::vector<float> w(5 * 64);
   for (std::size_t i = 0; i < w.size(); ++i) w[i] = float(std::cos(0.11 * double(i)));
   budget::InputSet s;

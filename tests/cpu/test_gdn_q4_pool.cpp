@@ -36,7 +36,7 @@ Q4Index index_for(const Geometry& g) {
 }
 }  // namespace
 
-TEST_CASE("Q4Index: keys, shapes and stamps; a stamp is never reused, across indexes and re-adds") {
+TEST_CASE("Q4Index: keys, shapes and stamps, a stamp is never reused, across indexes and re-adds") {
   Q4Index a, b;
   CHECK(a.size() == 0);
   CHECK(!a.has(5));
@@ -79,7 +79,7 @@ TEST_CASE("Q4Index::can_add refuses a taken key and shapes a q4 kernel cannot ta
   CHECK(idx.size() == 1);
 }
 
-TEST_CASE("Q4Index::stale: erase, clear and re-put each invalidate a binding; a live one stays valid") {
+TEST_CASE("Q4Index::stale: erase, clear and re-put each invalidate a binding, a live one stays valid") {
   Q4Index idx;
   const Q4Binding b{4, idx.add(4, {96, 64}), {96, 64}};
   CHECK(idx.stale(b) == "");

@@ -197,7 +197,7 @@ TEST_CASE("gdn_recurrence pdl=early: each is the twin of a registered pdl=on ker
   CHECK(early == 8);  // five f32 twins, cols=128,rows=8, cols=32,rows=8,state=bf16 and cols=32,rows=8,cache=stream
 }
 
-TEST_CASE("gdn_recurrence prep=conv: the twin of its pdl=early kernel, its own launch, the same problems; check_args refuses a conv prep it cannot run") {
+TEST_CASE("gdn_recurrence prep=conv: the twin of its pdl=early kernel, its own launch, the same problems, check_args refuses a conv prep it cannot run") {
   int conv = 0;
   for (const auto& k : gr::recurrence_kernels()) {
     if (!k.conv_prep) continue;
@@ -246,7 +246,7 @@ TEST_CASE("gdn_recurrence cache=stream: each is the twin of a registered kernel 
   CHECK(streamed == 2);  // cols=32,rows=8 with pdl=on and pdl=early
 }
 
-TEST_CASE("gdn_recurrence norm=last: the twin of its pdl=early kernel without the epilogue; one thread a column when asked; check_args wants its counts") {
+TEST_CASE("gdn_recurrence norm=last: the twin of its pdl=early kernel without the epilogue, one thread a column when asked, check_args wants its counts") {
   int last = 0;
   for (const auto& k : gr::recurrence_kernels()) {
     const auto at = k.name.find(",norm=last");
@@ -285,7 +285,7 @@ TEST_CASE("gdn_recurrence norm=last: the twin of its pdl=early kernel without th
   CHECK(k.can_implement(b).find("one thread a column") != std::string::npos);
 }
 
-TEST_CASE("gdn_recurrence norm=gated: the twin of a kernel without the epilogue; a head's column tiles must fit a cluster; check_args guards the epilogue") {
+TEST_CASE("gdn_recurrence norm=gated: the twin of a kernel without the epilogue, a head's column tiles must fit a cluster, check_args guards the epilogue") {
   int norm = 0;
   for (const auto& k : gr::recurrence_kernels()) {
     const auto at = k.name.find(",norm=gated");
@@ -350,7 +350,7 @@ TEST_CASE("gdn_recurrence norm=gated: the twin of a kernel without the epilogue;
   }
 }
 
-TEST_CASE("gdn_recurrence state=bf16: the twins of cols=32,rows=8 in its three PDL forms, taking what they take; out of gdn-recurrence's race; 8-byte alignment") {
+TEST_CASE("gdn_recurrence state=bf16: the twins of cols=32,rows=8 in its three PDL forms, taking what they take, out of gdn-recurrence's race, 8-byte alignment") {
   int bf16 = 0;
   for (const auto& k : gr::recurrence_kernels()) {
     if (!k.state_bf16) continue;
@@ -407,7 +407,7 @@ TEST_CASE("gdn_recurrence state=bf16: one step from S0 rounded to bf16, S rounde
   }
 }
 
-TEST_CASE("gdn-state-drift's models: the f64 model is ref::gdn::recurrence, the f32 and bf16 ones store exactly representable values; tokens are deterministic") {
+TEST_CASE("gdn-state-drift's models: the f64 model is ref::gdn::recurrence, the f32 and bf16 ones store exactly representable values, tokens are deterministic") {
   namespace sd = klab::experiments::state_drift;
   const ref::gdn::Geometry g{256, 2, 6, 32, 48, 4, 1e-6};
   const auto rs = sd::regimes();

@@ -123,7 +123,7 @@ TEST_CASE("llama-mmvq: the model of MMVQ's arithmetic (q8_1 activations) stays w
   MESSAGE("MMVQ model: worst max_rel " << worst << " (" << where << "); with 512+ rows " << worst_big << " (" << where_big << "); tolerance " << tol);
 }
 
-TEST_CASE("llama-mmvq in the registry: a peer, always listed; without ggml it says why it cannot run") {
+TEST_CASE("llama-mmvq in the registry: a peer, always listed, without ggml it says why it cannot run") {
   const Variant& v = registry().variant("q4_gemv/impl=llama-mmvq");
   CHECK(v.peer);
   CHECK(v.op == "q4_gemv");

@@ -91,7 +91,7 @@ std::vector<float> simulate_gemm(const ref::Q4Matrix& w, const std::vector<float
 }
 }  // namespace
 
-TEST_CASE("q4_gemm reference: column j is q4_gemv's f64 reference of x_j; n = 1 is q4_gemv's problem byte for byte; generation deterministic") {
+TEST_CASE("q4_gemm reference: column j is q4_gemv's f64 reference of x_j, n = 1 is q4_gemv's problem byte for byte, generation deterministic") {
   const Op& op = registry().op(q4_gemm::kOp);
   const Op& gemv = registry().op(q4_gemv::kOp);
   for (Dist d : {Dist::uniform, Dist::student_t}) {
@@ -135,7 +135,7 @@ TEST_CASE("q4_gemm traffic by hand: 17408x5120 at n = 8") {
   CHECK(t.macs == 89128960.0 * 8);
 }
 
-TEST_CASE("q4_gemm: the op's params, impl=loop and the batched kernels registered, each with a bit-model and a tolerance; the experiment's claims") {
+TEST_CASE("q4_gemm: the op's params, impl=loop and the batched kernels registered, each with a bit-model and a tolerance, the experiment's claims") {
   const Op& op = registry().op(q4_gemm::kOp);
   std::set<std::string> params;
   for (const auto& d : op.params) params.insert(d.name);

@@ -131,7 +131,7 @@ TEST_CASE("an op's declared parameters: defaults, --set names checked against ev
   CHECK(Op{}.declared_problems(false).empty());
 }
 
-TEST_CASE("an op with one output names it y; an instance without output() says it has named outputs") {
+TEST_CASE("an op with one output names it y, an instance without output() says it has named outputs") {
   Op op;
   op.name = "toy";
   op.reference = [](const Workload&) { return std::vector<double>{1, 2}; };
@@ -172,7 +172,7 @@ TEST_CASE("kernels other families compose are chosen one way: by their registere
   CHECK(step.validate(f).find("tokens") != std::string::npos);
 }
 
-TEST_CASE("verify_outputs: names, order and sizes must match the reference's; the worst tensor counts, a non-finite one first") {
+TEST_CASE("verify_outputs: names, order and sizes must match the reference's, the worst tensor counts, a non-finite one first") {
   const std::vector<Named<double>> refs{{"out", {1, 2}}, {"S", {4, 8}}};
   CHECK_THROWS_WITH_AS(verify_outputs("v", {{"S", {4, 8}}, {"out", {1, 2}}}, refs), doctest::Contains("out[2], S[2]"), Error);
   CHECK_THROWS_AS(verify_outputs("v", {{"out", {1, 2}}}, refs), Error);

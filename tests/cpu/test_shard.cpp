@@ -118,7 +118,7 @@ TEST_CASE("shard: the shards 0..N-1 race every race of the run exactly once") {
   CHECK(shapes == std::set<std::string>{"first 8x4", "first 16x4", "second 24x4"});
 }
 
-TEST_CASE("shard: claims over races in other shards stay not_evaluated; one not held is not held") {
+TEST_CASE("shard: claims over races in other shards stay not_evaluated, one not held is not held") {
   const auto whole = run_shard(0, 1);
   CHECK(whole.claims.at("first/all") == "held");
   CHECK(whole.claims.at("first/bare") == "held");
