@@ -167,6 +167,11 @@ constexpr std::size_t kXlParts2 = 57;
 // rung 32, 7.2 us: still slower than rung 50). Claim split-pays is stated on the four shapes, as before that run.
 constexpr std::size_t kSplit0 = 58;
 constexpr std::array<std::size_t, 3> kSplitTwins{32, 32, 52};
+// The rungs 61, 62: grid=fill,xprep=block, rungs 32 and 58 without the prep kernel (one launch a call; each thread
+// quantises its block of x after the wait: the same bits). Why (run-split's trace at 17408x5120): the prep kernel
+// ends 2.5-4.3 us after the main kernel before it. Predicted: 17408x5120 from 14.2 toward ~13 us.
+constexpr std::size_t kFillBlock0 = 61;
+constexpr std::array<std::size_t, 2> kFillBlockTwins{32, 58};
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -263,6 +268,11 @@ std::vector<std::string> rungs() {
     std::string n = out[kSplitTwins[i]];
     out.push_back(n.insert(n.find(",pdl="), i == 1 ? ",row-split=4" : ",row-split=2"));
   }
+  // 61, 62: xprep=block twins of 32 and 58.
+  for (std::size_t twin : kFillBlockTwins) {
+    std::string n = out[twin];
+    out.push_back(n.replace(n.find(",xprep=launch,"), 14, ",xprep=block,"));
+  }
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -356,9 +366,13 @@ Experiment q4_to_ceiling() {
                          "more threads on the ring's rows pay: grid=fill,xprep=launch,xpf=l2,load=bulk,row-split=2 and row-split=4 (rows=8, "
                          "pdl=on) and grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,row-split=2 are faster than their twins without "
                          "row-split on the four seed shapes"};
+  const Claim fill_block_pays{"fill-block-pays",
+                              "one launch a call pays on the ring: grid=fill,xprep=block,xpf=l2,load=bulk,rows=8,pdl=on, with and without "
+                              "row-split=2 (each thread quantises its block of x; no prep kernel) is faster than its xprep=launch twin on the "
+                              "four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
-              pre1_pays, lines_pay,   parts_pay,    split_pays};
+              pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -412,7 +426,7 @@ Experiment q4_to_ceiling() {
                  {kXpf0, 2}, {kXpf0 + 1, 2}, {kXpf0 + 2, 2}, {kXpf0 + 3, 2}, {kXpf0 + 4, 2}, {kXpf0 + 5, 2}, {kXpf0 + 6, 2},
                  {kWpf0, 2}, {kWpf0 + 1, 2}, {kWpf0 + 2, 2}, {kWpf0 + 3, 2}, {kXc8, 2}, {kXc4, 2}, {kXw0, 2}, {kXw0 + 1, 2}, {kXw0 + 2, 2}, {kXw1, 2},
                  {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}, {kHalf2Held, 2}, {kHalf2XlXpf, 2}, {kHalf2HeldXpf, 2}, {kHalf2L2Xpf, 2}, {kHalf2Pre1, 2}, {kXwLines, 2},
-                 {kXlParts2, 2}, {kSplit0, 2}, {kSplit0 + 1, 2}, {kSplit0 + 2, 2}}) {
+                 {kXlParts2, 2}, {kSplit0, 2}, {kSplit0 + 1, 2}, {kSplit0 + 2, 2}, {kFillBlock0, 2}, {kFillBlock0 + 1, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
@@ -500,6 +514,7 @@ Experiment q4_to_ceiling() {
         twins_pay(lines_pay, "wpf=lines", [](std::size_t) { return kXw1; }, kXwLines, 1);
         if (s.m == 10240 && s.k == 5120) twins_pay(parts_pay, "parts=2", [](std::size_t) { return kXlQ8r8; }, kXlParts2, 1);
         twins_pay(split_pays, "row-split", [](std::size_t i) { return kSplitTwins[i]; }, kSplit0, kSplitTwins.size());
+        twins_pay(fill_block_pays, "xprep=block (for xprep=launch)", [](std::size_t i) { return kFillBlockTwins[i]; }, kFillBlock0, kFillBlockTwins.size());
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

@@ -41,7 +41,7 @@ const std::vector<std::string>& packed_names() {
 }
 }  // namespace
 
-TEST_CASE("map=packed repack: a bijection on awkward shapes for every tile size; padding zero; offsets in bounds and distinct") {
+TEST_CASE("map=packed repack: a bijection on awkward shapes for every tile size, padding zero, offsets in bounds and distinct") {
   for (int R : {1, 2, 4, 8, 16})
     for (std::int64_t m : {1, 3, 5, 8, 33})
       for (std::int64_t k : {32, 96, 1024, 1056, 2080}) {
@@ -241,7 +241,7 @@ TEST_CASE("map=packed f16x2 x preparation: x~ = f16(x 2^e) with max |x~| in [2^7
   }
 }
 
-TEST_CASE("map=packed bit-models: f32 is block-per-thread,dot=offset bit for bit; every model independent of rows, grid and pdl") {
+TEST_CASE("map=packed bit-models: f32 is block-per-thread,dot=offset bit for bit, every model independent of rows, grid and pdl") {
   std::vector<test::Q4Case> cases;
   for (const Shape& s : test::q4_guard_shapes())
     for (Dist d : {Dist::uniform, Dist::student_t}) cases.push_back(test::q4_generated(s, d, 2));
@@ -290,13 +290,21 @@ TEST_CASE("map=packed models within their declared tolerances of the f64 referen
                                     << pk::form_tolerance(f));
 }
 
-TEST_CASE("map=packed in the registry: names, layouts, tolerances, models; launchers refuse before touching the device") {
+TEST_CASE("map=packed in the registry: names, layouts, tolerances, models, launchers refuse before touching the device") {
   std::set<std::string> names;
+  int producers = 0;
   for (const Variant* v : registry().variants_of("q4_gemv"))
     if (v->axes.at(0).second == "packed") {
-      names.insert(v->name);
       CAPTURE(v->name);
-      const auto& kern = q4_gemv::q4_kernel(v->name);
+      // An xprep=producer twin (register.cpp) runs its xprep=launch kernel's launch_prepared: that kernel's checks.
+      std::string kernel = v->name;
+      if (const auto at = kernel.find(",xprep=producer,"); at != std::string::npos) {
+        kernel.replace(at, 16, ",xprep=launch,");
+        ++producers;
+      } else {
+        names.insert(v->name);
+      }
+      const auto& kern = q4_gemv::q4_kernel(kernel);
       REQUIRE(kern.layout != nullptr);
       CHECK(bool(kern.launch_packed));
       CHECK(kern.layout->bytes(17408, 5120) == std::size_t(17408) * 5120 / 2 + std::size_t(17408) * 160 * 2);
@@ -317,6 +325,7 @@ TEST_CASE("map=packed in the registry: names, layouts, tolerances, models; launc
       CHECK_THROWS_WITH_AS(kern.launch_packed(p + 4, x, y, 4, 64, nullptr), doctest::Contains("aligned"), Error);
     }
   CHECK(names == std::set<std::string>(packed_names().begin(), packed_names().end()));
+  CHECK(producers == 7);  // tests/cpu/test_q4_models.cpp names them
   CHECK(names.count("q4_gemv/map=packed,dot=f32,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=f16x2,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,pdl=off,rows=4") == 1);
@@ -343,7 +352,7 @@ TEST_CASE("map=packed models at decode-like shapes: the rounding forms' error on
 
 // ---- load=bulk | cp-async: the ring (packed_ring.hpp, packed.cu packed_ring_kernel) ----
 
-TEST_CASE("map=packed ring plan: a stage is the group's run as packed lies it; every group taken once; stages fit") {
+TEST_CASE("map=packed ring plan: a stage is the group's run as packed lies it, every group taken once, stages fit") {
   for (int R : {4, 8})
     for (std::int64_t m : {1, 5, 13, 37})
       for (std::int64_t k : {32, 96, 1056, 2080, 5120}) {
@@ -458,8 +467,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     with_load += std::any_of(axes.begin(), axes.end(), [](const auto& a) { return a.first == "load"; });
   }
   // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
-  // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3);
+  // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -633,7 +642,12 @@ TEST_CASE("map=packed row-split=2|4: the ring's rows split over 2 or 4 threads a
   }
   CHECK(split == std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,row-split=4,pdl=on,rows=8",
-                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,row-split=2,pdl=on,rows=8"});
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,row-split=2,pdl=on,rows=8",
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8"});
+  // grid=fill,xprep=block: the twins of rung 32 and of its row-split=2 without the prep kernel; the same model.
+  CHECK(check_twins("grid=fill,xprep=block,", {}, "grid=fill,xprep=launch,") ==
+        std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,pdl=on,rows=8",
+                              "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8"});
   // The models against the ring's: ragged m, k not a multiple of 1024, k past 8192 (row-split=4 runs as 1 there)
   // and past 16384 (row-split=2 too); each share's butterfly of 4 or 2 rows against the 8-row one.
   std::vector<test::Q4Case> cases;
@@ -684,8 +698,8 @@ TEST_CASE("map=packed grid=groups,load=bulk: one ring block per group with one s
 
 TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (the name less xpf=l2), with its model, layout and tolerance") {
   // last=l2 is registered with xpf=l2 only (rung 54; its twin in the ladder is rung 52, the name less last=l2), and
-  // so is row-split (its own case above).
-  CHECK(check_twins(",xpf=l2", {",wpf=l2", ",last=l2", ",row-split="}) == std::set<std::string>{
+  // so are row-split (its own case above) and grid=fill,xprep=block (the xprep=block case below).
+  CHECK(check_twins(",xpf=l2", {",wpf=l2", ",last=l2", ",row-split=", "grid=fill,xprep=block"}) == std::set<std::string>{
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=8",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=4",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=16",
@@ -716,7 +730,7 @@ TEST_CASE("map=packed wpf=l2: each such kernel is the twin of its xpf=l2 kernel 
                                       });
 }
 
-TEST_CASE("map=packed xprep=cluster: 8 threads' shares (amax4, q8_part) rebuild q8_prep exactly; each kernel the twin of its xprep=launch kernel") {
+TEST_CASE("map=packed xprep=cluster: 8 threads' shares (amax4, q8_part) rebuild q8_prep exactly, each kernel the twin of its xprep=launch kernel") {
   namespace pk = q4_gemv::packed;
   std::mt19937 rng(7);
   std::normal_distribution<float> n(0.f, 1.f);

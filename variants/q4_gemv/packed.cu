@@ -1289,55 +1289,61 @@ int resident_warps_xf() {
 // ---- load=bulk | cp-async: the ring's launcher ----
 // Opts the ring kernel into up to kRingMaxSmem of dynamic shared memory and the largest shared
 // memory carveout (two 92 KB blocks per SM), once per kernel (the lab uses one device per process).
-// The grid=fill ring kernel with Split threads per block of 32 weights (row-split; Split = 1: none).
-template <int R, Load L, int Split = 1>
-constexpr auto ring_kernel = packed_ring_kernel<R, L, false, false, false, false, false, false, Split>;
+// The grid=fill ring kernel with Split threads per block of 32 weights (row-split; Split = 1: none); XB
+// (xprep=block): x quantised by each thread after the wait, prefetched into L2 by the kernel itself with XPf.
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false>
+constexpr auto ring_kernel = packed_ring_kernel<R, L, XB, false, XB && XPf, false, false, false, Split>;
 // row-split=Split takes Split x warps_for(k) warps a block, at most kMaxWarps: larger k runs Split = 1 (the same bits).
 template <int Split>
 bool split_fits(int k) {
   return Split * warps_for(k) <= kMaxWarps;
 }
-template <int R, Load L, int Split = 1>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false>
 void ring_attributes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    KLAB_CUDA(cudaFuncSetAttribute(ring_kernel<R, L, Split>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
-    KLAB_CUDA(cudaFuncSetAttribute(ring_kernel<R, L, Split>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    KLAB_CUDA(cudaFuncSetAttribute(ring_kernel<R, L, Split, XB, XPf>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    KLAB_CUDA(cudaFuncSetAttribute(ring_kernel<R, L, Split, XB, XPf>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
 }
-template <int R, Load L, int Split = 1>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false>
 int ring_blocks_per_sm(int warps) {
   static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
   auto& c = cache[std::size_t(warps)];
   int n = c.load(std::memory_order_relaxed);
   if (n == 0) {
-    ring_attributes<R, L, Split>();
+    ring_attributes<R, L, Split, XB, XPf>();
     const RingPlan plan{warps, R, ring_stages(warps, R)};
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split>, Split * warps * 32, std::size_t(plan.S) * plan.stage_bytes()));
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split, XB, XPf>, Split * warps * 32,
+                                                            std::size_t(plan.S) * plan.stage_bytes()));
     if (n < 1) n = 1;
     c.store(n, std::memory_order_relaxed);
   }
   return n;
 }
-template <int R, Load L, int Split = 1>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false>
 int resident_warps_ring() {
-  return ring_blocks_per_sm<R, L, Split>(warps_for(5120)) * Split * warps_for(5120);
+  return ring_blocks_per_sm<R, L, Split, XB, XPf>(warps_for(5120)) * Split * warps_for(5120);
 }
 
-template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1>
+// XB (xprep=block): no prep kernel; the ring kernel quantises x itself (one launch a call).
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  static_assert(!(XB && WPf), "xprep=block has no prep kernel to prefetch the weights");
   if constexpr (Split > 1) {
-    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1>(packed, x, y, m, k, stream);
+    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB>(packed, x, y, m, k, stream);
   }
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L, Split>(W)) * sm_count()));
-  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
-                   WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
-  KLAB_CUDA_LAUNCH("xprep_kernel");
-  launch_maybe_pdl(Pdl, ring_kernel<R, L, Split>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L, Split, XB, XPf>(W)) * sm_count()));
+  if constexpr (!XB) {
+    launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
+                     WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
+    KLAB_CUDA_LAUNCH("xprep_kernel");
+  }
+  launch_maybe_pdl(Pdl, ring_kernel<R, L, Split, XB, XPf>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, x, y, m, k, plan.S);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
@@ -1604,13 +1610,15 @@ Q4Kernel kernel_warp() {
 
 // grid=fill,xprep=launch,load=L (q8-dp4a): persistent blocks over a ring of shared-memory stages.
 // row-split=Split (Split > 1): Split threads per block of 32 weights, each R / Split rows of a group.
-template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1>
+// XB: xprep=block (no prep kernel, each thread quantises its block of x).
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false>
 Q4Kernel kernel_ring() {
-  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", "launch"}, {"load", load_name(L)}};
+  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : "launch"}, {"load", load_name(L)}};
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   axes.emplace_back("pdl", Pdl ? "on" : "off");
   axes.emplace_back("rows", std::to_string(R));
-  return q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split>, &resident_warps_ring<R, L, Split>);
+  return q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB>,
+                      &resident_warps_ring<R, L, Split, XB, XPf>);
 }
 
 // grid=groups,xprep=launch,load=bulk (q8-dp4a): one block per group, its weights by one TMA copy.
@@ -1819,6 +1827,13 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 2>());
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 4>());
   v.push_back(kernel_half<8, false, 2, true, true, false, false, false, 2>());
+  // grid=fill,xprep=block: rung 32 and its row-split=2 twin without the prep kernel, one launch a call, each
+  // thread quantising its block of x after the wait (xprep=block's q8_prep: the same bits). Why (the trace of
+  // row-split=2 at 17408x5120, reports/h200/run-split): the prep kernel ends 2.5-4.3 us after the main kernel
+  // before it, a hop and a few loads and stores that queue behind the next call's 24 MB of stage requests.
+  // Predicted: 17408x5120 from 14.2 toward ~13 us (one hop fewer; the x read after the wait still queues).
+  v.push_back(kernel_ring<8, Load::bulk, true, true, false, 1, true>());
+  v.push_back(kernel_ring<8, Load::bulk, true, true, false, 2, true>());
   return v;
 }
 
