@@ -165,11 +165,16 @@ constexpr std::size_t kXlParts2 = 57;
 // run (reports/h200/run-split, ab, stream): x1.008 (same) at 17408x5120; the main kernel ends 2 us sooner after its
 // prep, the prep 1.8 us later after the main kernel before it. Only row-split=2 at 6144x5120 pays (x1.113 over
 // rung 32, 7.2 us: still slower than rung 50). Claim split-pays is stated on the four shapes, as before that run.
+// In the first ladder run (reports/h200/run-0e7f54b) not held again: x1.006 (same) for row-split=2 at 17408x5120, where
+// it is the fastest rung by that hair (14.1 us, 77.9%); Nsight Compute there: occupancy 15 -> 30%, issue 24 -> 29%,
+// instructions per MAC 1.10 -> 1.41, DRAM 65% in a launch alone either way.
 constexpr std::size_t kSplit0 = 58;
 constexpr std::array<std::size_t, 3> kSplitTwins{32, 32, 52};
 // The rungs 61, 62: grid=fill,xprep=block, rungs 32 and 58 without the prep kernel (one launch a call; each thread
 // quantises its block of x after the wait: the same bits). Why (run-split's trace at 17408x5120): the prep kernel
-// ends 2.5-4.3 us after the main kernel before it. Predicted: 17408x5120 from 14.2 toward ~13 us.
+// ends 2.5-4.3 us after the main kernel before it. Predicted: 17408x5120 from 14.2 toward ~13 us. Measured in their
+// first ladder run (reports/h200/run-0e7f54b): 16.8 and 24.0 us there, x0.46..x0.85 of their twins on the four
+// shapes; claim fill-block-pays not held.
 constexpr std::size_t kFillBlock0 = 61;
 constexpr std::array<std::size_t, 2> kFillBlockTwins{32, 58};
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.

@@ -1832,6 +1832,11 @@ std::vector<Q4Kernel> packed_kernels() {
   // row-split=2 at 17408x5120, reports/h200/run-split): the prep kernel ends 2.5-4.3 us after the main kernel
   // before it, a hop and a few loads and stores that queue behind the next call's 24 MB of stage requests.
   // Predicted: 17408x5120 from 14.2 toward ~13 us (one hop fewer; the x read after the wait still queues).
+  // Measured (reports/h200/run-0e7f54b, H200, 2026-12-04, the q4-to-ceiling ladder, stream; 17408x5120 / 10240x5120 /
+  // 6144x5120 / 5120x6144): 16.8 / 14.1 / 11.0 / 11.8 us against rung 32's 14.2 / 10.7 / 8.0 / 7.8 (x0.66..x0.85), and
+  // with row-split=2 24.0 / 18.6 / 15.8 / 17.3 (x0.46..x0.59): far slower. Every thread's x read and quantisation
+  // after the wait sit behind the call's stage requests; the prep kernel's few blocks did it for all. Kept as
+  // negative results, as grid=half's xprep=block (rungs 15, 16) before them.
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 1, true>());
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 2, true>());
   return v;
