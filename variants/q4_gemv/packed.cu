@@ -861,7 +861,7 @@ __device__ __forceinline__ void cp_async_wait(int n) {
   }
 }
 
-// XB (xprep=block, grid=half; packed_ring.hpp): each thread prepares its block of x itself, after
+// XB (xprep=block, grid=half or fill; packed_ring.hpp): each thread prepares its block of x itself, after
 // griddepcontrol.wait, by q8_prep on x read through L2 (ld.cg) -- the values xprep_kernel<q8> would
 // have written to g_xq, so the same bits -- instead of reading g_xq. x is unused otherwise.
 // Half (grid=half): the warps' row totals in dynamic shared memory after the S stages, part[2][W][R]
@@ -973,7 +973,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   }
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
   if constexpr (XB) {
-    if (active) {  // = xprep_kernel<q8> for block tid, kept in registers
+    if (active) {  // = xprep_kernel<q8> for block b, kept in registers
       const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(b) * 8;
       float xv[32];
       for (int w = 0; w < 8; ++w) {
@@ -1810,7 +1810,7 @@ std::vector<Q4Kernel> packed_kernels() {
   // rows (packed_ring_kernel's Split), the same stages, grid and bits. Why (Nsight Compute on rung 32,
   // grid=fill,xpf=l2,load=bulk, reports/h200/run-f57df58/q4, H200, 2026-12-04): 10 warps an SM (occupancy 15%),
   // issue 24% of peak at 17408x5120, 1.10 SASS instructions per MAC; and its stream time is the same hot and
-  // cold (13.8-14.2 us, run-4341948): its bound is its own issue rate, not DRAM. 1.10 x 89.1 M MACs over 132
+  // cold (13.8-14.2 us, run-4341948): its bound looked like its own issue rate, not DRAM. 1.10 x 89.1 M MACs over 132
   // SMs at ~1 warp instruction a cycle is ~12 us. Twice (four times) the warps on the same work should raise
   // the issue rate. Predicted: rung 32 at 17408x5120 from 14.2 toward ~12 us (the read floor 10.9); little at
   // the small shapes, where the hop and the prep launch bound the ring. Twins of rung 32 and, for row-split=2,
