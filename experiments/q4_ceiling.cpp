@@ -160,7 +160,7 @@ constexpr std::size_t kXlParts2 = 57;
 // 32 weights, each taking 4 or 2 of a group's 8 rows: twice or four times the warps on the same stages and grid, the
 // same bits. 58 and 59 are rung 32's twins (grid=fill,xpf=l2), 60 rung 52's (grid=half,per-sm=2,xpf=l2). Why
 // (Nsight Compute, reports/h200/run-f57df58): rung 32 has 10 warps an SM, issue 24% of peak and 1.10 instructions
-// per MAC at 17408x5120, and takes the same time hot and cold: its issue rate bounds it. Predicted before its run:
+// per MAC at 17408x5120, and takes the same time hot and cold: its issue rate looked like the bound. Predicted before its run:
 // rung 32 at 17408x5120 from ~14.2 toward ~12 us; little at the small shapes. Measured before they joined a ladder
 // run (reports/h200/run-split, ab, stream): x1.008 (same) at 17408x5120; the main kernel ends 2 us sooner after its
 // prep, the prep 1.8 us later after the main kernel before it. Only row-split=2 at 6144x5120 pays (x1.113 over
