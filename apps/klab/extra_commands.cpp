@@ -10,6 +10,7 @@ const std::vector<Command>& extra_commands() {
       {"gdn", experiments::kGdnUsage, experiments::gdn_command},
       {"profile-one", experiments::kProfileOneUsage,
        [](const std::vector<std::string>& a, int argc, char** argv) { return experiments::profile_one_command(registry(), a, argc, argv); }},
+      {"probe-ring", experiments::kProbeRingUsage, experiments::probe_ring_command},
       {"export", experiments::kExportUsage,
        [](const std::vector<std::string>& a, int argc, char** argv) { return experiments::export_command(registry(), a, argc, argv); }},
   };

@@ -208,3 +208,31 @@ TEST_CASE("--shard: the report's header says which shard it is") {
   CHECK_FALSE(klab::read_jsonl(dir / "report.jsonl").front().at("env").at("options").contains("shard"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("klab probe-ring refuses bad options and a missing device by name, exit 2, and prints no measurement") {
+  struct Case {
+    std::string args, says;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"probe-ring", "--shape MxK is required"},
+           {"probe-ring --shape 64x100", "not a multiple of 32"},
+           {"probe-ring --shape 64x40000", "32768"},
+           {"probe-ring --shape 0x64", "0x64"},
+           {"probe-ring --shape 64x64 --reps 0", "--reps must be at least 1"},
+           {"probe-ring --shape 64x64 --bogus", "--bogus"},
+       }) {
+    CAPTURE(c.args);
+    const auto r = klab_cli(c.args);
+    CAPTURE(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(c.says) != std::string::npos);
+    CHECK(r.out.find("ring_read_us") == std::string::npos);
+  }
+  CHECK(klab_cli("probe-ring --help").code == 0);
+  CHECK(klab_cli("--help").out.find("klab probe-ring --shape MxK") != std::string::npos);
+  if (klab::has_device()) return;  // the no-device path only; the device runs it for real (docs/DEVICE-RUNBOOK.md)
+  const auto r = klab_cli("probe-ring --shape 64x64");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("no CUDA device") != std::string::npos);
+  CHECK(r.out.find("ring_read_us") == std::string::npos);
+}

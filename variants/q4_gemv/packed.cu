@@ -882,8 +882,10 @@ __device__ __forceinline__ void cp_async_wait(int n) {
 // piece at + 2 h R/Split). Each row's block values, butterfly (warp_rows adds as the plain butterfly
 // does, whatever the rows a lane carries) and warps' sum in order are those of Split = 1: the same bits.
 // Split = 1 is the kernel as it was (every Split expression folds to the old one).
+// NoDots (the ring read probe, launch_ring_probe): the ring's stages, waits, barriers and refills without x and
+// without the dots; y gets +0 sums. Not a variant: it computes no product, it times what the ring's loads cost.
 template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false,
-          int Split = 1>
+          int Split = 1, bool NoDots = false>
 __global__ void __launch_bounds__(Held ? kHeldMaxWarps * 32 : kMaxWarps * 32)
 packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int S) {
   static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
@@ -972,7 +974,8 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
     for (int n = 1; n < S && n < ring_n; ++n) fill(n, n);
   }
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
-  if constexpr (XB) {
+  if constexpr (NoDots) {
+  } else if constexpr (XB) {
     if (active) {  // = xprep_kernel<q8> for block b, kept in registers
       const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(b) * 8;
       float xv[32];
@@ -1000,7 +1003,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
       else cp_async_wait(S - 1);
     }
     float p[RS];
-    if (active) {
+    if (!NoDots && active) {
       Scales<RS> sc;
       if constexpr (Held) {
         if (in_regs) sc = held.s;
@@ -1656,6 +1659,31 @@ void add_form(std::vector<Q4Kernel>& v) {
 }  // namespace
 
 std::string packed_error(std::int64_t k) { return k_error(k); }
+
+// ---- the ring read probe (packed_kernels.hpp, `klab probe-ring`) ----
+// Rung 32's ring kernel (grid=fill, load=bulk, rows=8, PDL) with NoDots: the same grid, stages, TMA copies,
+// mbarrier waits, block barriers and refills over the packed bytes, no prep kernel, no x, no dots (y = +0).
+void launch_ring_probe(const std::uint8_t* packed, float* y, int m, int k, cudaStream_t stream) {
+  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv ring probe: " + why);
+  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv ring probe: " + why);
+  require(packed && y, "q4_gemv ring probe: a null buffer (the packed bytes and y must be device pointers)");
+  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0, "q4_gemv ring probe: the packed bytes must be 16-byte aligned");
+  constexpr auto kernel = packed_ring_kernel<8, Load::bulk, false, false, false, false, false, false, 1, true>;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  });
+  const int W = warps_for(k);
+  RingPlan plan{W, 8, ring_stages(W, 8)};
+  plan.groups = int((static_cast<long long>(m) + 7) / 8);
+  // Rung 32's grid (its blocks per SM are set by the same shared memory).
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<8, Load::bulk>(W)) * sm_count()));
+  launch_maybe_pdl(true, kernel, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)), std::size_t(plan.S) * plan.stage_bytes(), stream, packed,
+                   static_cast<const float*>(nullptr), y, m, k, plan.S);
+  KLAB_CUDA_LAUNCH("packed_ring_kernel (probe)");
+}
+std::int64_t ring_probe_bytes(int m, int k) { return Geometry{m, k, 8}.bytes(); }
 
 std::vector<Q4Kernel> packed_kernels() {
   std::vector<Q4Kernel> v;

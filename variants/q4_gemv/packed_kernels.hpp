@@ -21,4 +21,11 @@ struct XfCounters {
 };
 XfCounters xf_counters();
 void set_xf_counters(const XfCounters& c);
+// The ring read probe (`klab probe-ring`): rung 32's ring kernel (grid=fill, load=bulk, rows=8, pdl=on) with its
+// stages, waits, barriers and refills over `packed` (ring_probe_bytes(m, k) bytes, 16-byte aligned, any content)
+// but no x and no dots: y[0..m) gets +0. Not a variant (it computes no product): it times the ring's loads alone,
+// to set beside the read ceiling and rung 32. Refuses, before any CUDA call, what rung 32 would (k, null buffers,
+// alignment). Throws klab::Error (refusals) or CudaError.
+void launch_ring_probe(const std::uint8_t* packed, float* y, int m, int k, cudaStream_t stream);
+std::int64_t ring_probe_bytes(int m, int k);
 }  // namespace klab::q4_gemv::packed
