@@ -1293,31 +1293,34 @@ int resident_warps_xf() {
 // Opts the ring kernel into up to kRingMaxSmem of dynamic shared memory and the largest shared
 // memory carveout (two 92 KB blocks per SM), once per kernel (the lab uses one device per process).
 // The grid=fill ring kernel with Split threads per block of 32 weights (row-split; Split = 1: none); XB
-// (xprep=block): x quantised by each thread after the wait, prefetched into L2 by the kernel itself with XPf.
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false>
-constexpr auto ring_kernel = packed_ring_kernel<R, L, XB, false, XB && XPf, false, false, false, Split>;
+// (xprep=block): x quantised by each thread after the wait, prefetched into L2 by the kernel itself with XPf;
+// NoDots: the ring read probe (launch_ring_probe).
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false>
+constexpr auto ring_kernel = packed_ring_kernel<R, L, XB, false, XB && XPf, false, false, false, Split, NoDots>;
 // row-split=Split takes Split x warps_for(k) warps a block, at most kMaxWarps: larger k runs Split = 1 (the same bits).
+static_assert(split_in_use(2, kMaxWarps / 2) == 2 && split_in_use(2, kMaxWarps / 2 + 1) == 1, "split_in_use's bound is kMaxWarps");
 template <int Split>
 bool split_fits(int k) {
-  return Split * warps_for(k) <= kMaxWarps;
+  return split_in_use(Split, warps_for(k)) == Split;
 }
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false>
 void ring_attributes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    KLAB_CUDA(cudaFuncSetAttribute(ring_kernel<R, L, Split, XB, XPf>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
-    KLAB_CUDA(cudaFuncSetAttribute(ring_kernel<R, L, Split, XB, XPf>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    constexpr auto kernel = ring_kernel<R, L, Split, XB, XPf, NoDots>;
+    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
 }
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false>
 int ring_blocks_per_sm(int warps) {
   static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
   auto& c = cache[std::size_t(warps)];
   int n = c.load(std::memory_order_relaxed);
   if (n == 0) {
-    ring_attributes<R, L, Split, XB, XPf>();
+    ring_attributes<R, L, Split, XB, XPf, NoDots>();
     const RingPlan plan{warps, R, ring_stages(warps, R)};
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split, XB, XPf>, Split * warps * 32,
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split, XB, XPf, NoDots>, Split * warps * 32,
                                                             std::size_t(plan.S) * plan.stage_bytes()));
     if (n < 1) n = 1;
     c.store(n, std::memory_order_relaxed);
@@ -1329,24 +1332,25 @@ int resident_warps_ring() {
   return ring_blocks_per_sm<R, L, Split, XB, XPf>(warps_for(5120)) * Split * warps_for(5120);
 }
 
-// XB (xprep=block): no prep kernel; the ring kernel quantises x itself (one launch a call).
-template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false>
+// XB (xprep=block): no prep kernel; the ring kernel quantises x itself (one launch a call). NoDots (the probe):
+// no prep kernel either, and x is never read.
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool NoDots = false>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
-  static_assert(!(XB && WPf), "xprep=block has no prep kernel to prefetch the weights");
+  static_assert(!((XB || NoDots) && WPf), "xprep=block and the probe have no prep kernel to prefetch the weights");
   if constexpr (Split > 1) {
-    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB>(packed, x, y, m, k, stream);
+    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots>(packed, x, y, m, k, stream);
   }
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L, Split, XB, XPf>(W)) * sm_count()));
-  if constexpr (!XB) {
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L, Split, XB, XPf, NoDots>(W)) * sm_count()));
+  if constexpr (!XB && !NoDots) {
     launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
                      WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
-  launch_maybe_pdl(Pdl, ring_kernel<R, L, Split, XB, XPf>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  launch_maybe_pdl(Pdl, ring_kernel<R, L, Split, XB, XPf, NoDots>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, x, y, m, k, plan.S);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
@@ -1661,27 +1665,11 @@ void add_form(std::vector<Q4Kernel>& v) {
 std::string packed_error(std::int64_t k) { return k_error(k); }
 
 // ---- the ring read probe (packed_kernels.hpp, `klab probe-ring`) ----
-// Rung 32's ring kernel (grid=fill, load=bulk, rows=8, PDL) with NoDots: the same grid, stages, TMA copies,
-// mbarrier waits, block barriers and refills over the packed bytes, no prep kernel, no x, no dots (y = +0).
+// Rung 32's launcher (grid=fill, load=bulk, rows=8, PDL) with NoDots: its grid (as many blocks as the SMs hold, two
+// by shared memory), stages, TMA copies, mbarrier waits, block barriers and refills over the packed bytes; no prep
+// kernel, no x, no dots (y = +0). x is never read: `packed` stands in for it in launch_ring's checks (non-null, aligned).
 void launch_ring_probe(const std::uint8_t* packed, float* y, int m, int k, cudaStream_t stream) {
-  if (auto why = launch_error(m, k); !why.empty()) throw Error("q4_gemv ring probe: " + why);
-  if (auto why = k_error(k); !why.empty()) throw Error("q4_gemv ring probe: " + why);
-  require(packed && y, "q4_gemv ring probe: a null buffer (the packed bytes and y must be device pointers)");
-  require(reinterpret_cast<std::uintptr_t>(packed) % 16 == 0, "q4_gemv ring probe: the packed bytes must be 16-byte aligned");
-  constexpr auto kernel = packed_ring_kernel<8, Load::bulk, false, false, false, false, false, false, 1, true>;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
-    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  });
-  const int W = warps_for(k);
-  RingPlan plan{W, 8, ring_stages(W, 8)};
-  plan.groups = int((static_cast<long long>(m) + 7) / 8);
-  // Rung 32's grid (its blocks per SM are set by the same shared memory).
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<8, Load::bulk>(W)) * sm_count()));
-  launch_maybe_pdl(true, kernel, dim3(unsigned(plan.grid)), dim3(unsigned(W * 32)), std::size_t(plan.S) * plan.stage_bytes(), stream, packed,
-                   static_cast<const float*>(nullptr), y, m, k, plan.S);
-  KLAB_CUDA_LAUNCH("packed_ring_kernel (probe)");
+  launch_ring<8, Load::bulk, true, false, false, 1, false, true>(packed, reinterpret_cast<const float*>(packed), y, m, k, stream);
 }
 std::int64_t ring_probe_bytes(int m, int k) { return Geometry{m, k, 8}.bytes(); }
 

@@ -289,7 +289,7 @@ std::vector<float> model_ring_of(const ref::Q4Matrix& w, std::span<const float> 
 template <int R, int P, int Split = 1>
 std::vector<float> model_half_of(const ref::Q4Matrix& w, std::span<const float> x) {
   const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
-  return model_ring(Load::bulk, R, 132 * P, half_stages(W, R, P), w, x, Split * W <= 32 ? Split : 1);
+  return model_ring(Load::bulk, R, 132 * P, half_stages(W, R, P), w, x, split_in_use(Split, W));
 }
 // grid=groups,load=bulk: one block per group (grid = ceil(m / R)), one stage.
 template <int R>
@@ -300,7 +300,7 @@ std::vector<float> model_ring_groups_of(const ref::Q4Matrix& w, std::span<const 
 template <int Split>
 std::vector<float> model_split_of(const ref::Q4Matrix& w, std::span<const float> x) {
   const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
-  return Split * W <= 32 ? model_ring_of<Load::bulk, 8, Split>(w, x) : model_ring_of<Load::bulk, 8>(w, x);
+  return model_ring(Load::bulk, 8, 264, 0, w, x, split_in_use(Split, W));
 }
 Q4Model ring_model_for(const std::string& load, const std::string& rows, const std::string& split) {
   const bool bulk = load == load_name(Load::bulk);

@@ -70,6 +70,10 @@ KLAB_HD inline int ring_stages(int W, int R) {
   return s;
 }
 
+// row-split=split takes split W warps a block (W = chunks of 32 blocks), at most 32 (1024 threads); past that
+// the kernels run row-split=1 (the same bits). The split a kernel runs, for its launchers and its models.
+KLAB_HD constexpr int split_in_use(int split, int W) { return split * W <= 32 ? split : 1; }
+
 // ---- grid=half: the ring in half an SM, so that the next launch co-resides (packed.cu, packed_ring_kernel) ----
 // Why (H200, reports/h200/q4-ring-trial/, stream mode, % of the read ceiling at 17408x5120 /
 // 10240x5120 / 6144x5120 / 5120x6144): grid=fill,load=bulk,rows=8 77.2 / 60.1 / 48.7 / 49.8 against
