@@ -89,8 +89,8 @@ int probe_ring_command(const std::vector<std::string>& args, int, char**) {
   require(!shape.empty(), "--shape MxK is required");
   require(reps >= 1, "--reps must be at least 1");
   const Shape sh = parse_shape(shape);
-  if (auto why = q4_gemv::launch_error(sh.m, sh.k); !why.empty()) throw Error("probe-ring " + sh.str() + ": " + why);
-  if (auto why = q4_gemv::packed::packed_error(sh.k); !why.empty()) throw Error("probe-ring " + sh.str() + ": " + why);
+  if (auto why = q4_gemv::launch_error(sh.m, sh.k); !why.empty()) throw Error(sh.str() + ": " + why);
+  if (auto why = q4_gemv::packed::packed_error(sh.k); !why.empty()) throw Error(sh.str() + ": " + why);
   const DeviceInfo dev = select_device(device);
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -112,7 +112,7 @@ int probe_ring_command(const std::vector<std::string>& args, int, char**) {
     opt.reps = reps;
     std::string why;
     auto subject = timer.stream_subject(bodies, opt, {}, why);
-    require(subject != nullptr, "probe-ring: the probe's launches cannot be captured into a graph: " + why);
+    require(subject != nullptr, "the probe's launches cannot be captured into a graph: " + why);
     const Timing t = timer.time_interleaved({subject.get()}, opt).at(0);
     const auto& read = timer.attainable(double(bytes), TimingMode::stream, opt);
     const double us = t.summary.median * 1e3;

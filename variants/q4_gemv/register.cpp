@@ -79,8 +79,7 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
                                            : a["last"] == "l2" ? "the groups after the ring's first stages requested into L2 ahead of their "
                                                                  "refills by TMA prefetches, the first before the wait; "
                                                                : "") +
-           std::string(a["pre"] == "1" ? "only the ring's first stage requested before the wait, the others right after it; " : "") +
-           std::string(a["xprep"] == "block" ? "x quantised by each block's threads once per launch (no prep kernel); " : "");
+           std::string(a["pre"] == "1" ? "only the ring's first stage requested before the wait, the others right after it; " : "");
     else if (a["grid"] == "groups" && a["load"] == "bulk")
       d += "one thread block per group of rows, its weights brought into shared memory by one TMA bulk copy (cp.async.bulk + mbarrier); ";
     else if (a["load"] == "bulk" || a["load"] == "cp-async")
@@ -95,6 +94,9 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
       d += "x taken as prepared by its producer (prepared_x.cuh; here the kernel's own prep launch, outside the timed region): the main "
            "kernel alone, every weight load issued before the wait; ";
     if (a["xprep"] == "launch") d += "x prepared once per launch by a first PDL-chained kernel (read from L2), every weight load issued before the wait; ";
+    if (a["xprep"] == "block") d += "x quantised by each block's threads once per launch (no prep kernel); ";
+    if (!a["row-split"].empty())
+      d += "each group's rows split over " + a["row-split"] + " threads per block of 32 weights (" + a["row-split"] + " times the warps, the same bits); ";
     if (a["regs"] == "48") d += "the main kernel at 48 registers a thread (8 blocks an SM at k = 5120 instead of 6); ";
     if (!a["parts"].empty())
       d += "the main kernel as " + a["parts"] + " PDL-chained launches over consecutive runs of the row groups, so that one part's blocks load "
