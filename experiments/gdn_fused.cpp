@@ -90,6 +90,19 @@ const Claim kConvRecBits{"conv-rec-bitwise",
 const Claim kConvRecPays{"conv-rec-pays", "the conv inside the recurrence pays: the step's candidate is faster with prep=conv"};
 const Claim kF32ConvRecBits{"f32-conv-rec-bitwise", "the f32 tier's candidate with prep=conv gives the f32 candidate's bits"};
 const Claim kF32ConvRecPays{"f32-conv-rec-pays", "prep=conv pays on the f32 tier: the f32 candidate is faster with it"};
+// hist=ring (2026-12-05, not yet run on a GPU): the conv history a ring the recurrence writes itself, so that the
+// gated norm shifts nothing (conv-ring-*, against conv_rec: what the ring saves the shift), and with the gated norm
+// by the recurrence's last blocks too, four launches a layer (four-*, against the candidate).
+const Claim kConvRingBits{"conv-ring-bitwise",
+                          "the step's candidate on gdn::kRecConvRing (prep=conv with the conv history a ring: nothing shifts it) gives the "
+                          "candidate's bits"};
+const Claim kConvRingPays{"conv-ring-pays", "the ring pays: prep=conv is faster with the history a ring (gdn::kRecConvRing) than shifted by the gated norm"};
+const Claim kFourBits{"four-bitwise",
+                      "the step's candidate on gdn::kRecFour (the conv, the q/k norm, beta/g and the gated norm in the recurrence, the history a "
+                      "ring: four launches a layer) gives the candidate's bits"};
+const Claim kFourPays{"four-pays", "four launches a layer pay: the step's candidate is faster on gdn::kRecFour"};
+const Claim kF32FourBits{"f32-four-bitwise", "the f32 tier's candidate on gdn::kRecFour gives the f32 candidate's bits"};
+const Claim kF32FourPays{"f32-four-pays", "four launches a layer pay on the f32 tier: the f32 candidate is faster on gdn::kRecFour"};
 const Claim kGoal{"layer-20us", "the fastest variant raced here takes at most 20 us per layer and token, device-resident (issue 14's goal; stream mode)"};
 
 const Measured* find(const std::vector<Measured>& ms, const std::string& name) {
@@ -123,6 +136,8 @@ struct Plan {
   std::string out_smem;              // the candidate with out_proj on gdn::kSmemGroupsQ4 (out-smem-*)
   std::string warp1;                 // the base on gdn::kWarpQ4 (warp-prep-*)
   std::string conv_rec, f32_conv_rec;  // the two candidates on gdn::kRecConv (conv-rec-*, f32-conv-rec-*)
+  std::string conv_ring;             // the candidate on gdn::kRecConvRing (conv-ring-*, against conv_rec)
+  std::string four, f32_four;        // the two candidates on gdn::kRecFour (four-*, f32-four-*)
 };
 Plan plan() {
   Plan p;
@@ -150,6 +165,9 @@ Plan plan() {
   p.warp1 = gdn::fused_step_variant(t.warp1);
   p.conv_rec = gdn::fused_step_variant(t.conv_rec);
   p.f32_conv_rec = gdn::fused_step_variant(gdn::f32_candidate_twins().conv_rec);
+  p.conv_ring = gdn::fused_step_variant(t.conv_ring);
+  p.four = gdn::fused_step_variant(t.four);
+  p.f32_four = gdn::fused_step_variant(gdn::f32_candidate_twins().four);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -270,6 +288,9 @@ void run_fused(Context& ctx) {
     twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
                 "with the conv inside the recurrence");
+    twin_claims(find(ms, pl.conv_rec), find(ms, pl.conv_ring), pl.conv_rec, pl.conv_ring, kConvRingBits, kConvRingPays, "with the conv history a ring");
+    twin_claims(cand, find(ms, pl.four), pl.candidate, pl.four, kFourBits, kFourPays, "with four launches a layer");
+    twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_four), pl.f32_candidate, pl.f32_four, kF32FourBits, kF32FourPays, "with four launches a layer");
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
@@ -293,7 +314,7 @@ void register_gdn_fused(Registry& r) {
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
                  kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kConvRecBits, kConvRecPays,
-                 kF32ConvRecBits, kF32ConvRecPays, kGoal},
+                 kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });
 }

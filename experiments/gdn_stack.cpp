@@ -119,6 +119,11 @@ const Claim kConvRecInGraph{"conv-rec-in-graph",
                             "gdn::kRecConv: no conv_norm_bg launch, one launch fewer a layer) is faster per token than q4-fast"};
 const Claim kF32ConvRecInGraph{"f32-conv-rec-in-graph",
                                "in the 48-layer graph, prep=conv pays on the f32 tier: f32-fast-conv-rec is faster per token than f32-fast"};
+const Claim kFourInGraph{"four-in-graph",
+                         "in the 48-layer graph, four launches a layer pay: q4-fast-four (the candidate on gdn::kRecFour: the conv, the q/k norm, "
+                         "beta/g and the gated norm in the recurrence, the conv history a ring) is faster per token than q4-fast"};
+const Claim kF32FourInGraph{"f32-four-in-graph",
+                            "in the 48-layer graph, four launches a layer pay on the f32 tier: f32-fast-four is faster per token than f32-fast"};
 
 // The candidate's twins raced as tiers of the graph, each with its claim against its base tier
 // (q4-fast-ba-own, the candidate's base: gdn::candidate_twins().ba_own; for q4-fast-ba-own itself the
@@ -138,7 +143,8 @@ const Claim kF32ConvRecInGraph{"f32-conv-rec-in-graph",
 //   out-smem: 1.3644 against 1.3158 ms per token in reports/h200/run-1b4fbed), q4-fast-warp (of the base),
 //   q4-fast-fold-main-warp (of q4-fast-fold-main): step_op.hpp's CandidateTwins;
 //   f32-fast-fork-z and f32-fast-norm-last are f32-fast's; q4-fast-conv-rec and f32-fast-conv-rec (prep=conv, 2026-12-04) the two candidates' (x0.972 and x0.983 in
-//   reports/h200/run-prep-conv/e0e5590).
+//   reports/h200/run-prep-conv/e0e5590); q4-fast-four and f32-fast-four (prep=conv with norm=last and the history a ring:
+//   four launches a layer, 2026-12-05) the same candidates' (not yet run on a GPU).
 // - f32-fast-u8, f32-fast-ba-own, f32-fast-apart, f32-fast-plain: step_op.hpp's F32Twins (f32-fast's twins;
 //   measured 2026-12-02 in reports/h200/run-90c5f7b, where f32-fast was the u8 form and f32-fast-u4 this candidate).
 struct TwinTier {
@@ -165,6 +171,8 @@ const std::vector<TwinTier>& twin_tiers() {
       {"f32-fast-norm-last", [] { return gdn::f32_candidate_twins().norm_last; }, &kF32NormLastInGraph, true, "f32-fast"},
       {"q4-fast-conv-rec", [] { return gdn::candidate_twins().conv_rec; }, &kConvRecInGraph, true, "q4-fast"},
       {"f32-fast-conv-rec", [] { return gdn::f32_candidate_twins().conv_rec; }, &kF32ConvRecInGraph, true, "f32-fast"},
+      {"q4-fast-four", [] { return gdn::candidate_twins().four; }, &kFourInGraph, true, "q4-fast"},
+      {"f32-fast-four", [] { return gdn::f32_candidate_twins().four; }, &kF32FourInGraph, true, "f32-fast"},
       {"q4-fast-rows16", [] { return gdn::candidate_twins().rows16; }, &kRows16InGraph, true, "q4-fast"},
       {"q4-fast-warp", [] { return gdn::candidate_twins().warp1; }, &kWarpInGraph, true, kBase},
       {"q4-fast-out-smem", [] { return gdn::candidate_twins().out_smem; }, &kOutSmemInGraph, true, "q4-fast"},
@@ -356,7 +364,7 @@ void register_gdn_stack(Registry& r) {
       .name = "gdn-stack",
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
       .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32U8InGraph, kF32FoldInGraph, kF32QkvzInGraph, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
-                 kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
+                 kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
                  kOutSmemInGraph},
       .run = run_stack,
   });

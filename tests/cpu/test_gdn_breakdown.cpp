@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 43);  // with conv-rec-* and f32-conv-rec-* (prep=conv)
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 49);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring)
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -445,6 +445,80 @@ TEST_CASE("GDN breakdown, prep=conv: conv_recurrence in place of conv_norm_bg an
   // Not on the nine-operator list, nor with the gated norm in the recurrence.
   CHECK_THROWS_WITH_AS(gdn::step_operator_bytes(rg::qwen35_27b(), true, false, false, false, false, false, true), doctest::Contains("conv_rec"), Error);
   CHECK_THROWS_WITH_AS(gdn::step_operator_bytes(rg::qwen35_27b(), true, true, true, false, false, false, true), doctest::Contains("conv_rec"), Error);
+}
+
+TEST_CASE("GDN breakdown, prep=conv with hist=ring: conv_recurrence reads ck-1 frames and writes one, the gated norm moves nothing, and with the gated norm in it conv_recurrence_norm and two operators fewer") {
+  for (const auto& g : {rg::qwen35_27b(), rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}, rg::Geometry{256, 4, 4, 40, 40, 1, 1e-5}})
+    for (bool q4 : {false, true})
+      for (bool merged : {false, true}) {
+        CAPTURE(g.str());
+        CAPTURE(q4);
+        CAPTURE(merged);
+        const auto fused = gdn::step_operator_bytes(g, q4, true, false, merged, merged);
+        const auto ring = gdn::step_operator_bytes(g, q4, true, false, merged, merged, false, true, true);
+        const auto four = gdn::step_operator_bytes(g, q4, true, true, merged, merged, false, true, true);
+        REQUIRE(ring.size() + 1 == fused.size());
+        REQUIRE(four.size() + 2 == fused.size());
+        const double C = g.conv_dim(), K = g.key_dim(), V = g.value_dim(), nv = g.nv;
+        const double frames = g.ck > 1 ? 4.0 * g.ck * C : 0.0;  // ck-1 frames read, the newest written; no history at ck = 1
+        const auto& cr = bytes_of(ring, gdn::kConvRecurrence);
+        CHECK(cr.weights == bytes_of(fused, "conv_norm_bg").weights + bytes_of(fused, "recurrence").weights);
+        CHECK(cr.state == bytes_of(fused, "recurrence").state + frames);
+        CHECK(cr.act == 4.0 * (C + 2 * nv + C + 2 * K + 2 * nv + V));
+        const auto& gn = bytes_of(ring, "gated_norm");  // as on the fused prep's list: nothing shifted
+        CHECK(gn.weights == bytes_of(fused, "gated_norm").weights);
+        CHECK(gn.state == bytes_of(fused, "gated_norm").state);
+        CHECK(gn.act == bytes_of(fused, "gated_norm").act);
+        const auto& crn = bytes_of(four, gdn::kConvRecurrenceNorm);
+        CHECK(crn.weights == cr.weights + bytes_of(fused, "gated_norm").weights);
+        CHECK(crn.state == cr.state);
+        CHECK(crn.act == cr.act + 4.0 * 2 * V);  // z in, onn out
+        // Every byte of the model but the history's: (ck-2) conv_dim floats fewer than read and written whole (ck >= 2)
+        for (const auto* ms : {&ring, &four}) {
+          double model = 0;
+          for (const auto& m : *ms) model += m.bytes.model();
+          CHECK(model == doctest::Approx(gdn::step_bytes(g, q4) - (g.ck > 1 ? 4.0 * (g.ck - 2) * C : 0.0)).epsilon(1e-12));
+          for (const auto& m : *ms) {
+            CHECK(std::string(m.name) != "conv_norm_bg");
+            CHECK(std::string(m.name) != "recurrence");
+          }
+          CHECK(std::string(ms->back().name) == "out_proj");
+        }
+        for (const auto& m : four) CHECK(std::string(m.name) != "gated_norm");
+        if (merged) {  // in_proj_qkvz_ba (in_prep_ba and the stacked kernel: two launches), conv_recurrence_norm, out_proj: four launches
+          REQUIRE(four.size() == 3);
+          CHECK(std::string(four[0].name) == gdn::kStackedInProjBa);
+          CHECK(std::string(four[1].name) == gdn::kConvRecurrenceNorm);
+        }
+      }
+  // The gated norm in the recurrence with prep=conv only with the ring; the ring only with prep=conv.
+  CHECK_THROWS_WITH_AS(gdn::step_operator_bytes(rg::qwen35_27b(), true, true, true, false, false, false, true, false), doctest::Contains("hist_ring"), Error);
+  CHECK_THROWS_WITH_AS(gdn::step_operator_bytes(rg::qwen35_27b(), true, true, false, false, false, false, false, true), doctest::Contains("hist_ring"), Error);
+}
+
+TEST_CASE("GDN step configurations with hist=ring: the four-launch twins are registered, config_error takes them, the batched step refuses the ring") {
+  const auto t = gdn::candidate_twins();
+  for (const auto& c : {t.conv_ring, t.four, gdn::f32_candidate_twins().four}) {
+    const std::string n = gdn::fused_step_variant(c);
+    CAPTURE(n);
+    CHECK(registry().has_variant(n));
+    CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");
+    const auto& rk = gr::recurrence_kernel(c.recurrence);
+    CHECK(rk.hist_ring);
+    CHECK(gdn::GdnDevice::conv_prep_error(&rk, true, gdn::kernels::L2Prefetch::none) == "");
+    CHECK(gdn::GdnDevice::conv_prep_error(&rk, false, gdn::kernels::L2Prefetch::none).find("set_fused_prep(true)") != std::string::npos);
+    CHECK(gdn::GdnDevice::batch_error(gdn::kWarpsQ4, c.recurrence, true, 4).find("hist=ring") != std::string::npos);
+  }
+  // The candidate with the ring's recurrence differs from it in the recurrence alone; four is conv_ring with norm=last.
+  CHECK(t.four.recurrence == gdn::kRecFour);
+  CHECK(t.conv_ring.recurrence == gdn::kRecConvRing);
+  auto back = t.four;
+  back.recurrence = gdn::step_candidate().recurrence;
+  CHECK(gdn::fused_step_variant(back) == gdn::fused_step_variant(gdn::step_candidate()));
+  // prep=conv without the ring still refuses the gated norm as its epilogue: nothing would shift the history.
+  const auto& plain_last = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=last");
+  CHECK(gdn::GdnDevice::conv_prep_error(&plain_last, true, gdn::kernels::L2Prefetch::none) == "");  // no prep=conv: nothing to say
+  CHECK(gdn::GdnDevice::batch_error(gdn::kWarpsQ4, gdn::kRecConv, true, 4) == "");  // the shifted prep=conv batches (its prep is not asked there)
 }
 
 TEST_CASE("GDN breakdown, the stacked input projections: in_proj_qkvz in place of in_proj_qkv and in_proj_z, their weights, h read once") {

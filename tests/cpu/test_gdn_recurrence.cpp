@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gdn_recurrence/hist_ring.hpp"
 #include "gdn_recurrence/variants.hpp"
 #include "gdn_state_drift.hpp"
 #include "klab/catalog.hpp"
@@ -200,7 +201,7 @@ TEST_CASE("gdn_recurrence pdl=early: each is the twin of a registered pdl=on ker
 TEST_CASE("gdn_recurrence prep=conv: the twin of its pdl=early kernel, its own launch, the same problems, check_args refuses a conv prep it cannot run") {
   int conv = 0;
   for (const auto& k : gr::recurrence_kernels()) {
-    if (!k.conv_prep) continue;
+    if (!k.conv_prep || k.hist_ring) continue;  // hist=ring: below
     ++conv;
     CAPTURE(k.name);
     CHECK(k.name.find(",prep=conv") + 10 == k.name.size());  // the last axis
@@ -211,7 +212,8 @@ TEST_CASE("gdn_recurrence prep=conv: the twin of its pdl=early kernel, its own l
     static float f[64];
     gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, 1);
     a.q = a.k = a.v = a.g = a.beta = a.S = a.o = f;
-    a.xc = a.conv_w = a.hist = a.ba = a.a_log = a.dt_bias = f;
+    a.xc = a.conv_w = a.ba = a.a_log = a.dt_bias = f;
+    a.hist = f;
     a.xcv_out = a.q_out = a.k_out = a.beta_out = a.g_out = f;
     a.ck = 4;
     CHECK(gr::check_args(k, a) == "");
@@ -232,6 +234,80 @@ TEST_CASE("gdn_recurrence prep=conv: the twin of its pdl=early kernel, its own l
     CHECK(gr::check_args(k, no_taps).find("ck >= 1") != std::string::npos);
   }
   CHECK(conv == 1);  // cols=32,rows=8,pdl=early,prep=conv (the step candidates' recurrence)
+}
+
+TEST_CASE("gdn_recurrence hist=ring: prep=conv kernels on pdl=early, the ring-only one the twin of prep=conv, check_args wants the ring exactly where it is kept") {
+  int ring = 0, last = 0;
+  const auto& plain = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,prep=conv");
+  for (const auto& k : gr::recurrence_kernels()) {
+    if (!k.hist_ring) continue;
+    ++ring;
+    CAPTURE(k.name);
+    CHECK(k.conv_prep);
+    CHECK(k.name.find(",hist=ring") + 10 == k.name.size());  // the last axis
+    CHECK(k.name.find(",pdl=early") != std::string::npos);
+    CHECK_FALSE(k.state_before_wait);
+    if (k.counts) {  // norm=last: the gated norm and onn's q8 form by each head's last column block
+      ++last;
+      CHECK(k.gated_norm);
+      CHECK(k.norm_q8);
+    } else {  // the ring alone: prep=conv's twin, the same problems
+      const auto& twin = check_flag_twin(k, ",hist=ring", {{128, 128}, {64, 96}, {96, 128}});
+      CHECK(twin.name == plain.name);
+      CHECK_FALSE(k.gated_norm);
+    }
+    static float f[64];
+    static int pos[2];
+    gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, 1);
+    a.q = a.k = a.v = a.g = a.beta = a.S = a.o = f;
+    a.xc = a.conv_w = a.ba = a.a_log = a.dt_bias = f;
+    a.hist = f;
+    a.xcv_out = a.q_out = a.k_out = a.beta_out = a.g_out = f;
+    a.ck = 4;
+    CHECK(gr::check_args(k, a).find("RecurrenceArgs::hist_ring") != std::string::npos);  // the prep without its ring
+    a.hist_ring = pos;
+    CHECK(gr::check_args(k, a) == "");
+    CHECK(gr::check_args(plain, a).find("shifts nothing") != std::string::npos);  // a ring to the kernel that reads ck-1 frames
+    gr::RecurrenceArgs alone = gr::dense_args(16, 48, 128, 128, 8);  // raced alone (no prep): no ring needed, any batch
+    alone.q = alone.k = alone.v = alone.g = alone.beta = alone.S = alone.o = f;
+    CHECK(gr::check_args(k, alone) == "");
+  }
+  CHECK(ring == 2);  // cols=32,rows=8,pdl=early with prep=conv, and with norm=last too
+  CHECK(last == 1);
+}
+
+TEST_CASE("gdn_recurrence hist=ring: frames read at the ring's position and the newest written into the spare one are the shifted history, token after token") {
+  // The protocol of hist_ring.hpp on the host: a ring of ck frames at position n against the (ck-1)-frame
+  // history shifted every token (shift_history's order), for several ck, many tokens (each its own xc).
+  for (int ck : {1, 2, 3, 4, 5}) {
+    CAPTURE(ck);
+    constexpr int kChannels = 3;
+    std::vector<float> shifted(std::size_t(std::max(0, ck - 1)) * kChannels, 0.f), ring(std::size_t(ck) * kChannels, 0.f);
+    int n = 0;  // a zeroed ring at position 0 is the zeroed shifted history
+    for (int t = 0; t < 23; ++t) {
+      CAPTURE(t);
+      // what a launch reads: logical frame j (0 the oldest) at physical ring_frame(n, j, ck)
+      for (int j = 0; j + 1 < ck; ++j) {
+        const int p = gr::ring_frame(n, j, ck);
+        REQUIRE(p >= 0);
+        REQUIRE(p < ck);
+        CHECK(p != gr::ring_write_frame(n, ck));  // the frame written is never one read
+        for (int c = 0; c < kChannels; ++c) CHECK(ring[std::size_t(p) * kChannels + c] == shifted[std::size_t(j) * kChannels + c]);
+      }
+      // the token's xc: into the ring's write frame; the shifted history moves left one frame
+      for (int c = 0; c < kChannels; ++c) {
+        const float x = float(100 * t + c + 1);
+        if (ck > 1) {
+          ring[std::size_t(gr::ring_write_frame(n, ck)) * kChannels + c] = x;
+          for (int j = 0; j + 2 < ck; ++j) shifted[std::size_t(j) * kChannels + c] = shifted[std::size_t(j + 1) * kChannels + c];
+          shifted[std::size_t(ck - 2) * kChannels + c] = x;
+        }
+      }
+      const int next = gr::ring_next(n, ck);
+      CHECK(next == (n + 1) % ck);
+      n = next;
+    }
+  }
 }
 
 TEST_CASE("gdn_recurrence cache=stream: each is the twin of a registered kernel without it, its own launch, taking exactly the problems it takes") {
@@ -262,7 +338,7 @@ TEST_CASE("gdn_recurrence norm=last: the twin of its pdl=early kernel without th
     for (auto [dk, dv] : {std::pair{128, 128}, std::pair{32, 48}, std::pair{64, 96}})
       CHECK(k.can_implement(gr::dense_args(2, 6, dk, dv, 1)) == twin.can_implement(gr::dense_args(2, 6, dk, dv, 1)));
   }
-  CHECK(last == 1);
+  CHECK(last == 2);  // cols=32,rows=8,pdl=early,norm=last, and the four-launch layer's norm=last,prep=conv,hist=ring
   const auto& k = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=last");
   alignas(16) static float buf[64];
   alignas(16) static uint4 xq[8];

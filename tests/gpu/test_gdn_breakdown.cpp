@@ -788,6 +788,83 @@ TEST_CASE("GDN the conv, the q/k norm and beta/g inside the recurrence (prep=con
         }(), g).find("pf=out") != std::string::npos);
 }
 
+TEST_CASE("GDN the conv history as a ring (hist=ring): the candidates' bits with nothing shifting it (conv_ring) and in four launches a layer (four), the history read back oldest first at every ring position, saved and loaded mid-ring, left for a shifted recurrence, and as a graph of layers") {
+  constexpr int T = 9, kLayers = 3;  // T: the ring (ck = 4) goes round twice and stops at position 1
+  std::vector<test::Named> gs = geometries();
+  gs.push_back({"dk 288: nine warps a block, 288 threads against dv 64 (norm=last refuses: one thread a column)", Geometry{256, 1, 2, 288, 64, 4, 1e-6}});
+  gs.push_back({"ck 2: a ring of two frames", Geometry{256, 2, 6, 32, 32, 2, 1e-6}});
+  for (const auto& [why, g] : gs) {
+    CAPTURE(why);
+    const auto w = rg::random_weights(g, 221);
+    const auto q = rg::quantize_projections(w);
+    const auto h = test::gdn_inputs(g, T + 4, 222, 900);
+    for (bool f32 : {false, true}) {
+      CAPTURE(f32);
+      const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::step_candidate();
+      std::vector<std::pair<gdn::FusedStepConfig, int>> twins{{f32 ? gdn::f32_candidate_twins().four : gdn::candidate_twins().four, 2}};
+      if (!f32) twins.push_back({gdn::candidate_twins().conv_ring, 1});  // launches fewer than the candidate
+      for (const auto& [c, fewer] : twins) {
+        CAPTURE(c.recurrence);
+        if (const std::string refused = gdn::config_error(c, g); !refused.empty()) {  // norm=last's one thread a column
+          CHECK(refused.find("one thread a column") != std::string::npos);
+          CHECK(fewer == 2);
+          continue;
+        }
+        GdnDevice a(g, 1), b(g, 1);
+        setup_config(a, cand, w, q);
+        setup_config(b, c, w, q);
+        const TwinsDiff d = twins_diff(b, a, h, g, T);  // HIST read back after every token: every ring position
+        CHECK(d.out == 0);
+        CHECK(d.mid == 0);
+        CHECK(d.state == 0);
+        CHECK(bitwise_diff(b.get(0, What::HIST), std::vector<float>(b.get(0, What::HIST).size(), 0.0f)) > 0);
+        const StepKernels kb = step_kernels(b, g), ka = step_kernels(a, g);
+        CHECK(kb.total == ka.total - fewer);
+        if (fewer == 2 && !f32) CHECK(kb.total == 4);  // in_prep_ba, the stacked input projections, the recurrence, out_proj
+        // save_state mid-ring is the shifted state; loaded into a fresh device (position 0) both go on alike
+        const gdn::HostState sb = b.save_state(0), sa = a.save_state(0);
+        CHECK(bitwise_diff(sb.S, sa.S) == 0);
+        CHECK(bitwise_diff(sb.hist, sa.hist) == 0);
+        GdnDevice b2(g, 1);
+        setup_config(b2, c, w, q);
+        b2.load_state(0, sb);
+        for (int t = T; t < T + 2; ++t) {
+          const auto ya = a.step(0, test::tok(h, g, t)), yb2 = b2.step(0, test::tok(h, g, t));
+          CHECK(bitwise_diff(ya, yb2) == 0);
+          CHECK(bitwise_diff(a.get(0, What::HIST), b2.get(0, What::HIST)) == 0);
+        }
+        // leaving the ring (b at position 1): its history rotated back for the candidate's own recurrence, which goes on alike
+        b.set_recurrence_variant(cand.recurrence);
+        gdn::apply(cand, b);
+        for (int t = T; t < T + 2; ++t) CHECK(bitwise_diff(a.step(0, test::tok(h, g, t)), b.step(0, test::tok(h, g, t))) == 0);
+        CHECK(bitwise_diff(a.get(0, What::HIST), b.get(0, What::HIST)) == 0);
+        // reset: the ring back at position 0 with zero frames, the same first token as a fresh device
+        b2.reset();
+        KLAB_CUDA(cudaDeviceSynchronize());
+        GdnDevice fresh(g, 1);
+        setup_config(fresh, cand, w, q);
+        CHECK(bitwise_diff(b2.step(0, test::tok(h, g, 0)), fresh.step(0, test::tok(h, g, 0))) == 0);
+        CHECK(bitwise_diff(b2.get(0, What::HIST), fresh.get(0, What::HIST)) == 0);
+      }
+    }
+  }
+  const auto [g, w, q, h] = qwen_case(T, 223);
+  for (bool f32 : {false, true}) {
+    CAPTURE(f32);
+    // two tokens through the graph: the ring's position lives on the device, so one graph serves every token
+    const GraphTwins gt = graph_twins(f32 ? gdn::step_f32_candidate() : gdn::step_candidate(),
+                                      f32 ? gdn::f32_candidate_twins().four : gdn::candidate_twins().four, kLayers, w, q, test::tok(h, g, 0));
+    CHECK(gt.a_bitwise);
+    CHECK(gt.b_bitwise);
+    CHECK(gt.out_diff == 0);
+    CHECK(gt.b_kernels == gt.a_kernels - 2 * kLayers);
+  }
+  // The batched step refuses a ring (its conv_norm_bg_slots shifts the history in place), before any launch.
+  GdnDevice dev(g, 1, 2);
+  setup_config(dev, gdn::candidate_twins().four, w, q);
+  CHECK_THROWS_WITH_AS(dev.enqueue_batch(0, 0, 2, nullptr, nullptr, nullptr), doctest::Contains("hist=ring"), Error);
+}
+
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -8,6 +8,7 @@
 
 #include "f32_gemv/kernels.hpp"
 #include "gdn/gdn_kernels.hpp"
+#include "gdn_recurrence/hist_ring.hpp"
 #include "klab/error.hpp"
 #include "q4_gemm/gemm.hpp"
 #include "q4_gemm/op.hpp"
@@ -118,10 +119,13 @@ std::string GdnDevice::can_implement(const Geometry& g, int nl, int slots) {
 GdnDevice::GdnDevice(const Geometry& g, int nl, int slots) : g_(g), nl_(nl), slots_(slots) {
   if (std::string why = can_implement(g, nl, slots); !why.empty()) throw Error("GdnDevice: " + why);
   layers_.resize(std::size_t(nl));
-  const std::int64_t s_elems = std::int64_t(slots) * nl * S_count(g), h_elems = std::int64_t(slots) * nl * hist_count(g);
+  // The history of a layer and slot keeps ck frames: the ck-1 of the state, and the one a hist=ring
+  // recurrence writes (hist_ring.hpp); its position and ticket beside it.
+  const std::int64_t s_elems = std::int64_t(slots) * nl * S_count(g), h_elems = std::int64_t(slots) * nl * g.ck * g.conv_dim();
   try {
     S_ = DeviceBuffer<float>(std::size_t(s_elems));
     hist_ = DeviceBuffer<float>(std::size_t(h_elems));
+    hist_ring_ = DeviceBuffer<int>(std::size_t(slots) * std::size_t(nl) * 2);
   } catch (const CudaError& e) {
     if (e.code != cudaErrorMemoryAllocation) throw;
     cudaGetLastError();  // an allocation failure is not sticky; clear it for the caller
@@ -134,6 +138,7 @@ GdnDevice::GdnDevice(const Geometry& g, int nl, int slots) : g_(g), nl_(nl), slo
   h_in_ = DeviceBuffer<float>(std::size_t(g.hidden));
   if (S_.size()) KLAB_CUDA(cudaMemset(S_.get(), 0, S_.bytes()));
   if (hist_.size()) KLAB_CUDA(cudaMemset(hist_.get(), 0, hist_.bytes()));
+  KLAB_CUDA(cudaMemset(hist_ring_.get(), 0, hist_ring_.bytes()));  // position 0: the shifted form
   // cudaMemset runs on the legacy default stream and may return before it finishes; a non-blocking
   // stream (set_stream) would not wait for it. Finish here, once.
   KLAB_CUDA(cudaDeviceSynchronize());
@@ -186,7 +191,39 @@ std::string GdnDevice::fork_z_error(bool fork, bool merged_in, const q4_gemv::Q4
 std::int64_t GdnDevice::S_per_layer() const { return S_count(g_); }
 std::int64_t GdnDevice::hist_per_layer() const { return hist_count(g_); }
 float* GdnDevice::S_of(int layer, int slot) const { return S_.get() + (std::int64_t(slot) * nl_ + layer) * S_per_layer(); }
-float* GdnDevice::hist_of(int layer, int slot) const { return hist_.get() + (std::int64_t(slot) * nl_ + layer) * hist_per_layer(); }
+std::int64_t GdnDevice::hist_stride() const { return std::int64_t(g_.ck) * g_.conv_dim(); }
+float* GdnDevice::hist_of(int layer, int slot) const { return hist_.get() + (std::int64_t(slot) * nl_ + layer) * hist_stride(); }
+int* GdnDevice::hist_ring_of(int layer, int slot) const { return hist_ring_.get() + (std::int64_t(slot) * nl_ + layer) * 2; }
+
+int GdnDevice::hist_position(int layer, int slot) const {
+  int pos = 0;
+  KLAB_CUDA(cudaMemcpyAsync(&pos, hist_ring_of(layer, slot), sizeof pos, cudaMemcpyDeviceToHost, stream_));
+  KLAB_CUDA(cudaStreamSynchronize(stream_));
+  require(pos >= 0 && pos < std::max(1, g_.ck), "GdnDevice: internal: " + layer_str(layer) + " slot " + std::to_string(slot) + ": the conv history's ring position " +
+                                                     std::to_string(pos) + " is outside [0, ck)");
+  return pos;
+}
+
+void GdnDevice::copy_hist_out(int layer, int slot, float* dst) const {
+  const int pos = hist_position(layer, slot);
+  const std::size_t frame = std::size_t(g_.conv_dim());
+  for (int j = 0; j + 1 < g_.ck; ++j)  // logical frame j (0 the oldest) from physical ring_frame(pos, j, ck)
+    KLAB_CUDA(cudaMemcpyAsync(dst + std::size_t(j) * frame, hist_of(layer, slot) + std::size_t(gdn_recurrence::ring_frame(pos, j, g_.ck)) * frame,
+                              frame * kF, cudaMemcpyDeviceToHost, stream_));
+  KLAB_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void GdnDevice::unring_histories() {
+  std::vector<float> h(static_cast<std::size_t>(hist_per_layer()));
+  for (int slot = 0; slot < slots_; ++slot)
+    for (int layer = 0; layer < nl_; ++layer) {
+      if (hist_position(layer, slot) == 0) continue;
+      copy_hist_out(layer, slot, h.data());
+      KLAB_CUDA(cudaMemcpyAsync(hist_of(layer, slot), h.data(), h.size() * kF, cudaMemcpyHostToDevice, stream_));
+      KLAB_CUDA(cudaMemsetAsync(hist_ring_of(layer, slot), 0, 2 * sizeof(int), stream_));
+      KLAB_CUDA(cudaStreamSynchronize(stream_));
+    }
+}
 
 void GdnDevice::check_layer(int layer, const char* what) const {
   require(layer >= 0 && layer < nl_, std::string("GdnDevice::") + what + ": " + layer_str(layer) + " out of range (layers 0.." + std::to_string(nl_ - 1) + ")");
@@ -343,6 +380,8 @@ void GdnDevice::set_recurrence_variant(const std::string& variant) {
   const gdn_recurrence::RecurrenceArgs probe = rec_args(g_, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   require(k.workspace_floats(probe) == 0, "GdnDevice::set_recurrence_variant: " + variant + " needs a workspace with the step's normalised q and k");
   require(!k.state_bf16, "GdnDevice::set_recurrence_variant: " + variant + " keeps S in bf16; the step's state is f32 (a bf16 state is a research axis of the op gdn_recurrence: gdn-state-drift)");
+  // Leaving a hist=ring recurrence: every history back in the shifted form (position 0) that the others read.
+  if (rec_ && rec_->hist_ring && !k.hist_ring) unring_histories();
   if (k.counts && !rec_count_.size()) {  // norm=last's per-head counts: zero, and left zero by every launch
     rec_count_ = DeviceBuffer<int>(std::size_t(g_.nv) * std::size_t(std::max<std::int64_t>(slots_, q4_gemm::kMaxCols)));
     KLAB_CUDA(cudaMemset(rec_count_.get(), 0, rec_count_.bytes()));
@@ -356,7 +395,8 @@ std::string GdnDevice::conv_prep_error(const gdn_recurrence::RecurrenceKernel* r
   if (!rec || !rec->conv_prep) return "";
   const std::string what = "the recurrence " + rec->name + " forms the conv, the q/k norm and beta/g itself (prep=conv) ";
   if (!fused_prep) return what + "in the fused prep's place: it needs set_fused_prep(true), whose conv_norm_bg launch it replaces";
-  if (rec->gated_norm) return what + "and leaves the conv history's shift to the gated-norm launch: not with the gated norm as its epilogue";
+  if (rec->gated_norm && !rec->hist_ring)
+    return what + "and leaves the conv history's shift to the gated-norm launch: not with the gated norm as its epilogue (hist=ring shifts nothing)";
   if (pf != kernels::L2Prefetch::none) return what + "without conv_norm_bg's launch, which issues pf=out (set_l2_prefetch): one of the two";
   return "";
 }
@@ -627,7 +667,8 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   const bool fork = fork_z_;  // z off the stacked launch, on the branch
   if (auto why = conv_prep_error(); !why.empty()) throw Error("GdnDevice: " + why);
   const bool conv_in_rec = rec_->conv_prep;  // the recurrence in conv_norm_bg's place (prep=conv)
-  const auto bytes = step_operator_bytes(g, q4_layer, fused_prep_, norm_in_rec, merged_in_, fold, fork, conv_in_rec);
+  const bool ring = conv_in_rec && rec_->hist_ring;  // hist=ring: the recurrence writes the history's newest frame itself
+  const auto bytes = step_operator_bytes(g, q4_layer, fused_prep_, norm_in_rec, merged_in_, fold, fork, conv_in_rec, ring);
   std::vector<StepOperator> ops;
   ops.reserve(bytes.size());
   auto add = [&](std::function<void(cudaStream_t)> f) {
@@ -725,13 +766,15 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   // 5. delta-rule recurrence per value head on this layer's and slot's S, through the chosen
   // gdn_recurrence variant (checked on the host before each launch: dims, pointers, alignment of its loads).
   auto rargs = rec_args(g, L->q.get(), L->k.get(), L->xcv.get(), L->g.get(), L->beta.get(), S_of(layer, slot), L->on.get());
-  // prep=conv: the recurrence only reads the history; the gated norm shifts it, every channel
+  // prep=conv: the recurrence only reads the history; the gated norm shifts it, every channel (hist=ring: the
+  // recurrence writes the newest frame into its ring, nothing shifts)
   const kernels::HistShift shift =
-      conv_in_rec ? kernels::HistShift{L->xc.get(), hist_of(layer, slot), int(g.conv_dim()), g.ck} : kernels::HistShift{};
+      conv_in_rec && !ring ? kernels::HistShift{L->xc.get(), hist_of(layer, slot), int(g.conv_dim()), g.ck} : kernels::HistShift{};
   if (conv_in_rec) {  // 1b + 2 + 3-4 inside the recurrence, into the same intermediates; the gated norm shifts hist
     rargs.xc = L->xc.get();
     rargs.conv_w = L->conv_w.get();
-    rargs.hist = shift.hist;
+    rargs.hist = hist_of(layer, slot);
+    if (ring) rargs.hist_ring = hist_ring_of(layer, slot);
     rargs.ba = L->ba.get();
     rargs.a_log = L->a_log.get();
     rargs.dt_bias = L->dt_bias.get();
@@ -894,6 +937,9 @@ std::string GdnDevice::batch_error(const std::string& q4_variant, const std::str
   for (const auto& c : gdn_recurrence::recurrence_kernels())
     if (c.name == recurrence) rk = &c;
   if (!rk) why.push_back("no gdn_recurrence kernel '" + recurrence + "'");
+  else if (rk->hist_ring)
+    why.push_back("the recurrence " + recurrence + " keeps the conv history as a ring (hist=ring), which the batch's conv_norm_bg_slots shifts in place: "
+                  "step the slots one by one, or batch on its twin without hist=ring");
   else if (axis_of(rk->axes, "impl") != "fused")
     why.push_back("the recurrence " + recurrence + " is not impl=fused (the batch runs it once at batch B with the slots' S strides; "
                   "e.g. set_recurrence_variant(\"gdn_recurrence/impl=fused,cols=16,rows=8,pdl=on\"))");
@@ -993,7 +1039,7 @@ void GdnDevice::enqueue_batch(int layer, int first_slot, int B, const float* d_h
   gk.launch(t[0].packed, d_h, b.xc.get(), int(C), int(H), B, ws, stream);
   gk.launch(t[1].packed, d_h, b.z.get(), int(V), int(H), B, ws, stream);
   bk.launch_cols(L.w_ba.get(), d_h, b.ba.get(), 2 * g.nv, int(H), B, stream);
-  kernels::conv_norm_bg_slots(b.xc.get(), L.conv_w.get(), hist_of(layer, first_slot), std::int64_t(nl_) * hist_per_layer(), b.xcv.get(), b.q.get(), b.k.get(),
+  kernels::conv_norm_bg_slots(b.xc.get(), L.conv_w.get(), hist_of(layer, first_slot), std::int64_t(nl_) * hist_stride(), b.xcv.get(), b.q.get(), b.k.get(),
                               b.ba.get(), L.a_log.get(), L.dt_bias.get(), b.beta.get(), b.g.get(), g.nk, g.dk, g.nv, g.dv, g.ck, B, stream, pdl_chain_);
   rec_->launch(ra, stream);
   if (!norm_in_rec) kernels::gated_norm(b.o.get(), b.z.get(), L.norm_w.get(), b.onn.get(), B * g.nv, g.dv, static_cast<float>(g.eps), stream, pdl_chain_);
@@ -1003,13 +1049,15 @@ void GdnDevice::enqueue_batch(int layer, int first_slot, int B, const float* d_h
 void GdnDevice::reset() {
   if (S_.size()) KLAB_CUDA(cudaMemsetAsync(S_.get(), 0, S_.bytes(), stream_));
   if (hist_.size()) KLAB_CUDA(cudaMemsetAsync(hist_.get(), 0, hist_.bytes(), stream_));
+  KLAB_CUDA(cudaMemsetAsync(hist_ring_.get(), 0, hist_ring_.bytes(), stream_));
 }
 
 void GdnDevice::reset(int layer, int slot) {
   check_layer(layer, "reset");
   check_slot(slot, "reset");
   KLAB_CUDA(cudaMemsetAsync(S_of(layer, slot), 0, std::size_t(S_per_layer()) * kF, stream_));
-  if (hist_per_layer() > 0) KLAB_CUDA(cudaMemsetAsync(hist_of(layer, slot), 0, std::size_t(hist_per_layer()) * kF, stream_));
+  if (hist_stride() > 0) KLAB_CUDA(cudaMemsetAsync(hist_of(layer, slot), 0, std::size_t(hist_stride()) * kF, stream_));
+  KLAB_CUDA(cudaMemsetAsync(hist_ring_of(layer, slot), 0, 2 * sizeof(int), stream_));
 }
 
 std::int64_t GdnDevice::get(int layer, What w, float* dst, std::int64_t cap, int slot) const {
@@ -1035,7 +1083,9 @@ std::int64_t GdnDevice::get(int layer, What w, float* dst, std::int64_t cap, int
     case What::ONN: src = L.onn.get(); break;
     case What::OUT: src = L.out_y.get(); break;
     case What::S: src = S_of(layer, slot); break;
-    case What::HIST: src = hist_of(layer, slot); break;
+    case What::HIST:  // its ck-1 frames oldest first, wherever the ring's position puts them
+      copy_hist_out(layer, slot, dst);
+      return n;
   }
   require(src != nullptr || n == 0, "GdnDevice::get: unknown intermediate " + std::to_string(int(w)));
   if (n > 0) {
@@ -1059,8 +1109,8 @@ HostState GdnDevice::save_state(int layer, int slot) const {
   s.S.resize(std::size_t(S_per_layer()));
   s.hist.resize(std::size_t(hist_per_layer()));
   KLAB_CUDA(cudaMemcpyAsync(s.S.data(), S_of(layer, slot), s.S.size() * kF, cudaMemcpyDeviceToHost, stream_));
-  if (!s.hist.empty()) KLAB_CUDA(cudaMemcpyAsync(s.hist.data(), hist_of(layer, slot), s.hist.size() * kF, cudaMemcpyDeviceToHost, stream_));
   KLAB_CUDA(cudaStreamSynchronize(stream_));
+  copy_hist_out(layer, slot, s.hist.data());
   return s;
 }
 
@@ -1071,6 +1121,7 @@ void GdnDevice::load_state(int layer, const HostState& s, int slot) {
   check_state_sizes(g_, s.S.size(), s.hist.size(), "GdnDevice::load_state");
   KLAB_CUDA(cudaMemcpyAsync(S_of(layer, slot), s.S.data(), s.S.size() * kF, cudaMemcpyHostToDevice, stream_));
   if (!s.hist.empty()) KLAB_CUDA(cudaMemcpyAsync(hist_of(layer, slot), s.hist.data(), s.hist.size() * kF, cudaMemcpyHostToDevice, stream_));
+  KLAB_CUDA(cudaMemsetAsync(hist_ring_of(layer, slot), 0, 2 * sizeof(int), stream_));  // frames 0 .. ck-2: the ring at position 0
   KLAB_CUDA(cudaStreamSynchronize(stream_));
 }
 

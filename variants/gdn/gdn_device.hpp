@@ -2,7 +2,10 @@
 // The GDN decode step as a device object (DESIGN.md "The GDN step as a device object"; contracts from
 // seed-digest.md sections 2-4 and 6). One GdnDevice owns, for nl layers of one geometry:
 //   - the recurrent state of every layer and slot: S (slots, nl, nv, dk, dv) and the conv history
-//     hist (slots, nl, ck-1, conv_dim), f32, zero at construction; a slot is one sequence;
+//     hist (ck-1, conv_dim) a layer and slot, f32, zero at construction; a slot is one sequence (on the
+//     device each history holds ck frames and a ring position, gdn_recurrence/hist_ring.hpp: a
+//     hist=ring recurrence writes its newest frame into the ring instead of a launch shifting it; every
+//     readback, save_state and load_state sees the (ck-1, conv_dim) form, oldest frame first);
 //   - the weights of each loaded layer: the three big projections (in_proj_qkv, in_proj_z, out_proj)
 //     behind the Projection interface (projection.hpp), either f32 (load_f32: the f32 tier) or q4
 //     tensors of the resident pool (use_q4 / load_q4: the q4 tier, q4_pool.hpp), never both; the
@@ -146,7 +149,11 @@ class GdnDevice {
   // A recurrence with prep=conv (RecurrenceKernel::conv_prep) takes the fused prep's place too: it forms
   // q, k, v, beta and g itself from xc and b|a (conv_norm_bg's bits, written to the same intermediates),
   // the conv_norm_bg launch goes, and the gated norm shifts the conv history (kernels::HistShift). It
-  // needs the fused prep on and no pf=out (conv_prep_error names what is missing; the step throws).
+  // needs the fused prep on and no pf=out (conv_prep_error names what is missing; the step throws). With
+  // hist=ring (RecurrenceKernel::hist_ring) it writes the history's newest frame itself into the ring and
+  // nothing shifts, so it may also run the gated norm (norm=last: four launches a layer); leaving such a
+  // recurrence (set_recurrence_variant) rotates every history back to position 0 (synchronises), and
+  // enqueue_batch refuses it (batch_error).
   std::string conv_prep_error() const;
   // The same for recurrence rec (null: none) with the fused prep on or off and L2 prefetch pf; pure host
   // (config_error asks it).
@@ -398,14 +405,23 @@ class GdnDevice {
   void stack_all_in_proj();
   float* S_of(int layer, int slot) const;
   float* hist_of(int layer, int slot) const;
+  int* hist_ring_of(int layer, int slot) const;  // {position, ticket} of the history's ring (hist=ring; position 0: the shifted form)
+  // The ring's position of one history (copied out, synchronises the stream).
+  int hist_position(int layer, int slot) const;
+  // The ck-1 frames of one history, oldest first, whatever its position, into dst (synchronises).
+  void copy_hist_out(int layer, int slot, float* dst) const;
+  // Every history at position 0 again, its frames rotated there (allocates, synchronises: outside any capture).
+  void unring_histories();
   std::int64_t S_per_layer() const;
-  std::int64_t hist_per_layer() const;
+  std::int64_t hist_per_layer() const;  // the state's (ck-1) conv_dim floats of a history
+  std::int64_t hist_stride() const;     // the ck frames a history holds on the device, from one layer or slot to the next
 
   Geometry g_;
   int nl_ = 0, slots_ = 1;
   cudaStream_t stream_ = nullptr;
   DeviceBuffer<float> S_;     // (slots, nl, nv, dk, dv)
-  DeviceBuffer<float> hist_;  // (slots, nl, ck-1, conv_dim)
+  DeviceBuffer<float> hist_;  // (slots, nl, ck, conv_dim): the ck-1 frames of the state at ring positions (hist_ring.hpp), one spare
+  DeviceBuffer<int> hist_ring_;  // (slots, nl, 2): each history's ring position and ticket (RecurrenceArgs::hist_ring), zero but inside a launch
   std::unique_ptr<Q4Tier> q4_;  // before layers_: their q4 projections refer to it
   const gdn_recurrence::RecurrenceKernel* rec_ = nullptr;
   DeviceBuffer<int> rec_count_;  // a norm=last recurrence's per-head counts (RecurrenceArgs::count), allocated by set_recurrence_variant

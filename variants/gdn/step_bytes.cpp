@@ -8,8 +8,11 @@
 namespace klab::gdn {
 
 std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep, bool fused_norm, bool merged_in, bool fold_ba,
-                                               bool fork_z, bool conv_rec) {
-  require(!conv_rec || (fused_prep && !fused_norm), "step_operator_bytes: conv_rec (prep=conv) is on the fused prep's list, without the gated norm in the recurrence");
+                                               bool fork_z, bool conv_rec, bool hist_ring) {
+  require(!conv_rec || fused_prep, "step_operator_bytes: conv_rec (prep=conv) is on the fused prep's list");
+  require(!(conv_rec && fused_norm) || hist_ring,
+          "step_operator_bytes: conv_rec (prep=conv) with the gated norm in the recurrence leaves no launch to shift the history: only with hist_ring");
+  require(!hist_ring || conv_rec, "step_operator_bytes: hist_ring is the history of conv_rec (prep=conv)");
   // Sizes in elements; every activation and small weight is f32 (4 bytes).
   const double H = g.hidden, C = g.conv_dim(), V = g.value_dim(), K = g.key_dim(), nv = g.nv;
   const double big = q4 ? 0.5625 : 4.0;  // bytes per weight of the big three
@@ -62,6 +65,17 @@ std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool
   m.erase(m.begin() + long(b), m.begin() + long(b) + 3);
   m.insert(m.begin() + long(b), fused);
   if (!conv_rec) return m;
+  if (hist_ring) {
+    // conv_norm_bg (b) + recurrence (b + 1, with fused_norm recurrence_norm): ck-1 frames read, the newest
+    // written (none without a history, ck = 1); nothing moved, the gated norm (if a launch) as before
+    const double ring = g.ck > 1 ? f * g.ck * C : 0;
+    const OperatorModel cr{fused_norm ? kConvRecurrenceNorm : kConvRecurrence,
+                           {m[b].bytes.weights + m[b + 1].bytes.weights, m[b + 1].bytes.state + ring,
+                            f * (C + 2 * nv + C + 2 * K + 2 * nv + V) + (fused_norm ? f * 2 * V : 0)}};
+    m.erase(m.begin() + long(b));
+    m[b] = cr;
+    return m;
+  }
   // conv_norm_bg (b) + recurrence (b + 1): the history read; its write moves to the gated norm (b + 2), which
   // reads xc and the frames it moves again
   const double hist = f * (g.ck - 1) * C;

@@ -47,6 +47,9 @@ inline constexpr const char* kForkStackedBa = "in_proj_qkv_ba";
 // With a recurrence that forms the conv, the q/k norm and beta/g itself (prep=conv, on the fused
 // prep's list), conv_norm_bg and recurrence are the one operator kConvRecurrence.
 inline constexpr const char* kConvRecurrence = "conv_recurrence";
+// The same with the gated norm in the recurrence too (norm=last with prep=conv,hist=ring): conv_norm_bg,
+// recurrence and gated_norm as the one operator kConvRecurrenceNorm.
+inline constexpr const char* kConvRecurrenceNorm = "conv_recurrence_norm";
 
 struct OperatorModel {
   const char* name;
@@ -65,8 +68,13 @@ struct OperatorModel {
 // conv_rec (with fused_prep, without fused_norm): conv_norm_bg and the recurrence as kConvRecurrence,
 // with both their weights, S both ways and the history read (state), as act xc and b|a in, xcv, q, k,
 // beta, g and o out; the gated norm writes the history (its state) and reads xc and the frames it moves
-// again (act).
+// again (act). hist_ring (with conv_rec: prep=conv,hist=ring): nothing moves the history; kConvRecurrence
+// reads ck-1 frames and writes one (ck frames of state, none at ck = 1), and the gated norm's bytes are
+// the fused prep list's; with fused_norm too (norm=last) conv_norm_bg, the recurrence and the gated norm
+// are kConvRecurrenceNorm, with kConvRecurrence's bytes and the gated norm's weights, z in and onn out.
+// Its history costs (ck-2) conv_dim floats less than step_bytes' read and write of ck-1 frames.
 std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep = false, bool fused_norm = false,
-                                               bool merged_in = false, bool fold_ba = false, bool fork_z = false, bool conv_rec = false);
+                                               bool merged_in = false, bool fold_ba = false, bool fork_z = false, bool conv_rec = false,
+                                               bool hist_ring = false);
 
 }  // namespace klab::gdn

@@ -243,9 +243,12 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.warp1,
       t.fold_main_warp1,
       t.conv_rec,
+      t.conv_ring,
+      t.four,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
+      f.four,
       f.plain,
       f.apart,
       f.ba_own,
@@ -311,11 +314,12 @@ F32Twins f32_candidate_twins() {
   F32Twins t;
   t.ba_own = FusedStepConfig{true, "", kCandidateRec, kCandidateBa, true, true};
   t.ba_own.f32_kernel = kF32PdlKernel;
-  t.u8 = t.fork_z = t.norm_last = t.conv_rec = candidate_of(t.ba_own);
+  t.u8 = t.fork_z = t.norm_last = t.conv_rec = t.four = candidate_of(t.ba_own);
   t.u8.f32_kernel = kF32Pdl8Kernel;
   t.fork_z.fork_z = true;
   t.norm_last.recurrence = kRecNormLast;
   t.conv_rec.recurrence = kRecConv;
+  t.four.recurrence = kRecFour;
   t.apart = t.ba_own;
   t.apart.merged_in = false;
   t.plain = t.apart;
@@ -339,8 +343,10 @@ CandidateTwins candidate_twins() {
   t.apart.merged_in = false;
   t.ring.stacked_kernel = kStackedRing;
   t.cluster.q4_kernel = kClusterQ4;
-  t.pf_out = t.pf_out_early = t.fork_z = t.norm_last = t.rows16 = t.conv_rec = candidate_of(t.ba_own);  // step_candidate()'s
+  t.pf_out = t.pf_out_early = t.fork_z = t.norm_last = t.rows16 = t.conv_rec = t.conv_ring = t.four = candidate_of(t.ba_own);  // step_candidate()'s
   t.conv_rec.recurrence = kRecConv;
+  t.conv_ring.recurrence = kRecConvRing;
+  t.four.recurrence = kRecFour;
   t.rows16.q4_kernel = kWarpsQ4Rows16;
   // out_smem. Why (traces of the candidate, reports/h200/run-4cb578e): in_prep_ba ends 5.3 us after out_proj,
   // whose blocks (64 registers x 192 threads, five an SM) leave 4096 registers, too few for one of
@@ -497,11 +503,16 @@ void register_all(Registry& r) {
   // its gdn_recurrence name ('+' for ',' as in proj=), the step's default (seed) otherwise.
   for (const auto& c : fused_step_configs()) {
     const double tol = c.f32 ? 1e-4 : std::max(1e-4, 3 * q4_gemv::q4_kernel(c.q4_kernel).tolerance);
-    const bool conv_rec = !c.recurrence.empty() && gdn_recurrence::recurrence_kernel(c.recurrence).conv_prep;
+    const gdn_recurrence::RecurrenceKernel* rk = c.recurrence.empty() ? nullptr : &gdn_recurrence::recurrence_kernel(c.recurrence);
+    const bool conv_rec = rk && rk->conv_prep;
+    const std::string conv_what =
+        rk && rk->hist_ring ? std::string(" with beta/g, conv + SiLU and the q/k norm inside the recurrence (no conv_norm_bg launch), the conv history a ring it "
+                                          "writes itself (nothing shifts it)") +
+                                  (rk->gated_norm ? ", the gated norm by its last blocks: four launches a layer" : "")
+                            : " with beta/g, conv + SiLU and the q/k norm inside the recurrence (no conv_norm_bg launch; the gated norm shifts the conv history)";
     r.add(variant(fused_step_axes(c), StepConfig{.q4 = !c.f32, .q4_kernel = c.q4_kernel, .fused = c},
                   std::string(c.f32 ? "the f32 tier" + (c.f32_kernel.empty() ? std::string() : " on " + c.f32_kernel) : "the q4 tier on " + c.q4_kernel) +
-                      (conv_rec ? " with beta/g, conv + SiLU and the q/k norm inside the recurrence (no conv_norm_bg launch; the gated norm shifts the conv history)"
-                                : " with beta/g, conv + SiLU and the q/k norm as one launch") +
+                      (conv_rec ? conv_what : " with beta/g, conv + SiLU and the q/k norm as one launch") +
                       (c.recurrence.empty() ? std::string() : ", the recurrence " + c.recurrence) + (c.ba.empty() ? std::string() : ", b|a on " + c.ba) +
                       (c.chain ? ", the small kernels in the PDL chain" : "") + (c.merged_in ? ", in_proj_qkv and in_proj_z as one launch" : "") +
                       (c.stacked_kernel.empty() ? std::string() : " on " + c.stacked_kernel) +

@@ -108,6 +108,12 @@ inline constexpr const char* kRecNormLast = "gdn_recurrence/impl=fused,cols=32,r
 // conv_norm_bg launch goes (GdnDevice::conv_prep_error), its bits stay. Measured on the H200 (2026-12-04,
 // reports/h200/run-prep-conv): the candidates' bits, slower (q4 x0.965 per layer, x0.972 in the graph). A twin.
 inline constexpr const char* kRecConv = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,prep=conv";
+// kRecConv with the conv history a ring it writes itself (hist=ring, gdn_recurrence/hist_ring.hpp), so that the
+// gated norm shifts nothing; and the same with norm=last, so that the gated-norm launch goes too: in_prep_ba,
+// the stacked input projections, this, out_proj: four launches a layer (issue 14's aim). Built 2026-12-05 in a
+// session without a device: not yet run on a GPU.
+inline constexpr const char* kRecConvRing = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,prep=conv,hist=ring";
+inline constexpr const char* kRecFour = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=last,prep=conv,hist=ring";
 inline constexpr const char* kThreadPrepQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
 // The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
 // and in_proj_z as one launch, b|a computed by that launch's prep kernel (fold=ba, since 2026-12-02:
@@ -145,6 +151,8 @@ struct CandidateTwins {
   FusedStepConfig warp1;         // ba_own on kWarpQ4
   FusedStepConfig fold_main_warp1;  // fold_main on kWarpQ4
   FusedStepConfig conv_rec;      // the candidate on kRecConv: conv, q/k norm and beta/g in the recurrence, five launches a layer
+  FusedStepConfig conv_ring;     // the candidate on kRecConvRing: conv_rec with the history a ring (the gated norm shifts nothing)
+  FusedStepConfig four;          // the candidate on kRecFour: conv_ring with the gated norm by the last blocks, four launches a layer
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
@@ -175,6 +183,7 @@ struct F32Twins {
   FusedStepConfig fork_z;     // the candidate with in_proj_z forked off the stacked launch (fork=z)
   FusedStepConfig norm_last;  // the candidate on kRecNormLast: the gated norm by the recurrence's last column block of each head
   FusedStepConfig conv_rec;   // the candidate on kRecConv: conv, q/k norm and beta/g in the recurrence
+  FusedStepConfig four;       // the candidate on kRecFour: conv, q/k norm, beta/g and the gated norm in the recurrence, its history a ring
   FusedStepConfig u8;
   FusedStepConfig ba_own;
   FusedStepConfig apart;

@@ -66,6 +66,9 @@ std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a) {
     if (!a.conv_w || (a.ck > 1 && !a.hist) || !a.ba || !a.a_log || !a.dt_bias)
       return "the conv prep (xc) needs conv_w, hist (ck > 1), ba, a_log and dt_bias";
     if (!a.xcv_out || !a.q_out || !a.k_out || !a.beta_out || !a.g_out) return "the conv prep (xc) needs xcv_out, q_out, k_out, beta_out and g_out";
+    if (kern.hist_ring && !a.hist_ring)
+      return "the conv prep of " + kern.name + " keeps the history as a ring of ck frames: it needs its position and ticket (RecurrenceArgs::hist_ring)";
+    if (!kern.hist_ring && a.hist_ring) return "a ring history (hist_ring) handed to " + kern.name + ", which reads ck-1 frames and shifts nothing";
   }
   if (kern.vec4) {
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };

@@ -67,10 +67,14 @@ struct RecurrenceArgs {
   //   beta, g  from ba (2 nv: b | a), a_log, dt_bias (nv)                                  (step_math.cuh)
   // Written for readback, each element once: xcv_out (conv_dim), q_out, k_out (nk dk), beta_out, g_out
   // (nv). hist is only read (every block of a key head reads its q and k history): the caller shifts
-  // it after this launch (variants/gdn: the gated norm's HistShift).
+  // it after this launch (variants/gdn: the gated norm's HistShift). With a hist=ring kernel
+  // (RecurrenceKernel::hist_ring) and hist_ring set, hist is instead a ring of ck frames (hist_ring.hpp):
+  // the launch reads the ck-1 frames of position hist_ring[0], writes xc into the frame it does not read
+  // (each channel once, by the block that writes its xcv) and moves the position on (the last block to
+  // take a ticket in hist_ring[1], which it leaves 0). Nothing is left for the caller to shift.
   const float* xc = nullptr;
   const float* conv_w = nullptr;  // (conv_dim, ck)
-  const float* hist = nullptr;    // (ck-1, conv_dim), frame 0 the oldest
+  float* hist = nullptr;          // (ck-1, conv_dim), frame 0 the oldest (written only with hist_ring: (ck, conv_dim))
   const float* ba = nullptr;
   const float* a_log = nullptr;
   const float* dt_bias = nullptr;
@@ -80,6 +84,7 @@ struct RecurrenceArgs {
   float* k_out = nullptr;
   float* beta_out = nullptr;
   float* g_out = nullptr;
+  int* hist_ring = nullptr;  // hist=ring: {position in [0, ck), ticket (0 between launches)} of this history (above)
 };
 
 // The arguments of `batch` densely packed sequences ((batch, nk, dk) q and k, (batch, nv, dv) v and
@@ -115,6 +120,9 @@ struct RecurrenceKernel {
   bool state_bf16 = false;
   // Can form q, k, v, beta and g itself from the raw projections (RecurrenceArgs::xc): prep=conv.
   bool conv_prep = false;
+  // With the conv prep, keeps the conv history as a ring of ck frames and writes its newest frame itself
+  // (RecurrenceArgs::hist_ring; check_args refuses the prep without it): prep=conv,hist=ring.
+  bool hist_ring = false;
 };
 
 // Every kernel, in ladder order (seed first).

@@ -46,6 +46,7 @@
 #include <type_traits>
 
 #include "gdn_recurrence/block_sum.cuh"
+#include "gdn_recurrence/hist_ring.hpp"
 #include "gdn_recurrence/kernels.hpp"
 #include "gdn_recurrence/step_math.cuh"
 #include "q4_gemv/prepared_x.cuh"  // onn's q8 form for out_proj (norm=gated, cols >= dv)
@@ -250,8 +251,14 @@ __device__ __forceinline__ int conv_channel(int i, int h, int kh, int tile, int 
   if (i < 2 * dk) return (i < dk ? 0 : nk * dk - dk) + kh * dk + i;
   return tile * C + (i - 2 * dk) < dv ? 2 * nk * dk + h * dv + tile * C + (i - 2 * dk) : -1;
 }
-template <int CK>
-__device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int tile, int C, float* sm) {
+// hist=ring (Ring, hist_ring.hpp): the frames are read at ring position `pos`, which the kernel loads
+// right after its wait (the launch's own: no block moves it before every block has taken its ticket),
+// beside the state's loads. The block that writes a channel's xcv also writes its xc into the ring's
+// write frame, which no block of the launch reads. (A guess of the position loaded before the wait, checked
+// after it and formed again when wrong, costs 8-24 bytes of stack a thread at 128 registers: ptxas, sm_90,
+// 2026-12-05; the load after the wait costs none.)
+template <int CK, bool Ring = false>
+__device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int tile, int C, float* sm, int pos = 0) {
   constexpr int kU = 4;
   const int nk = a.nk, nv = a.nv, dk = a.dk, dv = a.dv, ck = CK > 0 ? CK : a.ck;
   const int conv_dim = 2 * nk * dk + nv * dv, kh = h / (nv / nk), n = 2 * dk + C;
@@ -261,11 +268,26 @@ __device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int ti
   for (int i0 = int(threadIdx.x); i0 < n; i0 += kU * int(blockDim.x)) {
     float x[kU];
     int ch[kU];
+    if constexpr (Ring) {
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int i = i0 + u * int(blockDim.x);
-      ch[u] = i < n ? conv_channel(i, h, kh, tile, C, nk, dk, dv) : -1;
-      x[u] = ch[u] >= 0 ? conv_value(a.xc[ch[u]], a.conv_w + static_cast<std::size_t>(ch[u]) * ck, a.hist, conv_dim, ck, ch[u]) : 0.f;
+      for (int u = 0; u < kU; ++u) {
+        const int i = i0 + u * int(blockDim.x);
+        ch[u] = i < n ? conv_channel(i, h, kh, tile, C, nk, dk, dv) : -1;
+        x[u] = ch[u] >= 0 ? conv_value_of(a.xc[ch[u]], a.conv_w + static_cast<std::size_t>(ch[u]) * ck, ck,
+                                          [&](int j) { return a.hist[static_cast<std::size_t>(ring_frame(pos, j, ck)) * conv_dim + ch[u]]; })
+                          : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+        if (ch[u] >= 0 && (i0 + u * int(blockDim.x) >= 2 * dk || qk_writer) && ck > 1)
+          a.hist[static_cast<std::size_t>(ring_write_frame(pos, ck)) * conv_dim + ch[u]] = a.xc[ch[u]];  // loaded again: no register held
+    } else {
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int i = i0 + u * int(blockDim.x);
+        ch[u] = i < n ? conv_channel(i, h, kh, tile, C, nk, dk, dv) : -1;
+        x[u] = ch[u] >= 0 ? conv_value(a.xc[ch[u]], a.conv_w + static_cast<std::size_t>(ch[u]) * ck, a.hist, conv_dim, ck, ch[u]) : 0.f;
+      }
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
@@ -283,6 +305,18 @@ __device__ __forceinline__ void conv_prep(const RecurrenceArgs& a, int h, int ti
   __syncthreads();
 }
 
+// hist=ring: after every thread of the block has formed its channels (conv_prep's barrier: every read of
+// the position and the frames is done), thread 0 takes the block's ticket; the last of the launch's
+// blocks resets the ticket and moves the position on for the next launch, which reads both after its
+// griddepcontrol.wait (this launch complete).
+__device__ __forceinline__ void ring_ticket(const RecurrenceArgs& a, int pos) {
+  if (threadIdx.x != 0) return;
+  if (atomicAdd(a.hist_ring + 1, 1) == int(gridDim.x * gridDim.y) - 1) {
+    a.hist_ring[1] = 0;
+    a.hist_ring[0] = ring_next(pos, a.ck);
+  }
+}
+
 // The sum of squares of x[0, n) in conv_norm_bg's order: thread t of reduce_threads(n) accumulates
 // x[t], x[t + T], ... by fma from +0, then block_sum (block_sum_in_warp: one warp, the same bits).
 __device__ __forceinline__ float norm_ss(const float* x, int n) {
@@ -297,7 +331,7 @@ __device__ __forceinline__ float norm_ss(const float* x, int n) {
 // Smem floats of prep=conv's inputs (conv_prep's layout).
 constexpr std::size_t conv_prep_floats(int dk, int C) { return std::size_t(2 * dk + C + 2); }
 
-template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false>
+template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false, bool Ring = false>
 __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a) {
   static_assert(C >= 4 && C <= 128 && (C & (C - 1)) == 0, "cols: a power of two from 4 to 128 (C/4 column quads divide a warp)");
   static_assert(R >= 1 && R <= 16, "rows: 1 to 16 float4 of S a thread (registers)");
@@ -329,7 +363,7 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
       for (int i = int(threadIdx.x) * 32; i < 2 * dk + C; i += int(blockDim.x) * 32) {  // a 128-byte line a thread
         const int ch = conv_channel(i, h, kh, tile, C, nk, dk, dv);
         if (ch < 0) continue;
-        for (int j = 0; j < a.ck - 1; ++j) prefetch_l2(a.hist + static_cast<std::int64_t>(j) * conv_dim + ch);
+        for (int j = 0; j < a.ck - (Ring ? 0 : 1); ++j) prefetch_l2(a.hist + static_cast<std::int64_t>(j) * conv_dim + ch);  // the ring: every frame
         for (int l = 0; l < a.ck; ++l) prefetch_l2(a.conv_w + static_cast<std::int64_t>(ch) * a.ck + 32 * l);  // the 32 channels' weights
       }
       if (threadIdx.x == 0) prefetch_l2(a.a_log + h), prefetch_l2(a.dt_bias + h);
@@ -340,6 +374,10 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
     if (threadIdx.x == 0 && !prep) prefetch_l2(a.g + b * a.gb_stride + h), prefetch_l2(a.beta + b * a.gb_stride + h);
     asm volatile("griddepcontrol.wait;" ::: "memory");
   }
+  // hist=ring (pdl=early only: after its wait): the history's position, issued before the state's loads
+  int pos = 0;
+  if constexpr (Ring)
+    if (prep) pos = __ldcg(a.hist_ring);
   // pdl=on|off: the state first, before the wait: it depends on no predecessor (PDL contract above).
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -357,8 +395,15 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
       // q, k, v, beta, g as conv_norm_bg forms them; the norm per warp in its order (norm_ss), then
       // kn = k inv_k and qn = (q inv_q) / sqrt(dk): conv_norm_bg's norm_write, so its q and k bits.
       float* sm = reinterpret_cast<float*>(red + 2 * W * Q);
-      if (a.ck == 4) conv_prep<4>(a, h, tile, C, sm);
-      else conv_prep<0>(a, h, tile, C, sm);
+      if constexpr (Ring) {
+        if (a.ck == 4) conv_prep<4, true>(a, h, tile, C, sm, pos);
+        else conv_prep<0, true>(a, h, tile, C, sm, pos);
+        ring_ticket(a, pos);
+      } else if (a.ck == 4) {
+        conv_prep<4>(a, h, tile, C, sm);
+      } else {
+        conv_prep<0>(a, h, tile, C, sm);
+      }
       const float inv_q = l2_inv(norm_ss(sm, dk), kEps), inv_k = l2_inv(norm_ss(sm + dk, dk), kEps);
       const float scale = 1.f / sqrtf(static_cast<float>(dk));
 #pragma unroll
@@ -508,12 +553,13 @@ std::string can_last(const RecurrenceArgs& a) {
   return "";
 }
 
-template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false>
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
+          bool Ring = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
-  if constexpr (Conv) {  // prep=conv: its inputs in shared memory after the warps' partials
+  if constexpr (Conv) {  // prep=conv (with norm=last, hist=ring as asked): its inputs in shared memory after the warps' partials
     const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
     const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4) + conv_prep_floats(a.dk, C) * sizeof(float);
-    launch_maybe_pdl(Pdl || Early, fused_kernel<C, R, Early, false, false, false, false, true>,
+    launch_maybe_pdl(Pdl || Early, fused_kernel<C, R, Early, false, false, false, Last, true, Ring>,
                      dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem, s, a);
     return;
   }
@@ -554,11 +600,14 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
 
 std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
 
-template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false>
+template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
+          bool Ring = false>
 RecurrenceKernel fused() {
   static_assert(!(Cs && (Bf16 || Norm)), "cache=stream is registered on the f32 state without norm=gated");
   static_assert(!(Last && (Norm || Bf16 || Cs)), "norm=last is registered on the f32 state, without the cluster epilogue");
-  static_assert(!(Conv && (Norm || Bf16 || Cs || Last)), "prep=conv is registered on the f32 state without an epilogue");
+  static_assert(!(Conv && (Norm || Bf16 || Cs)), "prep=conv is registered on the f32 state, its only epilogue norm=last");
+  static_assert(!(Conv && Last && !Ring), "prep=conv with norm=last leaves no launch to shift the history: hist=ring");
+  static_assert(!Ring || (Conv && Early), "hist=ring is prep=conv's history, on the pdl=early kernel (its position is loaded after the wait and before the state: pdl=early's order)");
   RecurrenceKernel k;
   k.axes = {{"impl", "fused"}, {"cols", std::to_string(C)}, {"rows", std::to_string(R)}};
   if (Bf16) k.axes.push_back({"state", "bf16"});  // before pdl: a pdl=early name less "early" + "on" is its pdl=on twin's
@@ -567,6 +616,7 @@ RecurrenceKernel fused() {
   if (Norm) k.axes.push_back({"norm", "gated"});
   if (Last) k.axes.push_back({"norm", "last"});
   if (Conv) k.axes.push_back({"prep", "conv"});
+  if (Ring) k.axes.push_back({"hist", "ring"});
   k.description = "one launch, q/k norm fused, S read once into registers as float4: " + std::to_string(C) + " columns x all rows per block, " +
                   std::to_string(R) + " rows x 4 columns per thread" +
                   (Early ? ", programmatic dependent launch, dependents let go at the start, S prefetched into L2 before the wait and loaded after it"
@@ -581,13 +631,17 @@ RecurrenceKernel fused() {
                   (Conv ? "; the GDN step's conv + SiLU, q/k L2 norm and beta/g where the caller asks for them (RecurrenceArgs::xc: formed from "
                           "the raw projections as the step's conv_norm_bg launch forms them, the same bits), so that launch goes"
                         : "") +
+                  (Ring ? "; the conv history a ring of ck frames (RecurrenceArgs::hist_ring): the newest frame written by the blocks that form "
+                          "its channels, into the frame none of them reads, the position moved on by the last block's ticket, so no launch "
+                          "shifts it"
+                        : "") +
                   (Cs ? "; S loaded and stored with the evict-first hint (ld.global.cs / st.global.cs)" : "") +
                   (Bf16 ? "; S stored as bf16 (half the state's bytes; widened on load, each element rounded to nearest even on store, the "
                           "arithmetic f32): a research axis, judged by its own tolerance and by its drift over time (gdn-state-drift)"
                         : "");
   k.can_implement = Norm ? can_norm<C, R> : Last ? can_last<C, R> : can<C, R>;
   k.workspace_floats = no_workspace;
-  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv>;
+  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring>;
   k.state_bf16 = Bf16;
   k.state_before_wait = Pdl && !Early;
   k.vec4 = true;
@@ -595,6 +649,7 @@ RecurrenceKernel fused() {
   k.norm_q8 = (Norm && C >= 128) || Last;
   k.counts = Last;
   k.conv_prep = Conv;
+  k.hist_ring = Ring;
   return k;
 }
 
@@ -659,7 +714,13 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // the last this one): the candidates' bits, and slower, x0.965 per layer and x0.972 in the 48-layer graph (q4),
           // x0.980 and x0.983 (f32): the hop saved is paid back by the conv and norm before the state math and by the gated
           // norm's history shift. A negative result, kept.
-          fused<32, 8, true, true, false, false, false, false, true>()};
+          fused<32, 8, true, true, false, false, false, false, true>(),
+          // hist=ring (2026-12-05, hist_ring.hpp): prep=conv with the conv history a ring of ck frames, so that no launch shifts it
+          // (the gated norm's shift cost 0.7-1.3 us in run-prep-conv), and the same with norm=last: the gated norm and onn's q8
+          // form by each head's last column block, so that the gated-norm launch goes too and the layer is four launches
+          // (in_prep_ba, the stacked input projections, this, out_proj: issue 14's aim). The candidates' bits (the same
+          // operations on the same frames). Built in a session without a device: not yet run on a GPU.
+          fused<32, 8, true, true, false, false, false, false, true, true>(), fused<32, 8, true, true, false, false, false, true, true, true>()};
 }
 
 }  // namespace klab::gdn_recurrence

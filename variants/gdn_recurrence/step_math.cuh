@@ -26,11 +26,17 @@ __device__ __forceinline__ float g_of(float a, float a_log, float dt_bias) { ret
 // its ck-1 history frames at hist + j conv_dim + ch (frame 0 the oldest):
 //   acc = sum_{j<ck-1} w[j] * hist[j][ch] + w[ck-1] * x   (oldest frame first, fma from +0)
 //   xcv = silu(acc)
-__device__ __forceinline__ float conv_value(float x, const float* __restrict__ wc, const float* __restrict__ hist, int conv_dim, int ck, int ch) {
+// conv_value_of: the same with frame j's value given by frame(j) (hist=ring: physical frame
+// ring_frame(n, j, ck), hist_ring.hpp), the same operations in the same order.
+template <class Frame>
+__device__ __forceinline__ float conv_value_of(float x, const float* __restrict__ wc, int ck, Frame frame) {
   float acc = 0.f;
-  for (int j = 0; j < ck - 1; ++j) acc = fmaf(wc[j], hist[static_cast<std::size_t>(j) * conv_dim + ch], acc);
+  for (int j = 0; j < ck - 1; ++j) acc = fmaf(wc[j], frame(j), acc);
   acc = fmaf(wc[ck - 1], x, acc);
   return silu(acc);
+}
+__device__ __forceinline__ float conv_value(float x, const float* __restrict__ wc, const float* __restrict__ hist, int conv_dim, int ck, int ch) {
+  return conv_value_of(x, wc, ck, [hist, conv_dim, ch](int j) { return hist[static_cast<std::size_t>(j) * conv_dim + ch]; });
 }
 
 // hist[j][ch] = hist[j+1][ch] for j < ck-2; hist[ck-2][ch] = x   (channel ch's history shifted left one
