@@ -467,8 +467,9 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     with_load += std::any_of(axes.begin(), axes.end(), [](const auto& a) { return a.first == "load"; });
   }
   // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
-  // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2);
+  // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
+  // the two tail=split
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -643,7 +644,8 @@ TEST_CASE("map=packed row-split=2|4: the ring's rows split over 2 or 4 threads a
   CHECK(split == std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,row-split=4,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,row-split=2,pdl=on,rows=8",
-                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8"});
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8",
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,tail=split,row-split=2,pdl=on,rows=8"});
   // grid=fill,xprep=block: the twins of rung 32 and of its row-split=2 without the prep kernel; the same model.
   CHECK(check_twins("grid=fill,xprep=block,", {}, "grid=fill,xprep=launch,") ==
         std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,pdl=on,rows=8",
@@ -676,6 +678,86 @@ TEST_CASE("map=packed row-split=2|4: the ring's rows split over 2 or 4 threads a
   CHECK_THROWS_WITH_AS(pk::model_ring(pk::Load::bulk, 4, 3, 1, c.w, c.x, 8), doctest::Contains("row-split"), Error);
 }
 
+TEST_CASE("map=packed tail=split: the ring's last round in pieces of R / q rows, every row stored once with the ring's bits, any grid and stages") {
+  // q at the H200's ring grid (132 SMs x 2 blocks, rows=8) on the seed shapes' groups, and its bounds.
+  CHECK(pk::tail_pieces(2176, 264, 8) == 4);  // 17408x5120: 8 rounds and 64 groups -> 256 quarter groups
+  CHECK(pk::tail_pieces(640, 264, 8) == 2);   // 5120x6144: 2 rounds and 112 groups -> 224 halves
+  CHECK(pk::tail_pieces(1280, 264, 8) == 1);  // 10240x5120: 224 groups left, 448 halves would not fit
+  CHECK(pk::tail_pieces(768, 264, 8) == 1);   // 6144x5120: 240 left
+  CHECK(pk::tail_pieces(2112, 264, 8) == 1);  // whole rounds only
+  CHECK(pk::tail_pieces(5, 264, 8) == 8);     // one row a piece at most
+  CHECK(pk::tail_pieces(5, 264, 4) == 4);
+  CHECK(pk::tail_pieces(7, 8, 8) == 1);       // 7 left of 8: no two pieces each fit
+  // The plan: the items of the grid's blocks cover every row of every group exactly once; no block takes
+  // more rows than the ring's busiest but for at most one piece.
+  for (const auto& [groups, grid, R] : std::vector<std::array<int, 3>>{{2176, 264, 8}, {640, 264, 8}, {1280, 264, 8}, {5, 264, 8}, {37, 16, 4}, {9, 8, 8}, {1, 1, 8}}) {
+    CAPTURE(groups);
+    CAPTURE(grid);
+    CAPTURE(R);
+    pk::RingPlan p;
+    p.W = 5, p.R = R, p.grid = grid, p.groups = groups;
+    p.q = pk::tail_pieces(groups, grid, R);
+    std::vector<int> covered(std::size_t(groups) * std::size_t(R), 0);
+    int most = 0;
+    for (int j = 0; j < grid; ++j) {
+      int rows = 0;
+      for (int n = 0; n < p.items(j); ++n) {
+        CHECK(p.group_at(j, n) < groups);
+        CHECK(p.row0(j, n) + p.rows_of(n) <= R);
+        for (int r = p.row0(j, n); r < p.row0(j, n) + p.rows_of(n); ++r) ++covered[std::size_t(p.group_at(j, n) * R + r)];
+        rows += p.rows_of(n);
+      }
+      most = std::max(most, rows);
+    }
+    CHECK(std::count(covered.begin(), covered.end(), 1) == groups * R);
+    CHECK(most == p.rounds() * R + (groups % grid ? R / p.q : 0));
+    if (p.q > 1) CHECK(p.piece_bytes() == p.W * (R / p.q * 512 + R * 64));
+  }
+  // The registry: rung 32 and its row-split=2 twin with tail=split, each with its own launcher, the twin's layout,
+  // tolerance and rows, and a model of its own.
+  std::set<std::string> tail;
+  for (const auto& name : packed_names()) {
+    const std::size_t at = name.find(",tail=split");
+    if (at == std::string::npos) continue;
+    tail.insert(name);
+    CAPTURE(name);
+    check_ring_r8(name);
+    const std::string twin = std::string(name).erase(at, 11);
+    const auto &a = q4_gemv::q4_kernel(twin), &b = q4_gemv::q4_kernel(name);
+    CHECK(b.layout == a.layout);
+    CHECK(b.tolerance == a.tolerance);
+    const bool own_launcher = b.launch_packed != a.launch_packed;
+    CHECK(own_launcher);
+  }
+  CHECK(tail == std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,tail=split,pdl=on,rows=8",
+                                      "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,tail=split,row-split=2,pdl=on,rows=8"});
+  // The models against the ring's: ragged m (pieces past m), m under the grid (every group in pieces), k not a
+  // multiple of 1024; the ring's schedule with a last round at several grids and stage counts, row-split 1 and 2.
+  std::vector<test::Q4Case> cases;
+  for (Shape s : std::vector<Shape>{{5, 96}, {37, 2080}, {1061, 160}, {2053, 192}, {61, 6144}})
+    for (Dist d : {Dist::uniform, Dist::student_t}) cases.push_back(test::q4_generated(s, d, 17));
+  for (auto& c : test::q4_awkward_cases()) cases.push_back(std::move(c));
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    const auto want = pk::model_ring(pk::Load::bulk, 8, 264, 0, c.w, c.x);
+    for (const auto& name : tail) {
+      CAPTURE(name);
+      CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), want) == 0);
+    }
+    for (int sp : {1, 2})
+      for (int grid : {1, 3, 7, 16, 264})
+        for (int S : {1, 2, 0}) {
+          CAPTURE(sp);
+          CAPTURE(grid);
+          CAPTURE(S);
+          CHECK(bitwise_diff(pk::model_ring(pk::Load::bulk, 8, grid, S, c.w, c.x, sp, true), want) == 0);
+        }
+  }
+  // cp-async copies a thread's own pieces: no tail=split there.
+  const auto c = test::q4_generated({5, 96}, Dist::uniform, 1);
+  CHECK_THROWS_WITH_AS(pk::model_ring(pk::Load::cp_async, 8, 3, 1, c.w, c.x, 1, true), doctest::Contains("tail=split"), Error);
+}
+
 TEST_CASE("map=packed grid=groups,load=bulk: one ring block per group with one stage, bit for bit grid=groups,xprep=launch,q8-dp4a,rows=8") {
   const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,load=bulk,pdl=on,rows=8";
   check_ring_r8(name);
@@ -698,8 +780,8 @@ TEST_CASE("map=packed grid=groups,load=bulk: one ring block per group with one s
 
 TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (the name less xpf=l2), with its model, layout and tolerance") {
   // last=l2 is registered with xpf=l2 only (rung 54; its twin in the ladder is rung 52, the name less last=l2), and
-  // so are row-split (its own case above) and grid=fill,xprep=block (the xprep=block case below).
-  CHECK(check_twins(",xpf=l2", {",wpf=l2", ",last=l2", ",row-split=", "grid=fill,xprep=block"}) == std::set<std::string>{
+  // so are row-split (its own case above), grid=fill,xprep=block (the xprep=block case below) and tail=split (its own case).
+  CHECK(check_twins(",xpf=l2", {",wpf=l2", ",last=l2", ",row-split=", "grid=fill,xprep=block", ",tail="}) == std::set<std::string>{
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=8",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=4",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=16",

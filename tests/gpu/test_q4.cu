@@ -186,6 +186,41 @@ TEST_CASE("row-split=2|4 and grid=fill,xprep=block: the twin's bits where blocks
   }
 }
 
+TEST_CASE("tail=split: the twin's bits with the last round in pieces (the device's grid), every row written, and the model's") {
+  namespace pk = q4_gemv::packed;
+  const std::string fill = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,";
+  const std::vector<std::pair<std::string, std::string>> pairs{{fill + "pdl=on,rows=8", fill + "tail=split,pdl=on,rows=8"},
+                                                               {fill + "row-split=2,pdl=on,rows=8", fill + "tail=split,row-split=2,pdl=on,rows=8"}};
+  int sms = 0;
+  KLAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  int pieces_seen = 0;
+  // 17408x5120 and 5120x6144: 4 and 2 pieces on 132 SMs x 2 blocks; 40001x96 ragged, one warp a block;
+  // 6144x5120: no piece (q = 1 there: the ring's schedule).
+  for (const Shape s : std::vector<Shape>{{17408, 5120}, {5120, 6144}, {40001, 96}, {6144, 5120}}) {
+    const auto c = test::q4_generated(s, Dist::student_t, 19);
+    CAPTURE(c.what);
+    const int W = int((s.k / 32 + 31) / 32);
+    pk::RingPlan plan{W, 8, pk::ring_stages(W, 8)};
+    plan.groups = int((s.m + 7) / 8);
+    // the ring's blocks an SM at k = 5120 (resident_warps_per_sm / 5 warps): 2 on the H200, also at k = 6144
+    plan.grid = std::min(plan.groups, q4_gemv::q4_kernel(pairs[0].second).resident_warps_per_sm() / 5 * sms);
+    const int q = pk::tail_pieces(plan.groups, plan.grid, 8);
+    CAPTURE(plan.grid);
+    CAPTURE(q);
+    pieces_seen += q > 1;
+    for (const auto& [twin, name] : pairs) {
+      CAPTURE(name);
+      const auto want = run_variant(twin, c), y = run_variant(name, c);
+      std::int64_t unwritten = 0;
+      for (float f : y) unwritten += is_poison(f);
+      CHECK(unwritten == 0);
+      CHECK(bitwise_diff(y, want) == 0);
+      if (s.m * s.k <= 4'000'000) CHECK(bitwise_diff(y, q4_gemv::q4_model(name)(c.w, c.x)) == 0);  // the model is slow at the seed shapes
+    }
+  }
+  if (sms == 132) CHECK(pieces_seen >= 2);  // the H100/H200's: 17408x5120 and 5120x6144 ran with their last round in pieces
+}
+
 TEST_CASE("bitwise guard (GPU): scale read, f16 conversion and rows per warp change no bit") {
   const auto axes = test::q4_all_axes();
   for (const auto& c : model_cases()) {

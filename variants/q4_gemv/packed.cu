@@ -884,8 +884,12 @@ __device__ __forceinline__ void cp_async_wait(int n) {
 // Split = 1 is the kernel as it was (every Split expression folds to the old one).
 // NoDots (the ring read probe, launch_ring_probe): the ring's stages, waits, barriers and refills without x and
 // without the dots; y gets +0 sums. Not a variant: it computes no product, it times what the ring's loads cost.
+// Tail (tail=split, bulk; packed_ring.hpp tail_pieces): the last round's groups cut into q pieces of R / q rows,
+// one a block (RingPlan::items, group_at): a piece's stage gets its rows' codes and its group's scales, 2 W bulk
+// copies on one mbarrier; the block computes the group's R rows as ever (rows outside the piece from stale
+// stage bytes) and stores only the piece's. Each stored row's arithmetic is the ring's: the same bits.
 template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false,
-          int Split = 1, bool NoDots = false>
+          int Split = 1, bool NoDots = false, bool Tail = false>
 __global__ void __launch_bounds__(Held ? kHeldMaxWarps * 32 : kMaxWarps * 32)
 packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int S) {
   static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
@@ -894,6 +898,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   static_assert(!Pre1 || L == Load::bulk, "pre=1: load=bulk (cp-async counts its commit groups from the prologue)");
   static_assert(Split == 1 || ((Split == 2 || Split == 4) && R % Split == 0 && L == Load::bulk && !Held),
                 "row-split=2|4: load=bulk (a cp-async thread reads only what it copied), no last=regs");
+  static_assert(!Tail || (L == Load::bulk && !Held && !L2pf), "tail=split: load=bulk (its pieces are bulk copies), no last=regs or last=l2");
   constexpr int RS = R / Split;  // rows a thread takes of each group
   if constexpr (XB && XPf) prefetch_x_warp(x, int(threadIdx.x >> 5) * 32, k / ref::kQ4Block);  // xprep=launch: xprep_kernel prefetches
   asm volatile("griddepcontrol.launch_dependents;");
@@ -912,8 +917,9 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   plan.S = S;
   plan.grid = int(gridDim.x);
   plan.groups = (m + R - 1) / R;
+  if constexpr (Tail) plan.q = tail_pieces(plan.groups, plan.grid, R);
   const int j = int(blockIdx.x);
-  const int mine = plan.mine(j);
+  const int mine = Tail ? plan.items(j) : plan.mine(j);
   const int ring_n = Held && mine > S ? mine - 1 : mine;  // groups that go through the ring
   const unsigned stage_bytes = unsigned(plan.stage_bytes());
   const int code0 = plan.code_at(warp, lane, h * RS), sc0 = plan.scales_at(warp, lane) + 2 * h * RS;
@@ -936,9 +942,20 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   }
   // Fills stage s with the block's n-th group.
   auto fill = [&](int n, int s) {
-    const std::uint8_t* src = packed + plan.group_offset(plan.group_of(j, n));
+    const std::uint8_t* src = packed + plan.group_offset(Tail ? plan.group_at(j, n) : plan.group_of(j, n));
     std::uint8_t* dst = ring + std::size_t(s) * stage_bytes;
-    if constexpr (L == Load::bulk) {
+    if (Tail && plan.is_piece(n)) {  // tile by tile: the piece's rows' codes, then the tile's scales
+      if (tid == 0) {
+        const unsigned codes = unsigned(plan.rows_of(n) * (kChunk * 16)), scales = unsigned(R * (kChunk * 2));
+        const int c0 = plan.row0(j, n) * (kChunk * 16);
+        mbar_arrive_expect_tx(&full[s], unsigned(plan.piece_bytes()));
+        for (int w = 0; w < plan.W; ++w) {
+          const int t = w * plan.tile();
+          bulk_g2s(dst + t + c0, src + t + c0, codes, &full[s], policy);
+          bulk_g2s(dst + t + R * (kChunk * 16), src + t + R * (kChunk * 16), scales, &full[s], policy);
+        }
+      }
+    } else if constexpr (L == Load::bulk) {
       if (tid == 0) {
         mbar_arrive_expect_tx(&full[s], stage_bytes);
         bulk_g2s(dst, src, stage_bytes, &full[s], policy);
@@ -1033,8 +1050,8 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
       if (n + 2 * S < mine) prefetch_l2(n + 2 * S);
     }
     if constexpr (L == Load::cp_async) cp_async_commit();
-    if (tid < R) {
-      const std::int64_t row = plan.group_of(j, n) * R + tid;
+    if (Tail ? tid >= plan.row0(j, n) && tid < plan.row0(j, n) + plan.rows_of(n) : tid < R) {
+      const std::int64_t row = (Tail ? plan.group_at(j, n) : plan.group_of(j, n)) * R + tid;
       if (row < m) {
         float sum = part(n & 1, 0, tid);
         for (int w = 1; w < plan.W; ++w) sum = add_rn(sum, part(n & 1, w, tid));
@@ -1294,63 +1311,63 @@ int resident_warps_xf() {
 // memory carveout (two 92 KB blocks per SM), once per kernel (the lab uses one device per process).
 // The grid=fill ring kernel with Split threads per block of 32 weights (row-split; Split = 1: none); XB
 // (xprep=block): x quantised by each thread after the wait, prefetched into L2 by the kernel itself with XPf;
-// NoDots: the ring read probe (launch_ring_probe).
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false>
-constexpr auto ring_kernel = packed_ring_kernel<R, L, XB, false, XB && XPf, false, false, false, Split, NoDots>;
+// NoDots: the ring read probe (launch_ring_probe); Tail: tail=split.
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false>
+constexpr auto ring_kernel = packed_ring_kernel<R, L, XB, false, XB && XPf, false, false, false, Split, NoDots, Tail>;
 // row-split=Split takes Split x warps_for(k) warps a block, at most kMaxWarps: larger k runs Split = 1 (the same bits).
 static_assert(split_in_use(2, kMaxWarps / 2) == 2 && split_in_use(2, kMaxWarps / 2 + 1) == 1, "split_in_use's bound is kMaxWarps");
 template <int Split>
 bool split_fits(int k) {
   return split_in_use(Split, warps_for(k)) == Split;
 }
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false>
 void ring_attributes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    constexpr auto kernel = ring_kernel<R, L, Split, XB, XPf, NoDots>;
+    constexpr auto kernel = ring_kernel<R, L, Split, XB, XPf, NoDots, Tail>;
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
 }
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false>
 int ring_blocks_per_sm(int warps) {
   static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
   auto& c = cache[std::size_t(warps)];
   int n = c.load(std::memory_order_relaxed);
   if (n == 0) {
-    ring_attributes<R, L, Split, XB, XPf, NoDots>();
+    ring_attributes<R, L, Split, XB, XPf, NoDots, Tail>();
     const RingPlan plan{warps, R, ring_stages(warps, R)};
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split, XB, XPf, NoDots>, Split * warps * 32,
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail>, Split * warps * 32,
                                                             std::size_t(plan.S) * plan.stage_bytes()));
     if (n < 1) n = 1;
     c.store(n, std::memory_order_relaxed);
   }
   return n;
 }
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool Tail = false>
 int resident_warps_ring() {
-  return ring_blocks_per_sm<R, L, Split, XB, XPf>(warps_for(5120)) * Split * warps_for(5120);
+  return ring_blocks_per_sm<R, L, Split, XB, XPf, false, Tail>(warps_for(5120)) * Split * warps_for(5120);
 }
 
 // XB (xprep=block): no prep kernel; the ring kernel quantises x itself (one launch a call). NoDots (the probe):
-// no prep kernel either, and x is never read.
-template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool NoDots = false>
+// no prep kernel either, and x is never read. Tail: tail=split (the grid and stages as without it).
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool NoDots = false, bool Tail = false>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!((XB || NoDots) && WPf), "xprep=block and the probe have no prep kernel to prefetch the weights");
   if constexpr (Split > 1) {
-    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots>(packed, x, y, m, k, stream);
+    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots, Tail>(packed, x, y, m, k, stream);
   }
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L, Split, XB, XPf, NoDots>(W)) * sm_count()));
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L, Split, XB, XPf, NoDots, Tail>(W)) * sm_count()));
   if constexpr (!XB && !NoDots) {
     launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
                      WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
-  launch_maybe_pdl(Pdl, ring_kernel<R, L, Split, XB, XPf, NoDots>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  launch_maybe_pdl(Pdl, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, x, y, m, k, plan.S);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
@@ -1617,15 +1634,17 @@ Q4Kernel kernel_warp() {
 
 // grid=fill,xprep=launch,load=L (q8-dp4a): persistent blocks over a ring of shared-memory stages.
 // row-split=Split (Split > 1): Split threads per block of 32 weights, each R / Split rows of a group.
-// XB: xprep=block (no prep kernel, each thread quantises its block of x).
-template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false>
+// XB: xprep=block (no prep kernel, each thread quantises its block of x). Tail: tail=split (the last round's
+// groups in pieces).
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool Tail = false>
 Q4Kernel kernel_ring() {
   Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : "launch"}, {"load", load_name(L)}};
+  if (Tail) axes.emplace_back("tail", "split");
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   axes.emplace_back("pdl", Pdl ? "on" : "off");
   axes.emplace_back("rows", std::to_string(R));
-  return q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB>,
-                      &resident_warps_ring<R, L, Split, XB, XPf>);
+  return q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB, false, Tail>,
+                      &resident_warps_ring<R, L, Split, XB, XPf, Tail>);
 }
 
 // grid=groups,xprep=launch,load=bulk (q8-dp4a): one block per group, its weights by one TMA copy.
@@ -1855,6 +1874,18 @@ std::vector<Q4Kernel> packed_kernels() {
   // negative results, as grid=half's xprep=block (rungs 15, 16) before them.
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 1, true>());
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 2, true>());
+  // tail=split: rung 32 and its row-split=2 twin (rung 58) with the last round's groups cut into pieces of
+  // R / q rows (packed_ring.hpp tail_pieces), so that no block takes a whole group more than the others. Why
+  // (2026-12-05, from the plan alone): at 17408x5120 the ring's 2176 groups are 8 rounds of 264 blocks and
+  // 64 groups; 64 blocks take a ninth, and the call (and its successor's wait) ends with them. Cut in 4, the
+  // last round is 256 quarter groups (8.25 against 9 groups a block at most); at 5120x6144 640 groups are 2
+  // rounds and 112 groups: 224 halves (2.5 against 3). The other two seed shapes keep q = 1 (their L is over
+  // grid / 2): the kernel there is the ring's. Predicted: at most 8.25 / 9 of the ring's time at
+  // 17408x5120 where the last round is exposed (toward 13 us), less where the next call's blocks hide it.
+  // The same bits (each stored row's arithmetic is the ring's); each piece reads its group's scales (1/9 of a
+  // group's bytes), so about 1% more bytes at 17408x5120 and 2% at 5120x6144. NOT YET MEASURED.
+  v.push_back(kernel_ring<8, Load::bulk, true, true, false, 1, false, true>());
+  v.push_back(kernel_ring<8, Load::bulk, true, true, false, 2, false, true>());
   return v;
 }
 

@@ -188,13 +188,14 @@ std::vector<float> warp_rows_host(std::vector<std::vector<float>> v) {
   return out;
 }
 
-std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Matrix& w, std::span<const float> x, int split) {
+std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Matrix& w, std::span<const float> x, int split, bool tail) {
   check_model_args(w, x);
   if (auto why = packed_error(w.k); !why.empty()) throw Error("q4_gemv bit-model: " + why);
   require(load == Load::bulk || load == Load::cp_async, "q4_gemv ring model: load=bulk or cp-async");
   require(R == 4 || R == 8, "q4_gemv ring model: rows 4 or 8");
   require(split == 1 || ((split == 2 || split == 4) && R % split == 0 && load == Load::bulk),
           "q4_gemv ring model: row-split 1, or 2 or 4 dividing rows with load=bulk");
+  require(!tail || load == Load::bulk, "q4_gemv ring model: tail=split takes load=bulk");
   require(grid >= 1 && S >= 0 && S <= kRingMaxStages, "q4_gemv ring model: grid >= 1, 0 <= S <= 8");
   const int nb = int(w.blocks_per_row());
   RingPlan plan;
@@ -203,6 +204,7 @@ std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Ma
   plan.S = S == 0 ? ring_stages(plan.W, R) : S;
   plan.grid = grid;
   plan.groups = int((w.m + R - 1) / R);
+  if (tail) plan.q = tail_pieces(plan.groups, plan.grid, R);
   const auto packed = pack(w, R);
   // The x words as xprep_kernel<q8> writes them (g_xq) and every thread reads them.
   std::vector<Q8X> xq(static_cast<std::size_t>(nb));
@@ -211,12 +213,18 @@ std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Ma
   std::vector<float> y(std::size_t(w.m), std::numeric_limits<float>::quiet_NaN());
   std::vector<std::uint8_t> ring(std::size_t(plan.S) * stage);
   for (int j = 0; j < plan.grid; ++j) {
-    const int mine = plan.mine(j);
+    const int mine = plan.items(j);
     std::fill(ring.begin(), ring.end(), std::uint8_t(0xA5));  // stale bytes: whatever a read misses shows
     auto fill = [&](int n, int s) {
-      const std::uint8_t* src = packed.data() + plan.group_offset(plan.group_of(j, n));
+      const std::uint8_t* src = packed.data() + plan.group_offset(plan.group_at(j, n));
       std::uint8_t* dst = ring.data() + std::size_t(s) * stage;
-      if (load == Load::bulk) {
+      if (plan.is_piece(n)) {  // tile by tile: the piece's rows' codes and the tile's scales
+        for (int wp = 0; wp < plan.W; ++wp) {
+          const std::size_t t = std::size_t(wp) * std::size_t(plan.tile()), c0 = std::size_t(plan.row0(j, n)) * (kChunk * 16);
+          std::memcpy(dst + t + c0, src + t + c0, std::size_t(plan.rows_of(n)) * (kChunk * 16));
+          std::memcpy(dst + t + std::size_t(R) * (kChunk * 16), src + t + std::size_t(R) * (kChunk * 16), std::size_t(R) * (kChunk * 2));
+        }
+      } else if (load == Load::bulk) {
         std::memcpy(dst, src, stage);  // one bulk copy of the group's run
       } else {
         for (int tid = 0; tid < nb; ++tid) {  // active threads: their R code blocks and their scales
@@ -258,8 +266,8 @@ std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Ma
       }
       // The barrier: stage s is read; refill it with group n + S.
       if (n + plan.S < mine) fill(n + plan.S, s);
-      for (int r = 0; r < R; ++r) {
-        const std::int64_t row = plan.group_of(j, n) * R + r;
+      for (int r = plan.row0(j, n); r < plan.row0(j, n) + plan.rows_of(n); ++r) {
+        const std::int64_t row = plan.group_at(j, n) * R + r;
         if (row >= w.m) continue;
         float sum = part[0][std::size_t(r)];
         for (int wp = 1; wp < plan.W; ++wp) sum = add_rn(sum, part[std::size_t(wp)][std::size_t(r)]);
@@ -279,9 +287,10 @@ std::vector<float> model(const ref::Q4Matrix& w, std::span<const float> x) {
 
 // The ring kernels' models: the grid the H200 takes at the seed shapes (132 SMs x 2 blocks); the
 // bits depend on neither grid nor stages (the cpu suite runs others).
-template <Load L, int R, int Split = 1>
+// Tail: tail=split.
+template <Load L, int R, bool Tail = false>
 std::vector<float> model_ring_of(const ref::Q4Matrix& w, std::span<const float> x) {
-  return model_ring(L, R, 264, 0, w, x, Split);
+  return model_ring(L, R, 264, 0, w, x, 1, Tail);
 }
 // grid=half,per-sm=P (load=bulk): the H200's grid (132 SMs x P blocks) and the kernel's stages
 // (half_stages); xprep=block prepares x with the same q8_prep as xprep_kernel, so one model serves
@@ -297,13 +306,19 @@ std::vector<float> model_ring_groups_of(const ref::Q4Matrix& w, std::span<const 
   return model_ring(Load::bulk, R, int((w.m + R - 1) / R), 1, w, x);
 }
 // row-split=2|4 (bulk, rows=8): the kernel runs row-split=1 where Split x W warps exceed 32 (k > 16384 / 8192).
-template <int Split>
+template <int Split, bool Tail = false>
 std::vector<float> model_split_of(const ref::Q4Matrix& w, std::span<const float> x) {
   const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
-  return model_ring(Load::bulk, 8, 264, 0, w, x, split_in_use(Split, W));
+  return model_ring(Load::bulk, 8, 264, 0, w, x, split_in_use(Split, W), Tail);
 }
-Q4Model ring_model_for(const std::string& load, const std::string& rows, const std::string& split) {
+// tail: "split" (tail=split: bulk, rows=8, row-split 1 or 2) or "".
+Q4Model ring_model_for(const std::string& load, const std::string& rows, const std::string& split, const std::string& tail) {
   const bool bulk = load == load_name(Load::bulk);
+  if (!tail.empty()) {
+    require(tail == "split" && bulk && rows == "8" && (split.empty() || split == "2"), "q4_gemv models: no ring model for tail=" + tail + " with load=" + load +
+                                                                                          ", rows=" + rows + (split.empty() ? "" : ", row-split=" + split));
+    return split.empty() ? &model_ring_of<Load::bulk, 8, true> : &model_split_of<2, true>;
+  }
   if (!split.empty()) {
     require(bulk && rows == "8" && (split == "2" || split == "4"), "q4_gemv models: no ring model for row-split=" + split);
     return split == "2" ? &model_split_of<2> : &model_split_of<4>;
@@ -317,7 +332,7 @@ std::vector<Q4ModelEntry> packed_models() {
   std::vector<Q4ModelEntry> out;
   for (const auto& kern : packed_kernels()) {
     const std::string& dot = kern.axes.at(1).second;
-    std::string load, rows, per_sm, grid, last, pre, split;
+    std::string load, rows, per_sm, grid, last, pre, split, tail;
     for (const auto& [a, v] : kern.axes) {
       if (a == "grid") grid = v;
       if (a == "load") load = v;
@@ -326,6 +341,7 @@ std::vector<Q4ModelEntry> packed_models() {
       if (a == "last") last = v;
       if (a == "pre") pre = v;
       if (a == "row-split") split = v;
+      if (a == "tail") tail = v;
     }
     // last=regs: the block's last group read from registers, not a stage; last=l2: the later groups
     // prefetched into L2 first; pre=1: the ring's first stage alone filled before the wait. The same
@@ -343,7 +359,7 @@ std::vector<Q4ModelEntry> packed_models() {
       continue;
     }
     if (!load.empty()) {
-      out.push_back(Q4ModelEntry{kern.name, ring_model_for(load, rows, split)});
+      out.push_back(Q4ModelEntry{kern.name, ring_model_for(load, rows, split, tail)});
       continue;
     }
     out.push_back(Q4ModelEntry{kern.name, dot == form_name(Form::f32) ? &model<Form::f32> : dot == form_name(Form::f16x2) ? &model<Form::f16x2> : &model<Form::q8>});

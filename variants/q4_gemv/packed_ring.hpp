@@ -57,7 +57,35 @@ struct RingPlan {
   // Offsets within a stage (= within the group's run).
   KLAB_HD int code_at(int warp, int lane, int r) const { return warp * tile() + r * (kChunk * 16) + lane * 16; }
   KLAB_HD int scales_at(int warp, int lane) const { return warp * tile() + R * (kChunk * 16) + lane * (2 * R); }
+
+  // ---- tail=split (tail_pieces below): the last round's groups cut into q pieces of R / q rows ----
+  int q = 1;  // pieces a group of the last round is cut into (1: none, the plan above)
+  KLAB_HD int rounds() const { return groups / grid; }  // whole rounds: every block takes that many groups
+  // Work items of block j: mine(j), or with q > 1 its rounds() groups and at most one piece.
+  KLAB_HD int items(int j) const { return q == 1 ? mine(j) : rounds() + (j < (groups - rounds() * grid) * q ? 1 : 0); }
+  KLAB_HD bool is_piece(int n) const { return q > 1 && n == rounds(); }
+  // The group of block j's n-th item: group_of, but for a piece: group rounds() grid + j / q.
+  KLAB_HD std::int64_t group_at(int j, int n) const { return is_piece(n) ? std::int64_t(rounds()) * grid + j / q : group_of(j, n); }
+  // The rows of its group that block j's n-th item computes: [row0, row0 + rows_of): all R, or its piece's.
+  KLAB_HD int row0(int j, int n) const { return is_piece(n) ? (j % q) * (R / q) : 0; }
+  KLAB_HD int rows_of(int n) const { return is_piece(n) ? R / q : R; }
+  // Bytes of a piece in its stage: of each of the W tiles the piece's rows' codes and the tile's scales.
+  KLAB_HD int piece_bytes() const { return W * ((R / q) * (kChunk * 16) + R * (kChunk * 2)); }
 };
+
+// tail=split: the pieces q each group of the ring's last round is cut into. Why (H200, 2026-12-05): at
+// 17408x5120 (rows=8) the ring's 2176 groups over 264 blocks are 8 rounds and 64 groups: 64 blocks take a
+// ninth group while 200 take none, and the call ends with the slowest. Cut into q pieces of R / q rows, the
+// last round's L groups are L q items on L q <= grid blocks: at 17408x5120 4 pieces of 2 rows (256 blocks
+// take 8 groups and a quarter), at 5120x6144 (640 groups) 2 pieces of 4 rows. A piece's stage holds its
+// rows' codes and its group's scales (piece_bytes); each row's arithmetic is the ring's, so its bits.
+// q: the largest power of two up to R with L q <= grid, where L = groups mod grid (1 when L = 0).
+KLAB_HD inline int tail_pieces(int groups, int grid, int R) {
+  const int L = groups % grid;
+  int q = 1;
+  while (L > 0 && 2 * q <= R && 2 * q * L <= grid) q *= 2;
+  return q;
+}
 
 // Stages for a block of W warps and R rows: as many as kRingBudget holds (1 to 8); 2 where one
 // would not pipeline and two fit in kRingMaxSmem. k <= 32768: R = 8 takes 1 stage (up to 144 KB)
@@ -120,7 +148,9 @@ KLAB_HD inline int half_smem(int W, int R, int P) { return half_stages(W, R, P) 
 // transposed butterfly lane by lane, the warps summed in order. S = 0: ring_stages(W, R).
 // split (row-split, load=bulk): the threads of share h of a lane's block sum rows h R/split .. over the warp by
 // their own transposed butterfly (warp_rows_host of R/split rows), as packed_ring_kernel's Split does.
-std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Matrix& w, std::span<const float> x, int split = 1);
+// tail (tail=split, load=bulk): the last round in tail_pieces pieces (RingPlan::items, group_at), a piece's stage
+// filled with its rows' codes and its group's scales only, and only its rows stored.
+std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Matrix& w, std::span<const float> x, int split = 1, bool tail = false);
 // The transposed butterfly of packed.cu (warp_rows) on the host: v[l][i] lane l's value of row i
 // (R rows); returns the rows' warp totals (row r as lane r * 32 / R ends with it).
 std::vector<float> warp_rows_host(std::vector<std::vector<float>> v);

@@ -95,6 +95,9 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
            "kernel alone, every weight load issued before the wait; ";
     if (a["xprep"] == "launch") d += "x prepared once per launch by a first PDL-chained kernel (read from L2), every weight load issued before the wait; ";
     if (a["xprep"] == "block") d += "x quantised by each block's threads once per launch (no prep kernel); ";
+    if (a["tail"] == "split")
+      d += "the ring's last round of groups cut into pieces of fewer rows, one a block, so that no block takes a whole group more than the "
+           "others (a piece copies its rows' codes and its group's scales; the same bits); ";
     if (!a["row-split"].empty())
       d += "each group's rows split over " + a["row-split"] + " threads per block of 32 weights (" + a["row-split"] + " times the warps, the same bits); ";
     if (a["regs"] == "48") d += "the main kernel at 48 registers a thread (8 blocks an SM at k = 5120 instead of 6); ";
