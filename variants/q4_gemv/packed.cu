@@ -1883,7 +1883,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // grid / 2): the kernel there is the ring's. Predicted: at most 8.25 / 9 of the ring's time at
   // 17408x5120 where the last round is exposed (toward 13 us), less where the next call's blocks hide it.
   // The same bits (each stored row's arithmetic is the ring's); each piece reads its group's scales (1/9 of a
-  // group's bytes), so about 1% more bytes at 17408x5120 and 2% at 5120x6144. NOT YET MEASURED.
+  // group's bytes), so about 1% more bytes at 17408x5120 and 2% at 5120x6144. ptxas (sm_90, nvcc 13.0): 43 and 46
+  // registers, no stack, as their twins; the other 45 kernels of this file keep their SASS (scripts/sass_diff.py
+  // --flags-off --default-arg Li1E against 32002a8). NOT YET MEASURED.
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 1, false, true>());
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 2, false, true>());
   return v;
