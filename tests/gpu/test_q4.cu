@@ -68,6 +68,17 @@ std::vector<float> run_variant(const std::string& name, const test::Q4Case& c) {
   return test::run_once(registry().variant(name), *wl);
 }
 
+// name's y on c: every element written, bit for bit `want` (its twin's); and its bit-model's where `model`.
+void check_twin_bits(const std::string& name, const test::Q4Case& c, const std::vector<float>& want, bool model) {
+  CAPTURE(name);
+  const auto y = run_variant(name, c);
+  std::int64_t unwritten = 0;
+  for (float f : y) unwritten += is_poison(f);
+  CHECK(unwritten == 0);
+  CHECK(bitwise_diff(y, want) == 0);
+  if (model) CHECK(bitwise_diff(y, q4_gemv::q4_model(name)(c.w, c.x)) == 0);
+}
+
 std::vector<test::Q4Case> model_cases() {
   std::vector<test::Q4Case> cases;
   for (const Shape& s : test::q4_guard_shapes())
@@ -149,14 +160,7 @@ TEST_CASE("grid=half,last=regs|l2, pre=1: their twin's bits and their model's wh
     if (W <= 16) CHECK(plan.mine(0) > plan.S);  // the case exercises the held group and the L2 prefetches
     const auto want = run_variant(twin, c);
     CHECK(bitwise_diff(want, q4_gemv::q4_model(twin)(c.w, c.x)) == 0);
-    for (const auto& name : subjects) {
-      CAPTURE(name);
-      const auto y = run_variant(name, c);
-      std::int64_t unwritten = 0;
-      for (float f : y) unwritten += is_poison(f);
-      CHECK(unwritten == 0);
-      CHECK(bitwise_diff(y, want) == 0);
-    }
+    for (const auto& name : subjects) check_twin_bits(name, c, want, false);
   }
 }
 
@@ -174,15 +178,8 @@ TEST_CASE("row-split=2|4 and grid=fill,xprep=block: the twin's bits where blocks
   for (const Shape s : std::vector<Shape>{{17408, 5120}, {5000, 6144}, {17000, 96}, {300, 9216}, {300, 20480}}) {
     const auto c = test::q4_generated(s, Dist::student_t, 17);
     CAPTURE(c.what);
-    for (const auto& [twin, name] : pairs) {
-      CAPTURE(name);
-      const auto want = run_variant(twin, c), y = run_variant(name, c);
-      std::int64_t unwritten = 0;
-      for (float f : y) unwritten += is_poison(f);
-      CHECK(unwritten == 0);
-      CHECK(bitwise_diff(y, want) == 0);
-      if (s.m * s.k <= 3'000'000) CHECK(bitwise_diff(y, q4_gemv::q4_model(name)(c.w, c.x)) == 0);  // the model is slow at 17408x5120
-    }
+    for (const auto& [twin, name] : pairs)
+      check_twin_bits(name, c, run_variant(twin, c), s.m * s.k <= 3'000'000);  // the model is slow at 17408x5120
   }
 }
 
@@ -208,15 +205,8 @@ TEST_CASE("tail=split: the twin's bits with the last round in pieces (the device
     CAPTURE(plan.grid);
     CAPTURE(q);
     pieces_seen += q > 1;
-    for (const auto& [twin, name] : pairs) {
-      CAPTURE(name);
-      const auto want = run_variant(twin, c), y = run_variant(name, c);
-      std::int64_t unwritten = 0;
-      for (float f : y) unwritten += is_poison(f);
-      CHECK(unwritten == 0);
-      CHECK(bitwise_diff(y, want) == 0);
-      if (s.m * s.k <= 4'000'000) CHECK(bitwise_diff(y, q4_gemv::q4_model(name)(c.w, c.x)) == 0);  // the model is slow at the seed shapes
-    }
+    for (const auto& [twin, name] : pairs)
+      check_twin_bits(name, c, run_variant(twin, c), s.m * s.k <= 4'000'000);  // the model is slow at the seed shapes
   }
   if (sms == 132) CHECK(pieces_seen >= 2);  // the H100/H200's: 17408x5120 and 5120x6144 ran with their last round in pieces
 }
