@@ -940,7 +940,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
     }
     __syncthreads();
   }
-  // Fills stage s with the block's n-th group.
+  // Fills stage s with the block's n-th group (Tail: its n-th item, a group or a piece).
   auto fill = [&](int n, int s) {
     const std::uint8_t* src = packed + plan.group_offset(Tail ? plan.group_at(j, n) : plan.group_of(j, n));
     std::uint8_t* dst = ring + std::size_t(s) * stage_bytes;
