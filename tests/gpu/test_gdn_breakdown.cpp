@@ -801,6 +801,10 @@ TEST_CASE("GDN the conv history as a ring (hist=ring): the candidates' bits with
     for (bool f32 : {false, true}) {
       CAPTURE(f32);
       const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::step_candidate();
+      if (const std::string refused = gdn::config_error(cand, g); !refused.empty()) {  // dv 48: out=prepared's q8 epilogue
+        CHECK(refused.find("dv = 48") != std::string::npos);
+        continue;
+      }
       std::vector<std::pair<gdn::FusedStepConfig, int>> twins{{f32 ? gdn::f32_candidate_twins().four : gdn::candidate_twins().four, 2}};
       if (!f32) twins.push_back({gdn::candidate_twins().conv_ring, 1});  // launches fewer than the candidate
       for (const auto& [c, fewer] : twins) {
@@ -825,13 +829,15 @@ TEST_CASE("GDN the conv history as a ring (hist=ring): the candidates' bits with
         const gdn::HostState sb = b.save_state(0), sa = a.save_state(0);
         CHECK(bitwise_diff(sb.S, sa.S) == 0);
         CHECK(bitwise_diff(sb.hist, sa.hist) == 0);
-        GdnDevice b2(g, 1);
+        GdnDevice b2(g, 1), a2(g, 1);  // a2: the candidate from the same saved state (a and b stay at token T)
         setup_config(b2, c, w, q);
+        setup_config(a2, cand, w, q);
         b2.load_state(0, sb);
+        a2.load_state(0, sa);
         for (int t = T; t < T + 2; ++t) {
-          const auto ya = a.step(0, test::tok(h, g, t)), yb2 = b2.step(0, test::tok(h, g, t));
+          const auto ya = a2.step(0, test::tok(h, g, t)), yb2 = b2.step(0, test::tok(h, g, t));
           CHECK(bitwise_diff(ya, yb2) == 0);
-          CHECK(bitwise_diff(a.get(0, What::HIST), b2.get(0, What::HIST)) == 0);
+          CHECK(bitwise_diff(a2.get(0, What::HIST), b2.get(0, What::HIST)) == 0);
         }
         // leaving the ring (b at position 1): its history rotated back for the candidate's own recurrence, which goes on alike
         b.set_recurrence_variant(cand.recurrence);

@@ -67,10 +67,12 @@ TEST_CASE("the measured ceiling is a plausible share of the bus, in both modes")
   // An empty kernel: a few microseconds between events, far less per launch inside a graph.
   CHECK(c.empty_launch_us > 0);
   CHECK(c.empty_stream_us < c.empty_launch_us);
-  // A dependent hop in a graph: measured (never 0), at least what an empty kernel costs there, and
+  // A dependent hop in a graph: measured (never 0), of the order of what an empty kernel costs there, and
   // below one launch between events (a hop is a kernel waiting on its predecessor, not a host round trip).
+  // Not "at least an empty kernel": on an H100 (2026-12-05, reports/h100/run-2c88263) one block's PDL hop took
+  // 0.70 us against an empty kernel's 0.99 us in a graph (on the H200 the hop was the larger).
   for (double hop : {c.hop_one_plain_us, c.hop_one_pdl_us, c.hop_grid_plain_us, c.hop_grid_pdl_us}) {
-    CHECK(hop >= 0.8 * c.empty_stream_us);
+    CHECK(hop >= 0.5 * c.empty_stream_us);
     CHECK(hop < c.empty_launch_us + 5.0);
   }
 }
