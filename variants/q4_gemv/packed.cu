@@ -886,8 +886,8 @@ __device__ __forceinline__ void cp_async_wait(int n) {
 // without the dots; y gets +0 sums. Not a variant: it computes no product, it times what the ring's loads cost.
 // Tail (tail=split, bulk; packed_ring.hpp tail_pieces): the last round's groups cut into q pieces of R / q rows,
 // one a block (RingPlan::items, group_at): a piece's stage gets its rows' codes and its group's scales, 2 W bulk
-// copies on one mbarrier; the block computes the group's R rows as ever (rows outside the piece from stale
-// stage bytes) and stores only the piece's. Each stored row's arithmetic is the ring's: the same bits.
+// copies on one mbarrier; the block computes and stores the piece's rows only (the others +0 in the butterfly,
+// which adds rows apart). Each stored row's arithmetic is the ring's: the same bits.
 template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false,
           int Split = 1, bool NoDots = false, bool Tail = false>
 __global__ void __launch_bounds__(Held ? kHeldMaxWarps * 32 : kMaxWarps * 32)
@@ -917,9 +917,21 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   plan.S = S;
   plan.grid = int(gridDim.x);
   plan.groups = (m + R - 1) / R;
-  if constexpr (Tail) plan.q = tail_pieces(plan.groups, plan.grid, R);
   const int j = int(blockIdx.x);
+  // Tail: the block's piece, its item tail_n (-1: none), its group and rows [tail_r0, tail_r1), found once.
+  int tail_n = -1, tail_r0 = 0, tail_r1 = R;
+  std::int64_t tail_group = 0;
+  if constexpr (Tail) {
+    plan.q = tail_pieces(plan.groups, plan.grid, R);
+    if (plan.q > 1 && plan.items(j) > plan.rounds()) {
+      tail_n = plan.rounds();
+      tail_group = plan.group_at(j, tail_n);
+      tail_r0 = plan.row0(j, tail_n);
+      tail_r1 = tail_r0 + plan.rows_of(tail_n);
+    }
+  }
   const int mine = Tail ? plan.items(j) : plan.mine(j);
+  auto group_n = [&](int n) -> std::int64_t { return Tail && n == tail_n ? tail_group : plan.group_of(j, n); };
   const int ring_n = Held && mine > S ? mine - 1 : mine;  // groups that go through the ring
   const unsigned stage_bytes = unsigned(plan.stage_bytes());
   const int code0 = plan.code_at(warp, lane, h * RS), sc0 = plan.scales_at(warp, lane) + 2 * h * RS;
@@ -942,12 +954,12 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   }
   // Fills stage s with the block's n-th group (Tail: its n-th item, a group or a piece).
   auto fill = [&](int n, int s) {
-    const std::uint8_t* src = packed + plan.group_offset(Tail ? plan.group_at(j, n) : plan.group_of(j, n));
+    const std::uint8_t* src = packed + plan.group_offset(group_n(n));
     std::uint8_t* dst = ring + std::size_t(s) * stage_bytes;
-    if (Tail && plan.is_piece(n)) {  // tile by tile: the piece's rows' codes, then the tile's scales
+    if (Tail && n == tail_n) {  // tile by tile: the piece's rows' codes, then the tile's scales
       if (tid == 0) {
-        const unsigned codes = unsigned(plan.rows_of(n) * (kChunk * 16)), scales = unsigned(R * (kChunk * 2));
-        const int c0 = plan.row0(j, n) * (kChunk * 16);
+        const unsigned codes = unsigned((tail_r1 - tail_r0) * (kChunk * 16)), scales = unsigned(R * (kChunk * 2));
+        const int c0 = tail_r0 * (kChunk * 16);
         mbar_arrive_expect_tx(&full[s], unsigned(plan.piece_bytes()));
         for (int w = 0; w < plan.W; ++w) {
           const int t = w * plan.tile();
@@ -1029,6 +1041,10 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
         sc.v = *reinterpret_cast<const typename Scales<RS>::V*>(st + sc0);
       }
       for (int r = 0; r < RS; ++r) {  // = packed_xl_kernel<q8>: row by row
+        if (Tail && n == tail_n && (h * RS + r < tail_r0 || h * RS + r >= tail_r1)) {  // a piece: its rows alone
+          p[r] = 0.f;
+          continue;
+        }
         uint4 q;
         if constexpr (Held) q = in_regs ? held.q[r] : *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
         else q = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
@@ -1050,8 +1066,8 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
       if (n + 2 * S < mine) prefetch_l2(n + 2 * S);
     }
     if constexpr (L == Load::cp_async) cp_async_commit();
-    if (Tail ? tid >= plan.row0(j, n) && tid < plan.row0(j, n) + plan.rows_of(n) : tid < R) {
-      const std::int64_t row = (Tail ? plan.group_at(j, n) : plan.group_of(j, n)) * R + tid;
+    if (Tail && n == tail_n ? tid >= tail_r0 && tid < tail_r1 : tid < R) {
+      const std::int64_t row = group_n(n) * R + tid;
       if (row < m) {
         float sum = part(n & 1, 0, tid);
         for (int w = 1; w < plan.W; ++w) sum = add_rn(sum, part(n & 1, w, tid));
