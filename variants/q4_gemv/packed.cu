@@ -1901,7 +1901,12 @@ std::vector<Q4Kernel> packed_kernels() {
   // The same bits (each stored row's arithmetic is the ring's); each piece reads its group's scales (1/9 of a
   // group's bytes), so about 1% more bytes at 17408x5120 and 2% at 5120x6144. ptxas (sm_90, nvcc 13.0): 43 and 46
   // registers, no stack, as their twins; the other 45 kernels of this file keep their SASS (scripts/sass_diff.py
-  // --flags-off --default-arg Li1E against 32002a8). NOT YET MEASURED.
+  // --flags-off --default-arg Li1E against 32002a8).
+  // Measured on an H100 only (2026-12-05; no H200 came): the first kernel, which formed all R rows of a piece,
+  // x0.830 at 17408x5120 and x0.829 at 5120x6144 (reports/h100/run-2c88263: the ring is bound by its consumption, so
+  // a piece cost a whole group's work); the kernel here (a piece's rows alone, 38 and 32 registers) x0.972 / x1.009
+  // (same) / x0.972 with row-split=2, and x0.972 at 16896x5120 where it cuts nothing (reports/h100/run-6346147): the
+  // code costs ~3% and the ninth group it removes cost ~2% there. Kept as negative results.
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 1, false, true>());
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 2, false, true>());
   return v;
