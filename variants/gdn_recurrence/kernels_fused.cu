@@ -719,7 +719,8 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // (the gated norm's shift cost 0.7-1.3 us in run-prep-conv), and the same with norm=last: the gated norm and onn's q8
           // form by each head's last column block, so that the gated-norm launch goes too and the layer is four launches
           // (in_prep_ba, the stacked input projections, this, out_proj: issue 14's aim). The candidates' bits (the same
-          // operations on the same frames). Built in a session without a device: not yet run on a GPU.
+          // operations on the same frames). Measured on an H100 only (reports/h100/run-2c88263, 2026-12-05): the bits
+          // held; the ring x0.999 against prep=conv, four launches x0.940 per layer and in the graph. Negative, kept.
           fused<32, 8, true, true, false, false, false, false, true, true>(), fused<32, 8, true, true, false, false, false, true, true, true>()};
 }
 
