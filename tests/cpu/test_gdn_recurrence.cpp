@@ -36,6 +36,18 @@ const gr::RecurrenceKernel& check_flag_twin(const gr::RecurrenceKernel& k, const
     }
   return twin;
 }
+// Batch 1 at the Qwen heads with every pointer the conv prep (RecurrenceArgs::xc) reads and writes set (to one
+// dummy array), ck 4: what check_args accepts for a prep=conv kernel without a ring.
+gr::RecurrenceArgs conv_prep_args() {
+  static float f[64];
+  gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, 1);
+  a.q = a.k = a.v = a.g = a.beta = a.S = a.o = f;
+  a.xc = a.conv_w = a.ba = a.a_log = a.dt_bias = f;
+  a.hist = f;
+  a.xcv_out = a.q_out = a.k_out = a.beta_out = a.g_out = f;
+  a.ck = 4;
+  return a;
+}
 }  // namespace
 
 TEST_CASE("gdn_recurrence: declared parameters, problems and refusals") {
@@ -209,13 +221,7 @@ TEST_CASE("gdn_recurrence prep=conv: the twin of its pdl=early kernel, its own l
     CHECK(!twin.conv_prep);
     CHECK(twin.vec4 == k.vec4);
     // The conv prep asked: everything it reads and writes, batch 1; not of a kernel without it.
-    static float f[64];
-    gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, 1);
-    a.q = a.k = a.v = a.g = a.beta = a.S = a.o = f;
-    a.xc = a.conv_w = a.ba = a.a_log = a.dt_bias = f;
-    a.hist = f;
-    a.xcv_out = a.q_out = a.k_out = a.beta_out = a.g_out = f;
-    a.ck = 4;
+    gr::RecurrenceArgs a = conv_prep_args();
     CHECK(gr::check_args(k, a) == "");
     CHECK(gr::check_args(twin, a).find("without prep=conv") != std::string::npos);
     gr::RecurrenceArgs b8 = a;
@@ -256,20 +262,15 @@ TEST_CASE("gdn_recurrence hist=ring: prep=conv kernels on pdl=early, the ring-on
       CHECK(twin.name == plain.name);
       CHECK_FALSE(k.gated_norm);
     }
-    static float f[64];
     static int pos[2];
-    gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, 1);
-    a.q = a.k = a.v = a.g = a.beta = a.S = a.o = f;
-    a.xc = a.conv_w = a.ba = a.a_log = a.dt_bias = f;
-    a.hist = f;
-    a.xcv_out = a.q_out = a.k_out = a.beta_out = a.g_out = f;
-    a.ck = 4;
+    gr::RecurrenceArgs a = conv_prep_args();
     CHECK(gr::check_args(k, a).find("RecurrenceArgs::hist_ring") != std::string::npos);  // the prep without its ring
     a.hist_ring = pos;
     CHECK(gr::check_args(k, a) == "");
     CHECK(gr::check_args(plain, a).find("shifts nothing") != std::string::npos);  // a ring to the kernel that reads ck-1 frames
     gr::RecurrenceArgs alone = gr::dense_args(16, 48, 128, 128, 8);  // raced alone (no prep): no ring needed, any batch
-    alone.q = alone.k = alone.v = alone.g = alone.beta = alone.S = alone.o = f;
+    alone.q = alone.k = alone.v = alone.g = alone.beta = alone.o = a.o;
+    alone.S = a.S;
     CHECK(gr::check_args(k, alone) == "");
   }
   CHECK(ring == 2);  // cols=32,rows=8,pdl=early with prep=conv, and with norm=last too
