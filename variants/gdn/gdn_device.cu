@@ -204,8 +204,7 @@ int GdnDevice::hist_position(int layer, int slot) const {
   return pos;
 }
 
-void GdnDevice::copy_hist_out(int layer, int slot, float* dst) const {
-  const int pos = hist_position(layer, slot);
+void GdnDevice::copy_hist_out(int layer, int slot, int pos, float* dst) const {
   const std::size_t frame = std::size_t(g_.conv_dim());
   for (int j = 0; j + 1 < g_.ck; ++j)  // logical frame j (0 the oldest) from physical ring_frame(pos, j, ck)
     KLAB_CUDA(cudaMemcpyAsync(dst + std::size_t(j) * frame, hist_of(layer, slot) + std::size_t(gdn_recurrence::ring_frame(pos, j, g_.ck)) * frame,
@@ -217,8 +216,9 @@ void GdnDevice::unring_histories() {
   std::vector<float> h(static_cast<std::size_t>(hist_per_layer()));
   for (int slot = 0; slot < slots_; ++slot)
     for (int layer = 0; layer < nl_; ++layer) {
-      if (hist_position(layer, slot) == 0) continue;
-      copy_hist_out(layer, slot, h.data());
+      const int pos = hist_position(layer, slot);
+      if (pos == 0) continue;
+      copy_hist_out(layer, slot, pos, h.data());
       KLAB_CUDA(cudaMemcpyAsync(hist_of(layer, slot), h.data(), h.size() * kF, cudaMemcpyHostToDevice, stream_));
       KLAB_CUDA(cudaMemsetAsync(hist_ring_of(layer, slot), 0, 2 * sizeof(int), stream_));
       KLAB_CUDA(cudaStreamSynchronize(stream_));
@@ -1084,7 +1084,7 @@ std::int64_t GdnDevice::get(int layer, What w, float* dst, std::int64_t cap, int
     case What::OUT: src = L.out_y.get(); break;
     case What::S: src = S_of(layer, slot); break;
     case What::HIST:  // its ck-1 frames oldest first, wherever the ring's position puts them
-      copy_hist_out(layer, slot, dst);
+      copy_hist_out(layer, slot, hist_position(layer, slot), dst);
       return n;
   }
   require(src != nullptr || n == 0, "GdnDevice::get: unknown intermediate " + std::to_string(int(w)));
@@ -1110,7 +1110,7 @@ HostState GdnDevice::save_state(int layer, int slot) const {
   s.hist.resize(std::size_t(hist_per_layer()));
   KLAB_CUDA(cudaMemcpyAsync(s.S.data(), S_of(layer, slot), s.S.size() * kF, cudaMemcpyDeviceToHost, stream_));
   KLAB_CUDA(cudaStreamSynchronize(stream_));
-  copy_hist_out(layer, slot, s.hist.data());
+  copy_hist_out(layer, slot, hist_position(layer, slot), s.hist.data());
   return s;
 }
 

@@ -408,8 +408,8 @@ class GdnDevice {
   int* hist_ring_of(int layer, int slot) const;  // {position, ticket} of the history's ring (hist=ring; position 0: the shifted form)
   // The ring's position of one history (copied out, synchronises the stream).
   int hist_position(int layer, int slot) const;
-  // The ck-1 frames of one history, oldest first, whatever its position, into dst (synchronises).
-  void copy_hist_out(int layer, int slot, float* dst) const;
+  // The ck-1 frames of one history at ring position pos (hist_position), oldest first, into dst (synchronises).
+  void copy_hist_out(int layer, int slot, int pos, float* dst) const;
   // Every history at position 0 again, its frames rotated there (allocates, synchronises: outside any capture).
   void unring_histories();
   std::int64_t S_per_layer() const;
