@@ -197,6 +197,7 @@ _ENV_FIELDS = [
     ("ceiling.mode", "string", False), ("ceiling.flush", "flush", False),
     ("ceiling.modes", "object", False), ("ceiling.modes.launch.read_gbps", "number or null", False),
     ("ceiling.modes.stream.read_gbps", "number or null", False),
+    ("ceiling.modes.stream.copy_gbps", "number or null", False),
     ("ceiling.empty_kernel_us", "object", False), ("ceiling.empty_kernel_us.launch", "number or null", False),
     ("ceiling.empty_kernel_us.stream", "number or null", False),
     ("options", "object", False), ("options.modes", "list of modes", False), ("options.headline", "mode", False),

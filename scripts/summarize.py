@@ -70,7 +70,11 @@ def environment(report):
         how = ([", ".join(f"{m} {kr.fmt_num(by_mode[m], 4)} GB/s" for m in sorted(by_mode, key=mode_order))]
                if isinstance(c.get("modes"), dict) and by_mode else [f"{c['mode']} mode"] if isinstance(c.get("mode"), str) else [])
         how += [f"flush {c['flush']}"] if isinstance(c.get("flush"), str) else []
-        rows.append(("read ceiling (measured in this run)", f"{kr.fmt_num(c.get('read_gbps'), 4)} GB/s (copy {kr.fmt_num(c.get('copy_gbps'), 4)} GB/s)"
+        stream = c.get("modes", {}).get("stream", {}) if isinstance(c.get("modes"), dict) else {}
+        copy_stream = stream.get("copy_gbps") if isinstance(stream, dict) else None
+        copies = f"copy {kr.fmt_num(c.get('copy_gbps'), 4)} GB/s" + (
+            f", stream {kr.fmt_num(copy_stream, 4)} GB/s" if isinstance(copy_stream, (int, float)) and copy_stream > 0 else "")
+        rows.append(("read ceiling (measured in this run)", f"{kr.fmt_num(c.get('read_gbps'), 4)} GB/s ({copies})"
                      + "".join(f"; {h}" for h in how)))
         empty = c.get("empty_kernel_us")
         if isinstance(empty, dict) and empty:

@@ -48,7 +48,7 @@ constexpr std::int64_t kCeilingBytes = std::int64_t(1) << 30;
 void print_ceiling(std::ostream& os, const Ceiling& c) {
   os << std::fixed << std::setprecision(0) << "ceiling: read " << c.read_gbps << " GB/s (launch " << c.read_gbps_launch
      << ", stream " << c.read_gbps_stream << "; " << c.loads << " loads in flight per thread), copy " << c.copy_gbps
-     << " GB/s; empty kernel " << std::setprecision(2) << c.empty_launch_us << " us (launch), " << c.empty_stream_us
+     << " GB/s (stream " << c.copy_gbps_stream << "); empty kernel " << std::setprecision(2) << c.empty_launch_us << " us (launch), " << c.empty_stream_us
      << " us (stream); a dependent hop " << c.hop_grid_pdl_us << " us (PDL, full grid; one block " << c.hop_one_pdl_us << ", plain "
      << c.hop_grid_plain_us << ")" << std::endl;
 }

@@ -51,18 +51,27 @@ __global__ void copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ d
 }
 
 // The copy with U independent 16-byte loads in flight per thread before its U stores (U >= 2; U = 1
-// is copy_kernel, the form of every report before 2026-12-02).
-template <int U>
+// is copy_kernel, the form of every report before 2026-12-02). With PDL (stream mode's chained form)
+// it lets its dependents launch at once, issues its first U loads, and waits for its predecessor
+// before its first store: a copy's reads overlap the kernel before it, its writes never do.
+template <int U, bool PDL = false>
 __global__ void copy_kernel_u(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
+  if constexpr (PDL) asm volatile("griddepcontrol.launch_dependents;");
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  bool waited = !PDL;
   for (; i + (U - 1) * stride < n; i += U * stride) {
     uint4 v[U];
 #pragma unroll
     for (int j = 0; j < U; ++j) v[j] = __ldcs(src + i + j * stride);
+    if (!waited) {
+      asm volatile("griddepcontrol.wait;" ::: "memory");
+      waited = true;
+    }
 #pragma unroll
     for (int j = 0; j < U; ++j) dst[i + j * stride] = v[j];
   }
+  if (!waited) asm volatile("griddepcontrol.wait;" ::: "memory");
   for (; i < n; i += stride) dst[i] = __ldcs(src + i);
 }
 
@@ -107,6 +116,24 @@ int sm_count_now() {
   KLAB_CUDA(cudaGetDevice(&dev));
   KLAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   return sms;
+}
+
+// The copy forms of the ceiling: U = 1, 2, 4, 8 loads in flight per thread, 8 blocks of 512 per SM
+// asked (4 resident), plain or PDL (copy_kernel_u<U, true>; U = 1 plain is copy_kernel).
+void launch_copy(const uint4* src, uint4* dst, std::size_t n, int loads, bool pdl, cudaStream_t s) {
+  const unsigned grid = unsigned(sm_count_now()) * 8;
+  if (!pdl && loads == 1) {
+    copy_kernel<<<grid, 512, 0, s>>>(src, dst, n);
+    KLAB_CUDA_LAUNCH("copy_kernel");
+    return;
+  }
+  switch (loads) {
+    case 1: launch_maybe_pdl(true, copy_kernel_u<1, true>, grid, 512, 0, s, src, dst, n); break;
+    case 2: launch_maybe_pdl(pdl, pdl ? copy_kernel_u<2, true> : copy_kernel_u<2>, grid, 512, 0, s, src, dst, n); break;
+    case 4: launch_maybe_pdl(pdl, pdl ? copy_kernel_u<4, true> : copy_kernel_u<4>, grid, 512, 0, s, src, dst, n); break;
+    case 8: launch_maybe_pdl(pdl, pdl ? copy_kernel_u<8, true> : copy_kernel_u<8>, grid, 512, 0, s, src, dst, n); break;
+    default: throw Error("launch_copy: loads in flight must be 1, 2, 4 or 8 (got " + std::to_string(loads) + ")");
+  }
 }
 
 class LaunchSubject : public Timer::Subject {
@@ -351,16 +378,7 @@ Ceiling measure_ceiling(Timer& timer, std::int64_t bytes, const TimingOptions& b
   }
   // the copy with 1, 2, 4 and 8 loads in flight per thread (8 blocks of 512 per SM): the best is copy_gbps
   for (int l : forms) {
-    subs.push_back(timer.launch_subject([=, &a, &b](cudaStream_t st) {
-      const unsigned grid = unsigned(sm_count_now()) * 8;
-      switch (l) {
-        case 1: copy_kernel<<<grid, 512, 0, st>>>(a.get(), b.get(), n4); break;
-        case 2: copy_kernel_u<2><<<grid, 512, 0, st>>>(a.get(), b.get(), n4); break;
-        case 4: copy_kernel_u<4><<<grid, 512, 0, st>>>(a.get(), b.get(), n4); break;
-        default: copy_kernel_u<8><<<grid, 512, 0, st>>>(a.get(), b.get(), n4); break;
-      }
-      KLAB_CUDA_LAUNCH("copy_kernel");
-    }));
+    subs.push_back(timer.launch_subject([=, &a, &b](cudaStream_t st) { launch_copy(a.get(), b.get(), n4, l, false, st); }));
     ptrs.push_back(subs.back().get());
   }
   subs.push_back(timer.launch_subject([](cudaStream_t st) { launch_empty(st); }));
@@ -421,6 +439,35 @@ Ceiling measure_ceiling(Timer& timer, std::int64_t bytes, const TimingOptions& b
       }
     }
     c.empty_stream_us = timer.time_interleaved({es.get()}, eopt).front().summary.median * 1e3;
+    // The copy back to back (what a kernel that reads and writes its bytes once, as the GDN recurrence
+    // its state, can reach in a graph): every form plain and PDL, launches alternating between the
+    // halves a_lo -> b_lo and b_hi -> a_hi, so that no launch reads what the one before it writes
+    // (a PDL copy reads before its wait); each moves half the buffer both ways.
+    {
+      const std::size_t h4 = n4 / 2;
+      std::vector<std::unique_ptr<Timer::Subject>> cs;
+      std::vector<Timer::Subject*> cp;
+      std::vector<std::pair<int, bool>> cwhat;
+      for (int l : forms)
+        for (bool pdl : {false, true}) {
+          cs.push_back(timer.stream_subject({[&, l, pdl, h4](cudaStream_t st) { launch_copy(a.get(), b.get(), h4, l, pdl, st); },
+                                             [&, l, pdl, h4](cudaStream_t st) { launch_copy(b.get() + h4, a.get() + h4, h4, l, pdl, st); }},
+                                            opt, {}, why));
+          require(cs.back() != nullptr, "the ceiling's copy " + why);
+          cp.push_back(cs.back().get());
+          cwhat.emplace_back(l, pdl);
+        }
+      const auto tc = timer.time_interleaved(cp, opt);
+      for (std::size_t i = 0; i < tc.size(); ++i) {
+        const double g = 2.0 * double(h4 * sizeof(uint4)) / (tc[i].summary.median * 1e-3) / 1e9;
+        c.copy_gbps_stream_by_form[std::to_string(cwhat[i].first) + (cwhat[i].second ? ",pdl" : "")] = g;
+        if (g > c.copy_gbps_stream) {
+          c.copy_gbps_stream = g;
+          c.copy_stream_loads = cwhat[i].first;
+          c.copy_stream_pdl = cwhat[i].second;
+        }
+      }
+    }
     // The dependent hop (hop_kernel), one block of 32 threads and a full grid (4 blocks of 256 per
     // SM), plain and PDL, ping-ponging between two buffers.
     const unsigned full = unsigned(sm_count_now()) * 4;
@@ -454,12 +501,15 @@ Ceiling measure_ceiling(Timer& timer, std::int64_t bytes, const TimingOptions& b
 }
 
 double Ceiling::read_gbps_of(TimingMode m) const { return m == TimingMode::stream ? read_gbps_stream : read_gbps_launch; }
+double Ceiling::copy_gbps_of(TimingMode m) const { return m == TimingMode::stream ? copy_gbps_stream : copy_gbps; }
 
 nlohmann::json to_json(const Ceiling& c) {
   nlohmann::json by_loads = nlohmann::json::object();
   for (const auto& [l, g] : c.read_gbps_by_loads) by_loads[std::to_string(l)] = g;
   nlohmann::json copy_by_loads = nlohmann::json::object();
   for (const auto& [l, g] : c.copy_gbps_by_loads) copy_by_loads[std::to_string(l)] = g;
+  nlohmann::json copy_stream = nlohmann::json::object();
+  for (const auto& [f, g] : c.copy_gbps_stream_by_form) copy_stream[f] = g;
   return {{"read_gbps", c.read_gbps},
           {"copy_gbps", c.copy_gbps},
           {"bytes", c.bytes},
@@ -468,7 +518,9 @@ nlohmann::json to_json(const Ceiling& c) {
           {"mode", "launch and stream"},
           {"modes", {{"launch", {{"read_gbps", c.read_gbps_launch}}},
                      {"stream", {{"read_gbps", c.read_gbps_stream}, {"plain_gbps", c.read_gbps_stream_plain}, {"pdl_gbps", c.read_gbps_stream_pdl},
-                                 {"loads_in_flight", c.stream_loads}, {"pdl", c.stream_pdl}}}}},
+                                 {"loads_in_flight", c.stream_loads}, {"pdl", c.stream_pdl}, {"copy_gbps", c.copy_gbps_stream},
+                                 {"copy_loads_in_flight", c.copy_stream_loads}, {"copy_pdl", c.copy_stream_pdl},
+                                 {"copy_gbps_by_form", copy_stream}}}}},
           {"loads_in_flight", c.loads},
           {"read_gbps_by_loads_launch", by_loads},
           {"copy_loads_in_flight", c.copy_loads},
@@ -480,7 +532,8 @@ nlohmann::json to_json(const Ceiling& c) {
                                  "wrote and writing the next: one block of 32 threads, or 4 blocks of 256 per SM; per launch"}}},
           {"kernel", "read: grid-stride 16-byte loads, 4 blocks of 256 per SM, 1/2/4/8 independent loads in flight per "
                      "thread (best kept), folded into one register; copy: float4 loads + stores, 1/2/4/8 in flight per thread (best kept); stream: a graph of "
-                     "back-to-back reads over two copies, plain and with programmatic dependent launch (the faster kept)"}};
+                     "back-to-back reads over two copies, plain and with programmatic dependent launch (the faster kept); the copy likewise "
+                     "back to back over two halves of the buffer (modes.stream.copy_gbps)"}};
 }
 
 GraphNodes graph_nodes(const Body& body, cudaStream_t s) {

@@ -207,7 +207,7 @@ TEST_CASE("gdn_recurrence pdl=early: each is the twin of a registered pdl=on ker
         CHECK(k.workspace_floats(a) == twin.workspace_floats(a));
       }
   }
-  CHECK(early == 8);  // five f32 twins, cols=128,rows=8, cols=32,rows=8,state=bf16 and cols=32,rows=8,cache=stream
+  CHECK(early == 9);  // five f32 twins, cols=128,rows=8, cols=32,rows=8 with state=bf16, cache=stream and stage=smem
 }
 
 TEST_CASE("gdn_recurrence prep=conv: the twin of its pdl=early kernel, its own launch, the same problems, check_args refuses a conv prep it cannot run") {
@@ -321,6 +321,21 @@ TEST_CASE("gdn_recurrence cache=stream: each is the twin of a registered kernel 
     check_flag_twin(k, ",cache=stream", {{128, 128}, {64, 96}, {96, 128}});
   }
   CHECK(streamed == 2);  // cols=32,rows=8 with pdl=on and pdl=early
+}
+
+TEST_CASE("gdn_recurrence stage=smem: each is the twin of a registered kernel without it, its own launch, taking exactly the problems it takes") {
+  int staged = 0;
+  for (const auto& k : gr::recurrence_kernels()) {
+    if (k.name.find(",stage=smem") == std::string::npos) continue;
+    ++staged;
+    CAPTURE(k.name);
+    const auto& twin = check_flag_twin(k, ",stage=smem", {{128, 128}, {64, 96}, {96, 128}, {32, 64}});
+    CHECK(k.vec4 == twin.vec4);
+    CHECK_FALSE(k.state_bf16);
+    CHECK_FALSE(k.gated_norm);
+    CHECK_FALSE(k.conv_prep);
+  }
+  CHECK(staged == 2);  // cols=32,rows=8 with pdl=on and pdl=early
 }
 
 TEST_CASE("gdn_recurrence norm=last: the twin of its pdl=early kernel without the epilogue, one thread a column when asked, check_args wants its counts") {

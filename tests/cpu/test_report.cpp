@@ -157,4 +157,27 @@ TEST_CASE("the ceiling's JSON keeps every copy form beside the read's, and the b
   CHECK(forms.at("2").get<double>() == 3880);
   CHECK(forms.at("8").get<double>() == 3820);
   CHECK(j.at("read_gbps_by_loads_launch").at("4").get<double>() == 4600);
+  // the copy back to back (stream mode): not measured here, so 0 and no forms
+  CHECK(j.at("modes").at("stream").at("copy_gbps").get<double>() == 0);
+  CHECK(j.at("modes").at("stream").at("copy_gbps_by_form").empty());
+}
+
+TEST_CASE("the ceiling's stream-mode copy: every form under its name, the best as modes.stream.copy_gbps, and copy_gbps_of picks the mode") {
+  klab::Ceiling c;
+  c.copy_gbps = 3917;
+  c.copy_gbps_stream_by_form = {{"1", 3950}, {"2,pdl", 4010}, {"8", 3890}};
+  c.copy_gbps_stream = 4010;
+  c.copy_stream_loads = 2;
+  c.copy_stream_pdl = true;
+  const nlohmann::json j = klab::to_json(c);
+  const auto& st = j.at("modes").at("stream");
+  CHECK(st.at("copy_gbps").get<double>() == 4010);
+  CHECK(st.at("copy_loads_in_flight").get<int>() == 2);
+  CHECK(st.at("copy_pdl").get<bool>());
+  REQUIRE(st.at("copy_gbps_by_form").size() == 3);
+  CHECK(st.at("copy_gbps_by_form").at("2,pdl").get<double>() == 4010);
+  CHECK(st.at("copy_gbps_by_form").at("8").get<double>() == 3890);
+  CHECK(j.at("copy_gbps").get<double>() == 3917);  // the launch-mode copy keeps its key
+  CHECK(c.copy_gbps_of(klab::TimingMode::stream) == 4010);
+  CHECK(c.copy_gbps_of(klab::TimingMode::launch) == 3917);
 }

@@ -525,6 +525,53 @@ TEST_CASE("GDN: the recurrence is a gdn_recurrence variant chosen by name; impl=
   CHECK(fused > 0);
 }
 
+TEST_CASE("gdn_recurrence stage=smem: o and S its register twin's bit for bit, at batch 1, 3 and 32 and a ragged dv") {
+  // The same values in the same order; only where S waits between its load and its use differs.
+  namespace gr = klab::gdn_recurrence;
+  int staged = 0;
+  for (const auto& k : gr::recurrence_kernels()) {
+    const auto at = k.name.find(",stage=smem");
+    if (at == std::string::npos) continue;
+    ++staged;
+    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at) + k.name.substr(at + 11));
+    for (auto [batch, dv] : {std::pair{1, 128}, std::pair{3, 128}, std::pair{32, 128}, std::pair{2, 48}}) {
+      CAPTURE(k.name);
+      CAPTURE(batch);
+      CAPTURE(dv);
+      const int nk = 16, nv = 48, dk = 128;
+      Rng r(13, std::uint64_t(batch * 1000 + dv));
+      auto fill = [&](std::size_t n, double scale) {
+        std::vector<float> v(n);
+        for (auto& e : v) e = float(scale * r.normal());
+        return v;
+      };
+      const std::size_t nS = std::size_t(batch) * nv * dk * dv;
+      auto q = fill(std::size_t(batch) * nk * dk, 1), kk = fill(q.size(), 1), v = fill(std::size_t(batch) * nv * dv, 1), S0 = fill(nS, 0.1);
+      std::vector<float> g(std::size_t(batch) * nv), beta(g.size());
+      for (auto& e : g) e = float(std::log(r.uniform(0.9, 0.999)));
+      for (auto& e : beta) e = float(rg::sigmoid(r.normal()));
+      auto dq = DeviceBuffer<float>::from(q), dk_ = DeviceBuffer<float>::from(kk), dv_ = DeviceBuffer<float>::from(v), dg = DeviceBuffer<float>::from(g),
+           db = DeviceBuffer<float>::from(beta), dS1 = DeviceBuffer<float>::from(S0), dS2 = DeviceBuffer<float>::from(S0);
+      DeviceBuffer<float> o1(v.size()), o2(v.size());
+      gr::RecurrenceArgs a = gr::dense_args(nk, nv, dk, dv, batch);
+      a.q = dq.get(), a.k = dk_.get(), a.v = dv_.get(), a.g = dg.get(), a.beta = db.get();
+      gr::RecurrenceArgs b = a;
+      a.S = dS1.get(), a.o = o1.get();
+      b.S = dS2.get(), b.o = o2.get();
+      REQUIRE(gr::check_args(twin, a) == "");
+      REQUIRE(gr::check_args(k, b) == "");
+      twin.launch(a, nullptr);
+      k.launch(b, nullptr);
+      KLAB_CUDA(cudaDeviceSynchronize());
+      CHECK(bitwise_diff(o2.download(), o1.download()) == 0);
+      const auto S1 = dS1.download();
+      CHECK(bitwise_diff(dS2.download(), S1) == 0);
+      CHECK(bitwise_diff(S1, S0) > std::int64_t(nS / 2));  // the state was updated
+    }
+  }
+  CHECK(staged == 2);
+}
+
 TEST_CASE("gdn_recurrence state=bf16: from a bf16 S0, o is its f32 twin's bit for bit and S the twin's S rounded to nearest-even bf16, at batch 1 and 3") {
   // The same f32 arithmetic on the same (bf16-representable) state: only the store differs.
   namespace gr = klab::gdn_recurrence;

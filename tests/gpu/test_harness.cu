@@ -62,6 +62,11 @@ TEST_CASE("the measured ceiling is a plausible share of the bus, in both modes")
   CHECK(c.read_gbps_stream > 0.6 * o.d.theoretical_gbps);
   CHECK(c.read_gbps <= 1.02 * o.d.theoretical_gbps);
   CHECK(c.copy_gbps > 0.4 * o.d.theoretical_gbps);
+  // the copy back to back: every form measured (1, 2, 4, 8 loads, plain and PDL), the best of them kept
+  CHECK(c.copy_gbps_stream > 0.4 * o.d.theoretical_gbps);
+  CHECK(c.copy_gbps_stream <= 1.02 * o.d.theoretical_gbps);
+  CHECK(c.copy_gbps_stream_by_form.size() == 8);
+  CHECK(c.copy_gbps_stream_by_form.at(std::to_string(c.copy_stream_loads) + (c.copy_stream_pdl ? ",pdl" : "")) == doctest::Approx(c.copy_gbps_stream));
   CHECK(c.read_gbps_by_loads.size() == 4);
   CHECK(c.read_gbps_by_loads.at(c.loads) == doctest::Approx(c.read_gbps_launch));
   // An empty kernel: a few microseconds between events, far less per launch inside a graph.

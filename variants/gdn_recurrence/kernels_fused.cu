@@ -331,8 +331,17 @@ __device__ __forceinline__ float norm_ss(const float* x, int n) {
 // Smem floats of prep=conv's inputs (conv_prep's layout).
 constexpr std::size_t conv_prep_floats(int dk, int C) { return std::size_t(2 * dk + C + 2); }
 
-template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false, bool Ring = false>
-__global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a) {
+// stage=smem (Sm): S goes to shared memory by cp.async (16 bytes a copy, each thread its own R
+// float4 at stage[r blockDim + tid]) instead of registers, and both passes read it from there:
+// pass 1 forms s = exp(g) S and the kv partial from the stage, pass 2 forms s again (the same product of
+// the same operands), then fma(kn, t, s), stores it and the o partial: every value the register form
+// computes, in its order, so o and S are its twin's bit for bit. No float4 of S is held across the
+// reduction, so the kernel fits 64 registers (fused_sm_kernel's bound: 8 blocks of 128 threads an SM
+// at cols=32, rows=8, against 4 of the register form at 126), and 8 x 16 KB of S are in flight an SM,
+// not 4 x 16 KB. Each thread reads only what it copied itself (cp.async.wait_all, no barrier).
+template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false, bool Ring = false,
+          bool Sm = false>
+__device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
   static_assert(C >= 4 && C <= 128 && (C & (C - 1)) == 0, "cols: a power of two from 4 to 128 (C/4 column quads divide a warp)");
   static_assert(R >= 1 && R <= 16, "rows: 1 to 16 float4 of S a thread (registers)");
   constexpr int Q = C / 4, RW = 32 / Q;
@@ -379,9 +388,21 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
   if constexpr (Ring)
     if (prep) pos = __ldcg(a.hist_ring);
   // pdl=on|off: the state first, before the wait: it depends on no predecessor (PDL contract above).
+  float4* stage = red + 2 * W * Q;  // stage=smem: R float4 a thread after the warps' partials
+  if constexpr (Sm) {
+    if (live) {
 #pragma unroll
-  for (int r = 0; r < R; ++r)
-    s[r] = live ? load_s<Bf16, Cs>(Sh + static_cast<std::int64_t>(rg + G * r) * dv) : make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int r = 0; r < R; ++r) {
+        const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(stage + r * int(blockDim.x) + int(threadIdx.x)));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(Sh + static_cast<std::int64_t>(rg + G * r) * dv) : "memory");
+      }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  } else {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      s[r] = live ? load_s<Bf16, Cs>(Sh + static_cast<std::int64_t>(rg + G * r) * dv) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
   if constexpr (!Early) asm volatile("griddepcontrol.wait;" ::: "memory");
 
   const int kh = h / (nv / nk);  // key head of value head h
@@ -453,14 +474,21 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
   }
 
   // s = exp(g) S; kv partial = sum_r s kn
+  if constexpr (Sm) asm volatile("cp.async.wait_all;" ::: "memory");
+  // stage=smem: S of row r from the stage (0 for a dead quad, as the register form's)
+  const auto staged = [&](int r) { return live ? stage[r * int(blockDim.x) + int(threadIdx.x)] : make_float4(0.f, 0.f, 0.f, 0.f); };
   float4 p = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    s[r] = make_float4(alpha * s[r].x, alpha * s[r].y, alpha * s[r].z, alpha * s[r].w);
-    p.x = fmaf(s[r].x, kn[r], p.x);
-    p.y = fmaf(s[r].y, kn[r], p.y);
-    p.z = fmaf(s[r].z, kn[r], p.z);
-    p.w = fmaf(s[r].w, kn[r], p.w);
+    float4 x;
+    if constexpr (Sm) x = staged(r);
+    else x = s[r];
+    x = make_float4(alpha * x.x, alpha * x.y, alpha * x.z, alpha * x.w);
+    if constexpr (!Sm) s[r] = x;
+    p.x = fmaf(x.x, kn[r], p.x);
+    p.y = fmaf(x.y, kn[r], p.y);
+    p.z = fmaf(x.z, kn[r], p.z);
+    p.w = fmaf(x.w, kn[r], p.w);
   }
   p = row_slot_sum<Q>(p);
   if (rs == 0) red[w * Q + cq] = p;
@@ -474,15 +502,22 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
   p = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    s[r].x = fmaf(kn[r], t.x, s[r].x);
-    s[r].y = fmaf(kn[r], t.y, s[r].y);
-    s[r].z = fmaf(kn[r], t.z, s[r].z);
-    s[r].w = fmaf(kn[r], t.w, s[r].w);
-    if (live) store_s<Bf16, Cs>(Sh + static_cast<std::int64_t>(rg + G * r) * dv, s[r]);
-    p.x = fmaf(s[r].x, qn[r], p.x);
-    p.y = fmaf(s[r].y, qn[r], p.y);
-    p.z = fmaf(s[r].z, qn[r], p.z);
-    p.w = fmaf(s[r].w, qn[r], p.w);
+    float4 x;
+    if constexpr (Sm) {
+      x = staged(r);
+      x = make_float4(alpha * x.x, alpha * x.y, alpha * x.z, alpha * x.w);  // pass 1's s, formed again
+    } else {
+      x = s[r];
+    }
+    x.x = fmaf(kn[r], t.x, x.x);
+    x.y = fmaf(kn[r], t.y, x.y);
+    x.z = fmaf(kn[r], t.z, x.z);
+    x.w = fmaf(kn[r], t.w, x.w);
+    if (live) store_s<Bf16, Cs>(Sh + static_cast<std::int64_t>(rg + G * r) * dv, x);
+    p.x = fmaf(x.x, qn[r], p.x);
+    p.y = fmaf(x.y, qn[r], p.y);
+    p.z = fmaf(x.z, qn[r], p.z);
+    p.w = fmaf(x.w, qn[r], p.w);
   }
   p = row_slot_sum<Q>(p);
   float4* red_o = red + W * Q;
@@ -513,6 +548,18 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
     for (int ww = 1; ww < W; ++ww) o = f4_add(o, red_o[ww * Q + cq]);
     *reinterpret_cast<float4*>(a.o + b * a.o_stride + static_cast<std::int64_t>(h) * dv + c0) = o;
   }
+}
+
+template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false, bool Ring = false>
+__global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a) {
+  fused_body<C, R, Early, Norm, Bf16, Cs, Last, Conv, Ring>(a);
+}
+
+// stage=smem: at most 64 registers a thread (512 threads, 2 blocks: 65536 / 1024), so that 8 blocks of
+// cols=32,rows=8's 128 threads fit an SM by registers.
+template <int C, int R, bool Early>
+__global__ void __launch_bounds__(512, 2) fused_sm_kernel(RecurrenceArgs a) {
+  fused_body<C, R, Early, false, false, false, false, false, false, true>(a);
 }
 
 template <int C, int R>
@@ -554,8 +601,15 @@ std::string can_last(const RecurrenceArgs& a) {
 }
 
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
-          bool Ring = false>
+          bool Ring = false, bool Sm = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
+  if constexpr (Sm) {  // stage=smem: the warps' partials, then R float4 a thread of S
+    const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
+    const std::size_t smem = (2 * std::size_t(threads / 32) * (C / 4) + std::size_t(R) * threads) * sizeof(float4);
+    launch_maybe_pdl(Pdl || Early, fused_sm_kernel<C, R, Early>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads),
+                     smem, s, a);
+    return;
+  }
   if constexpr (Conv) {  // prep=conv (with norm=last, hist=ring as asked): its inputs in shared memory after the warps' partials
     const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
     const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4) + conv_prep_floats(a.dk, C) * sizeof(float);
@@ -601,15 +655,17 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
 std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
 
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
-          bool Ring = false>
+          bool Ring = false, bool Sm = false>
 RecurrenceKernel fused() {
   static_assert(!(Cs && (Bf16 || Norm)), "cache=stream is registered on the f32 state without norm=gated");
   static_assert(!(Last && (Norm || Bf16 || Cs)), "norm=last is registered on the f32 state, without the cluster epilogue");
   static_assert(!(Conv && (Norm || Bf16 || Cs)), "prep=conv is registered on the f32 state, its only epilogue norm=last");
   static_assert(!(Conv && Last && !Ring), "prep=conv with norm=last leaves no launch to shift the history: hist=ring");
   static_assert(!Ring || (Conv && Early), "hist=ring is prep=conv's history, on the pdl=early kernel (its position is loaded after the wait and before the state: pdl=early's order)");
+  static_assert(!(Sm && (Norm || Bf16 || Cs || Last || Conv)), "stage=smem is registered on the plain f32 kernel");
   RecurrenceKernel k;
   k.axes = {{"impl", "fused"}, {"cols", std::to_string(C)}, {"rows", std::to_string(R)}};
+  if (Sm) k.axes.push_back({"stage", "smem"});    // before pdl, as state and cache
   if (Bf16) k.axes.push_back({"state", "bf16"});  // before pdl: a pdl=early name less "early" + "on" is its pdl=on twin's
   if (Cs) k.axes.push_back({"cache", "stream"});  // likewise
   k.axes.push_back({"pdl", Early ? "early" : Pdl ? "on" : "off"});
@@ -636,12 +692,15 @@ RecurrenceKernel fused() {
                           "shifts it"
                         : "") +
                   (Cs ? "; S loaded and stored with the evict-first hint (ld.global.cs / st.global.cs)" : "") +
+                  (Sm ? "; S staged in shared memory by cp.async instead of registers (both passes read the stage: at most 64 registers, "
+                        "twice the blocks and the bytes of S in flight an SM; the bits of the register form)"
+                      : "") +
                   (Bf16 ? "; S stored as bf16 (half the state's bytes; widened on load, each element rounded to nearest even on store, the "
                           "arithmetic f32): a research axis, judged by its own tolerance and by its drift over time (gdn-state-drift)"
                         : "");
   k.can_implement = Norm ? can_norm<C, R> : Last ? can_last<C, R> : can<C, R>;
   k.workspace_floats = no_workspace;
-  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring>;
+  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring, Sm>;
   k.state_bf16 = Bf16;
   k.state_before_wait = Pdl && !Early;
   k.vec4 = true;
@@ -721,7 +780,16 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // (in_prep_ba, the stacked input projections, this, out_proj: issue 14's aim). The candidates' bits (the same
           // operations on the same frames). Measured on an H100 only (reports/h100/run-2c88263, 2026-12-05): the bits
           // held; the ring x0.999 against prep=conv, four launches x0.940 per layer and in the graph. Negative, kept.
-          fused<32, 8, true, true, false, false, false, false, true, true>(), fused<32, 8, true, true, false, false, false, true, true, true>()};
+          fused<32, 8, true, true, false, false, false, false, true, true>(), fused<32, 8, true, true, false, false, false, true, true, true>(),
+          // stage=smem (2026-12-05): batch 32's kernel (cols=32 rows=8, pdl=on and pdl=early) with S staged in shared memory by
+          // cp.async, so that no float4 of S is held in registers: 64 registers, 8 blocks an SM instead of 4, 128 KB of S in
+          // flight an SM instead of 64. Why: at batch 32 the fastest (cols=32 rows=16 pdl=early, 51.66 us in run-0e7f54b)
+          // moves 203 MB at 3938 GB/s, above the run's launch-mode copy (3917 GB/s) and 4% short of issue 14's 50 us; S is
+          // the only traffic, and the register form holds it in flight only while its 4 blocks an SM wait. The bits of the
+          // register twins (the same values in the same order). Predicted: batch 32 toward the stream-mode copy rate
+          // (Ceiling::copy_gbps_stream, measured in the same run); batch 1 the same (all of S in flight there either way).
+          fused<32, 8, true, false, false, false, false, false, false, false, true>(),
+          fused<32, 8, true, true, false, false, false, false, false, false, true>()};
 }
 
 }  // namespace klab::gdn_recurrence

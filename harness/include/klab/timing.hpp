@@ -154,6 +154,12 @@ struct Ceiling {
   double copy_gbps = 0;         // copy kernel, bytes read + written (launch mode): the best of copy_gbps_by_loads
   std::map<int, double> copy_gbps_by_loads;  // launch mode, per loads in flight per thread (1: the form of reports before 2026-12-02)
   int copy_loads = 1;           // loads in flight of the best copy form
+  // The copy back to back in a graph (stream mode), every form plain and with PDL (key "L" or "L,pdl",
+  // L loads in flight per thread), bytes read + written; the best of them and its form.
+  double copy_gbps_stream = 0;
+  std::map<std::string, double> copy_gbps_stream_by_form;
+  int copy_stream_loads = 1;
+  bool copy_stream_pdl = false;
   double empty_launch_us = 0;   // an empty kernel between events
   double empty_stream_us = 0;   // an empty kernel in a graph, per launch
   // A dependent hop in a graph, per launch (hop_kernel in timing.cu): each launch reads what the one
@@ -164,6 +170,7 @@ struct Ceiling {
   std::int64_t bytes = 0;       // buffer size used
   int reps = 0;
   double read_gbps_of(TimingMode m) const;
+  double copy_gbps_of(TimingMode m) const;  // the copy measured in that mode (stream: 0 where not measured)
 };
 Ceiling measure_ceiling(Timer& timer, std::int64_t bytes, const TimingOptions& opt);
 nlohmann::json to_json(const Ceiling& c);
