@@ -46,9 +46,10 @@ std::vector<std::pair<std::size_t, std::size_t>> flag_twins(const std::vector<st
 
 // At batch B (key), every flagged kernel against its twin: their o and S bit for bit settle `bits`;
 // their times, where every pair is timed, settle `pays` at batch pays_at and are logged at the others.
-// `twin` and `change` name the twin and the flag in the evidence. Nothing when a pair was skipped.
+// `twin` and `change` name the twin and the flag in the evidence. Nothing when a pair was skipped. A null
+// claim is not settled (its evidence is still logged for the times).
 void settle_flag_twins(Context& ctx, const std::vector<Measured>& ms, const std::vector<std::pair<std::size_t, std::size_t>>& pairs, std::int64_t B,
-                       const std::string& key, const Claim& bits, const Claim& pays, std::int64_t pays_at, const std::string& twin, const std::string& change) {
+                       const std::string& key, const Claim* bits, const Claim* pays, std::int64_t pays_at, const std::string& twin, const std::string& change) {
   if (pairs.empty() || std::any_of(pairs.begin(), pairs.end(), [&](const auto& e) { return ms[e.first].skipped || ms[e.second].skipped; })) return;
   std::int64_t diff = 0;
   bool faster = true, timed = true;
@@ -66,9 +67,9 @@ void settle_flag_twins(Context& ctx, const std::vector<Measured>& ms, const std:
     ev_time += " " + ms[i].variant->name + fmt(" %.2f -> %.2f us ", ms[t].timing.summary.median * 1e3, ms[i].timing.summary.median * 1e3) +
                speedup_text(c) + " (" + mode_name(ms[i]) + ");";
   }
-  ctx.claim(bits).settle(key, diff == 0, ev_bits);
+  if (bits) ctx.claim(*bits).settle(key, diff == 0, ev_bits);
   if (!timed) return;
-  if (B == pays_at) ctx.claim(pays).settle(key, faster, ev_time);
+  if (pays && B == pays_at) ctx.claim(*pays).settle(key, faster, ev_time);
   else ctx.log(ev_time);
 }
 
@@ -94,7 +95,11 @@ void register_gdn_recurrence(Registry& r) {
   // stage=smem (kernels_fused.cu): S staged in shared memory by cp.async; twin: the same name without it.
   const Claim stage_bits{"stage-bitwise", "every stage=smem variant gives its twin's (the same without stage=smem) o and S bit for bit at batch 1, 8 and 32"};
   const Claim stage_pays{"stage-pays", "every stage=smem variant is faster than its twin at batch 32 (stream mode)"};
-  e.claims = {accurate, once_bits, once_faster, fused_faster, b1_goal, b32_goal, early_bits, early_pays, stream_bits, stream_pays, stage_bits, stage_pays};
+  // pdl=ahead (kernels_fused.cu): S loaded before the wait (pdl=on) and dependents let go first (pdl=early).
+  const Claim ahead_bits{"ahead-bitwise", "every pdl=ahead variant gives its pdl=on twin's o and S bit for bit at batch 1, 8 and 32"};
+  const Claim ahead_pays{"ahead-pays", "every pdl=ahead variant is faster than its pdl=early twin at batch 1 (stream mode)"};
+  e.claims = {accurate,    once_bits,  once_faster, fused_faster, b1_goal,    b32_goal,  early_bits,
+              early_pays,  stream_bits, stream_pays, stage_bits,   stage_pays, ahead_bits, ahead_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("gdn_recurrence");
     // Ladder order, seed (A) first: the kernel table's order.
@@ -133,6 +138,10 @@ void register_gdn_recurrence(Registry& r) {
     const auto staged = flag_twins(names, sm, [&](const std::string& n, std::size_t at) { return n.substr(0, at) + n.substr(at + sm.size()); });
     ctx.claim(stage_bits).needs(all);
     ctx.claim(stage_pays).needs({batch_key(32)});
+    const auto ahead_on = flag_twins(names, "pdl=ahead", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=on" + n.substr(at + 9); });
+    const auto ahead_early = flag_twins(names, "pdl=ahead", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=early" + n.substr(at + 9); });
+    ctx.claim(ahead_bits).needs(all);
+    ctx.claim(ahead_pays).needs({batch_key(1)});
     ctx.claim(b1_goal).needs({batch_key(1)});
     ctx.claim(b32_goal).needs({batch_key(32)});
 
@@ -165,9 +174,11 @@ void register_gdn_recurrence(Registry& r) {
         ctx.claim(fused_faster).settle(key, f->vs_a->verdict == Verdict::faster,
                                        key + ": " + f->variant->name + fmt(" %.2f us vs seed %.2f us, ", f->timing.summary.median * 1e3,
                                                                            seed.timing.summary.median * 1e3) + speedup_text(*f->vs_a));
-      settle_flag_twins(ctx, ms, early, B, key, early_bits, early_pays, 1, "the pdl=on twin", "pdl=on -> pdl=early");
-      settle_flag_twins(ctx, ms, streamed, B, key, stream_bits, stream_pays, 32, "the twin without cache=stream", "without -> with cache=stream");
-      settle_flag_twins(ctx, ms, staged, B, key, stage_bits, stage_pays, 32, "the twin without stage=smem", "without -> with stage=smem");
+      settle_flag_twins(ctx, ms, early, B, key, &early_bits, &early_pays, 1, "the pdl=on twin", "pdl=on -> pdl=early");
+      settle_flag_twins(ctx, ms, streamed, B, key, &stream_bits, &stream_pays, 32, "the twin without cache=stream", "without -> with cache=stream");
+      settle_flag_twins(ctx, ms, staged, B, key, &stage_bits, &stage_pays, 32, "the twin without stage=smem", "without -> with stage=smem");
+      settle_flag_twins(ctx, ms, ahead_on, B, key, &ahead_bits, nullptr, 1, "the pdl=on twin", "pdl=on -> pdl=ahead");
+      settle_flag_twins(ctx, ms, ahead_early, B, key, nullptr, &ahead_pays, 1, "the pdl=early twin", "pdl=early -> pdl=ahead");
       const Measured* best = fastest(ms, false);
       if (!best) continue;
       const double us = best->timing.summary.median * 1e3;

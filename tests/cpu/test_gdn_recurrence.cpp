@@ -335,7 +335,31 @@ TEST_CASE("gdn_recurrence stage=smem: each is the twin of a registered kernel wi
     CHECK_FALSE(k.gated_norm);
     CHECK_FALSE(k.conv_prep);
   }
-  CHECK(staged == 2);  // cols=32,rows=8 with pdl=on and pdl=early
+  CHECK(staged == 3);  // cols=32,rows=8 with pdl=on, pdl=early and pdl=ahead
+}
+
+TEST_CASE("gdn_recurrence pdl=ahead: twins of a registered pdl=on and pdl=early kernel, its own launch, loading S before its wait") {
+  int ahead = 0;
+  for (const auto& k : gr::recurrence_kernels()) {
+    const auto at = k.name.find("pdl=ahead");
+    if (at == std::string::npos) continue;
+    ++ahead;
+    CAPTURE(k.name);
+    CHECK(at + 9 == k.name.size());  // the last axis, as pdl=on|off|early
+    const auto& on = gr::recurrence_kernel(k.name.substr(0, at) + "pdl=on");
+    const auto& early = gr::recurrence_kernel(k.name.substr(0, at) + "pdl=early");
+    CHECK(k.state_before_wait);  // pdl=on's contract: the GDN step's PDL chain refuses it
+    CHECK_FALSE(early.state_before_wait);
+    const bool own_launch = k.launch != on.launch && k.launch != early.launch;
+    CHECK(own_launch);
+    for (int batch : {1, 8, 32})
+      for (auto [dk, dv] : {std::pair{128, 128}, std::pair{64, 96}, std::pair{96, 128}}) {
+        const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
+        CHECK(k.can_implement(a) == on.can_implement(a));
+        CHECK(k.can_implement(a) == early.can_implement(a));
+      }
+  }
+  CHECK(ahead == 3);  // cols=32 and cols=16 rows=8, and cols=32,rows=8,stage=smem
 }
 
 TEST_CASE("gdn_recurrence norm=last: the twin of its pdl=early kernel without the epilogue, one thread a column when asked, check_args wants its counts") {

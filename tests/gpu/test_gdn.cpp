@@ -525,15 +525,23 @@ TEST_CASE("GDN: the recurrence is a gdn_recurrence variant chosen by name; impl=
   CHECK(fused > 0);
 }
 
-TEST_CASE("gdn_recurrence stage=smem: o and S its register twin's bit for bit, at batch 1, 3 and 32 and a ragged dv") {
-  // The same values in the same order; only where S waits between its load and its use differs.
+TEST_CASE("gdn_recurrence stage=smem and pdl=ahead: o and S their twins' bit for bit, at batch 1, 3 and 32 and a ragged dv") {
+  // The same values in the same order; only where S waits between its load and its use (stage=smem: its
+  // twin without the flag) or when the dependents are let go (pdl=ahead: its pdl=on twin) differs.
   namespace gr = klab::gdn_recurrence;
-  int staged = 0;
+  int staged = 0, ahead = 0;
   for (const auto& k : gr::recurrence_kernels()) {
-    const auto at = k.name.find(",stage=smem");
-    if (at == std::string::npos) continue;
-    ++staged;
-    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at) + k.name.substr(at + 11));
+    std::string twin_name;
+    if (const auto at = k.name.find(",stage=smem"); at != std::string::npos) {
+      ++staged;
+      twin_name = k.name.substr(0, at) + k.name.substr(at + 11);
+    } else if (const auto at2 = k.name.find("pdl=ahead"); at2 != std::string::npos) {
+      ++ahead;
+      twin_name = k.name.substr(0, at2) + "pdl=on" + k.name.substr(at2 + 9);
+    } else {
+      continue;
+    }
+    const auto& twin = gr::recurrence_kernel(twin_name);
     for (auto [batch, dv] : {std::pair{1, 128}, std::pair{3, 128}, std::pair{32, 128}, std::pair{2, 48}}) {
       CAPTURE(k.name);
       CAPTURE(batch);
@@ -569,7 +577,8 @@ TEST_CASE("gdn_recurrence stage=smem: o and S its register twin's bit for bit, a
       CHECK(bitwise_diff(S1, S0) > std::int64_t(nS / 2));  // the state was updated
     }
   }
-  CHECK(staged == 2);
+  CHECK(staged == 3);
+  CHECK(ahead == 2);
 }
 
 TEST_CASE("gdn_recurrence state=bf16: from a bf16 S0, o is its f32 twin's bit for bit and S the twin's S rounded to nearest-even bf16, at batch 1 and 3") {

@@ -40,6 +40,19 @@
 // prefetch only fills L2, the GPU's point of coherence, so a predecessor's later store of that S
 // lands over it and the load after the wait sees it: no contract on the caller beyond PDL's own (a
 // dependent reads nothing of ours before its wait).
+//
+// pdl=ahead (launched as pdl=on): pdl=on's order (S loaded into registers, or the stage, BEFORE
+// griddepcontrol.wait; q, k, v, g, beta after it, prefetched into L2 before it) with pdl=early's trigger
+// (dependents let go FIRST): the bits of its pdl=on twin. After the wait only the math, the stores and
+// the completion remain on the chain: no L2 round trip for S. Contract: pdl=on's (no kernel that may
+// still run when this one starts writes this S), which the early trigger makes a statement about
+// every earlier launch that may still run, not only the one before: if a launch W that wrote this S
+// were still running when this one starts, every launch between them would be resident too (each
+// blocked at its wait, W being incomplete), so a caller keeps it by putting between W and this launch
+// more blocks than the device holds at once. The race does: it rotates copies of S (>= 29 at batch 1,
+// one copy every 3.1 MB up to 3x the L2), and at most ~528 blocks of these kernels are resident on the
+// H200 (4 an SM by registers), 2.75 launches at batch 1 (192 blocks each), under one at batch 8 and 32.
+// The GDN step refuses it in its PDL chain (RecurrenceKernel::state_before_wait), as it does pdl=on.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
@@ -340,8 +353,9 @@ constexpr std::size_t conv_prep_floats(int dk, int C) { return std::size_t(2 * d
 // at cols=32, rows=8, against 4 of the register form at 126), and 8 x 16 KB of S are in flight an SM,
 // not 4 x 16 KB. Each thread reads only what it copied itself (cp.async.wait_all, no barrier).
 template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false, bool Ring = false,
-          bool Sm = false>
+          bool Sm = false, bool Ahead = false>
 __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
+  static_assert(!(Ahead && (Early || Norm || Bf16 || Cs || Last || Conv)), "pdl=ahead: the plain f32 kernel, pdl=on's loads with pdl=early's trigger");
   static_assert(C >= 4 && C <= 128 && (C & (C - 1)) == 0, "cols: a power of two from 4 to 128 (C/4 column quads divide a warp)");
   static_assert(R >= 1 && R <= 16, "rows: 1 to 16 float4 of S a thread (registers)");
   constexpr int Q = C / 4, RW = 32 / Q;
@@ -402,6 +416,15 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
 #pragma unroll
     for (int r = 0; r < R; ++r)
       s[r] = live ? load_s<Bf16, Cs>(Sh + static_cast<std::int64_t>(rg + G * r) * dv) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  if constexpr (Ahead) {  // pdl=ahead: dependents first, S already requested; the inputs the predecessor may write into L2 before the wait
+    asm volatile("griddepcontrol.launch_dependents;");
+    if (live) prefetch_l2(a.v + b * a.v_stride + static_cast<std::int64_t>(h) * dv + c0);
+    if (w == 0 && lane * 32 < dk) {  // q and k of the key head, 128 bytes a lane
+      const std::int64_t at = b * a.q_stride + static_cast<std::int64_t>(h / (nv / nk)) * dk + lane * 32;
+      prefetch_l2(a.q + at), prefetch_l2(a.k + (at - b * a.q_stride + b * a.k_stride));
+    }
+    if (threadIdx.x == 0) prefetch_l2(a.g + b * a.gb_stride + h), prefetch_l2(a.beta + b * a.gb_stride + h);
   }
   if constexpr (!Early) asm volatile("griddepcontrol.wait;" ::: "memory");
 
@@ -524,7 +547,7 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
   if (rs == 0) red_o[w * Q + cq] = p;
   __syncthreads();
   // Every S store of this block is done: dependents may start (they read only their own state first).
-  if constexpr (!Early) asm volatile("griddepcontrol.launch_dependents;");
+  if constexpr (!Early && !Ahead) asm volatile("griddepcontrol.launch_dependents;");
   if constexpr (Last) {
     if (a.onn) {  // uniform: a kernel argument
       gated_norm_last(a, red_o, W, Q, cq, w, rs, live, b, h, c0, tiles);
@@ -557,9 +580,15 @@ __global__ void __launch_bounds__(max_threads(R)) fused_kernel(RecurrenceArgs a)
 
 // stage=smem: at most 64 registers a thread (512 threads, 2 blocks: 65536 / 1024), so that 8 blocks of
 // cols=32,rows=8's 128 threads fit an SM by registers.
-template <int C, int R, bool Early>
+template <int C, int R, bool Early, bool Ahead = false>
 __global__ void __launch_bounds__(512, 2) fused_sm_kernel(RecurrenceArgs a) {
-  fused_body<C, R, Early, false, false, false, false, false, false, true>(a);
+  fused_body<C, R, Early, false, false, false, false, false, false, true, Ahead>(a);
+}
+
+// pdl=ahead, S in registers: fused_kernel's bound.
+template <int C, int R>
+__global__ void __launch_bounds__(max_threads(R)) fused_ahead_kernel(RecurrenceArgs a) {
+  fused_body<C, R, false, false, false, false, false, false, false, false, true>(a);
 }
 
 template <int C, int R>
@@ -601,13 +630,19 @@ std::string can_last(const RecurrenceArgs& a) {
 }
 
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
-          bool Ring = false, bool Sm = false>
+          bool Ring = false, bool Sm = false, bool Ahead = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
   if constexpr (Sm) {  // stage=smem: the warps' partials, then R float4 a thread of S
     const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
     const std::size_t smem = (2 * std::size_t(threads / 32) * (C / 4) + std::size_t(R) * threads) * sizeof(float4);
-    launch_maybe_pdl(Pdl || Early, fused_sm_kernel<C, R, Early>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads),
-                     smem, s, a);
+    launch_maybe_pdl(Pdl || Early || Ahead, fused_sm_kernel<C, R, Early, Ahead>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)),
+                     dim3(threads), smem, s, a);
+    return;
+  }
+  if constexpr (Ahead) {
+    const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
+    const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+    launch_maybe_pdl(true, fused_ahead_kernel<C, R>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem, s, a);
     return;
   }
   if constexpr (Conv) {  // prep=conv (with norm=last, hist=ring as asked): its inputs in shared memory after the warps' partials
@@ -655,8 +690,9 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
 std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
 
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
-          bool Ring = false, bool Sm = false>
+          bool Ring = false, bool Sm = false, bool Ahead = false>
 RecurrenceKernel fused() {
+  static_assert(!Ahead || (Pdl && !Early), "pdl=ahead is a PDL form of its own: Pdl, not Early");
   static_assert(!(Cs && (Bf16 || Norm)), "cache=stream is registered on the f32 state without norm=gated");
   static_assert(!(Last && (Norm || Bf16 || Cs)), "norm=last is registered on the f32 state, without the cluster epilogue");
   static_assert(!(Conv && (Norm || Bf16 || Cs)), "prep=conv is registered on the f32 state, its only epilogue norm=last");
@@ -668,16 +704,17 @@ RecurrenceKernel fused() {
   if (Sm) k.axes.push_back({"stage", "smem"});    // before pdl, as state and cache
   if (Bf16) k.axes.push_back({"state", "bf16"});  // before pdl: a pdl=early name less "early" + "on" is its pdl=on twin's
   if (Cs) k.axes.push_back({"cache", "stream"});  // likewise
-  k.axes.push_back({"pdl", Early ? "early" : Pdl ? "on" : "off"});
+  k.axes.push_back({"pdl", Ahead ? "ahead" : Early ? "early" : Pdl ? "on" : "off"});
   if (Norm) k.axes.push_back({"norm", "gated"});
   if (Last) k.axes.push_back({"norm", "last"});
   if (Conv) k.axes.push_back({"prep", "conv"});
   if (Ring) k.axes.push_back({"hist", "ring"});
   k.description = "one launch, q/k norm fused, S read once into registers as float4: " + std::to_string(C) + " columns x all rows per block, " +
                   std::to_string(R) + " rows x 4 columns per thread" +
-                  (Early ? ", programmatic dependent launch, dependents let go at the start, S prefetched into L2 before the wait and loaded after it"
-                   : Pdl ? ", programmatic dependent launch (S loads before the wait)"
-                         : "") +
+                  (Ahead   ? ", programmatic dependent launch, S loaded before the wait (pdl=on's contract) and dependents let go at the start"
+                   : Early ? ", programmatic dependent launch, dependents let go at the start, S prefetched into L2 before the wait and loaded after it"
+                   : Pdl   ? ", programmatic dependent launch (S loads before the wait)"
+                           : "") +
                   (Norm ? "; the GDN step's gated RMSNorm as an epilogue where the caller asks for it (a head's column tiles one thread block "
                           "cluster, the sum of o^2 through distributed shared memory)"
                         : "") +
@@ -700,7 +737,7 @@ RecurrenceKernel fused() {
                         : "");
   k.can_implement = Norm ? can_norm<C, R> : Last ? can_last<C, R> : can<C, R>;
   k.workspace_floats = no_workspace;
-  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring, Sm>;
+  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring, Sm, Ahead>;
   k.state_bf16 = Bf16;
   k.state_before_wait = Pdl && !Early;
   k.vec4 = true;
@@ -789,7 +826,15 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // register twins (the same values in the same order). Predicted: batch 32 toward the stream-mode copy rate
           // (Ceiling::copy_gbps_stream, measured in the same run); batch 1 the same (all of S in flight there either way).
           fused<32, 8, true, false, false, false, false, false, false, false, true>(),
-          fused<32, 8, true, true, false, false, false, false, false, false, true>()};
+          fused<32, 8, true, true, false, false, false, false, false, false, true>(),
+          // pdl=ahead (2026-12-05): batch 1's fastest (cols=32 rows=8 pdl=early, 3.41 us in run-0e7f54b, issue 14's goal 2.5) and
+          // cols=16 rows=8 with S loaded before the wait as pdl=on and the dependents let go first as pdl=early, and the same on
+          // stage=smem. pdl=early pays an L2 round trip for S after its wait (its prefetch before it), pdl=on a trigger only after
+          // its stores (the next launch's S requests start late: 4.38 us for cols=32). Predicted: batch 1 toward ~2.5 us (the wait,
+          // the math, the stores); batch 32 as pdl=on. The bits of the pdl=on twins.
+          fused<32, 8, true, false, false, false, false, false, false, false, false, true>(),
+          fused<16, 8, true, false, false, false, false, false, false, false, false, true>(),
+          fused<32, 8, true, false, false, false, false, false, false, false, true, true>()};
 }
 
 }  // namespace klab::gdn_recurrence
