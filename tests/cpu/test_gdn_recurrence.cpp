@@ -359,7 +359,7 @@ TEST_CASE("gdn_recurrence pdl=ahead: twins of a registered pdl=on and pdl=early 
         CHECK(k.can_implement(a) == early.can_implement(a));
       }
   }
-  CHECK(ahead == 3);  // cols=32 and cols=16 rows=8, and cols=32,rows=8,stage=smem
+  CHECK(ahead == 6);  // cols=32 rows=8 and 16, cols=16 rows=8 and 4, cols=8 rows=4, and cols=32,rows=8,stage=smem
 }
 
 TEST_CASE("gdn_recurrence norm=last: the twin of its pdl=early kernel without the epilogue, one thread a column when asked, check_args wants its counts") {
