@@ -49,9 +49,9 @@
 // every earlier launch that may still run, not only the one before: if a launch W that wrote this S
 // were still running when this one starts, every launch between them would be resident too (each
 // blocked at its wait, W being incomplete), so a caller keeps it by putting between W and this launch
-// more blocks than the device holds at once. The race does: it rotates copies of S (>= 29 at batch 1,
-// one copy every 3.1 MB up to 3x the L2), and at most ~528 blocks of these kernels are resident on the
-// H200 (4 an SM by registers), 2.75 launches at batch 1 (192 blocks each), under one at batch 8 and 32.
+// more blocks than the device holds at once. The race does: it rotates copies of S (30 at batch 1 in
+// run-f55aa56, one every 6.4 MB up to 3x the L2; 4 at batch 8), and the registered shapes fit 2.75 launches
+// of batch 1 on the H200 at once by registers (cols=32 rows=8: 4 blocks of 192 an SM), under one at 8 and 32.
 // The GDN step refuses it in its PDL chain (RecurrenceKernel::state_before_wait), as it does pdl=on.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -825,13 +825,17 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // the only traffic, and the register form holds it in flight only while its 4 blocks an SM wait. The bits of the
           // register twins (the same values in the same order). Predicted: batch 32 toward the stream-mode copy rate
           // (Ceiling::copy_gbps_stream, measured in the same run); batch 1 the same (all of S in flight there either way).
+          // Measured (reports/h200/run-f55aa56, H200, stream): the twins' bits, and slower at batch 32, 52.18 -> 54.08 us (pdl=on),
+          // 51.77 -> 53.72 (pdl=early); the register form already moves S at the run's copy rate (3925 GB/s back to back). Kept.
           fused<32, 8, true, false, false, false, false, false, false, false, true>(),
           fused<32, 8, true, true, false, false, false, false, false, false, true>(),
           // pdl=ahead (2026-12-05): batch 1's fastest (cols=32 rows=8 pdl=early, 3.41 us in run-0e7f54b, issue 14's goal 2.5) and
           // cols=16 rows=8 with S loaded before the wait as pdl=on and the dependents let go first as pdl=early, and the same on
           // stage=smem. pdl=early pays an L2 round trip for S after its wait (its prefetch before it), pdl=on a trigger only after
           // its stores (the next launch's S requests start late: 4.38 us for cols=32). Predicted: batch 1 toward ~2.5 us (the wait,
-          // the math, the stores); batch 32 as pdl=on. The bits of the pdl=on twins.
+          // the math, the stores); batch 32 as pdl=on. The bits of the pdl=on twins. Measured (reports/h200/run-f55aa56, H200,
+          // stream): the bits held; batch 1 3.40 -> 3.07 us (cols=32, x1.109) and 3.82 -> 3.08 (cols=16, x1.240) over pdl=early,
+          // the fastest at batch 1 (goal 2.5 us: not reached); batch 32 52.98 us (cols=32), as pdl=on.
           fused<32, 8, true, false, false, false, false, false, false, false, false, true>(),
           fused<16, 8, true, false, false, false, false, false, false, false, false, true>(),
           fused<32, 8, true, false, false, false, false, false, false, false, true, true>(),

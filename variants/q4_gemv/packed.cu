@@ -1703,6 +1703,8 @@ std::string packed_error(std::int64_t k) { return k_error(k); }
 // Rung 32's launcher (grid=fill, load=bulk, rows=8, PDL) with NoDots: its grid (as many blocks as the SMs hold, two
 // by shared memory), stages, TMA copies, mbarrier waits, block barriers and refills over the packed bytes; no prep
 // kernel, no x, no dots (y = +0). x is never read: `packed` stands in for it in launch_ring's checks (non-null, aligned).
+// Measured on the H200 (reports/h200/run-f55aa56, 2026-12-05): the loads alone 11.45 us at 17408x5120 against the PDL
+// read's 11.01 (96%), 7.03 / 6.49 at 10240x5120, 4.75 / 3.95 and 4.51 / 3.97 at the 17.7 MB shapes.
 void launch_ring_probe(const std::uint8_t* packed, float* y, int m, int k, cudaStream_t stream) {
   launch_ring<8, Load::bulk, true, false, false, 1, false, true>(packed, reinterpret_cast<const float*>(packed), y, m, k, stream);
 }
@@ -1906,7 +1908,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // x0.830 at 17408x5120 and x0.829 at 5120x6144 (reports/h100/run-2c88263: the ring is bound by its consumption, so
   // a piece cost a whole group's work); the kernel here (a piece's rows alone, 38 and 32 registers) x0.972 / x1.009
   // (same) / x0.972 with row-split=2, and x0.972 at 16896x5120 where it cuts nothing (reports/h100/run-6346147): the
-  // code costs ~3% and the ninth group it removes cost ~2% there. Kept as negative results.
+  // code costs ~3% and the ninth group it removes cost ~2% there. On the H200 (reports/h200/run-f55aa56, klab ab,
+  // stream): x0.947 at 17408x5120 (14.3 -> 15.1 us), x1.006 (same) at 5120x6144, x0.930 with row-split=2, x0.969 at
+  // 16896x5120. Kept as negative results.
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 1, false, true>());
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 2, false, true>());
   return v;
