@@ -525,6 +525,35 @@ TEST_CASE("GDN: the recurrence is a gdn_recurrence variant chosen by name; impl=
   CHECK(fused > 0);
 }
 
+namespace {
+// A recurrence problem at the Qwen heads (16 key heads, 48 value heads, dk 128) for the kernel-twin cases: random
+// q, k, v (unit normal), S0 (0.1 normal), g = log U(0.9, 0.999) and beta = sigmoid(normal) on the host, the inputs
+// on the device, and `args` (dense strides) pointing at them; S and o are the caller's.
+struct RecProblem {
+  std::vector<float> q, k, v, S0, g, beta;
+  DeviceBuffer<float> dq, dk, dv, dg, db;
+  klab::gdn_recurrence::RecurrenceArgs args;
+  RecProblem(int batch, int dv_, std::uint64_t seed) {
+    const int nk = 16, nv = 48, dk_ = 128;
+    Rng r(seed, std::uint64_t(batch * 1000 + dv_));
+    auto fill = [&](std::size_t n, double scale) {
+      std::vector<float> x(n);
+      for (auto& e : x) e = float(scale * r.normal());
+      return x;
+    };
+    q = fill(std::size_t(batch) * nk * dk_, 1), k = fill(q.size(), 1), v = fill(std::size_t(batch) * nv * dv_, 1);
+    S0 = fill(std::size_t(batch) * nv * dk_ * dv_, 0.1);
+    g.resize(std::size_t(batch) * nv), beta.resize(g.size());
+    for (auto& e : g) e = float(std::log(r.uniform(0.9, 0.999)));
+    for (auto& e : beta) e = float(rg::sigmoid(r.normal()));
+    dq = DeviceBuffer<float>::from(q), dk = DeviceBuffer<float>::from(k), dv = DeviceBuffer<float>::from(v), dg = DeviceBuffer<float>::from(g),
+    db = DeviceBuffer<float>::from(beta);
+    args = klab::gdn_recurrence::dense_args(nk, nv, dk_, dv_, batch);
+    args.q = dq.get(), args.k = dk.get(), args.v = dv.get(), args.g = dg.get(), args.beta = db.get();
+  }
+};
+}  // namespace
+
 TEST_CASE("gdn_recurrence stage=smem and pdl=ahead: o and S their twins' bit for bit, at batch 1, 3 and 32 and a ragged dv") {
   // The same values in the same order; only where S waits between its load and its use (stage=smem: its
   // twin without the flag) or when the dependents are let go (pdl=ahead: its pdl=on twin) differs.
@@ -546,24 +575,12 @@ TEST_CASE("gdn_recurrence stage=smem and pdl=ahead: o and S their twins' bit for
       CAPTURE(k.name);
       CAPTURE(batch);
       CAPTURE(dv);
-      const int nk = 16, nv = 48, dk = 128;
-      Rng r(13, std::uint64_t(batch * 1000 + dv));
-      auto fill = [&](std::size_t n, double scale) {
-        std::vector<float> v(n);
-        for (auto& e : v) e = float(scale * r.normal());
-        return v;
-      };
-      const std::size_t nS = std::size_t(batch) * nv * dk * dv;
-      auto q = fill(std::size_t(batch) * nk * dk, 1), kk = fill(q.size(), 1), v = fill(std::size_t(batch) * nv * dv, 1), S0 = fill(nS, 0.1);
-      std::vector<float> g(std::size_t(batch) * nv), beta(g.size());
-      for (auto& e : g) e = float(std::log(r.uniform(0.9, 0.999)));
-      for (auto& e : beta) e = float(rg::sigmoid(r.normal()));
-      auto dq = DeviceBuffer<float>::from(q), dk_ = DeviceBuffer<float>::from(kk), dv_ = DeviceBuffer<float>::from(v), dg = DeviceBuffer<float>::from(g),
-           db = DeviceBuffer<float>::from(beta), dS1 = DeviceBuffer<float>::from(S0), dS2 = DeviceBuffer<float>::from(S0);
-      DeviceBuffer<float> o1(v.size()), o2(v.size());
-      gr::RecurrenceArgs a = gr::dense_args(nk, nv, dk, dv, batch);
-      a.q = dq.get(), a.k = dk_.get(), a.v = dv_.get(), a.g = dg.get(), a.beta = db.get();
-      gr::RecurrenceArgs b = a;
+      RecProblem p(batch, dv, 13);
+      const auto& S0 = p.S0;
+      const std::size_t nS = S0.size();
+      auto dS1 = DeviceBuffer<float>::from(S0), dS2 = DeviceBuffer<float>::from(S0);
+      DeviceBuffer<float> o1(p.v.size()), o2(p.v.size());
+      gr::RecurrenceArgs a = p.args, b = p.args;
       a.S = dS1.get(), a.o = o1.get();
       b.S = dS2.get(), b.o = o2.get();
       REQUIRE(gr::check_args(twin, a) == "");
@@ -591,27 +608,15 @@ TEST_CASE("gdn_recurrence state=bf16: from a bf16 S0, o is its f32 twin's bit fo
     for (int batch : {1, 3}) {
       CAPTURE(k.name);
       CAPTURE(batch);
-      const int nk = 16, nv = 48, dk = 128, dv = 128;
-      Rng r(11, std::uint64_t(batch));
-      auto fill = [&](std::size_t n, double scale) {
-        std::vector<float> v(n);
-        for (auto& e : v) e = float(scale * r.normal());
-        return v;
-      };
-      const std::size_t nS = std::size_t(batch) * nv * dk * dv;
-      auto q = fill(std::size_t(batch) * nk * dk, 1), kk = fill(q.size(), 1), v = fill(std::size_t(batch) * nv * dv, 1), S0 = fill(nS, 0.1);
-      std::vector<float> g(std::size_t(batch) * nv), beta(g.size());
-      for (auto& e : g) e = float(std::log(r.uniform(0.9, 0.999)));
-      for (auto& e : beta) e = float(rg::sigmoid(r.normal()));
+      RecProblem p(batch, 128, 11);
+      auto& S0 = p.S0;
+      const std::size_t nS = S0.size();
       std::vector<std::uint16_t> S0b(nS);
       for (std::size_t i = 0; i < nS; ++i) S0b[i] = ref::float_to_bf16(S0[i]), S0[i] = ref::bf16_to_float(S0b[i]);
-      auto dq = DeviceBuffer<float>::from(q), dk_ = DeviceBuffer<float>::from(kk), dv_ = DeviceBuffer<float>::from(v), dg = DeviceBuffer<float>::from(g),
-           db = DeviceBuffer<float>::from(beta), dS = DeviceBuffer<float>::from(S0);
+      auto dS = DeviceBuffer<float>::from(S0);
       auto dSb = DeviceBuffer<std::uint16_t>::from(S0b);
-      DeviceBuffer<float> o32(v.size()), o16(v.size());
-      gr::RecurrenceArgs a = gr::dense_args(nk, nv, dk, dv, batch);
-      a.q = dq.get(), a.k = dk_.get(), a.v = dv_.get(), a.g = dg.get(), a.beta = db.get();
-      gr::RecurrenceArgs b = a;
+      DeviceBuffer<float> o32(p.v.size()), o16(p.v.size());
+      gr::RecurrenceArgs a = p.args, b = p.args;
       a.S = dS.get(), a.o = o32.get();
       b.S = reinterpret_cast<float*>(dSb.get()), b.o = o16.get();
       REQUIRE(gr::check_args(twin, a) == "");
