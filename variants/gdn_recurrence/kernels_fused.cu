@@ -842,7 +842,8 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // pdl=ahead on the other shapes with a pdl=early twin (first run of the three above, H200, 2026-12-05: cols=32 and cols=16
           // rows=8 3.07 and 3.08 us at batch 1, x1.109 and x1.240 over pdl=early): with S in flight before the wait, more blocks
           // and fewer rows a thread (cols=16 rows=4, cols=8 rows=4) may shorten the math and the stores after it; rows=16 holds
-          // twice the state a thread for batch 32.
+          // twice the state a thread for batch 32. Run on an H100 only (reports/h100/run-118cf7b): the bits of the pdl=on twins;
+          // at batch 1 x1.189 / x1.360 / x1.161 over pdl=early there (3.60 / 4.05 / 3.41 us; cols=32,rows=8 3.42).
           fused<16, 4, true, false, false, false, false, false, false, false, false, true>(),
           fused<8, 4, true, false, false, false, false, false, false, false, false, true>(),
           fused<32, 16, true, false, false, false, false, false, false, false, false, true>()};
