@@ -51,7 +51,8 @@
 // blocked at its wait, W being incomplete), so a caller keeps it by putting between W and this launch
 // more blocks than the device holds at once. The race does: it rotates copies of S (30 at batch 1 in
 // run-f55aa56, one every 6.4 MB up to 3x the L2; 4 at batch 8), and the registered shapes fit 2.75 launches
-// of batch 1 on the H200 at once by registers (cols=32 rows=8: 4 blocks of 192 an SM), under one at 8 and 32.
+// of batch 1 on the H200 at once by registers (cols=32 rows=8: 4 blocks an SM, 528 in all, against 192 a launch),
+// under one at batch 8 and 32 (1536 and 6144 blocks a launch).
 // The GDN step refuses it in its PDL chain (RecurrenceKernel::state_before_wait), as it does pdl=on.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
