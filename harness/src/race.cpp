@@ -65,8 +65,14 @@ void time_race(Context& ctx, const Workload& work, std::vector<Measured>& out, c
       continue;
     }
     Slot sl{&m, {}, {}};
-    const int copies = want_stream ? timer.stream_copies(m.traffic.bytes, opt.l2_cold) : 1;
-    for (int c = 0; c < copies; ++c) sl.insts.push_back(m.variant->make(work));
+    int copies = want_stream ? timer.stream_copies(m.traffic.bytes, opt.l2_cold) : 1;
+    sl.insts.push_back(m.variant->make(work));
+    if (want_stream && sl.insts.front()->min_stream_copies() > copies) {
+      ctx.log(m.variant->name + ": stream mode over " + std::to_string(sl.insts.front()->min_stream_copies()) + " copies, not " +
+              std::to_string(copies) + ": its contract (Instance::min_stream_copies)");
+      copies = sl.insts.front()->min_stream_copies();
+    }
+    for (int c = 1; c < copies; ++c) sl.insts.push_back(m.variant->make(work));
     Instance* first = sl.insts.front().get();
     auto launch_subject = [&timer, first] {
       return timer.launch_subject([first](cudaStream_t st) { first->run(st); }, [first](cudaStream_t st) { first->reset(st); });

@@ -360,6 +360,38 @@ TEST_CASE("gdn_recurrence pdl=ahead: twins of a registered pdl=on and pdl=early 
       }
   }
   CHECK(ahead == 6);  // cols=32 rows=8 and 16, cols=16 rows=8 and 4, cols=8 rows=4, and cols=32,rows=8,stage=smem
+  // state_ahead (and the residency query min_state_copies needs) exactly on the pdl=ahead kernels
+  for (const auto& k : gr::recurrence_kernels()) {
+    CAPTURE(k.name);
+    const bool named = k.name.find("pdl=ahead") != std::string::npos;
+    CHECK(k.state_ahead == named);
+    CHECK((k.resident_launches != nullptr) == named);
+  }
+}
+
+TEST_CASE("gdn_recurrence min_state_copies: 1 with S read after the wait, 2 for pdl=on, and for pdl=ahead one more than the launches that could all be resident") {
+  CHECK(gr::min_state_copies(false, false, 0) == 1);
+  CHECK(gr::min_state_copies(false, true, 5.5) == 1);  // S after the wait: nothing in flight writes it
+  CHECK(gr::min_state_copies(true, false, 7.0) == 2);  // pdl=on: launch n - 2 is complete when n starts
+  // the H200 at batch 1 (2.75 launches fit), 8 and 32 (under one)
+  CHECK(gr::min_state_copies(true, true, 528.0 / 192) == 4);
+  CHECK(gr::min_state_copies(true, true, 528.0 / 1536) == 2);
+  CHECK(gr::min_state_copies(true, true, 528.0 / 6144) == 2);
+  // the rule: C - 1 launches between the writer and the reader cannot all be resident, C - 2 could be
+  for (double L : {0.0, 0.5, 1.0, 2.0, 2.75, 3.0, 7.9}) {
+    CAPTURE(L);
+    const int C = gr::min_state_copies(true, true, L);
+    CHECK(C - 1 > L);
+    CHECK(C - 2 <= L);
+  }
+  CHECK_THROWS_AS(gr::min_state_copies(true, true, -1.0), Error);
+  CHECK_THROWS_AS(gr::min_state_copies(true, true, std::nan("")), Error);
+  // the kernel form: without the residency query a pdl=ahead kernel is refused, naming why
+  gr::RecurrenceKernel k = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=32,rows=8,pdl=ahead");
+  k.resident_launches = nullptr;
+  CHECK_THROWS_WITH_AS(gr::min_state_copies(k, gr::dense_args(16, 48, 128, 128, 1)), doctest::Contains("resident_launches"), Error);
+  CHECK(gr::min_state_copies(gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=32,rows=8,pdl=on"), gr::dense_args(16, 48, 128, 128, 1)) == 2);
+  CHECK(gr::min_state_copies(gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early"), gr::dense_args(16, 48, 128, 128, 1)) == 1);
 }
 
 TEST_CASE("gdn_recurrence norm=last: the twin of its pdl=early kernel without the epilogue, one thread a column when asked, check_args wants its counts") {

@@ -571,6 +571,17 @@ TEST_CASE("gdn_recurrence stage=smem and pdl=ahead: o and S their twins' bit for
       continue;
     }
     const auto& twin = gr::recurrence_kernel(twin_name);
+    if (k.state_ahead) {  // its residency on this device, and the copies that keep its contract
+      for (int batch : {1, 8, 32}) {
+        CAPTURE(batch);
+        const gr::RecurrenceArgs a = gr::dense_args(16, 48, 128, 128, batch);
+        const double L = k.resident_launches(a);
+        CHECK(L > 0);  // at least one block of it fits
+        const int C = gr::min_state_copies(k, a);
+        CHECK(C - 1 > L);
+        CHECK(C >= 2);
+      }
+    }
     for (auto [batch, dv] : {std::pair{1, 128}, std::pair{3, 128}, std::pair{32, 128}, std::pair{2, 48}}) {
       CAPTURE(k.name);
       CAPTURE(batch);

@@ -1,5 +1,6 @@
 #include "gdn_recurrence/kernels.hpp"
 
+#include <cmath>
 #include <cstdint>
 
 #include "klab/error.hpp"
@@ -34,6 +35,18 @@ const RecurrenceKernel& recurrence_kernel(const std::string& name) {
     known += (known.empty() ? "" : ", ") + k.name;
   }
   throw Error("no gdn_recurrence kernel '" + name + "' (known: " + known + ")");
+}
+
+int min_state_copies(bool before_wait, bool ahead, double resident_launches) {
+  if (!before_wait) return 1;
+  if (!ahead) return 2;
+  require(resident_launches >= 0 && std::isfinite(resident_launches), "min_state_copies: resident launches must be a finite count >= 0");
+  return 2 + static_cast<int>(std::floor(resident_launches));
+}
+
+int min_state_copies(const RecurrenceKernel& kern, const RecurrenceArgs& a) {
+  require(!kern.state_ahead || kern.resident_launches, "min_state_copies: " + kern.name + " lets its dependents go first and says no resident_launches");
+  return min_state_copies(kern.state_before_wait, kern.state_ahead, kern.state_ahead ? kern.resident_launches(a) : 0.0);
 }
 
 std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a) {

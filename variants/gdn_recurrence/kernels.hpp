@@ -106,6 +106,13 @@ struct RecurrenceKernel {
   // must guarantee that no kernel that may still run writes this S (kernels_fused.cu). A caller whose
   // kernels let their dependents go early (GdnDevice::set_pdl_chain) cannot, and refuses it.
   bool state_before_wait = false;
+  // With state_before_wait, lets its dependents go at its start (pdl=ahead), so launches may run further
+  // ahead than the one before: resident_launches says how many of its launches (grids) the current
+  // device holds at once for these dimensions (the occupancy query times the SMs, over the grid: a
+  // device call), from which a caller rotating state copies knows how many keep the contract
+  // (min_state_copies).
+  bool state_ahead = false;
+  double (*resident_launches)(const RecurrenceArgs&) = nullptr;
   // Can run the gated RMSNorm epilogue (RecurrenceArgs::onn): impl=fused,...,norm=gated.
   bool gated_norm = false;
   // Can also write onn's q8 form (RecurrenceArgs::xq): norm=gated kernels whose block holds a head's
@@ -132,6 +139,18 @@ const RecurrenceKernel& recurrence_kernel(const std::string& name);
 // Why `a` cannot be handed to `kern` (dimensions, nv % nk, null pointers, alignment, workspace);
 // empty when it can. Launchers do not check; callers do, once.
 std::string check_args(const RecurrenceKernel& kern, const RecurrenceArgs& a);
+
+// The fewest copies of S that back-to-back launches may rotate over and keep the kernel's contract (no
+// launch loads a copy that a launch still in flight writes):
+//   - 1 when S is loaded after griddepcontrol.wait (the predecessor is complete by then);
+//   - 2 when it is loaded before the wait and the dependents are let go after the stores (pdl=on: when
+//     launch n starts, launch n - 2 is complete);
+//   - 2 + floor(L) with the dependents let go first (pdl=ahead), L = resident_launches: if the launch n - C
+//     that wrote n's copy were still running, the C - 1 launches between would all be resident (each held
+//     at its wait), which C - 1 > L rules out.
+int min_state_copies(bool before_wait, bool ahead, double resident_launches);
+// The same for a kernel at these dimensions (a device call for pdl=ahead).
+int min_state_copies(const RecurrenceKernel& kern, const RecurrenceArgs& a);
 
 // The kernels of each file (kernels_seed.cu, kernels_fused.cu), gathered by recurrence_kernels().
 std::vector<RecurrenceKernel> seed_kernels();

@@ -49,10 +49,12 @@
 // every earlier launch that may still run, not only the one before: if a launch W that wrote this S
 // were still running when this one starts, every launch between them would be resident too (each
 // blocked at its wait, W being incomplete), so a caller keeps it by putting between W and this launch
-// more blocks than the device holds at once. The race does: it rotates copies of S (30 at batch 1 in
-// run-f55aa56, one every 6.4 MB up to 3x the L2; 4 at batch 8), and the registered shapes fit 2.75 launches
-// of batch 1 on the H200 at once by registers (cols=32 rows=8: 4 blocks an SM, 528 in all, against 192 a launch),
-// under one at batch 8 and 32 (1536 and 6144 blocks a launch).
+// more blocks than the device holds at once. The race does: its stream mode rotates at least
+// min_state_copies (kernels.hpp: 2 + floor of the launches the device holds at once, by the occupancy
+// query; RecurrenceInstance::min_stream_copies) copies of S, under --hot too. Cold it rotates more anyway
+// (30 at batch 1 in run-f55aa56, 4 at batch 8, 2 at batch 32), where the registered shapes fit 2.75 launches
+// of batch 1 on the H200 at once (cols=32 rows=8: 4 blocks an SM, 528 in all, against 192 a launch), under
+// one at batch 8 and 32 (1536 and 6144 blocks a launch).
 // The GDN step refuses it in its PDL chain (RecurrenceKernel::state_before_wait), as it does pdl=on.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
@@ -690,6 +692,22 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
 
 std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
 
+// pdl=ahead: how many of its launches (grids) at these dimensions the current device holds at once, by the
+// occupancy query (blocks an SM for its block size and shared memory, times the SMs) over its grid.
+template <int C, int R, bool Sm>
+double ahead_resident_launches(const RecurrenceArgs& a) {
+  const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
+  std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+  if constexpr (Sm) smem += std::size_t(R) * threads * sizeof(float4);
+  int per_sm = 0, dev = 0, sms = 0;
+  if constexpr (Sm) KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_sm_kernel<C, R, false, true>, threads, smem));
+  else KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_ahead_kernel<C, R>, threads, smem));
+  KLAB_CUDA(cudaGetDevice(&dev));
+  KLAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const double grid = double(a.nv) * tiles * a.batch;
+  return double(per_sm) * sms / grid;
+}
+
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
           bool Ring = false, bool Sm = false, bool Ahead = false>
 RecurrenceKernel fused() {
@@ -741,6 +759,8 @@ RecurrenceKernel fused() {
   k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring, Sm, Ahead>;
   k.state_bf16 = Bf16;
   k.state_before_wait = Pdl && !Early;
+  k.state_ahead = Ahead;
+  if constexpr (Ahead) k.resident_launches = ahead_resident_launches<C, R, Sm>;
   k.vec4 = true;
   k.gated_norm = Norm || Last;
   k.norm_q8 = (Norm && C >= 128) || Last;

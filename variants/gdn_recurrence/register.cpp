@@ -37,6 +37,8 @@ class RecurrenceInstance : public Instance {
     KLAB_CUDA(cudaDeviceSynchronize());
   }
   void run(cudaStream_t s) override { kern_.launch(a_, s); }
+  // pdl=on and pdl=ahead load S before their wait: back to back they need copies of it (min_state_copies).
+  int min_stream_copies() const override { return min_state_copies(kern_, a_); }
   // o is poisoned; S cannot be (it is read before it is written): it is restored to S0, so that a
   // tile the kernel never writes keeps S0, which differs from the reference's S by the decay
   // (exp(g) <= 0.999) and the rank-1 update, and fails the check.

@@ -77,6 +77,11 @@ class Instance {
   virtual std::vector<Named<float>> outputs() { return {{"y", output()}}; }
   // Undo what run() changed in the inputs (stateful kernels); called outside the timed region.
   virtual void reset(cudaStream_t stream) {}
+  // Stream mode: the fewest input copies a graph of back-to-back run()s may rotate over without breaking
+  // this instance's contract (a kernel that loads its state before griddepcontrol.wait must not load the
+  // copy that a launch still in flight writes). The race rotates over at least this many, also under
+  // --hot (one copy otherwise). Default 1: run() reads nothing an earlier launch may still write.
+  virtual int min_stream_copies() const { return 1; }
 };
 
 struct Variant {
