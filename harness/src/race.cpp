@@ -67,10 +67,10 @@ void time_race(Context& ctx, const Workload& work, std::vector<Measured>& out, c
     Slot sl{&m, {}, {}};
     int copies = want_stream ? timer.stream_copies(m.traffic.bytes, opt.l2_cold) : 1;
     sl.insts.push_back(m.variant->make(work));
-    if (want_stream && sl.insts.front()->min_stream_copies() > copies) {
-      ctx.log(m.variant->name + ": stream mode over " + std::to_string(sl.insts.front()->min_stream_copies()) + " copies, not " +
-              std::to_string(copies) + ": its contract (Instance::min_stream_copies)");
-      copies = sl.insts.front()->min_stream_copies();
+    if (const int need = want_stream ? sl.insts.front()->min_stream_copies() : 1; need > copies) {
+      ctx.log(m.variant->name + ": stream mode over " + std::to_string(need) + " copies, not " + std::to_string(copies) +
+              ": its contract (Instance::min_stream_copies)");
+      copies = need;
     }
     for (int c = 1; c < copies; ++c) sl.insts.push_back(m.variant->make(work));
     Instance* first = sl.insts.front().get();
