@@ -98,6 +98,15 @@ __device__ __forceinline__ float4 row_slot_sum(float4 p) {
 
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
+// Before the wait (pdl=early, pdl=ahead): q and k of value head h's key head in sequence b into L2 (warp 0, 128
+// bytes a lane); the callers prefetch v, g and beta beside it.
+__device__ __forceinline__ void prefetch_qk(const RecurrenceArgs& a, int b, int h, int w, int lane, int nv, int nk, int dk) {
+  if (w == 0 && lane * 32 < dk) {
+    const std::int64_t at = b * a.q_stride + static_cast<std::int64_t>(h / (nv / nk)) * dk + lane * 32;
+    prefetch_l2(a.q + at), prefetch_l2(a.k + (at - b * a.q_stride + b * a.k_stride));
+  }
+}
+
 // state=bf16: S lives in memory as bf16 (4 columns = 8 bytes), in registers as f32. A load widens
 // exactly; a store rounds each element to nearest even (__floats2bfloat162_rn: the host's
 // ref::float_to_bf16). The f32 state loads and stores its float4 as before.
@@ -393,9 +402,8 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
         for (int l = 0; l < a.ck; ++l) prefetch_l2(a.conv_w + static_cast<std::int64_t>(ch) * a.ck + 32 * l);  // the 32 channels' weights
       }
       if (threadIdx.x == 0) prefetch_l2(a.a_log + h), prefetch_l2(a.dt_bias + h);
-    } else if (w == 0 && lane * 32 < dk) {  // q and k of the key head, 128 bytes a lane
-      const std::int64_t at = b * a.q_stride + static_cast<std::int64_t>(h / (nv / nk)) * dk + lane * 32;
-      prefetch_l2(a.q + at), prefetch_l2(a.k + (at - b * a.q_stride + b * a.k_stride));
+    } else {
+      prefetch_qk(a, b, h, w, lane, nv, nk, dk);
     }
     if (threadIdx.x == 0 && !prep) prefetch_l2(a.g + b * a.gb_stride + h), prefetch_l2(a.beta + b * a.gb_stride + h);
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -423,10 +431,7 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
   if constexpr (Ahead) {  // pdl=ahead: dependents first, S already requested; the inputs the predecessor may write into L2 before the wait
     asm volatile("griddepcontrol.launch_dependents;");
     if (live) prefetch_l2(a.v + b * a.v_stride + static_cast<std::int64_t>(h) * dv + c0);
-    if (w == 0 && lane * 32 < dk) {  // q and k of the key head, 128 bytes a lane
-      const std::int64_t at = b * a.q_stride + static_cast<std::int64_t>(h / (nv / nk)) * dk + lane * 32;
-      prefetch_l2(a.q + at), prefetch_l2(a.k + (at - b * a.q_stride + b * a.k_stride));
-    }
+    prefetch_qk(a, b, h, w, lane, nv, nk, dk);
     if (threadIdx.x == 0) prefetch_l2(a.g + b * a.gb_stride + h), prefetch_l2(a.beta + b * a.gb_stride + h);
   }
   if constexpr (!Early) asm volatile("griddepcontrol.wait;" ::: "memory");
