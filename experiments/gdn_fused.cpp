@@ -90,7 +90,8 @@ const Claim kConvRecBits{"conv-rec-bitwise",
 const Claim kConvRecPays{"conv-rec-pays", "the conv inside the recurrence pays: the step's candidate is faster with prep=conv"};
 const Claim kF32ConvRecBits{"f32-conv-rec-bitwise", "the f32 tier's candidate with prep=conv gives the f32 candidate's bits"};
 const Claim kF32ConvRecPays{"f32-conv-rec-pays", "prep=conv pays on the f32 tier: the f32 candidate is faster with it"};
-// hist=ring (2026-12-05; on an H100 only, reports/h100/run-2c88263: bits held, conv-ring x0.999, four x0.940): the conv history a ring the recurrence writes itself, so that the
+// hist=ring (2026-12-05; bits held, conv-ring x0.999 / x1.005, four x0.940 on an H100 and the H200: reports/h100/run-2c88263,
+// reports/h200/run-f55aa56): the conv history a ring the recurrence writes itself, so that the
 // gated norm shifts nothing (conv-ring-*, against conv_rec: what the ring saves the shift), and with the gated norm
 // by the recurrence's last blocks too, four launches a layer (four-*, against the candidate).
 const Claim kConvRingBits{"conv-ring-bitwise",

@@ -144,7 +144,8 @@ const Claim kF32FourInGraph{"f32-four-in-graph",
 //   q4-fast-fold-main-warp (of q4-fast-fold-main): step_op.hpp's CandidateTwins;
 //   f32-fast-fork-z and f32-fast-norm-last are f32-fast's; q4-fast-conv-rec and f32-fast-conv-rec (prep=conv, 2026-12-04) the two candidates' (x0.972 and x0.983 in
 //   reports/h200/run-prep-conv/e0e5590); q4-fast-four and f32-fast-four (prep=conv with norm=last and the history a ring:
-//   four launches a layer, 2026-12-05) the same candidates' (an H100 only, reports/h100/run-2c88263: x0.940 and x0.987).
+//   four launches a layer, 2026-12-05) the same candidates' (reports/h100/run-2c88263: x0.940 and x0.987 on an H100;
+//   reports/h200/run-f55aa56: x0.938 and x0.985 on the H200).
 // - f32-fast-u8, f32-fast-ba-own, f32-fast-apart, f32-fast-plain: step_op.hpp's F32Twins (f32-fast's twins;
 //   measured 2026-12-02 in reports/h200/run-90c5f7b, where f32-fast was the u8 form and f32-fast-u4 this candidate).
 struct TwinTier {

@@ -182,8 +182,9 @@ constexpr std::array<std::size_t, 2> kFillBlockTwins{32, 58};
 // are 8 rounds of 264 blocks and 64 groups; 64 blocks take a ninth group while 200 take none. In pieces the last
 // round is 256 quarter groups (17408x5120) and 224 halves (5120x6144); at 10240x5120 and 6144x5120 q = 1 (the
 // ring's schedule), so claim tail-pays is stated at the two shapes with pieces only. Predicted: toward 8.25 / 9 of
-// rung 32's time at 17408x5120 where the last round is exposed (~13 us). Measured before it joined a ladder run, on
-// an H100 only (reports/h100/run-6346147, ab, stream): x0.972 at 17408x5120, x1.009 (same) at 5120x6144: not held.
+// rung 32's time at 17408x5120 where the last round is exposed (~13 us). Measured before it joined a ladder run (ab,
+// stream): x0.972 at 17408x5120 and x1.009 (same) at 5120x6144 on an H100 (reports/h100/run-6346147), x0.947 and
+// x1.006 (same) on the H200 (reports/h200/run-f55aa56): not held.
 constexpr std::size_t kTail0 = 63;
 constexpr std::array<std::size_t, 2> kTailTwins{32, 58};
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.

@@ -111,9 +111,10 @@ inline constexpr const char* kRecConv = "gdn_recurrence/impl=fused,cols=32,rows=
 // kRecConv with the conv history a ring it writes itself (hist=ring, gdn_recurrence/hist_ring.hpp), so that the
 // gated norm shifts nothing; and the same with norm=last, so that the gated-norm launch goes too: in_prep_ba,
 // the stacked input projections, this, out_proj: four launches a layer (issue 14's aim). Measured 2026-12-05 on an
-// H100 only (reports/h100/run-2c88263, stream; no H200 came that day): the candidates' bits; the ring x0.999 against
-// kRecConv (free, no gain), four launches x0.940 per layer and in the 48-layer graph (f32 x0.985): the gated norm in
-// the last blocks costs more than the launch it saves, as norm=last before. Twins, kept as negative results.
+// H100 (reports/h100/run-2c88263) and the H200 (reports/h200/run-f55aa56, stream): the candidates' bits; the ring
+// x0.999 / x1.005 against kRecConv (free, no gain), four launches x0.940 per layer and x0.940 / x0.938 in the 48-layer
+// graph (f32 x0.985): the gated norm in the last blocks costs more than the launch it saves, as norm=last before.
+// Twins, kept as negative results.
 inline constexpr const char* kRecConvRing = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,prep=conv,hist=ring";
 inline constexpr const char* kRecFour = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=last,prep=conv,hist=ring";
 inline constexpr const char* kThreadPrepQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";

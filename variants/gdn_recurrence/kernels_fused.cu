@@ -841,8 +841,9 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // (the gated norm's shift cost 0.7-1.3 us in run-prep-conv), and the same with norm=last: the gated norm and onn's q8
           // form by each head's last column block, so that the gated-norm launch goes too and the layer is four launches
           // (in_prep_ba, the stacked input projections, this, out_proj: issue 14's aim). The candidates' bits (the same
-          // operations on the same frames). Measured on an H100 only (reports/h100/run-2c88263, 2026-12-05): the bits
-          // held; the ring x0.999 against prep=conv, four launches x0.940 per layer and in the graph. Negative, kept.
+          // operations on the same frames). Measured on an H100 (reports/h100/run-2c88263) and the H200 (reports/h200/run-f55aa56):
+          // the bits held; the ring x0.999 / x1.005 against prep=conv, four launches x0.940 per layer, x0.940 / x0.938 in the
+          // graph. Negative, kept.
           fused<32, 8, true, true, false, false, false, false, true, true>(), fused<32, 8, true, true, false, false, false, true, true, true>(),
           // stage=smem (2026-12-05): batch 32's kernel (cols=32 rows=8, pdl=on and pdl=early) with S staged in shared memory by
           // cp.async, so that no float4 of S is held in registers: 64 registers, 8 blocks an SM instead of 4, 128 KB of S in

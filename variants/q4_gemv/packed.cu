@@ -1901,10 +1901,10 @@ std::vector<Q4Kernel> packed_kernels() {
   // grid / 2): the kernel there is the ring's. Predicted: at most 8.25 / 9 of the ring's time at
   // 17408x5120 where the last round is exposed (toward 13 us), less where the next call's blocks hide it.
   // The same bits (each stored row's arithmetic is the ring's); each piece reads its group's scales (1/9 of a
-  // group's bytes), so about 1% more bytes at 17408x5120 and 2% at 5120x6144. ptxas (sm_90, nvcc 13.0): 43 and 46
-  // registers, no stack, as their twins; the other 45 kernels of this file keep their SASS (scripts/sass_diff.py
-  // --flags-off --default-arg Li1E against 32002a8).
-  // Measured on an H100 only (2026-12-05; no H200 came): the first kernel, which formed all R rows of a piece,
+  // group's bytes), so about 1% more bytes at 17408x5120 and 2% at 5120x6144. ptxas (sm_90, nvcc 13.0) for that first
+  // form: 43 and 46 registers, no stack, as their twins; the other 45 kernels of this file keep their SASS
+  // (scripts/sass_diff.py --flags-off --default-arg Li1E against 32002a8).
+  // Measured first on an H100 (2026-12-05): the first kernel, which formed all R rows of a piece,
   // x0.830 at 17408x5120 and x0.829 at 5120x6144 (reports/h100/run-2c88263: the ring is bound by its consumption, so
   // a piece cost a whole group's work); the kernel here (a piece's rows alone, 38 and 32 registers) x0.972 / x1.009
   // (same) / x0.972 with row-split=2, and x0.972 at 16896x5120 where it cuts nothing (reports/h100/run-6346147): the
