@@ -147,7 +147,10 @@ TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 9 kerne
                                            "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,load=bulk,pdl=on,rows=8",
                                            "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,regs=48,pdl=on,rows=8",
                                            "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,parts=2,pdl=on,rows=8",
-                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,parts=3,pdl=on,rows=8"});
+                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,parts=3,pdl=on,rows=8",
+                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,pdl=on,rows=8",
+                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,pdl=on,rows=4",
+                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=cp-async,pdl=on,rows=8"});
   CHECK(peers == std::set<std::string>{"q4_gemv/impl=cublas-bf16-gemmex", "q4_gemv/impl=cublas-sgemv-f32", "q4_gemv/impl=llama-mmvq"});
   CHECK(beyond == std::set<std::string>{"q4_gemv/map=block-per-lane,rows=1", "q4_gemv/map=block-per-lane,rows=4",
                                         "q4_gemv/map=block-per-lane,rows=8", "q4_gemv/map=block-per-lane,rows=16",

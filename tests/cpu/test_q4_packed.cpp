@@ -325,7 +325,7 @@ TEST_CASE("map=packed in the registry: names, layouts, tolerances, models, launc
       CHECK_THROWS_WITH_AS(kern.launch_packed(p + 4, x, y, 4, 64, nullptr), doctest::Contains("aligned"), Error);
     }
   CHECK(names == std::set<std::string>(packed_names().begin(), packed_names().end()));
-  CHECK(producers == 7);  // tests/cpu/test_q4_models.cpp names them
+  CHECK(producers == 10);  // tests/cpu/test_q4_models.cpp names them
   CHECK(names.count("q4_gemv/map=packed,dot=f32,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=f16x2,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,pdl=off,rows=4") == 1);

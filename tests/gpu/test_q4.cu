@@ -362,6 +362,8 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
   CHECK(with >= 2);  // the q8-dp4a grid=groups,xprep=launch kernels: pdl on and off, rows 4, 8, 16
   CHECK(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
   CHECK(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,load=bulk,pdl=on,rows=8").launch_prepared));
+  CHECK(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=on,rows=8").launch_prepared));
+  CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,pdl=on,rows=8").launch_prepared));
   CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=f32,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
 }
 

@@ -1367,18 +1367,21 @@ int resident_warps_ring() {
 
 // XB (xprep=block): no prep kernel; the ring kernel quantises x itself (one launch a call). NoDots (the probe):
 // no prep kernel either, and x is never read. Tail: tail=split (the grid and stages as without it).
-template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool NoDots = false, bool Tail = false>
+// Prepared: launch_prepared (prepared_x.cuh), the ring kernel alone on the x its producer wrote into g_xq.
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool NoDots = false, bool Tail = false,
+          bool Prepared = false>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!((XB || NoDots) && WPf), "xprep=block and the probe have no prep kernel to prefetch the weights");
+  static_assert(!(Prepared && (XB || NoDots || XPf || WPf)), "a prepared x: the main kernel of xprep=launch alone, nothing to prefetch");
   if constexpr (Split > 1) {
-    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots, Tail>(packed, x, y, m, k, stream);
+    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots, Tail, Prepared>(packed, x, y, m, k, stream);
   }
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
   plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L, Split, XB, XPf, NoDots, Tail>(W)) * sm_count()));
-  if constexpr (!XB && !NoDots) {
+  if constexpr (!XB && !NoDots && !Prepared) {
     launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
                      WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
@@ -1659,8 +1662,12 @@ Q4Kernel kernel_ring() {
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   axes.emplace_back("pdl", Pdl ? "on" : "off");
   axes.emplace_back("rows", std::to_string(R));
-  return q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB, false, Tail>,
-                      &resident_warps_ring<R, L, Split, XB, XPf, Tail>);
+  Q4Kernel kern = q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB, false, Tail>,
+                               &resident_warps_ring<R, L, Split, XB, XPf, Tail>);
+  // The plain ring's main kernel alone (its xprep=producer twin): without xpf/wpf (the prefetching twins
+  // run the same main kernel), xprep=block or tail=split.
+  if constexpr (!XPf && !WPf && !XB && !Tail) kern.launch_prepared = &launch_ring<R, L, Pdl, false, false, Split, false, false, false, true>;
+  return kern;
 }
 
 // grid=groups,xprep=launch,load=bulk (q8-dp4a): one block per group, its weights by one TMA copy.
