@@ -187,6 +187,13 @@ constexpr std::array<std::size_t, 2> kFillBlockTwins{32, 58};
 // x1.006 (same) on the H200 (reports/h200/run-f55aa56): not held.
 constexpr std::size_t kTail0 = 63;
 constexpr std::array<std::size_t, 2> kTailTwins{32, 58};
+// The rungs 65-67: grid=fill,xprep=cluster, rung 32's ring with x prepared inside the launch and shared over clusters
+// of 8 blocks (xpf=l2, and without it) or 4 (xpf=l2) by distributed shared memory; the same bits. Why (q4-prep-split
+// on an H100, 2026-12-05, reports/h100/run-prep-ring): the ring's main kernel alone, on x already prepared, takes
+// 16.21 us at 17408x5120 against 18.48 with its prep launch: the prep launch is what rung 32 loses. Predicted:
+// between that producer twin and rung 32 at every seed shape; on the H200 toward ~12.5 us at 17408x5120.
+constexpr std::size_t kRingXc0 = 65;
+constexpr std::array<std::size_t, 3> kRingXcTwins{32, 11, 32};
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -293,6 +300,13 @@ std::vector<std::string> rungs() {
     std::string n = out[twin];
     out.push_back(n.insert(n.find(",load=bulk") + 10, ",tail=split"));
   }
+  // 65-67: xprep=cluster twins of 32, 11 (32 without xpf=l2) and 32 again with cluster=4 (cluster= goes after load=).
+  for (std::size_t i = 0; i < kRingXcTwins.size(); ++i) {
+    std::string n = out[kRingXcTwins[i]];
+    n.replace(n.find(",xprep=launch,"), 14, ",xprep=cluster,");
+    if (i == 2) n.insert(n.find(",load=bulk") + 10, ",cluster=4");
+    out.push_back(n);
+  }
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -395,9 +409,12 @@ Experiment q4_to_ceiling() {
                         "the ring's last round in pieces pays: grid=fill,xprep=launch,xpf=l2,load=bulk,tail=split,rows=8,pdl=on, with and "
                         "without row-split=2, is faster than its twin without tail=split at 17408x5120 and 5120x6144 (stated where the "
                         "H200's grid cuts the last round into pieces: 4 and 2; at the other two seed shapes the kernel is its twin's)"};
+  const Claim ring_cluster_pays{"ring-cluster-pays",
+                                "x prepared inside the ring's launch pays: grid=fill,xprep=cluster,load=bulk,rows=8,pdl=on (clusters of 8 with and "
+                                "without xpf=l2, of 4 with it; no prep kernel) is faster than its xprep=launch twin on the four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
-              pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays};
+              pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -542,6 +559,7 @@ Experiment q4_to_ceiling() {
         twins_pay(fill_block_pays, "xprep=block (for xprep=launch)", [](std::size_t i) { return kFillBlockTwins[i]; }, kFillBlock0, kFillBlockTwins.size());
         if ((s.m == 17408 && s.k == 5120) || (s.m == 5120 && s.k == 6144))
           twins_pay(tail_pays, "tail=split", [](std::size_t i) { return kTailTwins[i]; }, kTail0, kTailTwins.size());
+        twins_pay(ring_cluster_pays, "xprep=cluster (for xprep=launch)", [](std::size_t i) { return kRingXcTwins[i]; }, kRingXc0, kRingXcTwins.size());
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

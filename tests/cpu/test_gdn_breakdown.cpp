@@ -229,7 +229,9 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
            {[](gdn::FusedStepConfig& c) { c.merged_in = false; }, "stacked input projections"},
            {[](gdn::FusedStepConfig& c) { c.chain = false; }, "PDL chain"},
            {[](gdn::FusedStepConfig& c) { c.ba = "f32_gemv/impl=split-row,pdl=off"; }, "split-row,pdl=on's code"},
-           {[](gdn::FusedStepConfig& c) { c.stacked_kernel = gdn::kStackedRing; }, "takes its x prepared"}}) {
+           // the ring's xpf=l2 form (the ring itself takes its x prepared since 2026-12-05)
+           {[](gdn::FusedStepConfig& c) { c.stacked_kernel = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,pdl=on,rows=8"; },
+            "takes its x prepared"}}) {
     auto c = cand;
     mut(c);
     CAPTURE(why);

@@ -468,8 +468,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   }
   // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
   // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
-  // the two tail=split
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2);
+  // the two tail=split, the three grid=fill,xprep=cluster
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -780,8 +780,9 @@ TEST_CASE("map=packed grid=groups,load=bulk: one ring block per group with one s
 
 TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (the name less xpf=l2), with its model, layout and tolerance") {
   // last=l2 is registered with xpf=l2 only (rung 54; its twin in the ladder is rung 52, the name less last=l2), and
-  // so are row-split (its own case above), grid=fill,xprep=block (the xprep=block case below) and tail=split (its own case).
-  CHECK(check_twins(",xpf=l2", {",wpf=l2", ",last=l2", ",row-split=", "grid=fill,xprep=block", ",tail="}) == std::set<std::string>{
+  // so are row-split (its own case above), grid=fill,xprep=block (the xprep=block case below), tail=split (its own case)
+  // and the ring's xprep=cluster with cluster=4 (the xprep=cluster case).
+  CHECK(check_twins(",xpf=l2", {",wpf=l2", ",last=l2", ",row-split=", "grid=fill,xprep=block", ",tail=", ",cluster=4"}) == std::set<std::string>{
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=8",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=4",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,xpf=l2,pdl=on,rows=16",
@@ -791,6 +792,7 @@ TEST_CASE("map=packed xpf=l2: each such kernel is the twin of one without it (th
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=1,pdl=on,rows=8",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,pdl=on,rows=8",
                                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=regs,pdl=on,rows=8",
+                                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=cluster,xpf=l2,load=bulk,pdl=on,rows=8",
                                              });
   CHECK(check_twins(",last=l2", {}) == std::set<std::string>{
                                            "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,last=l2,pdl=on,rows=8"});
@@ -855,7 +857,11 @@ TEST_CASE("map=packed xprep=cluster: 8 threads' shares (amax4, q8_part) rebuild 
     CHECK(pk::float_bits(pk::q8_step(amax)) == pk::float_bits(want.d));
   }
   // The kernels: twins of xprep=launch of the same rows, with its layout, tolerance and bit-model.
-  CHECK(check_twins(",xprep=cluster,", {}, ",xprep=launch,") ==
+  // The ring's (grid=fill): twins of rung 32's ring, its cluster=4 form a twin of the cluster=8 one.
+  CHECK(check_twins(",xprep=cluster,", {",cluster=4"}, ",xprep=launch,") ==
         std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8",
-                              "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=4"});
+                              "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=4",
+                              "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=cluster,xpf=l2,load=bulk,pdl=on,rows=8",
+                              "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=cluster,load=bulk,pdl=on,rows=8"});
+  CHECK(check_twins(",cluster=4", {}) == std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=cluster,xpf=l2,load=bulk,cluster=4,pdl=on,rows=8"});
 }

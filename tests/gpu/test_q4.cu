@@ -164,17 +164,23 @@ TEST_CASE("grid=half,last=regs|l2, pre=1: their twin's bits and their model's wh
   }
 }
 
-TEST_CASE("row-split=2|4 and grid=fill,xprep=block: the twin's bits where blocks refill their stages, and past k = 8192 / 16384 (run as row-split=1)") {
+TEST_CASE("row-split=2|4, grid=fill,xprep=block and grid=fill,xprep=cluster: the twin's bits where blocks refill their stages, and past k = 8192 / 16384 (row-split run as 1)") {
   const std::string fill = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,",
                     half = "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,",
-                    block = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,";
+                    block = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,",
+                    cluster = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=cluster,";
   const std::vector<std::pair<std::string, std::string>> pairs{{fill + "pdl=on,rows=8", fill + "row-split=2,pdl=on,rows=8"},
                                                                {fill + "pdl=on,rows=8", fill + "row-split=4,pdl=on,rows=8"},
                                                                {half + "pdl=on,rows=8", half + "row-split=2,pdl=on,rows=8"},
                                                                {fill + "pdl=on,rows=8", block + "pdl=on,rows=8"},
-                                                               {fill + "pdl=on,rows=8", block + "row-split=2,pdl=on,rows=8"}};
+                                                               {fill + "pdl=on,rows=8", block + "row-split=2,pdl=on,rows=8"},
+                                                               {fill + "pdl=on,rows=8", cluster + "xpf=l2,load=bulk,pdl=on,rows=8"},
+                                                               {fill + "pdl=on,rows=8", cluster + "load=bulk,pdl=on,rows=8"},
+                                                               {fill + "pdl=on,rows=8", cluster + "xpf=l2,load=bulk,cluster=4,pdl=on,rows=8"}};
   // 17408x5120: 8 or 9 groups a block through 4 stages (grid=fill) or 2 (grid=half); 5000x6144 ragged; 17000x96
-  // one warp; 300x9216 (W = 9: row-split=4 runs as 1) and 300x20480 (W = 20: row-split=2 too).
+  // one warp (xprep=cluster: 3 of a cluster's members prepare a block of x each, the rest none); 300x9216 (W = 9:
+  // row-split=4 runs as 1; cluster=4 prepares in two rounds) and 300x20480 (W = 20: row-split=2 too); at m = 300
+  // xprep=cluster's grid holds padding blocks (38 groups, 40 blocks).
   for (const Shape s : std::vector<Shape>{{17408, 5120}, {5000, 6144}, {17000, 96}, {300, 9216}, {300, 20480}}) {
     const auto c = test::q4_generated(s, Dist::student_t, 17);
     CAPTURE(c.what);

@@ -526,6 +526,26 @@ packed_xl_rows_kernel(const std::uint8_t* __restrict__ packed, const float* __re
 constexpr int kXcCluster = 8;
 constexpr int kXcBlocks = kMaxWarps * 32 / kXcCluster;  // x blocks one member prepares, at most (k <= 32768)
 
+// x block b's prepared words by the 8 lanes `group` of a warp (sub = the lane's place among them; uniform
+// within the 8): xs_e[j], xs_o[j], xs_cd[j] as q8_prep's words, so xprep_kernel's bits (see above).
+__device__ __forceinline__ void xc_block(const float* __restrict__ x, int b, int sub, unsigned group, uint4* xs_e, uint4* xs_o, int2* xs_cd,
+                                         int j) {
+  const float4 v4 = __ldcg(reinterpret_cast<const float4*>(x) + std::size_t(b) * 8 + sub);  // columns 4 sub .. 4 sub + 3
+  const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+  float a = amax4(v);
+  for (int o = 1; o < 8; o *= 2) a = fmaxf(a, __shfl_xor_sync(group, a, o));  // = block_amax (a max is exact in any order)
+  Q8Part q8 = q8_part(v, sub, q8_inv(a));
+  q8.e |= __shfl_xor_sync(group, q8.e, 1);
+  q8.o |= __shfl_xor_sync(group, q8.o, 1);
+  for (int o = 1; o < 8; o *= 2) q8.sum += __shfl_xor_sync(group, q8.sum, o);  // integers: exact in any order
+  const int h = sub & 1;
+  if (h == 0) {
+    reinterpret_cast<std::uint32_t*>(&xs_e[j])[sub >> 1] = q8.e;
+    reinterpret_cast<std::uint32_t*>(&xs_o[j])[sub >> 1] = q8.o;
+  }
+  if (sub == 0) xs_cd[j] = make_int2(-8 * q8.sum, int(float_bits(q8_step(a))));
+}
+
 template <int R>
 __global__ void __launch_bounds__(kMaxWarps * 32)
 packed_xc_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
@@ -548,23 +568,8 @@ packed_xc_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
     const int rank = int(cluster.block_rank()), sub = tid & 7;
     const int mine = rank < nb ? (nb - rank + kXcCluster - 1) / kXcCluster : 0;  // blocks rank, rank + 8, ... below nb
     const unsigned group = 0xFFu << (lane & 24);                                     // the 8 lanes of one block
-    for (int j = tid >> 3; j < mine; j += int(blockDim.x) >> 3) {                    // uniform within the 8 lanes
-      const int b = rank + kXcCluster * j;
-      const float4 v4 = __ldcg(reinterpret_cast<const float4*>(x) + std::size_t(b) * 8 + sub);  // columns 4 sub .. 4 sub + 3
-      const float v[4] = {v4.x, v4.y, v4.z, v4.w};
-      float a = amax4(v);
-      for (int o = 1; o < 8; o *= 2) a = fmaxf(a, __shfl_xor_sync(group, a, o));  // = block_amax (a max is exact in any order)
-      Q8Part q8 = q8_part(v, sub, q8_inv(a));
-      q8.e |= __shfl_xor_sync(group, q8.e, 1);
-      q8.o |= __shfl_xor_sync(group, q8.o, 1);
-      for (int o = 1; o < 8; o *= 2) q8.sum += __shfl_xor_sync(group, q8.sum, o);  // integers: exact in any order
-      const int h = sub & 1;
-      if (h == 0) {
-        reinterpret_cast<std::uint32_t*>(&xs_e[j])[sub >> 1] = q8.e;
-        reinterpret_cast<std::uint32_t*>(&xs_o[j])[sub >> 1] = q8.o;
-      }
-      if (sub == 0) xs_cd[j] = make_int2(-8 * q8.sum, int(float_bits(q8_step(a))));
-    }
+    for (int j = tid >> 3; j < mine; j += int(blockDim.x) >> 3)  // uniform within the 8 lanes
+      xc_block(x, rank + kXcCluster * j, sub, group, xs_e, xs_o, xs_cd, j);
   }
   // Not .aligned: the barriers sit after branches that may leave a warp diverged.
   asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
@@ -888,8 +893,18 @@ __device__ __forceinline__ void cp_async_wait(int n) {
 // one a block (RingPlan::items, group_at): a piece's stage gets its rows' codes and its group's scales, 2 W bulk
 // copies on one mbarrier; the block computes and stores the piece's rows only (the others +0 in the butterfly,
 // which adds rows apart). Each stored row's arithmetic is the ring's: the same bits.
+// XC (xprep=cluster on the ring, XC = the cluster's blocks, 4 or 8; grid=fill, bulk): no prep kernel. After
+// griddepcontrol.wait member r of each cluster prepares the x blocks [r J, (r + 1) J), J = ceil(nb / XC), 8 threads
+// a block (xc_block: one coalesced float4 ld.cg a lane, xprep_kernel's words) into its shared memory; one cluster
+// barrier (release / acquire); thread b reads its block's words from member b / J over distributed shared memory
+// and arrives (release) at a second barrier, waited on just before the block exits, so no member's memory goes while
+// another reads it. With XPf thread 0 requests the member's J blocks of x into L2 (one TMA prefetch) before the
+// ring's first fills. The weights come by TMA (the async proxy), so the release of the first barrier waits for
+// none of them (grid=groups,xprep=cluster's did: its weights were in registers). The words are xprep_kernel's and
+// the rest is the ring's: y is bit for bit grid=fill,xprep=launch's. Padding blocks (grid rounded to whole
+// clusters) prepare and take no group.
 template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false,
-          int Split = 1, bool NoDots = false, bool Tail = false>
+          int Split = 1, bool NoDots = false, bool Tail = false, int XC = 0>
 __global__ void __launch_bounds__(Held ? kHeldMaxWarps * 32 : kMaxWarps * 32)
 packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int S) {
   static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
@@ -899,8 +914,22 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   static_assert(Split == 1 || ((Split == 2 || Split == 4) && R % Split == 0 && L == Load::bulk && !Held),
                 "row-split=2|4: load=bulk (a cp-async thread reads only what it copied), no last=regs");
   static_assert(!Tail || (L == Load::bulk && !Held && !L2pf), "tail=split: load=bulk (its pieces are bulk copies), no last=regs or last=l2");
+  static_assert(XC == 0 || ((XC == 4 || XC == 8) && L == Load::bulk && !XB && !Half && !Held && !L2pf && !Pre1 && Split == 1 && !NoDots && !Tail),
+                "xprep=cluster on the ring: clusters of 4 or 8, grid=fill, load=bulk, no other axis");
   constexpr int RS = R / Split;  // rows a thread takes of each group
   if constexpr (XB && XPf) prefetch_x_warp(x, int(threadIdx.x >> 5) * 32, k / ref::kQ4Block);  // xprep=launch: xprep_kernel prefetches
+  int xc_j = 0, xc_first = 0, xc_mine = 0;  // XC: J, the member's first x block, how many it prepares
+  if constexpr (XC > 0) {
+    xc_j = (k / ref::kQ4Block + XC - 1) / XC;
+    xc_first = int(cooperative_groups::this_cluster().block_rank()) * xc_j;
+    xc_mine = max(0, min(xc_j, k / ref::kQ4Block - xc_first));
+  }
+  if constexpr (XC > 0 && XPf) {
+    if (threadIdx.x == 0 && xc_mine > 0)
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(x + std::size_t(xc_first) * ref::kQ4Block),
+                   "r"(unsigned(xc_mine) * unsigned(ref::kQ4Block * sizeof(float)))
+                   : "memory");
+  }
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
   __shared__ __align__(8) std::uint64_t full[kRingMaxStages];  // bulk: one mbarrier per stage
@@ -1004,6 +1033,26 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   }
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
   if constexpr (NoDots) {
+  } else if constexpr (XC > 0) {
+    constexpr int kXs = (kMaxWarps * 32 + XC - 1) / XC;  // x blocks one member prepares, at most
+    __shared__ uint4 xs_e[kXs], xs_o[kXs];
+    __shared__ int2 xs_cd[kXs];
+    const int sub = tid & 7;
+    const unsigned group = 0xFFu << (lane & 24);  // the 8 lanes of one x block
+    for (int jj = tid >> 3; jj < xc_mine; jj += int(blockDim.x) >> 3)  // uniform within the 8 lanes
+      xc_block(x, xc_first + jj, sub, group, xs_e, xs_o, xs_cd, jj);
+    // Not .aligned: the barriers sit after branches that may leave a warp diverged.
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+    if (active) {
+      const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+      const unsigned owner = unsigned(b / xc_j);
+      const int jj = b - int(owner) * xc_j;
+      xe = *cluster.map_shared_rank(&xs_e[jj], owner), xo = *cluster.map_shared_rank(&xs_o[jj], owner);
+      const int2 c2 = *cluster.map_shared_rank(&xs_cd[jj], owner);
+      cd = make_uint4(std::uint32_t(c2.x), std::uint32_t(c2.y), 0, 0);
+    }
+    // Our reads of the others' memory are done (release orders them before the arrive).
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
   } else if constexpr (XB) {
     if (active) {  // = xprep_kernel<q8> for block b, kept in registers
       const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(b) * 8;
@@ -1078,6 +1127,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   }
   // cp-async: what is still committed at exit is empty (fills stop at mine); bulk: every issued
   // copy was waited for (fills stop at mine, each filled stage is consumed).
+  if constexpr (XC > 0) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");  // every member is done reading our memory
 }
 
 // ---- launching ----
@@ -1391,6 +1441,70 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
 
+// ---- grid=fill,xprep=cluster: the ring in clusters of C blocks, x prepared in the launch ----
+template <int R, bool XPf, int C>
+constexpr auto ring_xc_kernel = packed_ring_kernel<R, Load::bulk, false, false, XPf, false, false, false, 1, false, false, C>;
+template <int R, bool XPf, int C>
+void ring_xc_attributes() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    KLAB_CUDA(cudaFuncSetAttribute(ring_xc_kernel<R, XPf, C>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    KLAB_CUDA(cudaFuncSetAttribute(ring_xc_kernel<R, XPf, C>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  });
+}
+// The launch of `grid` blocks of W warps in clusters of C, with the PDL attribute when Pdl.
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[2]{};
+  ClusterLaunch(int grid, int W, std::size_t smem, int C, bool pdl, cudaStream_t stream) {
+    cfg.gridDim = dim3(unsigned(grid));
+    cfg.blockDim = dim3(unsigned(W * 32));
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = unsigned(C);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 2 : 1;
+  }
+};
+// Clusters of the ring's blocks of W warps the device holds at once (cudaOccupancyMaxActiveClusters): the
+// grid is that many whole clusters at most, so that no cluster waits for another to leave.
+template <int R, bool XPf, int C>
+int ring_xc_clusters(int W) {
+  static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
+  auto& c = cache[std::size_t(W)];
+  int n = c.load(std::memory_order_relaxed);
+  if (n == 0) {
+    ring_xc_attributes<R, XPf, C>();
+    const RingPlan plan{W, R, ring_stages(W, R)};
+    ClusterLaunch l(C, W, std::size_t(plan.S) * plan.stage_bytes(), C, false, nullptr);
+    KLAB_CUDA(cudaOccupancyMaxActiveClusters(&n, ring_xc_kernel<R, XPf, C>, &l.cfg));
+    if (n < 1) n = 1;
+    c.store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+template <int R, bool XPf, int C>
+int resident_warps_ring_xc() {
+  const int W = warps_for(5120);
+  return ring_xc_clusters<R, XPf, C>(W) * C * W / sm_count();
+}
+template <int R, bool Pdl, bool XPf, int C>
+void launch_ring_xc(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  const int W = warps_for(k);
+  const RingPlan plan{W, R, ring_stages(W, R)};
+  const long long groups = (static_cast<long long>(m) + R - 1) / R;
+  const int grid = int(std::min<long long>((groups + C - 1) / C * C, static_cast<long long>(ring_xc_clusters<R, XPf, C>(W)) * C));
+  ClusterLaunch l(grid, W, std::size_t(plan.S) * plan.stage_bytes(), C, Pdl, stream);
+  KLAB_CUDA(cudaLaunchKernelEx(&l.cfg, ring_xc_kernel<R, XPf, C>, packed, x, y, m, k, plan.S));
+  KLAB_CUDA_LAUNCH("packed_ring_kernel");
+}
+
 // ---- grid=half: the ring in half an SM (packed_ring.hpp, half_stages) ----
 template <int R, bool XB, bool XPf, bool Held = false, bool L2pf = false, bool Pre1 = false, int Split = 1>
 void half_attributes() {
@@ -1670,6 +1784,17 @@ Q4Kernel kernel_ring() {
   return kern;
 }
 
+// grid=fill,xprep=cluster,load=bulk (q8-dp4a): the ring in clusters of C, x prepared in the launch (cluster=4
+// named; 8 as grid=groups,xprep=cluster's).
+template <int R, bool Pdl, bool XPf, int C>
+Q4Kernel kernel_ring_xc() {
+  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", "cluster"}, {"load", load_name(Load::bulk)}};
+  if (C != 8) axes.emplace_back("cluster", std::to_string(C));
+  axes.emplace_back("pdl", Pdl ? "on" : "off");
+  axes.emplace_back("rows", std::to_string(R));
+  return q8_kernel<R>(with_xpf(axes, XPf, "xprep"), &launch_ring_xc<R, Pdl, XPf, C>, &resident_warps_ring_xc<R, XPf, C>);
+}
+
 // grid=groups,xprep=launch,load=bulk (q8-dp4a): one block per group, its weights by one TMA copy.
 template <int R, bool Pdl>
 Q4Kernel kernel_ring_groups() {
@@ -1920,6 +2045,21 @@ std::vector<Q4Kernel> packed_kernels() {
   // 16896x5120. Kept as negative results.
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 1, false, true>());
   v.push_back(kernel_ring<8, Load::bulk, true, true, false, 2, false, true>());
+  // grid=fill,xprep=cluster: rung 32's ring without its prep kernel, x prepared inside the launch, shared over
+  // clusters of 8 (or 4) blocks by distributed shared memory (packed_ring_kernel's XC). Why (2026-12-05,
+  // q4-prep-split on an H100, reports/h100/run-prep-ring): the ring's xprep=producer twin, its main kernel alone
+  // on x already prepared, takes 16.21 us at 17408x5120 against 18.48 with the prep launch (99.0% against 86.8%
+  // of that card's read ceiling), 7.31 against 9.37 at 6144x5120: the prep launch is what the ring loses. A
+  // prep inside the launch lost before in two forms: per thread (xprep=block: 128 bytes of x a thread through
+  // L2, every block all of x, ~5 MB of reads of the same 20 KB at the seed shapes) and per cluster in
+  // grid=groups (its first cluster barrier's fence waited for the weight loads held in registers). Here each
+  // member reads 1/C of x, coalesced, and the weights travel by TMA, which the fence does not wait for.
+  // Predicted: between the producer twin and rung 32 at every seed shape; on the H200 toward ~12.5 us at
+  // 17408x5120 (rung 32 14.1-14.3). xpf=l2's twin asks whether x's early L2 request matters; cluster=4
+  // whether the cluster size does (twice the x reads, half the cluster's co-scheduling constraint).
+  v.push_back(kernel_ring_xc<8, true, true, 8>());
+  v.push_back(kernel_ring_xc<8, true, false, 8>());
+  v.push_back(kernel_ring_xc<8, true, true, 4>());
   return v;
 }
 
