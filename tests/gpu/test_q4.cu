@@ -180,8 +180,9 @@ TEST_CASE("row-split=2|4, grid=fill,xprep=block and grid=fill,xprep=cluster: the
   // 17408x5120: 8 or 9 groups a block through 4 stages (grid=fill) or 2 (grid=half); 5000x6144 ragged; 17000x96
   // one warp (xprep=cluster: 3 of a cluster's members prepare a block of x each, the rest none); 300x9216 (W = 9:
   // row-split=4 runs as 1; cluster=4 prepares in two rounds) and 300x20480 (W = 20: row-split=2 too); at m = 300
-  // xprep=cluster's grid holds padding blocks (38 groups, 40 blocks).
-  for (const Shape s : std::vector<Shape>{{17408, 5120}, {5000, 6144}, {17000, 96}, {300, 9216}, {300, 20480}}) {
+  // xprep=cluster's grid holds padding blocks (38 groups, 40 blocks); 300x24576 (W = 24): two stages of 108 KB,
+  // one for cluster=4, whose 13 KB of static words leave a block less than two.
+  for (const Shape s : std::vector<Shape>{{17408, 5120}, {5000, 6144}, {17000, 96}, {300, 9216}, {300, 20480}, {300, 24576}}) {
     const auto c = test::q4_generated(s, Dist::student_t, 17);
     CAPTURE(c.what);
     for (const auto& [twin, name] : pairs)

@@ -1444,13 +1444,32 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
 // ---- grid=fill,xprep=cluster: the ring in clusters of C blocks, x prepared in the launch ----
 template <int R, bool XPf, int C>
 constexpr auto ring_xc_kernel = packed_ring_kernel<R, Load::bulk, false, false, XPf, false, false, false, 1, false, false, C>;
+// Its static shared memory (the members' prepared words, 5-10 KB) comes off what a block may opt into: returns
+// the dynamic shared memory a block may take (at most kRingMaxSmem).
 template <int R, bool XPf, int C>
-void ring_xc_attributes() {
+int ring_xc_attributes() {
   static std::once_flag once;
+  static int dynamic = 0;
   std::call_once(once, [] {
-    KLAB_CUDA(cudaFuncSetAttribute(ring_xc_kernel<R, XPf, C>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    int dev = 0, optin = 0;
+    KLAB_CUDA(cudaGetDevice(&dev));
+    KLAB_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    cudaFuncAttributes fa{};
+    KLAB_CUDA(cudaFuncGetAttributes(&fa, ring_xc_kernel<R, XPf, C>));
+    dynamic = std::min(kRingMaxSmem, optin - int(fa.sharedSizeBytes));
+    KLAB_CUDA(cudaFuncSetAttribute(ring_xc_kernel<R, XPf, C>, cudaFuncAttributeMaxDynamicSharedMemorySize, dynamic));
     KLAB_CUDA(cudaFuncSetAttribute(ring_xc_kernel<R, XPf, C>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
+  return dynamic;
+}
+// The ring's stages for W warps, fewer where they and the static words would not fit a block (near k = 24576 at
+// cluster=4): the same bits with any stage count.
+template <int R, bool XPf, int C>
+RingPlan ring_xc_plan(int W) {
+  RingPlan plan{W, R, ring_stages(W, R)};
+  const int dynamic = ring_xc_attributes<R, XPf, C>();
+  while (plan.S > 1 && plan.S * plan.stage_bytes() > dynamic) --plan.S;
+  return plan;
 }
 // The launch of `grid` blocks of W warps in clusters of C, with the PDL attribute when Pdl.
 struct ClusterLaunch {
@@ -1479,8 +1498,7 @@ int ring_xc_clusters(int W) {
   auto& c = cache[std::size_t(W)];
   int n = c.load(std::memory_order_relaxed);
   if (n == 0) {
-    ring_xc_attributes<R, XPf, C>();
-    const RingPlan plan{W, R, ring_stages(W, R)};
+    const RingPlan plan = ring_xc_plan<R, XPf, C>(W);
     ClusterLaunch l(C, W, std::size_t(plan.S) * plan.stage_bytes(), C, false, nullptr);
     KLAB_CUDA(cudaOccupancyMaxActiveClusters(&n, ring_xc_kernel<R, XPf, C>, &l.cfg));
     if (n < 1) n = 1;
@@ -1497,7 +1515,7 @@ template <int R, bool Pdl, bool XPf, int C>
 void launch_ring_xc(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k);
-  const RingPlan plan{W, R, ring_stages(W, R)};
+  const RingPlan plan = ring_xc_plan<R, XPf, C>(W);
   const long long groups = (static_cast<long long>(m) + R - 1) / R;
   const int grid = int(std::min<long long>((groups + C - 1) / C * C, static_cast<long long>(ring_xc_clusters<R, XPf, C>(W)) * C));
   ClusterLaunch l(grid, W, std::size_t(plan.S) * plan.stage_bytes(), C, Pdl, stream);
