@@ -106,6 +106,9 @@ const Claim kRows16InGraph{"rows16-in-graph",
 const Claim kOutSmemInGraph{"out-smem-in-graph",
                             "in the 48-layer graph, out_proj with its weights in shared memory pays: q4-fast-out-smem (the candidate with "
                             "out_proj on gdn::kSmemGroupsQ4, whose blocks leave room for in_prep_ba's) is faster per token than q4-fast"};
+const Claim kFoldRingInGraph{"fold-ring-in-graph",
+                             "in the 48-layer graph, the ring as the stacked main kernel pays: q4-fast-fold-ring (the candidate on "
+                             "gdn::kStackedRing, its x from in_prep_ba) is faster per token than q4-fast"};
 const Claim kWarpInGraph{"warp-prep-in-graph",
                          "in the 48-layer graph, prep blocks of one warp pay: q4-fast-warp (the base on gdn::kWarpQ4, whose prep blocks fit "
                          "beside out_proj's) is faster per token than q4-fast-ba-own"};
@@ -177,6 +180,7 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-rows16", [] { return gdn::candidate_twins().rows16; }, &kRows16InGraph, true, "q4-fast"},
       {"q4-fast-warp", [] { return gdn::candidate_twins().warp1; }, &kWarpInGraph, true, kBase},
       {"q4-fast-out-smem", [] { return gdn::candidate_twins().out_smem; }, &kOutSmemInGraph, true, "q4-fast"},
+      {"q4-fast-fold-ring", [] { return gdn::candidate_twins().fold_ring; }, &kFoldRingInGraph, true, "q4-fast"},
       {"q4-fast-fold-main-warp", [] { return gdn::candidate_twins().fold_main_warp1; }, &kFoldMainWarpInGraph, true, "q4-fast-fold-main"},
       {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
       {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},
@@ -366,7 +370,7 @@ void register_gdn_stack(Registry& r) {
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
       .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32U8InGraph, kF32FoldInGraph, kF32QkvzInGraph, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
                  kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
-                 kOutSmemInGraph},
+                 kOutSmemInGraph, kFoldRingInGraph},
       .run = run_stack,
   });
 }

@@ -245,6 +245,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.conv_rec,
       t.conv_ring,
       t.four,
+      t.fold_ring,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -367,6 +368,13 @@ CandidateTwins candidate_twins() {
   t.norm_last.recurrence = kRecNormLast;  // with out=prepared: its epilogue writes out_proj's q8 x
   t.pf_out.l2_prefetch = kernels::L2Prefetch::after;
   t.pf_out_early.l2_prefetch = kernels::L2Prefetch::before;
+  // fold_ring. Why (q4-prep-split on an H100, reports/h100/run-prep-ring, 2026-12-05): the ring's main kernel alone on
+  // x already prepared takes 16.21 us at 17408x5120 against 17.46 for rung 10's (the candidate's stacked kernel's),
+  // and the candidate's stacked launch already runs its main kernel on in_prep_ba's x (fold=ba). The ring twin of
+  // 2026-12-01 (t.ring) ran the ring with its own prep launch. Predicted: ~1 us a layer less in gdn-step-fused; in
+  // the graph the ring's blocks fill the SMs' shared memory until they leave (the ring twin lost there).
+  t.fold_ring = candidate_of(t.ba_own);
+  t.fold_ring.stacked_kernel = kStackedRing;
   return t;
 }
 

@@ -156,6 +156,7 @@ struct CandidateTwins {
   FusedStepConfig conv_rec;      // the candidate on kRecConv: conv, q/k norm and beta/g in the recurrence, five launches a layer
   FusedStepConfig conv_ring;     // the candidate on kRecConvRing: conv_rec with the history a ring (the gated norm shifts nothing)
   FusedStepConfig four;          // the candidate on kRecFour: conv_ring with the gated norm by the last blocks, four launches a layer
+  FusedStepConfig fold_ring;     // the candidate with its stacked launch's main kernel the ring's (kStackedRing, on in_prep_ba's x)
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
