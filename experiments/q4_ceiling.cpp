@@ -191,7 +191,8 @@ constexpr std::array<std::size_t, 2> kTailTwins{32, 58};
 // of 8 blocks (xpf=l2, and without it) or 4 (xpf=l2) by distributed shared memory; the same bits. Why (q4-prep-split
 // on an H100, 2026-12-05, reports/h100/run-prep-ring): the ring's main kernel alone, on x already prepared, takes
 // 16.21 us at 17408x5120 against 18.48 with its prep launch: the prep launch is what rung 32 loses. Predicted:
-// between that producer twin and rung 32 at every seed shape; on the H200 toward ~12.5 us at 17408x5120.
+// between that producer twin and rung 32 at every seed shape; on the H200 toward ~12.5 us at 17408x5120. Measured
+// on an H100 (reports/h100/run-ring-xc, the rungs alone with 11 and 32): x0.75..x0.85 of their twins, the same bits.
 constexpr std::size_t kRingXc0 = 65;
 constexpr std::array<std::size_t, 3> kRingXcTwins{32, 11, 32};
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.

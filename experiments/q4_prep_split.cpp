@@ -19,7 +19,9 @@
 // The ring's pair (added 2026-12-05, not yet run when written): at 17408x5120 the ring (rung 32, 14.3 us
 // in reports/h200/run-f55aa56) spends ~2.9 us over its loads alone (klab probe-ring: 11.45 us). Predicted:
 // its producer twin about 1.5-2 us faster there (~12.5 us, 88% of the read ceiling), as rung 10's
-// (14.98 -> 13.16); what is left over the probe is the ring's consumption.
+// (14.98 -> 13.16); what is left over the probe is the ring's consumption. Measured on an H100 (reports/h100/
+// run-prep-ring): 18.48 -> 16.21 us at 17408x5120 (99.0% of that card's read ceiling), 12.81 -> 10.46, 9.37 -> 7.31,
+// 9.25 -> 7.14; producer-goal held there (the best twin at every shape); the H200's reading is owed.
 #include <algorithm>
 
 #include "common.hpp"

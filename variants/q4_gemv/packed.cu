@@ -2075,6 +2075,12 @@ std::vector<Q4Kernel> packed_kernels() {
   // Predicted: between the producer twin and rung 32 at every seed shape; on the H200 toward ~12.5 us at
   // 17408x5120 (rung 32 14.1-14.3). xpf=l2's twin asks whether x's early L2 request matters; cluster=4
   // whether the cluster size does (twice the x reads, half the cluster's co-scheduling constraint).
+  // Measured on an H100 only (reports/h100/run-ring-xc, 2026-12-05, stream, cold; 17408x5120 / 10240x5120 / 6144x5120 /
+  // 5120x6144): 23.9 / 16.4 / 12.1 / 12.4 us (clusters of 8, xpf=l2), 24.1 / 16.3 / 12.1 / 12.2 (no prefetch), 21.5 / 15.9
+  // / 12.0 / 12.4 (clusters of 4) against the ring's 18.4 / 12.7 / 9.3 / 9.2: x0.75..x0.85, the ring's bits. The
+  // prediction missed: a launch of clusters lasts far longer (38 against 24 us first block to last at 17408x5120),
+  // its clusters entering only where C slots of a GPC are free at once, every member waiting at the first cluster
+  // barrier for the slowest one's x. Kept as negative results (rungs 65-67).
   v.push_back(kernel_ring_xc<8, true, true, 8>());
   v.push_back(kernel_ring_xc<8, true, false, 8>());
   v.push_back(kernel_ring_xc<8, true, true, 4>());
