@@ -7,12 +7,15 @@
 #include <boost/program_options.hpp>
 #include <cuda_profiler_api.h>
 
+#include <algorithm>
 #include <iostream>
+#include <limits>
 
 #include "common.hpp"
 #include "klab/cuda.hpp"
 #include "klab/device.hpp"
 #include "klab/timing.hpp"
+#include "gdn_recurrence/kernels.hpp"
 #include "q4_gemv/packed_kernels.hpp"
 
 namespace po = boost::program_options;
@@ -120,6 +123,156 @@ int probe_ring_command(const std::vector<std::string>& args, int, char**) {
            {"launches", t.launches}, {"ring_read_us", us}, {"ring_read_us_p10", t.summary.p10 * 1e3},
            {"ring_read_us_p90", t.summary.p90 * 1e3}, {"ring_read_gbps", double(bytes) / (us * 1e3)}, {"read_us", read.us},
            {"read_gbps", read.gbps}, {"read_pdl", read.pdl}, {"clock_mhz", t.clock_mhz_median}};
+  }
+  cudaStreamDestroy(s);
+  std::cout << out.dump() << std::endl;
+  return 0;
+}
+
+const char* const kProbeRecUsage =
+    "klab probe-rec [--cols 32] [--rows 8] [--batch 1] [--launches 64] [--copies N] [--device N]  (the recurrence's pdl=ahead kernel "
+    "with in-kernel timer stamps, stream mode)";
+
+namespace {
+double median_of(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
+nlohmann::json stamp_reading(const std::vector<unsigned long long>& stamps, int launches, int blocks, int points, int skip) {
+  require(launches > 0 && blocks > 0 && points >= 8, "stamp_reading: launches, blocks > 0 and the kernel's 8 points");
+  require(stamps.size() == std::size_t(launches) * std::size_t(blocks) * std::size_t(points), "stamp_reading: launches x blocks x points stamps");
+  require(skip >= 1 && skip < launches, "stamp_reading: skip in [1, launches)");
+  auto at = [&](int n, int b, int i) { return stamps[(std::size_t(n) * blocks + std::size_t(b)) * points + std::size_t(i)]; };
+  struct Launch {
+    double entry = 0, release_first = 0, release_last = 0, exit_last = 0;
+  };
+  std::vector<Launch> ls(static_cast<std::size_t>(launches));
+  unsigned long long resolution = std::numeric_limits<unsigned long long>::max();
+  std::vector<std::vector<double>> phase(std::size_t(points - 1));
+  int missing = 0;
+  for (int n = 0; n < launches; ++n) {
+    Launch& l = ls[std::size_t(n)];
+    l.entry = l.release_first = std::numeric_limits<double>::infinity();
+    l.release_last = l.exit_last = -std::numeric_limits<double>::infinity();
+    for (int b = 0; b < blocks; ++b) {
+      bool whole = true;
+      for (int i = 0; i < points; ++i) whole = whole && at(n, b, i) != 0;
+      if (!whole) {
+        ++missing;
+        continue;
+      }
+      l.entry = std::min(l.entry, double(at(n, b, 0)));
+      l.release_first = std::min(l.release_first, double(at(n, b, 2)));
+      l.release_last = std::max(l.release_last, double(at(n, b, 2)));
+      l.exit_last = std::max(l.exit_last, double(at(n, b, points - 1)));
+      for (int i = 0; i + 1 < points; ++i) {
+        const unsigned long long t0 = at(n, b, i), t1 = at(n, b, i + 1);
+        if (t1 > t0) resolution = std::min(resolution, t1 - t0);
+        if (n >= skip) phase[std::size_t(i)].push_back(double(t1) - double(t0));
+      }
+    }
+  }
+  require(missing == 0, "stamp_reading: " + std::to_string(missing) + " block(s) without every stamp (a launch the kernels did not reach?)");
+  std::vector<double> period, hop, after, release_spread;
+  for (int n = skip; n < launches; ++n) {
+    const Launch &l = ls[std::size_t(n)], &p = ls[std::size_t(n - 1)];
+    period.push_back(l.exit_last - p.exit_last);
+    hop.push_back(l.release_first - p.exit_last);
+    after.push_back(l.exit_last - l.release_first);
+    release_spread.push_back(l.release_last - l.release_first);
+  }
+  static const char* const names[] = {"request_s", "wait", "inputs_pass1", "barrier1", "kv_pass2_stores", "barrier2", "o_exit"};
+  nlohmann::json phases = nlohmann::json::object();
+  for (int i = 0; i + 1 < points && i < 7; ++i) phases[names[i]] = median_of(phase[std::size_t(i)]);
+  std::vector<double> ahead;  // how long before the previous launch's last exit this launch's first block entered
+  for (int n = skip; n < launches; ++n) ahead.push_back(ls[std::size_t(n - 1)].exit_last - ls[std::size_t(n)].entry);
+  return {{"launches_read", launches - skip},
+          {"period_ns", median_of(period)},
+          {"hop_ns", median_of(hop)},
+          {"after_release_ns", median_of(after)},
+          {"release_spread_ns", median_of(release_spread)},
+          {"entry_ahead_ns", median_of(ahead)},
+          {"block_phase_ns", phases},
+          {"timer_step_ns", resolution == std::numeric_limits<unsigned long long>::max() ? nlohmann::json(nullptr) : nlohmann::json(resolution)}};
+}
+
+// The pdl=ahead kernel at the Qwen3.5-27B heads (nk 16, nv 48, dk = dv = 128) over `copies` state copies (at least the
+// contract's 2 + the launches the device holds at once, and at least the race's cold-rotation count), q, k, v, g and
+// beta shared; `launches` launches back to back in one graph, run three times (stamps read after the last).
+int probe_rec_command(const std::vector<std::string>& args, int, char**) {
+  int cols = 32, rows = 8, batch = 1, launches = 64, copies = 0, device = 0;
+  po::options_description d(kProbeRecUsage);
+  d.add_options()("cols", po::value<int>(&cols), "columns a block (32, 16 or 8)")("rows", po::value<int>(&rows), "float4 rows of S a thread (8, 4 or 16)")
+    ("batch", po::value<int>(&batch), "sequences (default 1)")("launches", po::value<int>(&launches), "launches in the graph (default 64)")
+    ("copies", po::value<int>(&copies), "state copies rotated (default: enough to read S cold, at least the contract's)")
+    ("device", po::value<int>(&device), "CUDA device index")("help,h", "this help");
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(d).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << d;
+    return 0;
+  }
+  const gdn_recurrence::StampLauncher sl = gdn_recurrence::stamp_launcher(cols, rows);
+  require(sl.launch != nullptr, "--cols " + std::to_string(cols) + " --rows " + std::to_string(rows) +
+                                    ": no pdl=ahead kernel of that shape (32x8, 16x8, 16x4, 8x4, 32x16)");
+  require(batch >= 1 && batch <= 256, "--batch must be in [1, 256]");
+  require(launches >= 8 && launches <= 4096, "--launches must be in [8, 4096]");
+  require(copies >= 0, "--copies must not be negative");
+  constexpr int nk = 16, nv = 48, dk = 128, dv = 128;
+  gdn_recurrence::RecurrenceArgs a = gdn_recurrence::dense_args(nk, nv, dk, dv, batch);
+  if (auto why = sl.can_implement(a); !why.empty()) throw Error("probe-rec: " + why);
+  const DeviceInfo dev = select_device(device);
+  cudaStream_t s = nullptr;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  nlohmann::json out;
+  {
+    Timer timer(dev, s);
+    const std::size_t s_floats = std::size_t(batch) * nv * dk * dv;
+    // The contract (kernels_fused.cu, pdl=ahead): the registered kernel's, 2 + the launches the device holds at once.
+    const auto& kern = gdn_recurrence::recurrence_kernel("gdn_recurrence/impl=fused,cols=" + std::to_string(cols) + ",rows=" + std::to_string(rows) +
+                                                         ",pdl=ahead");
+    const int contract = 2 + int(kern.resident_launches(a));
+    const int cold = timer.copies_for(double(s_floats * sizeof(float)));
+    const int n_copies = std::max({copies, contract, cold});
+    std::vector<float> host(std::size_t(batch) * std::size_t(std::max(nk * dk, nv * dv)));
+    std::uint32_t r = 12345;
+    for (float& f : host) f = float(int((r = r * 1664525u + 1013904223u) >> 9) % 2001 - 1000) * 1e-3f;
+    DeviceBuffer<float> q = DeviceBuffer<float>::from(host), k = DeviceBuffer<float>::from(host), v = DeviceBuffer<float>::from(host);
+    DeviceBuffer<float> g{std::size_t(batch) * nv}, beta{std::size_t(batch) * nv}, o{std::size_t(batch) * nv * dv};
+    KLAB_CUDA(cudaMemsetAsync(g.get(), 0, g.size() * sizeof(float), s));        // exp(0) = 1: no decay
+    KLAB_CUDA(cudaMemsetAsync(beta.get(), 0, beta.size() * sizeof(float), s));  // beta 0: S unchanged, every launch alike
+    DeviceBuffer<float> S{s_floats * std::size_t(n_copies)};
+    KLAB_CUDA(cudaMemsetAsync(S.get(), 0, S.size() * sizeof(float), s));
+    a.q = q.get(), a.k = k.get(), a.v = v.get(), a.g = g.get(), a.beta = beta.get(), a.o = o.get();
+    const int blocks = nv * ((dv + cols - 1) / cols) * batch, points = gdn_recurrence::stamp_points();
+    DeviceBuffer<unsigned long long> stamps{std::size_t(launches) * std::size_t(blocks) * std::size_t(points)};
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    KLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int n = 0; n < launches; ++n) {
+      gdn_recurrence::RecurrenceArgs an = a;
+      an.S = S.get() + s_floats * std::size_t(n % n_copies);
+      sl.launch(an, s);
+    }
+    KLAB_CUDA(cudaStreamEndCapture(s, &graph));
+    KLAB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int rep = 0; rep < 3; ++rep) {
+      KLAB_CUDA(cudaMemsetAsync(stamps.get(), 0, stamps.size() * sizeof(unsigned long long), s));
+      gdn_recurrence::stamp_begin(stamps.get(), launches, s);
+      KLAB_CUDA(cudaGraphLaunch(exec, s));
+      KLAB_CUDA(cudaStreamSynchronize(s));
+    }
+    const auto host_stamps = stamps.download();
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    out = {{"probe", "rec-stamps"}, {"device", dev.name}, {"cols", cols}, {"rows", rows}, {"batch", batch}, {"blocks", blocks},
+           {"launches", launches}, {"copies", n_copies}};
+    out.update(stamp_reading(host_stamps, launches, blocks, points, 4));
   }
   cudaStreamDestroy(s);
   std::cout << out.dump() << std::endl;

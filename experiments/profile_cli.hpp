@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "klab/registry.hpp"
 
 namespace klab::experiments {
@@ -14,4 +16,15 @@ int profile_one_command(const Registry& reg, const std::vector<std::string>& arg
 // what bounds the ring at 17408x5120 (docs/DEVICE-RUNBOOK.md).
 extern const char* const kProbeRingUsage;
 int probe_ring_command(const std::vector<std::string>& args, int argc, char** argv);
+// `klab probe-rec`: the recurrence's pdl=ahead kernel with in-kernel %globaltimer stamps (gdn_recurrence's stamp
+// probe), launches back to back in a graph over rotating state copies: one JSON line saying where a launch's period
+// goes (the hop from the last block of the launch before to the first release from the wait, then each phase after
+// it). Not a variant and not a report: a probe for issue 14's batch-1 question (docs/DEVICE-RUNBOOK.md).
+extern const char* const kProbeRecUsage;
+int probe_rec_command(const std::vector<std::string>& args, int argc, char** argv);
+// The probe's reading of stamps (launches x blocks x points, ns; 0 = not written): per launch the first entry, the
+// first and last release from the wait and the last exit; the medians over launches from `skip` on of the period,
+// the hop and the span after the first release, and of each phase i -> i+1 over blocks; the smallest positive step
+// seen between two stamps of a block (the timer's resolution, at most). Host-only, so the cpu suite checks it.
+nlohmann::json stamp_reading(const std::vector<unsigned long long>& stamps, int launches, int blocks, int points, int skip);
 }  // namespace klab::experiments

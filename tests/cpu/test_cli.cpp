@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "cli_util.hpp"
+#include "profile_cli.hpp"
 #include "klab/device.hpp"
+#include "klab/error.hpp"
 #include "klab/report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -235,4 +237,72 @@ TEST_CASE("klab probe-ring refuses bad options and a missing device by name, exi
   CHECK(r.code == 2);
   CHECK(r.out.find("no CUDA device") != std::string::npos);
   CHECK(r.out.find("ring_read_us") == std::string::npos);
+}
+
+TEST_CASE("klab probe-rec refuses bad options and a missing device by name, exit 2, and prints no measurement") {
+  struct Case {
+    std::string args, says;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"probe-rec --cols 64 --rows 8", "no pdl=ahead kernel of that shape"},
+           {"probe-rec --rows 2", "no pdl=ahead kernel of that shape"},
+           {"probe-rec --batch 0", "--batch must be in [1, 256]"},
+           {"probe-rec --launches 4", "--launches must be in [8, 4096]"},
+           {"probe-rec --copies -1", "--copies must not be negative"},
+           {"probe-rec --bogus", "--bogus"},
+       }) {
+    CAPTURE(c.args);
+    const auto r = klab_cli(c.args);
+    CAPTURE(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find(c.says) != std::string::npos);
+    CHECK(r.out.find("period_ns") == std::string::npos);
+  }
+  CHECK(klab_cli("probe-rec --help").code == 0);
+  CHECK(klab_cli("--help").out.find("klab probe-rec") != std::string::npos);
+  if (klab::has_device()) return;  // the no-device path only; the device runs it for real (docs/DEVICE-RUNBOOK.md)
+  const auto r = klab_cli("probe-rec");
+  CHECK(r.code == 2);
+  CHECK(r.out.find("no CUDA device") != std::string::npos);
+  CHECK(r.out.find("period_ns") == std::string::npos);
+}
+
+TEST_CASE("probe-rec's reading of the stamps: period, hop, span after the release and each phase, from launches built to known gaps") {
+  // Launch n's first block is released 300 ns after launch n-1's last exit, the second 50 ns later; each block's
+  // phases take 10 (request S), 390 (wait), 100, 50, 100, 10 and 40 ns: the last exit is 350 ns after the first
+  // release, so a launch ends every 650 ns.
+  constexpr int L = 7, B = 2, P = 8;
+  std::vector<unsigned long long> st(std::size_t(L) * B * P);
+  const unsigned long long steps[] = {10, 390, 100, 50, 100, 10, 40};
+  unsigned long long prev_exit = 100000;
+  for (int n = 0; n < L; ++n) {
+    unsigned long long last = 0;
+    for (int b = 0; b < B; ++b) {
+      const unsigned long long release = prev_exit + 300 + 50ull * b;
+      unsigned long long t = release - 400;  // entry: request_s + wait before the release
+      for (int i = 0; i < P; ++i) {
+        st[(std::size_t(n) * B + b) * P + i] = t;
+        if (i < P - 1) t += steps[i];
+      }
+      last = std::max(last, st[(std::size_t(n) * B + b) * P + P - 1]);
+    }
+    prev_exit = last;
+  }
+  const auto j = klab::experiments::stamp_reading(st, L, B, P, 2);
+  CHECK(j.at("launches_read") == 5);
+  CHECK(j.at("period_ns").get<double>() == doctest::Approx(650));
+  CHECK(j.at("hop_ns").get<double>() == doctest::Approx(300));
+  CHECK(j.at("after_release_ns").get<double>() == doctest::Approx(350));
+  CHECK(j.at("release_spread_ns").get<double>() == doctest::Approx(50));
+  CHECK(j.at("entry_ahead_ns").get<double>() == doctest::Approx(100));  // entry 400 before a release 300 after the exit
+  CHECK(j.at("block_phase_ns").at("wait").get<double>() == doctest::Approx(390));
+  CHECK(j.at("block_phase_ns").at("kv_pass2_stores").get<double>() == doctest::Approx(100));
+  CHECK(j.at("block_phase_ns").at("o_exit").get<double>() == doctest::Approx(40));
+  CHECK(j.at("timer_step_ns") == 10);
+  // A block some launch never stamped is refused, naming it; so are shapes that do not add up.
+  auto holed = st;
+  holed[(std::size_t(3) * B + 1) * P + 5] = 0;
+  CHECK_THROWS_WITH_AS(klab::experiments::stamp_reading(holed, L, B, P, 2), doctest::Contains("without every stamp"), klab::Error);
+  CHECK_THROWS_WITH_AS(klab::experiments::stamp_reading(st, L, B + 1, P, 2), doctest::Contains("launches x blocks x points"), klab::Error);
+  CHECK_THROWS_WITH_AS(klab::experiments::stamp_reading(st, L, B, P, 0), doctest::Contains("skip"), klab::Error);
 }

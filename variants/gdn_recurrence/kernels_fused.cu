@@ -364,9 +364,50 @@ constexpr std::size_t conv_prep_floats(int dk, int C) { return std::size_t(2 * d
 // reduction, so the kernel fits 64 registers (fused_sm_kernel's bound: 8 blocks of 128 threads an SM
 // at cols=32, rows=8, against 4 of the register form at 126), and 8 x 16 KB of S are in flight an SM,
 // not 4 x 16 KB. Each thread reads only what it copied itself (cp.async.wait_all, no barrier).
+// Stamp (the stamp probe, `klab probe-rec`; pdl=ahead only): thread 0 of each block reads %globaltimer at
+// kStampPoints points of its path into g_stamps[(launch * blocks + block) * kStampPoints + i], launch = the block's
+// ticket (taken at entry, before the dependents are let go: every block of launch N takes its ticket before any of
+// N + 1) over the grid's blocks; launches past g_stamp_launches write nothing. Not a variant: the stamps' stores
+// and the ticket's atomic are on the path they measure.
+//   0 entry; 1 S requested, dependents let go, before griddepcontrol.wait; 2 after the wait; 3 pass 1 done (S and
+//   the inputs arrived, the kv partial in shared memory); 4 after the first barrier; 5 pass 2 done (S stored);
+//   6 after the second barrier; 7 o stored, at exit.
+constexpr int kStampPoints = 8;
+__device__ unsigned long long* g_stamps;
+__device__ unsigned g_stamp_ticket;
+__device__ int g_stamp_launches;
+template <bool Stamp>
+struct Stamper {
+  unsigned long long* row = nullptr;
+  __device__ void start() {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0) {
+        const unsigned long long t = now();
+        const unsigned blocks = gridDim.x * gridDim.y, ticket = atomicAdd(&g_stamp_ticket, 1u);
+        const unsigned launch = ticket / blocks, block = blockIdx.y * gridDim.x + blockIdx.x;
+        if (int(launch) < g_stamp_launches) row = g_stamps + (std::size_t(launch) * blocks + block) * kStampPoints;
+        if (row) row[0] = t;
+      }
+    }
+  }
+  __device__ void at(int i) {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0 && row) row[i] = now();
+    }
+  }
+  __device__ static unsigned long long now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+    return t;
+  }
+};
+
 template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false, bool Ring = false,
-          bool Sm = false, bool Ahead = false>
+          bool Sm = false, bool Ahead = false, bool Stamp = false>
 __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
+  static_assert(!Stamp || Ahead, "the stamp probe instruments pdl=ahead");
+  Stamper<Stamp> stamp;
+  stamp.start();
   static_assert(!(Ahead && (Early || Norm || Bf16 || Cs || Last || Conv)), "pdl=ahead: the plain f32 kernel, pdl=on's loads with pdl=early's trigger");
   static_assert(C >= 4 && C <= 128 && (C & (C - 1)) == 0, "cols: a power of two from 4 to 128 (C/4 column quads divide a warp)");
   static_assert(R >= 1 && R <= 16, "rows: 1 to 16 float4 of S a thread (registers)");
@@ -434,7 +475,9 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
     prefetch_qk(a, b, h, w, lane, nv, nk, dk);
     if (threadIdx.x == 0) prefetch_l2(a.g + b * a.gb_stride + h), prefetch_l2(a.beta + b * a.gb_stride + h);
   }
+  stamp.at(1);
   if constexpr (!Early) asm volatile("griddepcontrol.wait;" ::: "memory");
+  stamp.at(2);
 
   const int kh = h / (nv / nk);  // key head of value head h
   const float* qh = a.q + b * a.q_stride + static_cast<std::int64_t>(kh) * dk;
@@ -523,7 +566,9 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
   }
   p = row_slot_sum<Q>(p);
   if (rs == 0) red[w * Q + cq] = p;
+  stamp.at(3);
   __syncthreads();
+  stamp.at(4);
   // kv = the warps' partials in warp order; t = (v - kv) beta
   float4 kv = red[cq];
   for (int ww = 1; ww < W; ++ww) kv = f4_add(kv, red[ww * Q + cq]);
@@ -553,7 +598,9 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
   p = row_slot_sum<Q>(p);
   float4* red_o = red + W * Q;
   if (rs == 0) red_o[w * Q + cq] = p;
+  stamp.at(5);
   __syncthreads();
+  stamp.at(6);
   // Every S store of this block is done: dependents may start (they read only their own state first).
   if constexpr (!Early && !Ahead) asm volatile("griddepcontrol.launch_dependents;");
   if constexpr (Last) {
@@ -579,6 +626,7 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
     for (int ww = 1; ww < W; ++ww) o = f4_add(o, red_o[ww * Q + cq]);
     *reinterpret_cast<float4*>(a.o + b * a.o_stride + static_cast<std::int64_t>(h) * dv + c0) = o;
   }
+  stamp.at(7);
 }
 
 template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false, bool Ring = false>
@@ -593,10 +641,10 @@ __global__ void __launch_bounds__(512, 2) fused_sm_kernel(RecurrenceArgs a) {
   fused_body<C, R, Early, false, false, false, false, false, false, true, Ahead>(a);
 }
 
-// pdl=ahead, S in registers: fused_kernel's bound.
-template <int C, int R>
+// pdl=ahead, S in registers: fused_kernel's bound. Stamp: the stamp probe's instance (probe_rec).
+template <int C, int R, bool Stamp = false>
 __global__ void __launch_bounds__(max_threads(R)) fused_ahead_kernel(RecurrenceArgs a) {
-  fused_body<C, R, false, false, false, false, false, false, false, false, true>(a);
+  fused_body<C, R, false, false, false, false, false, false, false, false, true, Stamp>(a);
 }
 
 template <int C, int R>
@@ -775,7 +823,31 @@ RecurrenceKernel fused() {
   return k;
 }
 
+template <int C, int R>
+void launch_stamped(const RecurrenceArgs& a, cudaStream_t s) {
+  const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
+  const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+  launch_maybe_pdl(true, fused_ahead_kernel<C, R, true>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem, s, a);
+}
 }  // namespace
+
+// ---- the stamp probe (kernels.hpp) ----
+int stamp_points() { return kStampPoints; }
+StampLauncher stamp_launcher(int cols, int rows) {
+  // The registered pdl=ahead shapes (stage=smem aside).
+  if (cols == 32 && rows == 8) return {launch_stamped<32, 8>, can<32, 8>};
+  if (cols == 16 && rows == 8) return {launch_stamped<16, 8>, can<16, 8>};
+  if (cols == 16 && rows == 4) return {launch_stamped<16, 4>, can<16, 4>};
+  if (cols == 8 && rows == 4) return {launch_stamped<8, 4>, can<8, 4>};
+  if (cols == 32 && rows == 16) return {launch_stamped<32, 16>, can<32, 16>};
+  return {};
+}
+void stamp_begin(unsigned long long* buf, int launches, cudaStream_t s) {
+  const unsigned zero = 0;
+  KLAB_CUDA(cudaMemcpyToSymbolAsync(g_stamps, &buf, sizeof buf, 0, cudaMemcpyHostToDevice, s));
+  KLAB_CUDA(cudaMemcpyToSymbolAsync(g_stamp_launches, &launches, sizeof launches, 0, cudaMemcpyHostToDevice, s));
+  KLAB_CUDA(cudaMemcpyToSymbolAsync(g_stamp_ticket, &zero, sizeof zero, 0, cudaMemcpyHostToDevice, s));
+}
 
 // At dk = dv = 128 and batch 1: blocks (threads) 384 (128) for cols=16, 192 (256 or 128) for
 // cols=32, 96 (256) for cols=64: the last leaves 36 of 132 SMs idle at batch 1 (kept: it may win
