@@ -200,15 +200,16 @@ nlohmann::json stamp_reading(const std::vector<unsigned long long>& stamps, int 
           {"timer_step_ns", resolution == std::numeric_limits<unsigned long long>::max() ? nlohmann::json(nullptr) : nlohmann::json(resolution)}};
 }
 
-// The pdl=ahead kernel at the Qwen3.5-27B heads (nk 16, nv 48, dk = dv = 128) over `copies` state copies (at least the
-// contract's 2 + the launches the device holds at once, and at least the race's cold-rotation count), q, k, v, g and
-// beta shared; `launches` launches back to back in one graph, run three times (stamps read after the last).
+// The pdl=ahead kernel at the Qwen3.5-27B heads (nk 16, nv 48, dk = dv = 128), every launch on a state copy of its own
+// (at least `copies`, the contract's 2 + the launches the device holds at once and the race's cold-rotation count),
+// q, k, v, g and beta shared (g = beta = 0: every launch alike); `launches` launches back to back in one graph, run
+// three times (stamps read after the last).
 int probe_rec_command(const std::vector<std::string>& args, int, char**) {
   int cols = 32, rows = 8, batch = 1, launches = 64, copies = 0, device = 0;
   po::options_description d(kProbeRecUsage);
   d.add_options()("cols", po::value<int>(&cols), "columns a block (32, 16 or 8)")("rows", po::value<int>(&rows), "float4 rows of S a thread (8, 4 or 16)")
     ("batch", po::value<int>(&batch), "sequences (default 1)")("launches", po::value<int>(&launches), "launches in the graph (default 64)")
-    ("copies", po::value<int>(&copies), "state copies rotated (default: enough to read S cold, at least the contract's)")
+    ("copies", po::value<int>(&copies), "state copies rotated (default and at least: one a launch)")
     ("device", po::value<int>(&device), "CUDA device index")("help,h", "this help");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(d).run(), vm);
@@ -238,7 +239,8 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
                                                          ",pdl=ahead");
     const int contract = 2 + int(kern.resident_launches(a));
     const int cold = timer.copies_for(double(s_floats * sizeof(float)));
-    const int n_copies = std::max({copies, contract, cold});
+    // Every launch its own copy: the stamps name a launch by it (kernels_fused.cu, Stamper).
+    const int n_copies = std::max({copies, contract, cold, launches});
     std::vector<float> host(std::size_t(batch) * std::size_t(std::max(nk * dk, nv * dv)));
     std::uint32_t r = 12345;
     for (float& f : host) f = float(int((r = r * 1664525u + 1013904223u) >> 9) % 2001 - 1000) * 1e-3f;
@@ -263,7 +265,7 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
     KLAB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     for (int rep = 0; rep < 3; ++rep) {
       KLAB_CUDA(cudaMemsetAsync(stamps.get(), 0, stamps.size() * sizeof(unsigned long long), s));
-      gdn_recurrence::stamp_begin(stamps.get(), launches, s);
+      gdn_recurrence::stamp_begin(stamps.get(), launches, S.get(), static_cast<long long>(s_floats), s);
       KLAB_CUDA(cudaGraphLaunch(exec, s));
       KLAB_CUDA(cudaStreamSynchronize(s));
     }

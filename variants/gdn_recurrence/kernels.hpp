@@ -91,11 +91,12 @@ struct RecurrenceArgs {
 // o, (batch, nv) g and beta, (batch, nv, dk, dv) S): the race's layout and the export's.
 RecurrenceArgs dense_args(int nk, int nv, int dk, int dv, int batch);
 
-// The stamp probe (`klab probe-rec`, experiments/probe_rec.cpp): impl=fused,...,pdl=ahead's kernel with thread 0 of
+// The stamp probe (`klab probe-rec`, experiments/profile_cli.cpp): impl=fused,...,pdl=ahead's kernel with thread 0 of
 // each block reading %globaltimer at stamp_points() points of its path (kernels_fused.cu, Stamper: entry; S requested
 // and dependents let go; after the wait; pass 1 done; first barrier; pass 2 done; second barrier; exit), written to
 // buf[(launch * blocks + block) * stamp_points() + i] for the first `launches` launches after stamp_begin (launch: the
-// block's ticket over the grid's blocks). Not a variant: the stamps and the ticket are on the path they measure.
+// index of the launch's state copy, (S - state) / state_floats: each launch its own copy). Not a variant: the stamps
+// are on the path they measure.
 struct StampLauncher {
   void (*launch)(const RecurrenceArgs&, cudaStream_t) = nullptr;  // null: no such shape
   std::string (*can_implement)(const RecurrenceArgs&) = nullptr;
@@ -103,8 +104,9 @@ struct StampLauncher {
 int stamp_points();
 // The pdl=ahead shapes registered: cols x rows in {32x8, 16x8, 16x4, 8x4, 32x16}.
 StampLauncher stamp_launcher(int cols, int rows);
-// Points the kernels at buf (device, launches x blocks x stamp_points() values) and zeroes the ticket, on stream s.
-void stamp_begin(unsigned long long* buf, int launches, cudaStream_t s);
+// Points the kernels at buf (device, launches x blocks x stamp_points() values) and at the launches' state copies
+// (launch n's S at state + n state_floats), on stream s (synchronised).
+void stamp_begin(unsigned long long* buf, int launches, const float* state, long long state_floats, cudaStream_t s);
 
 struct RecurrenceKernel {
   std::string name;  // the variant's registry name: "gdn_recurrence/" + its axes

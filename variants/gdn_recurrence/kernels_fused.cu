@@ -365,27 +365,29 @@ constexpr std::size_t conv_prep_floats(int dk, int C) { return std::size_t(2 * d
 // at cols=32, rows=8, against 4 of the register form at 126), and 8 x 16 KB of S are in flight an SM,
 // not 4 x 16 KB. Each thread reads only what it copied itself (cp.async.wait_all, no barrier).
 // Stamp (the stamp probe, `klab probe-rec`; pdl=ahead only): thread 0 of each block reads %globaltimer at
-// kStampPoints points of its path into g_stamps[(launch * blocks + block) * kStampPoints + i], launch = the block's
-// ticket (taken at entry, before the dependents are let go: every block of launch N takes its ticket before any of
-// N + 1) over the grid's blocks; launches past g_stamp_launches write nothing. Not a variant: the stamps' stores
-// and the ticket's atomic are on the path they measure.
+// kStampPoints points of its path into g_stamps[(launch * blocks + block) * kStampPoints + i], launch = the index of
+// the launch's state copy ((S - g_stamp_state) / g_stamp_stride: the probe gives every launch a copy of its own);
+// launches past g_stamp_launches write nothing. Not a variant: the stamps' stores are on the path they measure. (A
+// ticket taken at entry named the launch in the first form: its atomic may reach L2 after the block lets its
+// dependents go, so blocks of two launches could swap tickets, and rows came out holed on an H100.)
 //   0 entry; 1 S requested, dependents let go, before griddepcontrol.wait; 2 after the wait; 3 pass 1 done (S and
 //   the inputs arrived, the kv partial in shared memory); 4 after the first barrier; 5 pass 2 done (S stored);
 //   6 after the second barrier; 7 o stored, at exit.
 constexpr int kStampPoints = 8;
 __device__ unsigned long long* g_stamps;
-__device__ unsigned g_stamp_ticket;
+__device__ const float* g_stamp_state;
+__device__ long long g_stamp_stride;
 __device__ int g_stamp_launches;
 template <bool Stamp>
 struct Stamper {
   unsigned long long* row = nullptr;
-  __device__ void start() {
+  __device__ void start(const float* S) {
     if constexpr (Stamp) {
       if (threadIdx.x == 0) {
         const unsigned long long t = now();
-        const unsigned blocks = gridDim.x * gridDim.y, ticket = atomicAdd(&g_stamp_ticket, 1u);
-        const unsigned launch = ticket / blocks, block = blockIdx.y * gridDim.x + blockIdx.x;
-        if (int(launch) < g_stamp_launches) row = g_stamps + (std::size_t(launch) * blocks + block) * kStampPoints;
+        const long long launch = (S - g_stamp_state) / g_stamp_stride;
+        const unsigned blocks = gridDim.x * gridDim.y, block = blockIdx.y * gridDim.x + blockIdx.x;
+        if (launch >= 0 && launch < g_stamp_launches) row = g_stamps + (std::size_t(launch) * blocks + block) * kStampPoints;
         if (row) row[0] = t;
       }
     }
@@ -407,7 +409,7 @@ template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false
 __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
   static_assert(!Stamp || Ahead, "the stamp probe instruments pdl=ahead");
   Stamper<Stamp> stamp;
-  stamp.start();
+  stamp.start(a.S);
   static_assert(!(Ahead && (Early || Norm || Bf16 || Cs || Last || Conv)), "pdl=ahead: the plain f32 kernel, pdl=on's loads with pdl=early's trigger");
   static_assert(C >= 4 && C <= 128 && (C & (C - 1)) == 0, "cols: a power of two from 4 to 128 (C/4 column quads divide a warp)");
   static_assert(R >= 1 && R <= 16, "rows: 1 to 16 float4 of S a thread (registers)");
@@ -842,11 +844,12 @@ StampLauncher stamp_launcher(int cols, int rows) {
   if (cols == 32 && rows == 16) return {launch_stamped<32, 16>, can<32, 16>};
   return {};
 }
-void stamp_begin(unsigned long long* buf, int launches, cudaStream_t s) {
-  const unsigned zero = 0;
+void stamp_begin(unsigned long long* buf, int launches, const float* state, long long state_floats, cudaStream_t s) {
   KLAB_CUDA(cudaMemcpyToSymbolAsync(g_stamps, &buf, sizeof buf, 0, cudaMemcpyHostToDevice, s));
   KLAB_CUDA(cudaMemcpyToSymbolAsync(g_stamp_launches, &launches, sizeof launches, 0, cudaMemcpyHostToDevice, s));
-  KLAB_CUDA(cudaMemcpyToSymbolAsync(g_stamp_ticket, &zero, sizeof zero, 0, cudaMemcpyHostToDevice, s));
+  KLAB_CUDA(cudaMemcpyToSymbolAsync(g_stamp_state, &state, sizeof state, 0, cudaMemcpyHostToDevice, s));
+  KLAB_CUDA(cudaMemcpyToSymbolAsync(g_stamp_stride, &state_floats, sizeof state_floats, 0, cudaMemcpyHostToDevice, s));
+  KLAB_CUDA(cudaStreamSynchronize(s));  // the host values above live on this stack frame
 }
 
 // At dk = dv = 128 and batch 1: blocks (threads) 384 (128) for cols=16, 192 (256 or 128) for
