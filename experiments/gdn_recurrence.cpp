@@ -98,8 +98,11 @@ void register_gdn_recurrence(Registry& r) {
   // pdl=ahead (kernels_fused.cu): S loaded before the wait (pdl=on) and dependents let go first (pdl=early).
   const Claim ahead_bits{"ahead-bitwise", "every pdl=ahead variant gives its pdl=on twin's o and S bit for bit at batch 1, 8 and 32"};
   const Claim ahead_pays{"ahead-pays", "every pdl=ahead variant is faster than its pdl=early twin at batch 1 (stream mode)"};
-  e.claims = {accurate,    once_bits,  once_faster, fused_faster, b1_goal,    b32_goal,  early_bits,
-              early_pays,  stream_bits, stream_pays, stage_bits,   stage_pays, ahead_bits, ahead_pays};
+  // pdl=next (kernels_fused.cu): pdl=ahead with its dependents let go after the wait (one launch ahead at most).
+  const Claim next_bits{"next-bitwise", "every pdl=next variant gives its pdl=on twin's o and S bit for bit at batch 1, 8 and 32"};
+  const Claim next_pays{"next-pays", "every pdl=next variant is faster than its pdl=ahead twin at batch 1 (stream mode)"};
+  e.claims = {accurate,    once_bits,  once_faster, fused_faster, b1_goal,    b32_goal,  early_bits, early_pays,
+              stream_bits, stream_pays, stage_bits,  stage_pays,   ahead_bits, ahead_pays, next_bits,  next_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("gdn_recurrence");
     // Ladder order, seed (A) first: the kernel table's order.
@@ -142,6 +145,10 @@ void register_gdn_recurrence(Registry& r) {
     const auto ahead_early = flag_twins(names, "pdl=ahead", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=early" + n.substr(at + 9); });
     ctx.claim(ahead_bits).needs(all);
     ctx.claim(ahead_pays).needs({batch_key(1)});
+    const auto next_on = flag_twins(names, "pdl=next", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=on" + n.substr(at + 8); });
+    const auto next_ahead = flag_twins(names, "pdl=next", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=ahead" + n.substr(at + 8); });
+    ctx.claim(next_bits).needs(all);
+    ctx.claim(next_pays).needs({batch_key(1)});
     ctx.claim(b1_goal).needs({batch_key(1)});
     ctx.claim(b32_goal).needs({batch_key(32)});
 
@@ -179,6 +186,8 @@ void register_gdn_recurrence(Registry& r) {
       settle_flag_twins(ctx, ms, staged, B, key, &stage_bits, &stage_pays, 32, "the twin without stage=smem", "without -> with stage=smem");
       settle_flag_twins(ctx, ms, ahead_on, B, key, &ahead_bits, nullptr, 1, "the pdl=on twin", "pdl=on -> pdl=ahead");
       settle_flag_twins(ctx, ms, ahead_early, B, key, nullptr, &ahead_pays, 1, "the pdl=early twin", "pdl=early -> pdl=ahead");
+      settle_flag_twins(ctx, ms, next_on, B, key, &next_bits, nullptr, 1, "the pdl=on twin", "pdl=on -> pdl=next");
+      settle_flag_twins(ctx, ms, next_ahead, B, key, nullptr, &next_pays, 1, "the pdl=ahead twin", "pdl=ahead -> pdl=next");
       const Measured* best = fastest(ms, false);
       if (!best) continue;
       const double us = best->timing.summary.median * 1e3;

@@ -130,8 +130,8 @@ int probe_ring_command(const std::vector<std::string>& args, int, char**) {
 }
 
 const char* const kProbeRecUsage =
-    "klab probe-rec [--cols 32] [--rows 8] [--batch 1] [--launches 64] [--copies N] [--device N]  (the recurrence's pdl=ahead kernel "
-    "with in-kernel timer stamps, stream mode)";
+    "klab probe-rec [--cols 32] [--rows 8] [--pdl ahead|next] [--batch 1] [--launches 64] [--copies N] [--device N]  (the recurrence's "
+    "pdl=ahead or pdl=next kernel with in-kernel timer stamps, stream mode)";
 
 namespace {
 double median_of(std::vector<double> v) {
@@ -206,8 +206,10 @@ nlohmann::json stamp_reading(const std::vector<unsigned long long>& stamps, int 
 // three times (stamps read after the last).
 int probe_rec_command(const std::vector<std::string>& args, int, char**) {
   int cols = 32, rows = 8, batch = 1, launches = 64, copies = 0, device = 0;
+  std::string pdl = "ahead";
   po::options_description d(kProbeRecUsage);
   d.add_options()("cols", po::value<int>(&cols), "columns a block (32, 16 or 8)")("rows", po::value<int>(&rows), "float4 rows of S a thread (8, 4 or 16)")
+    ("pdl", po::value<std::string>(&pdl), "ahead (dependents let go at the start) or next (after the wait)")
     ("batch", po::value<int>(&batch), "sequences (default 1)")("launches", po::value<int>(&launches), "launches in the graph (default 64)")
     ("copies", po::value<int>(&copies), "state copies rotated (default and at least: one a launch)")
     ("device", po::value<int>(&device), "CUDA device index")("help,h", "this help");
@@ -218,9 +220,10 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
     std::cout << d;
     return 0;
   }
-  const gdn_recurrence::StampLauncher sl = gdn_recurrence::stamp_launcher(cols, rows);
-  require(sl.launch != nullptr, "--cols " + std::to_string(cols) + " --rows " + std::to_string(rows) +
-                                    ": no pdl=ahead kernel of that shape (32x8, 16x8, 16x4, 8x4, 32x16)");
+  require(pdl == "ahead" || pdl == "next", "--pdl " + pdl + ": ahead or next");
+  const gdn_recurrence::StampLauncher sl = gdn_recurrence::stamp_launcher(cols, rows, pdl == "next");
+  require(sl.launch != nullptr, "--cols " + std::to_string(cols) + " --rows " + std::to_string(rows) + ": no pdl=" + pdl + " kernel of that shape (" +
+                                    (pdl == "next" ? "32x8, 16x8)" : "32x8, 16x8, 16x4, 8x4, 32x16)"));
   require(batch >= 1 && batch <= 256, "--batch must be in [1, 256]");
   require(launches >= 8 && launches <= 4096, "--launches must be in [8, 4096]");
   require(copies >= 0, "--copies must not be negative");
@@ -236,8 +239,8 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
     const std::size_t s_floats = std::size_t(batch) * nv * dk * dv;
     // The contract (kernels_fused.cu, pdl=ahead): the registered kernel's, 2 + the launches the device holds at once.
     const auto& kern = gdn_recurrence::recurrence_kernel("gdn_recurrence/impl=fused,cols=" + std::to_string(cols) + ",rows=" + std::to_string(rows) +
-                                                         ",pdl=ahead");
-    const int contract = 2 + int(kern.resident_launches(a));
+                                                         ",pdl=" + pdl);
+    const int contract = 2 + (kern.resident_launches ? int(kern.resident_launches(a)) : 0);
     const int cold = timer.copies_for(double(s_floats * sizeof(float)));
     // Every launch its own copy: the stamps name a launch by it (kernels_fused.cu, Stamper).
     const int n_copies = std::max({copies, contract, cold, launches});
@@ -272,7 +275,7 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
     const auto host_stamps = stamps.download();
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
-    out = {{"probe", "rec-stamps"}, {"device", dev.name}, {"cols", cols}, {"rows", rows}, {"batch", batch}, {"blocks", blocks},
+    out = {{"probe", "rec-stamps"}, {"device", dev.name}, {"cols", cols}, {"rows", rows}, {"pdl", pdl}, {"batch", batch}, {"blocks", blocks},
            {"launches", launches}, {"copies", n_copies}};
     out.update(stamp_reading(host_stamps, launches, blocks, points, 4));
   }

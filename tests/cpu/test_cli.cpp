@@ -246,6 +246,8 @@ TEST_CASE("klab probe-rec refuses bad options and a missing device by name, exit
   for (const auto& c : std::vector<Case>{
            {"probe-rec --cols 64 --rows 8", "no pdl=ahead kernel of that shape"},
            {"probe-rec --rows 2", "no pdl=ahead kernel of that shape"},
+           {"probe-rec --cols 8 --rows 4 --pdl next", "no pdl=next kernel of that shape"},
+           {"probe-rec --pdl early", "--pdl early: ahead or next"},
            {"probe-rec --batch 0", "--batch must be in [1, 256]"},
            {"probe-rec --launches 4", "--launches must be in [8, 4096]"},
            {"probe-rec --copies -1", "--copies must not be negative"},

@@ -405,9 +405,10 @@ struct Stamper {
 };
 
 template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false, bool Ring = false,
-          bool Sm = false, bool Ahead = false, bool Stamp = false>
+          bool Sm = false, bool Ahead = false, bool Stamp = false, bool Next = false>
 __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
   static_assert(!Stamp || Ahead, "the stamp probe instruments pdl=ahead");
+  static_assert(!Next || (Ahead && !Sm), "pdl=next: pdl=ahead's kernel with its dependents let go after the wait");
   Stamper<Stamp> stamp;
   stamp.start(a.S);
   static_assert(!(Ahead && (Early || Norm || Bf16 || Cs || Last || Conv)), "pdl=ahead: the plain f32 kernel, pdl=on's loads with pdl=early's trigger");
@@ -472,13 +473,14 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
       s[r] = live ? load_s<Bf16, Cs>(Sh + static_cast<std::int64_t>(rg + G * r) * dv) : make_float4(0.f, 0.f, 0.f, 0.f);
   }
   if constexpr (Ahead) {  // pdl=ahead: dependents first, S already requested; the inputs the predecessor may write into L2 before the wait
-    asm volatile("griddepcontrol.launch_dependents;");
+    if constexpr (!Next) asm volatile("griddepcontrol.launch_dependents;");
     if (live) prefetch_l2(a.v + b * a.v_stride + static_cast<std::int64_t>(h) * dv + c0);
     prefetch_qk(a, b, h, w, lane, nv, nk, dk);
     if (threadIdx.x == 0) prefetch_l2(a.g + b * a.gb_stride + h), prefetch_l2(a.beta + b * a.gb_stride + h);
   }
   stamp.at(1);
   if constexpr (!Early) asm volatile("griddepcontrol.wait;" ::: "memory");
+  if constexpr (Next) asm volatile("griddepcontrol.launch_dependents;");  // pdl=next: one launch ahead at most
   stamp.at(2);
 
   const int kh = h / (nv / nk);  // key head of value head h
@@ -643,10 +645,10 @@ __global__ void __launch_bounds__(512, 2) fused_sm_kernel(RecurrenceArgs a) {
   fused_body<C, R, Early, false, false, false, false, false, false, true, Ahead>(a);
 }
 
-// pdl=ahead, S in registers: fused_kernel's bound. Stamp: the stamp probe's instance (probe_rec).
-template <int C, int R, bool Stamp = false>
+// pdl=ahead, S in registers: fused_kernel's bound. Stamp: the stamp probe's instance (probe_rec). Next: pdl=next.
+template <int C, int R, bool Stamp = false, bool Next = false>
 __global__ void __launch_bounds__(max_threads(R)) fused_ahead_kernel(RecurrenceArgs a) {
-  fused_body<C, R, false, false, false, false, false, false, false, false, true, Stamp>(a);
+  fused_body<C, R, false, false, false, false, false, false, false, false, true, Stamp, Next>(a);
 }
 
 template <int C, int R>
@@ -688,7 +690,7 @@ std::string can_last(const RecurrenceArgs& a) {
 }
 
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
-          bool Ring = false, bool Sm = false, bool Ahead = false>
+          bool Ring = false, bool Sm = false, bool Ahead = false, bool Next = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
   if constexpr (Sm) {  // stage=smem: the warps' partials, then R float4 a thread of S
     const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
@@ -700,7 +702,8 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
   if constexpr (Ahead) {
     const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
     const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
-    launch_maybe_pdl(true, fused_ahead_kernel<C, R>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem, s, a);
+    launch_maybe_pdl(true, fused_ahead_kernel<C, R, false, Next>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem,
+                     s, a);
     return;
   }
   if constexpr (Conv) {  // prep=conv (with norm=last, hist=ring as asked): its inputs in shared memory after the warps' partials
@@ -764,9 +767,10 @@ double ahead_resident_launches(const RecurrenceArgs& a) {
 }
 
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
-          bool Ring = false, bool Sm = false, bool Ahead = false>
+          bool Ring = false, bool Sm = false, bool Ahead = false, bool Next = false>
 RecurrenceKernel fused() {
   static_assert(!Ahead || (Pdl && !Early), "pdl=ahead is a PDL form of its own: Pdl, not Early");
+  static_assert(!Next || (Ahead && !Sm), "pdl=next is pdl=ahead's register kernel with its dependents let go after the wait");
   static_assert(!(Cs && (Bf16 || Norm)), "cache=stream is registered on the f32 state without norm=gated");
   static_assert(!(Last && (Norm || Bf16 || Cs)), "norm=last is registered on the f32 state, without the cluster epilogue");
   static_assert(!(Conv && (Norm || Bf16 || Cs)), "prep=conv is registered on the f32 state, its only epilogue norm=last");
@@ -778,14 +782,16 @@ RecurrenceKernel fused() {
   if (Sm) k.axes.push_back({"stage", "smem"});    // before pdl, as state and cache
   if (Bf16) k.axes.push_back({"state", "bf16"});  // before pdl: a pdl=early name less "early" + "on" is its pdl=on twin's
   if (Cs) k.axes.push_back({"cache", "stream"});  // likewise
-  k.axes.push_back({"pdl", Ahead ? "ahead" : Early ? "early" : Pdl ? "on" : "off"});
+  k.axes.push_back({"pdl", Next ? "next" : Ahead ? "ahead" : Early ? "early" : Pdl ? "on" : "off"});
   if (Norm) k.axes.push_back({"norm", "gated"});
   if (Last) k.axes.push_back({"norm", "last"});
   if (Conv) k.axes.push_back({"prep", "conv"});
   if (Ring) k.axes.push_back({"hist", "ring"});
   k.description = "one launch, q/k norm fused, S read once into registers as float4: " + std::to_string(C) + " columns x all rows per block, " +
                   std::to_string(R) + " rows x 4 columns per thread" +
-                  (Ahead   ? ", programmatic dependent launch, S loaded before the wait (pdl=on's contract) and dependents let go at the start"
+                  (Next    ? ", programmatic dependent launch, S loaded before the wait (pdl=on's contract) and dependents let go right after "
+                             "it (one launch ahead at most)"
+                   : Ahead ? ", programmatic dependent launch, S loaded before the wait (pdl=on's contract) and dependents let go at the start"
                    : Early ? ", programmatic dependent launch, dependents let go at the start, S prefetched into L2 before the wait and loaded after it"
                    : Pdl   ? ", programmatic dependent launch (S loads before the wait)"
                            : "") +
@@ -811,11 +817,11 @@ RecurrenceKernel fused() {
                         : "");
   k.can_implement = Norm ? can_norm<C, R> : Last ? can_last<C, R> : can<C, R>;
   k.workspace_floats = no_workspace;
-  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring, Sm, Ahead>;
+  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring, Sm, Ahead, Next>;
   k.state_bf16 = Bf16;
   k.state_before_wait = Pdl && !Early;
-  k.state_ahead = Ahead;
-  if constexpr (Ahead) k.resident_launches = ahead_resident_launches<C, R, Sm>;
+  k.state_ahead = Ahead && !Next;  // pdl=next: launch N + 1 starts after N's wait, so N - 1 is done (pdl=on's 2 copies)
+  if constexpr (Ahead && !Next) k.resident_launches = ahead_resident_launches<C, R, Sm>;
   k.vec4 = true;
   k.gated_norm = Norm || Last;
   k.norm_q8 = (Norm && C >= 128) || Last;
@@ -825,18 +831,24 @@ RecurrenceKernel fused() {
   return k;
 }
 
-template <int C, int R>
+template <int C, int R, bool Next = false>
 void launch_stamped(const RecurrenceArgs& a, cudaStream_t s) {
   const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
   const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
-  launch_maybe_pdl(true, fused_ahead_kernel<C, R, true>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem, s, a);
+  launch_maybe_pdl(true, fused_ahead_kernel<C, R, true, Next>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem, s,
+                   a);
 }
 }  // namespace
 
 // ---- the stamp probe (kernels.hpp) ----
 int stamp_points() { return kStampPoints; }
-StampLauncher stamp_launcher(int cols, int rows) {
-  // The registered pdl=ahead shapes (stage=smem aside).
+StampLauncher stamp_launcher(int cols, int rows, bool next) {
+  // The registered pdl=next shapes, then pdl=ahead's (stage=smem aside).
+  if (next) {
+    if (cols == 32 && rows == 8) return {launch_stamped<32, 8, true>, can<32, 8>};
+    if (cols == 16 && rows == 8) return {launch_stamped<16, 8, true>, can<16, 8>};
+    return {};
+  }
   if (cols == 32 && rows == 8) return {launch_stamped<32, 8>, can<32, 8>};
   if (cols == 16 && rows == 8) return {launch_stamped<16, 8>, can<16, 8>};
   if (cols == 16 && rows == 4) return {launch_stamped<16, 4>, can<16, 4>};
@@ -948,7 +960,15 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // at batch 1 x1.189 / x1.360 / x1.161 over pdl=early there (3.60 / 4.05 / 3.41 us; cols=32,rows=8 3.42).
           fused<16, 4, true, false, false, false, false, false, false, false, false, true>(),
           fused<8, 4, true, false, false, false, false, false, false, false, false, true>(),
-          fused<32, 16, true, false, false, false, false, false, false, false, false, true>()};
+          fused<32, 16, true, false, false, false, false, false, false, false, false, true>(),
+          // pdl=next (2026-12-05): pdl=ahead with its dependents let go right after its wait instead of at its start, so at
+          // most one launch runs ahead (pdl=ahead: ~3 at batch 1). Why (klab probe-rec on an H100, reports/h100/run-probe-rec):
+          // at batch 1 pdl=ahead's blocks spend ~1.3 us after their release in "inputs and pass 1" (q, k, v, g, beta from L2
+          // and the S already requested), while up to three launches' S loads share the SMs' memory pipes; the hop itself is
+          // ~0.3-0.5 us. Predicted: that phase shorter, the period toward ~2.8 us on that card if the queue is the cause; slower
+          // if the next launch's S, requested later, arrives late. The bits of pdl=on (the same values in the same order).
+          fused<32, 8, true, false, false, false, false, false, false, false, false, true, true>(),
+          fused<16, 8, true, false, false, false, false, false, false, false, false, true, true>()};
 }
 
 }  // namespace klab::gdn_recurrence
