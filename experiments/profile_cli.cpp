@@ -70,6 +70,17 @@ int profile_one_command(const Registry& reg, const std::vector<std::string>& arg
   return 0;
 }
 
+namespace {
+// Parses args into vm by d; true when --help was asked (d printed): the command returns 0.
+bool parse_or_help(const std::vector<std::string>& args, const po::options_description& d, po::variables_map& vm) {
+  po::store(po::command_line_parser(args).options(d).run(), vm);
+  po::notify(vm);
+  if (!vm.count("help")) return false;
+  std::cout << d;
+  return true;
+}
+}  // namespace
+
 const char* const kProbeRingUsage =
     "klab probe-ring --shape MxK [--reps N] [--device N]  (the q4 ring's loads alone, stream mode, beside the read of the same bytes)";
 
@@ -83,12 +94,7 @@ int probe_ring_command(const std::vector<std::string>& args, int, char**) {
   d.add_options()("shape", po::value<std::string>(&shape), "problem shape MxK (required; k a multiple of 32, at most 32768)")
     ("reps", po::value<int>(&reps), "timed repetitions (default 50)")("device", po::value<int>(&device), "CUDA device index")("help,h", "this help");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(d).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << d;
-    return 0;
-  }
+  if (parse_or_help(args, d, vm)) return 0;
   require(!shape.empty(), "--shape MxK is required");
   require(reps >= 1, "--reps must be at least 1");
   const Shape sh = parse_shape(shape);
@@ -214,12 +220,7 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
     ("copies", po::value<int>(&copies), "state copies rotated (default and at least: one a launch)")
     ("device", po::value<int>(&device), "CUDA device index")("help,h", "this help");
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(d).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << d;
-    return 0;
-  }
+  if (parse_or_help(args, d, vm)) return 0;
   require(pdl == "ahead" || pdl == "next", "--pdl " + pdl + ": ahead or next");
   const gdn_recurrence::StampLauncher sl = gdn_recurrence::stamp_launcher(cols, rows, pdl == "next");
   require(sl.launch != nullptr, "--cols " + std::to_string(cols) + " --rows " + std::to_string(rows) + ": no pdl=" + pdl + " kernel of that shape (" +

@@ -1297,24 +1297,31 @@ void launch_xw_lines(const std::uint8_t* packed, const float* x, float* y, int m
 // grid=groups,xprep=cluster: one launch, clusters of kXcCluster blocks (cudaLaunchKernelEx with the
 // cluster dimension, and the PDL attribute when Pdl); the grid is the groups rounded up to a whole
 // number of clusters.
+// The launch of `grid` blocks of W warps in clusters of C, with the PDL attribute when Pdl.
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[2]{};
+  ClusterLaunch(int grid, int W, std::size_t smem, int C, bool pdl, cudaStream_t stream) {
+    cfg.gridDim = dim3(unsigned(grid));
+    cfg.blockDim = dim3(unsigned(W * 32));
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = unsigned(C);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 2 : 1;
+  }
+};
 template <int R, bool Pdl>
 void launch_xc(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
   const long long groups = (static_cast<long long>(m) + R - 1) / R;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(unsigned((groups + kXcCluster - 1) / kXcCluster * kXcCluster));
-  cfg.blockDim = dim3(unsigned(warps_for(k) * 32));
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = kXcCluster;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = Pdl ? 2 : 1;
-  KLAB_CUDA(cudaLaunchKernelEx(&cfg, packed_xc_kernel<R>, packed, x, y, m, k));
+  ClusterLaunch l(int((groups + kXcCluster - 1) / kXcCluster * kXcCluster), warps_for(k), 0, kXcCluster, Pdl, stream);
+  KLAB_CUDA(cudaLaunchKernelEx(&l.cfg, packed_xc_kernel<R>, packed, x, y, m, k));
   KLAB_CUDA_LAUNCH("packed_xc_kernel");
 }
 
@@ -1471,25 +1478,6 @@ RingPlan ring_xc_plan(int W) {
   while (plan.S > 1 && plan.S * plan.stage_bytes() > dynamic) --plan.S;
   return plan;
 }
-// The launch of `grid` blocks of W warps in clusters of C, with the PDL attribute when Pdl.
-struct ClusterLaunch {
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr[2]{};
-  ClusterLaunch(int grid, int W, std::size_t smem, int C, bool pdl, cudaStream_t stream) {
-    cfg.gridDim = dim3(unsigned(grid));
-    cfg.blockDim = dim3(unsigned(W * 32));
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = unsigned(C);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 2 : 1;
-  }
-};
 // Clusters of the ring's blocks of W warps the device holds at once (cudaOccupancyMaxActiveClusters): the
 // grid is that many whole clusters at most, so that no cluster waits for another to leave.
 template <int R, bool XPf, int C>
