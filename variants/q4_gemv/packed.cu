@@ -1294,9 +1294,6 @@ void launch_xw_lines(const std::uint8_t* packed, const float* x, float* y, int m
   launch_xl_prepared<R, Pdl>(packed, x, y, m, k, stream);
 }
 
-// grid=groups,xprep=cluster: one launch, clusters of kXcCluster blocks (cudaLaunchKernelEx with the
-// cluster dimension, and the PDL attribute when Pdl); the grid is the groups rounded up to a whole
-// number of clusters.
 // The launch of `grid` blocks of W warps in clusters of C, with the PDL attribute when Pdl.
 struct ClusterLaunch {
   cudaLaunchConfig_t cfg{};
@@ -1316,6 +1313,9 @@ struct ClusterLaunch {
     cfg.numAttrs = pdl ? 2 : 1;
   }
 };
+// grid=groups,xprep=cluster: one launch, clusters of kXcCluster blocks (cudaLaunchKernelEx with the
+// cluster dimension, and the PDL attribute when Pdl); the grid is the groups rounded up to a whole
+// number of clusters.
 template <int R, bool Pdl>
 void launch_xc(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
