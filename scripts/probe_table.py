@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Tables from the JSON lines of klab's probes: `klab probe-ring` (probe "ring-read") and `klab probe-rec` (probe
+"rec-stamps"), one markdown table per kind, a row per line in file order.
+
+    scripts/probe_table.py FILE.jsonl [--out TABLE.md]
+
+ring-read: the shape, the ring's loads alone (us, median and p10..p90), the PDL read of the same bytes (us) and the read's
+share of the ring's time. rec-stamps: the kernel (cols, rows, pdl, batch), the period, the hop (the launch before's last
+exit -> the first release from the wait), the span after the release, a block's phases after it, how early launches
+enter, and the timer's smallest step; ns as the probe wrote them, shown in us.
+
+Exit 0 with the tables on stdout (or in --out); 2, writing nothing, when the file cannot be read, a line is not a JSON
+object, or a line's probe is not one of the two (named in the message).
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+KINDS = ("ring-read", "rec-stamps")
+
+
+def us(ns):
+    return "-" if ns is None else f"{ns / 1000:.2f}"
+
+
+def ring_table(rows):
+    out = ["| shape | the ring's loads alone (us) | p10..p90 | the PDL read (us) | read / ring |", "| --- | --- | --- | --- | --- |"]
+    for r in rows:
+        ring, read = r["ring_read_us"], r["read_us"]
+        out.append(f"| {r['shape']} | {ring:.2f} | {r['ring_read_us_p10']:.2f}..{r['ring_read_us_p90']:.2f} | {read:.2f} | {100 * read / ring:.1f}% |")
+    return out
+
+
+def rec_table(rows):
+    out = ["| kernel | batch | period (us) | hop (us) | after the release (us) | a block: inputs and pass 1 | pass 2, S stored | o, exit "
+           "| launches enter before the one before ends (us) | timer step (ns) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        p = r["block_phase_ns"]
+        kernel = f"cols={r['cols']},rows={r['rows']},pdl={r.get('pdl', 'ahead')}"
+        out.append(f"| {kernel} | {r['batch']} | {us(r['period_ns'])} | {us(r['hop_ns'])} | {us(r['after_release_ns'])} | "
+                   f"{us(p['inputs_pass1'])} | {us(p['kv_pass2_stores'])} | {us(p['o_exit'])} | {us(r['entry_ahead_ns'])} | "
+                   f"{r['timer_step_ns'] if r['timer_step_ns'] is not None else '-'} |")
+    return out
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("file")
+    ap.add_argument("--out", help="write the tables here instead of stdout")
+    a = ap.parse_args(argv)
+    try:
+        text = Path(a.file).read_text(encoding="utf-8")
+    except OSError as e:
+        print(f"probe_table: cannot read {a.file}: {e.strerror}", file=sys.stderr)
+        return 2
+    by_kind = {k: [] for k in KINDS}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError as e:
+            print(f"probe_table: {a.file}:{n}: not JSON ({e.msg})", file=sys.stderr)
+            return 2
+        kind = r.get("probe") if isinstance(r, dict) else None
+        if kind not in by_kind:
+            print(f"probe_table: {a.file}:{n}: probe {kind!r} is none of {', '.join(KINDS)}", file=sys.stderr)
+            return 2
+        by_kind[kind].append(r)
+    lines = []
+    try:
+        for kind, table in (("ring-read", ring_table), ("rec-stamps", rec_table)):
+            if by_kind[kind]:
+                device = sorted({r.get("device", "?") for r in by_kind[kind]})
+                lines += [f"## {kind} ({', '.join(device)})", ""] + table(by_kind[kind]) + [""]
+    except (KeyError, TypeError, ZeroDivisionError) as e:
+        print(f"probe_table: {a.file}: a {kind} line lacks what its table needs ({e!r})", file=sys.stderr)
+        return 2
+    text = "\n".join(lines)
+    if a.out:
+        Path(a.out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

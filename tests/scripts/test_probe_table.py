@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""scripts/probe_table.py: tables from probe lines built by the test with known values (a ring-read line and a
+rec-stamps line), in file order, and the refusals: an unreadable file, a line that is not JSON, an unknown probe,
+a line lacking a field (exit 2, nothing written to --out).
+
+    /usr/bin/python3 tests/scripts/test_probe_table.py     (ctest: the "scripts-probe-table" test)
+"""
+import json
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+RING = {"probe": "ring-read", "device": "GPU X", "shape": "64x5120", "ring_read_us": 5.0, "ring_read_us_p10": 4.5,
+        "ring_read_us_p90": 5.5, "read_us": 4.0}
+REC = {"probe": "rec-stamps", "device": "GPU X", "cols": 32, "rows": 8, "pdl": "next", "batch": 1, "period_ns": 3584.0,
+       "hop_ns": 512.0, "after_release_ns": 3072.0, "entry_ahead_ns": 6656.0, "timer_step_ns": 32,
+       "block_phase_ns": {"inputs_pass1": 1280.0, "kv_pass2_stores": 512.0, "o_exit": 256.0}}
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(ROOT / "scripts/probe_table.py")] + [str(a) for a in args],
+                          capture_output=True, text=True, timeout=60)
+
+
+class ProbeTable(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.d = Path(self.dir.name)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, *lines):
+        f = self.d / "p.jsonl"
+        f.write_text("".join(l + "\n" for l in lines))
+        return f
+
+    def test_tables_from_known_lines(self):
+        second = dict(RING, shape="128x5120", ring_read_us=8.0, read_us=6.0)
+        p = run(self.write(json.dumps(RING), json.dumps(REC), json.dumps(second)))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertIn("## ring-read (GPU X)", lines)
+        self.assertIn("| 64x5120 | 5.00 | 4.50..5.50 | 4.00 | 80.0% |", lines)  # 4.0 / 5.0
+        self.assertIn("| 128x5120 | 8.00 | 4.50..5.50 | 6.00 | 75.0% |", lines)
+        self.assertLess(lines.index("| 64x5120 | 5.00 | 4.50..5.50 | 4.00 | 80.0% |"), lines.index("| 128x5120 | 8.00 | 4.50..5.50 | 6.00 | 75.0% |"))
+        self.assertIn("| cols=32,rows=8,pdl=next | 1 | 3.58 | 0.51 | 3.07 | 1.28 | 0.51 | 0.26 | 6.66 | 32 |", lines)
+
+    def test_out_file(self):
+        out = self.d / "t.md"
+        p = run(self.write(json.dumps(REC)), "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "")
+        self.assertIn("## rec-stamps (GPU X)", out.read_text())
+        self.assertNotIn("ring-read", out.read_text())
+
+    def test_refusals_write_nothing(self):
+        out = self.d / "t.md"
+        cases = [(lambda: self.d / "missing.jsonl", "cannot read"),
+                 (lambda: self.write(json.dumps(RING), "{not json"), ":2: not JSON"),
+                 (lambda: self.write(json.dumps({"probe": "other"})), "'other' is none of ring-read, rec-stamps"),
+                 (lambda: self.write(json.dumps({k: v for k, v in REC.items() if k != "hop_ns"})), "lacks what its table needs")]
+        for make, says in cases:
+            with self.subTest(says=says):
+                p = run(make(), "--out", out)
+                self.assertEqual(p.returncode, 2)
+                self.assertIn(says, p.stderr)
+                self.assertFalse(out.exists())
+
+
+if __name__ == "__main__":
+    unittest.main()
