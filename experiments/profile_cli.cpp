@@ -14,6 +14,7 @@
 #include "common.hpp"
 #include "klab/cuda.hpp"
 #include "klab/device.hpp"
+#include "klab/stats.hpp"
 #include "klab/timing.hpp"
 #include "gdn_recurrence/kernels.hpp"
 #include "q4_gemv/packed_kernels.hpp"
@@ -140,12 +141,8 @@ const char* const kProbeRecUsage =
     "pdl=ahead or pdl=next kernel with in-kernel timer stamps, stream mode)";
 
 namespace {
-double median_of(std::vector<double> v) {
-  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+// The median (klab/stats.hpp's summarize), NaN for none.
+double median_of(std::vector<double> v) { return v.empty() ? std::numeric_limits<double>::quiet_NaN() : summarize(std::move(v)).median; }
 }  // namespace
 
 nlohmann::json stamp_reading(const std::vector<unsigned long long>& stamps, int launches, int blocks, int points, int skip) {
@@ -207,7 +204,7 @@ nlohmann::json stamp_reading(const std::vector<unsigned long long>& stamps, int 
 }
 
 // The pdl=ahead kernel at the Qwen3.5-27B heads (nk 16, nv 48, dk = dv = 128), every launch on a state copy of its own
-// (at least `copies`, the contract's 2 + the launches the device holds at once and the race's cold-rotation count),
+// (at least `copies`, the kernel's contract (min_state_copies) and the race's cold-rotation count),
 // q, k, v, g and beta shared (g = beta = 0: every launch alike); `launches` launches back to back in one graph, run
 // three times (stamps read after the last).
 int probe_rec_command(const std::vector<std::string>& args, int, char**) {
@@ -238,10 +235,10 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
   {
     Timer timer(dev, s);
     const std::size_t s_floats = std::size_t(batch) * nv * dk * dv;
-    // The contract (kernels_fused.cu, pdl=ahead): the registered kernel's, 2 + the launches the device holds at once.
+    // The contract of the registered kernel of that shape (kernels.hpp, min_state_copies).
     const auto& kern = gdn_recurrence::recurrence_kernel("gdn_recurrence/impl=fused,cols=" + std::to_string(cols) + ",rows=" + std::to_string(rows) +
                                                          ",pdl=" + pdl);
-    const int contract = 2 + (kern.resident_launches ? int(kern.resident_launches(a)) : 0);
+    const int contract = gdn_recurrence::min_state_copies(kern, a);
     const int cold = timer.copies_for(double(s_floats * sizeof(float)));
     // Every launch its own copy: the stamps name a launch by it (kernels_fused.cu, Stamper).
     const int n_copies = std::max({copies, contract, cold, launches});

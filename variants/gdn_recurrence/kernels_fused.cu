@@ -689,6 +689,15 @@ std::string can_last(const RecurrenceArgs& a) {
   return "";
 }
 
+// pdl=ahead's register kernel (pdl=next's with Next, the stamp probe's with Stamp), always with PDL.
+template <int C, int R, bool Stamp, bool Next>
+void launch_ahead(const RecurrenceArgs& a, cudaStream_t s) {
+  const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
+  const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+  launch_maybe_pdl(true, fused_ahead_kernel<C, R, Stamp, Next>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem,
+                   s, a);
+}
+
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
           bool Ring = false, bool Sm = false, bool Ahead = false, bool Next = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
@@ -700,10 +709,7 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
     return;
   }
   if constexpr (Ahead) {
-    const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
-    const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
-    launch_maybe_pdl(true, fused_ahead_kernel<C, R, false, Next>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem,
-                     s, a);
+    launch_ahead<C, R, false, Next>(a, s);
     return;
   }
   if constexpr (Conv) {  // prep=conv (with norm=last, hist=ring as asked): its inputs in shared memory after the warps' partials
@@ -831,13 +837,6 @@ RecurrenceKernel fused() {
   return k;
 }
 
-template <int C, int R, bool Next = false>
-void launch_stamped(const RecurrenceArgs& a, cudaStream_t s) {
-  const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
-  const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
-  launch_maybe_pdl(true, fused_ahead_kernel<C, R, true, Next>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem, s,
-                   a);
-}
 }  // namespace
 
 // ---- the stamp probe (kernels.hpp) ----
@@ -845,15 +844,15 @@ int stamp_points() { return kStampPoints; }
 StampLauncher stamp_launcher(int cols, int rows, bool next) {
   // The registered pdl=next shapes, then pdl=ahead's (stage=smem aside).
   if (next) {
-    if (cols == 32 && rows == 8) return {launch_stamped<32, 8, true>, can<32, 8>};
-    if (cols == 16 && rows == 8) return {launch_stamped<16, 8, true>, can<16, 8>};
+    if (cols == 32 && rows == 8) return {launch_ahead<32, 8, true, true>, can<32, 8>};
+    if (cols == 16 && rows == 8) return {launch_ahead<16, 8, true, true>, can<16, 8>};
     return {};
   }
-  if (cols == 32 && rows == 8) return {launch_stamped<32, 8>, can<32, 8>};
-  if (cols == 16 && rows == 8) return {launch_stamped<16, 8>, can<16, 8>};
-  if (cols == 16 && rows == 4) return {launch_stamped<16, 4>, can<16, 4>};
-  if (cols == 8 && rows == 4) return {launch_stamped<8, 4>, can<8, 4>};
-  if (cols == 32 && rows == 16) return {launch_stamped<32, 16>, can<32, 16>};
+  if (cols == 32 && rows == 8) return {launch_ahead<32, 8, true, false>, can<32, 8>};
+  if (cols == 16 && rows == 8) return {launch_ahead<16, 8, true, false>, can<16, 8>};
+  if (cols == 16 && rows == 4) return {launch_ahead<16, 4, true, false>, can<16, 4>};
+  if (cols == 8 && rows == 4) return {launch_ahead<8, 4, true, false>, can<8, 4>};
+  if (cols == 32 && rows == 16) return {launch_ahead<32, 16, true, false>, can<32, 16>};
   return {};
 }
 void stamp_begin(unsigned long long* buf, int launches, const float* state, long long state_floats, cudaStream_t s) {
