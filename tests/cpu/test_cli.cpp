@@ -211,62 +211,58 @@ TEST_CASE("--shard: the report's header says which shard it is") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("klab probe-ring refuses bad options and a missing device by name, exit 2, and prints no measurement") {
-  struct Case {
-    std::string args, says;
-  };
-  for (const auto& c : std::vector<Case>{
-           {"probe-ring", "--shape MxK is required"},
-           {"probe-ring --shape 64x100", "not a multiple of 32"},
-           {"probe-ring --shape 64x40000", "32768"},
-           {"probe-ring --shape 0x64", "0x64"},
-           {"probe-ring --shape 64x64 --reps 0", "--reps must be at least 1"},
-           {"probe-ring --shape 64x64 --bogus", "--bogus"},
-       }) {
+namespace {
+// A probe command's refusals: each case exits 2 naming the problem (`says`) and prints no `measure`; `cmd --help`
+// exits 0 and klab's help lists `usage`; without a device, `runnable` exits 2 saying so, and prints no `measure`.
+struct ProbeCase {
+  std::string args, says;
+};
+void check_probe_refusals(const std::string& cmd, const std::vector<ProbeCase>& cases, const std::string& measure, const std::string& usage,
+                          const std::string& runnable) {
+  for (const auto& c : cases) {
     CAPTURE(c.args);
     const auto r = klab_cli(c.args);
     CAPTURE(r.out);
     CHECK(r.code == 2);
     CHECK(r.out.find(c.says) != std::string::npos);
-    CHECK(r.out.find("ring_read_us") == std::string::npos);
+    CHECK(r.out.find(measure) == std::string::npos);
   }
-  CHECK(klab_cli("probe-ring --help").code == 0);
-  CHECK(klab_cli("--help").out.find("klab probe-ring --shape MxK") != std::string::npos);
+  CHECK(klab_cli(cmd + " --help").code == 0);
+  CHECK(klab_cli("--help").out.find(usage) != std::string::npos);
   if (klab::has_device()) return;  // the no-device path only; the device runs it for real (docs/DEVICE-RUNBOOK.md)
-  const auto r = klab_cli("probe-ring --shape 64x64");
+  const auto r = klab_cli(runnable);
   CHECK(r.code == 2);
   CHECK(r.out.find("no CUDA device") != std::string::npos);
-  CHECK(r.out.find("ring_read_us") == std::string::npos);
+  CHECK(r.out.find(measure) == std::string::npos);
+}
+}  // namespace
+
+TEST_CASE("klab probe-ring refuses bad options and a missing device by name, exit 2, and prints no measurement") {
+  check_probe_refusals("probe-ring",
+                       {
+                           {"probe-ring", "--shape MxK is required"},
+                           {"probe-ring --shape 64x100", "not a multiple of 32"},
+                           {"probe-ring --shape 64x40000", "32768"},
+                           {"probe-ring --shape 0x64", "0x64"},
+                           {"probe-ring --shape 64x64 --reps 0", "--reps must be at least 1"},
+                           {"probe-ring --shape 64x64 --bogus", "--bogus"},
+                       },
+                       "ring_read_us", "klab probe-ring --shape MxK", "probe-ring --shape 64x64");
 }
 
 TEST_CASE("klab probe-rec refuses bad options and a missing device by name, exit 2, and prints no measurement") {
-  struct Case {
-    std::string args, says;
-  };
-  for (const auto& c : std::vector<Case>{
-           {"probe-rec --cols 64 --rows 8", "no pdl=ahead kernel of that shape"},
-           {"probe-rec --rows 2", "no pdl=ahead kernel of that shape"},
-           {"probe-rec --cols 8 --rows 4 --pdl next", "no pdl=next kernel of that shape"},
-           {"probe-rec --pdl early", "--pdl early: ahead or next"},
-           {"probe-rec --batch 0", "--batch must be in [1, 256]"},
-           {"probe-rec --launches 4", "--launches must be in [8, 4096]"},
-           {"probe-rec --copies -1", "--copies must not be negative"},
-           {"probe-rec --bogus", "--bogus"},
-       }) {
-    CAPTURE(c.args);
-    const auto r = klab_cli(c.args);
-    CAPTURE(r.out);
-    CHECK(r.code == 2);
-    CHECK(r.out.find(c.says) != std::string::npos);
-    CHECK(r.out.find("period_ns") == std::string::npos);
-  }
-  CHECK(klab_cli("probe-rec --help").code == 0);
-  CHECK(klab_cli("--help").out.find("klab probe-rec") != std::string::npos);
-  if (klab::has_device()) return;  // the no-device path only; the device runs it for real (docs/DEVICE-RUNBOOK.md)
-  const auto r = klab_cli("probe-rec");
-  CHECK(r.code == 2);
-  CHECK(r.out.find("no CUDA device") != std::string::npos);
-  CHECK(r.out.find("period_ns") == std::string::npos);
+  check_probe_refusals("probe-rec",
+                       {
+                           {"probe-rec --cols 64 --rows 8", "no pdl=ahead kernel of that shape"},
+                           {"probe-rec --rows 2", "no pdl=ahead kernel of that shape"},
+                           {"probe-rec --cols 8 --rows 4 --pdl next", "no pdl=next kernel of that shape"},
+                           {"probe-rec --pdl early", "--pdl early: ahead or next"},
+                           {"probe-rec --batch 0", "--batch must be in [1, 256]"},
+                           {"probe-rec --launches 4", "--launches must be in [8, 4096]"},
+                           {"probe-rec --copies -1", "--copies must not be negative"},
+                           {"probe-rec --bogus", "--bogus"},
+                       },
+                       "period_ns", "klab probe-rec", "probe-rec");
 }
 
 TEST_CASE("probe-rec's reading of the stamps: period, hop, span after the release and each phase, from launches built to known gaps") {
