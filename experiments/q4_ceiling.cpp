@@ -195,6 +195,12 @@ constexpr std::array<std::size_t, 2> kTailTwins{32, 58};
 // on an H100 (reports/h100/run-ring-xc, the rungs alone with 11 and 32): x0.75..x0.85 of their twins, the same bits.
 constexpr std::size_t kRingXc0 = 65;
 constexpr std::array<std::size_t, 3> kRingXcTwins{32, 11, 32};
+// The rung 68: grid=fill,xprep=launch,wait=flag, rung 11's ring whose main kernel is released by a flag its prep
+// kernel's last block sets, not by the prep's completion (packed.cu, xprep_wf_kernel); the same bits. Why: the
+// prep launch costs the ring 2.1-2.3 us a call on an H100 (reports/h100/run-prep-ring), two grid completions on the
+// chain where the producer twin has one. Predicted (2026-12-05, before any run): a hop (~0.5-0.9 us) less at most,
+// less the poll's L2 round trip behind the call's stage requests; the small shapes gain most, if any.
+constexpr std::size_t kWaitFlag = 68;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -308,6 +314,11 @@ std::vector<std::string> rungs() {
     if (i == 2) n.insert(n.find(",load=bulk") + 10, ",cluster=4");
     out.push_back(n);
   }
+  // 68: wait=flag, rung 11's twin (wait= goes after xprep=).
+  {
+    std::string n = out[11];  // kRingBulk8
+    out.push_back(n.insert(n.find(",xprep=launch") + 13, ",wait=flag"));
+  }
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -413,9 +424,13 @@ Experiment q4_to_ceiling() {
   const Claim ring_cluster_pays{"ring-cluster-pays",
                                 "x prepared inside the ring's launch pays: grid=fill,xprep=cluster,load=bulk,rows=8,pdl=on (clusters of 8 with and "
                                 "without xpf=l2, of 4 with it; no prep kernel) is faster than its xprep=launch twin on the four seed shapes"};
+  const Claim wait_flag_pays{"wait-flag-pays",
+                             "the ring's main kernel released by its prep kernel's flag pays: grid=fill,xprep=launch,wait=flag,load=bulk,rows=8,"
+                             "pdl=on is faster than its twin without wait=flag (the main kernel waiting for the prep's completion) on the four "
+                             "seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
-              pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays};
+              pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -561,6 +576,7 @@ Experiment q4_to_ceiling() {
         if ((s.m == 17408 && s.k == 5120) || (s.m == 5120 && s.k == 6144))
           twins_pay(tail_pays, "tail=split", [](std::size_t i) { return kTailTwins[i]; }, kTail0, kTailTwins.size());
         twins_pay(ring_cluster_pays, "xprep=cluster (for xprep=launch)", [](std::size_t i) { return kRingXcTwins[i]; }, kRingXc0, kRingXcTwins.size());
+        twins_pay(wait_flag_pays, "wait=flag", [](std::size_t) { return kRingBulk8; }, kWaitFlag, 1);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

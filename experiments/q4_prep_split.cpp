@@ -22,6 +22,10 @@
 // (14.98 -> 13.16); what is left over the probe is the ring's consumption. Measured on an H100 (reports/h100/
 // run-prep-ring): 18.48 -> 16.21 us at 17408x5120 (99.0% of that card's read ceiling), 12.81 -> 10.46, 9.37 -> 7.31,
 // 9.25 -> 7.14; producer-goal held there (the best twin at every shape); the H200's reading is owed.
+// Then the ring with wait=flag (added 2026-12-05, not yet run when written; packed.cu, xprep_wf_kernel): the same two
+// launches, the main kernel released by a flag the prep's last block sets instead of by the prep's completion: one grid
+// completion fewer on the chain. Predicted: between the ring and its producer twin, nearer the ring (a hop of
+// ~0.5-0.9 us at most, less the poll's L2 round trip).
 #include <algorithm>
 
 #include "common.hpp"
@@ -39,8 +43,10 @@ const std::vector<std::string> kNames = {
     "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,load=bulk,pdl=on,rows=8",
     "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=on,rows=8",
     "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,pdl=on,rows=8",
+    "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,wait=flag,load=bulk,pdl=on,rows=8",
 };
 constexpr std::size_t kPairs = 3;
+constexpr std::size_t kRing = 4, kWaitFlag = 6;  // the ring (xprep=launch) and its wait=flag twin
 
 }  // namespace
 
@@ -48,7 +54,8 @@ void register_q4_prep_split(Registry& r) {
   Experiment e;
   e.name = "q4-prep-split";
   e.description = "issue 13: the q4 mat-vec's x-prep launch against the main kernel alone (xprep=producer twins of "
-                  "grid=groups,xprep=launch, its load=bulk form and the grid=fill ring) at the seed shapes; stream mode is the headline";
+                  "grid=groups,xprep=launch, its load=bulk form and the grid=fill ring), and the ring released by its prep's flag "
+                  "(wait=flag), at the seed shapes; stream mode is the headline";
   const Claim bits{"producer-bits", "each xprep=producer twin gives exactly its xprep=launch kernel's bits, on every shape and input"};
   const Claim hop{"prep-costs-1us",
                   "the prep launch costs a call at least 1 us at 6144x5120 and 5120x6144: each xprep=producer twin is at least 1 us faster "
@@ -56,12 +63,16 @@ void register_q4_prep_split(Registry& r) {
   const Claim goal{"producer-goal",
                    "with x prepared by its producer, the faster main kernel reaches issue 13's goal share of the read ceiling (90 / 85 / 80 / "
                    "80%) on the four seed shapes"};
-  e.claims = {bits, hop, goal};
+  const Claim flag{"wait-flag-pays",
+                  "the ring released by its prep kernel's flag (wait=flag) gives the ring's bits and is faster than the ring (released by "
+                  "the prep's completion) on the four seed shapes"};
+  e.claims = {bits, hop, goal, flag};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const auto vs = lookup(ctx, kNames);
     ctx.claim(hop).needs({"6144x5120", "5120x6144"});
     ctx.claim(goal).needs(shape_keys(seed_shapes()));
+    ctx.claim(flag).needs(shape_keys(seed_shapes()));
     for (const Shape& s : shapes_for(ctx, seed_shapes(), {{1024, 512}, {37, 160}})) {
       for (Dist d : {Dist::uniform, Dist::student_t}) {
         const Problem p{s, d, ctx.options().seed};
@@ -76,6 +87,9 @@ void register_q4_prep_split(Registry& r) {
           counts += (p ? ", " : "") + fmt("%.0f", double(d));
         }
         ctx.claim(bits).settle(differ == 0, where + ": " + counts + fmt(" of %.0f elements differ (pair by pair)", double(ms[0].output.size())));
+        const auto flag_differ = bitwise_diff(ms[kRing].output, ms[kWaitFlag].output);
+        if (flag_differ != 0)
+          ctx.claim(flag).settle(false, where + fmt(": wait=flag differs from the ring in %.0f of %.0f elements", double(flag_differ), double(ms[0].output.size())));
         if (d != Dist::uniform || !std::all_of(ms.begin(), ms.end(), [](const Measured& m) { return m.timed; })) continue;
         auto us = [&](std::size_t i) { return ms[i].timing.summary.median * 1e3; };
         std::string ev = s.str() + ":";
@@ -85,6 +99,11 @@ void register_q4_prep_split(Registry& r) {
           ctx.claim(hop).settle(s.str(), us(0) - us(1) >= 1.0 && us(2) - us(3) >= 1.0 && us(4) - us(5) >= 1.0,
                                 s.str() + fmt(": the prep launch costs %.2f us (groups), %.2f us (load=bulk) and %.2f us (the ring) a call",
                                               us(0) - us(1), us(2) - us(3), us(4) - us(5)));
+        if (q4_study::is_seed_shape(s)) {
+          const auto c = compare_times(ms[kRing].timing.kept_ms, ms[kWaitFlag].timing.kept_ms, s.m);
+          ctx.claim(flag).settle(s.str(), c.verdict == Verdict::faster,
+                                 s.str() + fmt(": the ring %.2f us, wait=flag %.2f us ", us(kRing), us(kWaitFlag)) + speedup_text(c));
+        }
         if (q4_study::is_seed_shape(s)) {
           std::size_t best = 1;
           for (std::size_t p = 1; p < kPairs; ++p)

@@ -468,8 +468,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   }
   // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
   // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
-  // the two tail=split, the three grid=fill,xprep=cluster
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3);
+  // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -864,4 +864,13 @@ TEST_CASE("map=packed xprep=cluster: 8 threads' shares (amax4, q8_part) rebuild 
                               "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=cluster,xpf=l2,load=bulk,pdl=on,rows=8",
                               "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=cluster,load=bulk,pdl=on,rows=8"});
   CHECK(check_twins(",cluster=4", {}) == std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=cluster,xpf=l2,load=bulk,cluster=4,pdl=on,rows=8"});
+}
+
+TEST_CASE("map=packed wait=flag: the ring whose main kernel polls its prep kernel's flag, the twin of the ring (the name less wait=flag), without a producer twin") {
+  CHECK(check_twins(",wait=flag", {}) == std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,wait=flag,load=bulk,pdl=on,rows=8"});
+  // Its main kernel waits for its own prep kernel's flag: it has no launch alone on a producer's x.
+  CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,wait=flag,load=bulk,pdl=on,rows=8").launch_prepared));
+  CHECK(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=on,rows=8").launch_prepared));
+  CHECK(registry().variant("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,wait=flag,load=bulk,pdl=on,rows=8").description.find("flag") !=
+        std::string::npos);
 }

@@ -374,16 +374,22 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
   CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=f32,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
 }
 
-TEST_CASE("xprep=flag (x prepared in the launch by its first blocks, behind a flag): xprep=launch's bits back to back over mixed grids, the counters in step after, the timeout path's bits with them out of step") {
+namespace {
+// A flag-released family (the kernels whose names hold `marker`) against its twins (`marker` -> `twin_marker`,
+// pdl=off -> pdl=on: PDL changes no bit): each twin's bits on the shapes, calls back to back on one stream over
+// the shapes' grids with no synchronisation; after them the counters of `which` in step; then `skew` puts them out
+// of step by hand so that every block takes the kernel's timeout path (its own x), whose bits must be the twin's
+// too; `calls_moved` is how much that moves the calls of the two launches (per kernel); the counters are then
+// put back. Returns the number of kernels checked.
+int check_flag_family(const std::string& marker, const std::string& twin_marker, q4_gemv::packed::FlagSet which, const std::vector<Shape>& shapes,
+                      q4_gemv::packed::XfCounters (*skew)(const q4_gemv::packed::XfCounters&), std::uint32_t calls_moved) {
   using q4_gemv::packed::XfCounters;
   struct Case {
     test::Q4Case c;
     std::vector<float> x_nan;
   };
-  // 1 block (5 rows), fewer blocks than prep blocks (9 x 6144 at rows=8: 2 of 8), many (1024 x 5120), ragged
-  // (4099 x 96: k of 3 blocks, 1 prep block).
   std::vector<Case> cases;
-  for (Shape s : std::vector<Shape>{{5, 160}, {9, 6144}, {1024, 5120}, {4099, 96}}) {
+  for (Shape s : shapes) {
     Case cs{test::q4_generated(s, Dist::student_t, 17), {}};
     const int nb = int(s.k / 32);
     for (int i = 0; i < 32 && nb > 2; ++i) cs.c.x[32 + i] = 0.f, cs.c.x[64 + i] = (i % 2 ? -1e-30f : 1e-30f);
@@ -393,12 +399,12 @@ TEST_CASE("xprep=flag (x prepared in the launch by its first blocks, behind a fl
   }
   int kernels = 0;
   for (const auto& kern : q4_gemv::q4_kernels()) {
-    const auto at = kern.name.find(",xprep=flag,");
+    const auto at = kern.name.find(marker);
     if (at == std::string::npos) continue;
     ++kernels;
     CAPTURE(kern.name);
     std::string twin_name = kern.name;
-    twin_name.replace(at, 12, ",xprep=launch,");
+    twin_name.replace(at, marker.size(), twin_marker);
     if (const auto off = twin_name.find(",pdl=off,"); off != std::string::npos) twin_name.replace(off, 9, ",pdl=on,");  // PDL changes no bit
     const auto& twin = q4_gemv::q4_kernel(twin_name);
     struct Run {
@@ -420,7 +426,7 @@ TEST_CASE("xprep=flag (x prepared in the launch by its first blocks, behind a fl
       CHECK(bitwise_diff(r.want, q4_gemv::q4_model(kern.name)(cs.c.w, cs.c.x)) == 0);  // the twin is right, so the comparison means something
       runs.push_back(std::move(r));
     }
-    const XfCounters before = q4_gemv::packed::xf_counters();
+    const XfCounters before = q4_gemv::packed::xf_counters(which);
     CHECK(before.tickets == 0);
     CHECK(before.counted == 0);
     CHECK(before.published == before.calls);
@@ -443,28 +449,48 @@ TEST_CASE("xprep=flag (x prepared in the launch by its first blocks, behind a fl
       CHECK(bitwise_diff(runs[i].y.download(), runs[i].want) == 0);
       CHECK(bitwise_diff(runs[i].y_nan.download(), runs[i].want_nan) == 0);
     }
-    const XfCounters after = q4_gemv::packed::xf_counters();
+    const XfCounters after = q4_gemv::packed::xf_counters(which);
     const auto calls = std::uint32_t(2 * rounds * runs.size());
     CHECK(after.calls == before.calls + calls);  // one call each, however many blocks its grid had
     CHECK(after.tickets == 0);
     CHECK(after.counted == 0);
     CHECK(after.published == after.calls);
-    // Out of step by hand: tickets start past every grid here, so no block is a prep block and none
-    // moves the calls on; every block times out and quantises its own x. The same bits, then back in step.
-    q4_gemv::packed::set_xf_counters({1u << 20, after.calls, 0, after.published});
-    for (std::size_t i : {std::size_t(0), std::size_t(3)}) {  // 1 block and 513 blocks (rows=8) of polls
+    // Out of step by hand: every block times out and quantises its own x. The same bits, then back in step.
+    q4_gemv::packed::set_xf_counters(skew(after), which);
+    for (std::size_t i : {std::size_t(0), cases.size() - 1}) {  // the first and the last shape
       auto& r = runs[i];
       poison_device(r.y.get(), r.y.size());
       kern.launch_packed(r.packed.get(), r.x.get(), r.y.get(), int(cases[i].c.w.m), int(cases[i].c.w.k), nullptr);
       KLAB_CUDA(cudaDeviceSynchronize());
       CHECK(bitwise_diff(r.y.download(), r.want) == 0);
     }
-    const XfCounters skewed = q4_gemv::packed::xf_counters();
-    CHECK(skewed.calls == after.calls);  // nobody took ticket G - 1
-    CHECK(skewed.published == after.published);
-    q4_gemv::packed::set_xf_counters(after);
+    const XfCounters skewed = q4_gemv::packed::xf_counters(which);
+    CHECK(skewed.calls == after.calls + calls_moved);
+    CHECK(skewed.published == after.published);  // nobody published
+    q4_gemv::packed::set_xf_counters(after, which);
   }
+  return kernels;
+}
+}  // namespace
+
+TEST_CASE("xprep=flag (x prepared in the launch by its first blocks, behind a flag): xprep=launch's bits back to back over mixed grids, the counters in step after, the timeout path's bits with them out of step") {
+  // 1 block (5 rows), fewer blocks than prep blocks (9 x 6144 at rows=8: 2 of 8), many (1024 x 5120), ragged
+  // (4099 x 96: k of 3 blocks, 1 prep block). Out of step: tickets start past every grid, so no block is a
+  // prep block and none moves the calls on.
+  const int kernels = check_flag_family(
+      ",xprep=flag,", ",xprep=launch,", q4_gemv::packed::FlagSet::xprep_flag, {{5, 160}, {9, 6144}, {1024, 5120}, {4099, 96}},
+      [](const q4_gemv::packed::XfCounters& c) { return q4_gemv::packed::XfCounters{1u << 20, c.calls, 0, c.published}; }, 0);
   CHECK(kernels >= 2);  // rows 8 and 4 with pdl=on, rows=8 with pdl=off
+}
+
+TEST_CASE("wait=flag (the ring released by its prep kernel's flag): the ring's bits back to back over mixed grids, the counters in step after, the timeout path's bits with them out of step") {
+  // 1 block, 2, 128, 513 (4099 x 96: one prep block) and more groups than the device holds blocks at k = 5120
+  // (8000 x 5120: 1000 groups, persistent blocks taking several). Out of step: the prep blocks' count starts far
+  // off, so no prep block is the last and none publishes; the main kernels still take their tickets (2 calls).
+  const int kernels = check_flag_family(
+      ",wait=flag,", ",", q4_gemv::packed::FlagSet::wait_flag, {{5, 160}, {9, 6144}, {1024, 5120}, {4099, 96}, {8000, 5120}},
+      [](const q4_gemv::packed::XfCounters& c) { return q4_gemv::packed::XfCounters{c.tickets, c.calls, 1u << 20, c.published}; }, 2);
+  CHECK(kernels >= 1);
 }
 
 TEST_CASE("f32 rows riding along (launch_packed_rows): the q4 rows keep launch_packed's bits, the f32 rows are within f32 rounding of the f64 dot; bad rows refused") {

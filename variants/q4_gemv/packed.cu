@@ -732,6 +732,64 @@ packed_xf_kernel(const std::uint8_t* __restrict__ packed, const float* __restric
   store_rows<R>(p, part, tid, lane, warp, W, y, m);
 }
 
+// ---- wait=flag (grid=fill,xprep=launch,load=bulk): the ring released by its prep kernel's flag ----
+// Why (2026-12-05, q4-prep-split on an H100, reports/h100/run-prep-ring): the ring's xprep=producer twin (its main
+// kernel alone, x already prepared) takes 16.21 us at 17408x5120 against 18.48 with the prep launch, 7.31 against
+// 9.37 at 6144x5120: the prep launch costs 2.1-2.3 us a call. Its chain is two grid completions: main N completes,
+// prep N+1 (released by it) reads x, quantises and completes, and only then is main N+1 released from its
+// griddepcontrol.wait. In-launch preps lost in four forms (xprep=block, =cluster on groups and on the ring, =flag on
+// groups: their x work sat behind the call's weight requests in every block, or clusters scheduled late). Here the
+// prep stays a launch of its own, the few blocks that do it for all, but the main kernel does not wait for its
+// completion: it polls a flag the prep's last block sets once every block's words are written.
+//   - tickets (the main kernel, as xprep=flag's): thread 0 of every block takes one from g_wf_ctr ((calls << 32) |
+//     tickets of this call) after the prologue's fills and before the block triggers its dependents; the block
+//     that takes the last (G - 1) moves the counter on to the next call and waits for that atomic's result before
+//     it triggers. So every ticket of call N is taken before prep N+1 launches (a PDL successor launches once every
+//     block has triggered) and `calls` names the main kernel's call;
+//   - prep (xprep_wf_kernel, 8 threads a block of 32: prepared_x.cuh's quad writer, xprep_kernel's words): thread 0
+//     of each block reads `calls` BEFORE its trigger (so before main N+1 can take a ticket: it is N+1, main N
+//     having moved it), waits (griddepcontrol.wait: x may be main N's predecessor's output, and main N must be done
+//     reading g_xq), writes its words, fences, counts itself in g_wf_cnt; the last block resets the count and
+//     publishes (release) g_wf_pub = calls + 1;
+//   - main N+1 never executes griddepcontrol.wait: thread 0 polls g_wf_pub (acquire) until it reads its call + 1,
+//     then the block reads its words from g_xq (ld.cg). The flag orders everything before the prep's wait (all
+//     earlier launches, complete) before main N+1's reads and its stores of y.
+//   - no deadlock: main N+1 launches only once every block of prep N+1 has triggered, i.e. runs; prep N+1 waits
+//     only for main N, whose blocks all run (they triggered before prep N+1 launched) and wait for prep N's flag;
+//   - a block that polls kXfSpins times without its value (the counters out of step: a stale `calls` can only make
+//     the prep publish a value no main kernel waits for) quantises its own block of x by q8_prep and goes on: the
+//     same words, slow; tests/gpu/test_q4.cu puts the counters out of step by hand to run that path.
+// The words are xprep_kernel's and the rest is the ring's: y is bit for bit grid=fill,xprep=launch's. One set of
+// counters and one g_xq per device: calls on concurrent streams would race (as xprep=launch).
+__device__ unsigned long long g_wf_ctr;  // (calls << 32) | tickets taken in this call (the main kernel's)
+__device__ unsigned g_wf_cnt;            // prep blocks done in this call
+__device__ unsigned g_wf_pub;            // calls + 1 of the last call whose x is in g_xq
+
+__device__ __forceinline__ unsigned long long ld_relaxed_gpu_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+constexpr int kWfPrepThreads = 128;  // 16 blocks of x a prep block (8 threads each)
+__global__ void __launch_bounds__(kWfPrepThreads) xprep_wf_kernel(const float* __restrict__ x, int nb) {
+  unsigned call = 0;
+  if (threadIdx.x == 0) call = unsigned(ld_relaxed_gpu_u64(&g_wf_ctr) >> 32);  // before our trigger: main N moved it
+  asm volatile("griddepcontrol.launch_dependents;");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const int b = int((blockIdx.x * blockDim.x + threadIdx.x) >> 3);  // uniform over 8 aligned lanes
+  float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (b < nb) v = __ldcg(reinterpret_cast<const float4*>(x) + std::size_t(b) * 8 + (threadIdx.x & 7));
+  store_prepared_q8_quads(g_xq, b < nb ? b : -1, v, int(threadIdx.x & 31));
+  __threadfence();  // our words are visible at the GPU before we count ourselves
+  __syncthreads();
+  if (threadIdx.x == 0 && atomicAdd(&g_wf_cnt, 1u) == gridDim.x - 1) {
+    atomicExch(&g_wf_cnt, 0u);  // the next call's prep blocks count only after their wait, i.e. after main N+1 completed
+    __threadfence();            // every prep block's words (each fenced before its count) before the flag
+    st_release_gpu(&g_wf_pub, call + 1);
+  }
+}
+
 // ---- grid=warp: one WARP per group of R rows, every chunk's loads in flight before the wait ----
 // Why (reports/h200, 2026-12-01, stream mode): grid=groups,xprep=launch,q8-dp4a,rows=8 takes 6.85 us
 // at 6144x5120 against a 3.8 us byte floor, and Nsight reads its blocks as latency-bound (long
@@ -903,8 +961,12 @@ __device__ __forceinline__ void cp_async_wait(int n) {
 // none of them (grid=groups,xprep=cluster's did: its weights were in registers). The words are xprep_kernel's and
 // the rest is the ring's: y is bit for bit grid=fill,xprep=launch's. Padding blocks (grid rounded to whole
 // clusters) prepare and take no group.
+// WF (wait=flag; grid=fill, bulk, after xprep_wf_kernel): no griddepcontrol.wait. After the prologue's fills thread 0
+// takes the block's ticket (the call's number), the block triggers its dependents, thread 0 polls g_wf_pub until
+// the prep kernel of its call has published, then the block reads g_xq as after the wait (see xprep_wf_kernel; on
+// a timeout each thread quantises its own block, xprep=block's words). The ring's bits.
 template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false,
-          int Split = 1, bool NoDots = false, bool Tail = false, int XC = 0>
+          int Split = 1, bool NoDots = false, bool Tail = false, int XC = 0, bool WF = false>
 __global__ void __launch_bounds__(Held ? kHeldMaxWarps * 32 : kMaxWarps * 32)
 packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int S) {
   static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
@@ -916,6 +978,8 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   static_assert(!Tail || (L == Load::bulk && !Held && !L2pf), "tail=split: load=bulk (its pieces are bulk copies), no last=regs or last=l2");
   static_assert(XC == 0 || ((XC == 4 || XC == 8) && L == Load::bulk && !XB && !Half && !Held && !L2pf && !Pre1 && Split == 1 && !NoDots && !Tail),
                 "xprep=cluster on the ring: clusters of 4 or 8, grid=fill, load=bulk, no other axis");
+  static_assert(!WF || (L == Load::bulk && !XB && !Half && !XPf && !Held && !L2pf && !Pre1 && Split == 1 && !NoDots && !Tail && XC == 0),
+                "wait=flag: the plain ring (grid=fill, load=bulk) after xprep_wf_kernel, no other axis");
   constexpr int RS = R / Split;  // rows a thread takes of each group
   if constexpr (XB && XPf) prefetch_x_warp(x, int(threadIdx.x >> 5) * 32, k / ref::kQ4Block);  // xprep=launch: xprep_kernel prefetches
   int xc_j = 0, xc_first = 0, xc_mine = 0;  // XC: J, the member's first x block, how many it prepares
@@ -930,7 +994,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
                    "r"(unsigned(xc_mine) * unsigned(ref::kQ4Block * sizeof(float)))
                    : "memory");
   }
-  asm volatile("griddepcontrol.launch_dependents;");
+  if constexpr (!WF) asm volatile("griddepcontrol.launch_dependents;");  // WF: after its ticket
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
   __shared__ __align__(8) std::uint64_t full[kRingMaxStages];  // bulk: one mbarrier per stage
   __shared__ float part_s[Half ? 1 : 2][Half ? 1 : kMaxWarps][R];  // (parity, warp, row); Half: after the ring
@@ -1027,7 +1091,32 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
     if (ring_n < mine && active) load_group<R>(packed + plan.group_offset(plan.group_of(j, ring_n)) + code0, lane, held);
   }
   // g_xq (prepared by xprep_kernel, which waited for our predecessor) or x (XB) from here on.
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  bool wf_self = false;  // WF: the counters out of step, every thread quantises its own block
+  if constexpr (WF) {
+    __shared__ unsigned s_wf_call;
+    __shared__ int s_wf_self;
+    __shared__ volatile unsigned s_wf_moved;
+    if (tid == 0) {
+      const unsigned long long old = atomicAdd(&g_wf_ctr, 1ull);
+      // The volatile store needs the second atomic's result: performed before the barrier, so before our trigger.
+      if (unsigned(old & 0xFFFFFFFFull) == gridDim.x - 1) s_wf_moved = unsigned(atomicAdd(&g_wf_ctr, (1ull << 32) - gridDim.x));
+      s_wf_call = unsigned(old >> 32), s_wf_self = 0;
+    }
+    __syncthreads();
+    asm volatile("griddepcontrol.launch_dependents;");
+    if (tid == 0) {
+      unsigned spins = 0;
+      while (ld_acquire_gpu(&g_wf_pub) != s_wf_call + 1)
+        if (++spins == kXfSpins) {
+          s_wf_self = 1;
+          break;
+        }
+    }
+    __syncthreads();
+    wf_self = s_wf_self != 0;
+  } else {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+  }
   if constexpr (Pre1) {
     for (int n = 1; n < S && n < ring_n; ++n) fill(n, n);
   }
@@ -1064,6 +1153,12 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
       const Q8X X = q8_prep(xv);
       xe = make_uint4(X.xe[0], X.xe[1], X.xe[2], X.xe[3]);
       xo = make_uint4(X.xo[0], X.xo[1], X.xo[2], X.xo[3]);
+      cd = make_uint4(std::uint32_t(X.c), float_bits(X.d), 0, 0);
+    }
+  } else if (WF && wf_self) {
+    if (active) {  // q8_prep's words, as xprep=block's
+      const Q8X X = q8_prep_two_pass(reinterpret_cast<const float4*>(x) + std::size_t(b) * 8);
+      xe = make_uint4(X.xe[0], X.xe[1], X.xe[2], X.xe[3]), xo = make_uint4(X.xo[0], X.xo[1], X.xo[2], X.xo[3]);
       cd = make_uint4(std::uint32_t(X.c), float_bits(X.d), 0, 0);
     }
   } else {
@@ -1384,52 +1479,55 @@ int resident_warps_xf() {
 // memory carveout (two 92 KB blocks per SM), once per kernel (the lab uses one device per process).
 // The grid=fill ring kernel with Split threads per block of 32 weights (row-split; Split = 1: none); XB
 // (xprep=block): x quantised by each thread after the wait, prefetched into L2 by the kernel itself with XPf;
-// NoDots: the ring read probe (launch_ring_probe); Tail: tail=split.
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false>
-constexpr auto ring_kernel = packed_ring_kernel<R, L, XB, false, XB && XPf, false, false, false, Split, NoDots, Tail>;
+// NoDots: the ring read probe (launch_ring_probe); Tail: tail=split; WF: wait=flag.
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false>
+constexpr auto ring_kernel = packed_ring_kernel<R, L, XB, false, XB && XPf, false, false, false, Split, NoDots, Tail, 0, WF>;
 // row-split=Split takes Split x warps_for(k) warps a block, at most kMaxWarps: larger k runs Split = 1 (the same bits).
 static_assert(split_in_use(2, kMaxWarps / 2) == 2 && split_in_use(2, kMaxWarps / 2 + 1) == 1, "split_in_use's bound is kMaxWarps");
 template <int Split>
 bool split_fits(int k) {
   return split_in_use(Split, warps_for(k)) == Split;
 }
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false>
 void ring_attributes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    constexpr auto kernel = ring_kernel<R, L, Split, XB, XPf, NoDots, Tail>;
+    constexpr auto kernel = ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF>;
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
 }
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false>
 int ring_blocks_per_sm(int warps) {
   static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
   auto& c = cache[std::size_t(warps)];
   int n = c.load(std::memory_order_relaxed);
   if (n == 0) {
-    ring_attributes<R, L, Split, XB, XPf, NoDots, Tail>();
+    ring_attributes<R, L, Split, XB, XPf, NoDots, Tail, WF>();
     const RingPlan plan{warps, R, ring_stages(warps, R)};
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail>, Split * warps * 32,
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF>, Split * warps * 32,
                                                             std::size_t(plan.S) * plan.stage_bytes()));
     if (n < 1) n = 1;
     c.store(n, std::memory_order_relaxed);
   }
   return n;
 }
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool Tail = false>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool Tail = false, bool WF = false>
 int resident_warps_ring() {
-  return ring_blocks_per_sm<R, L, Split, XB, XPf, false, Tail>(warps_for(5120)) * Split * warps_for(5120);
+  return ring_blocks_per_sm<R, L, Split, XB, XPf, false, Tail, WF>(warps_for(5120)) * Split * warps_for(5120);
 }
 
 // XB (xprep=block): no prep kernel; the ring kernel quantises x itself (one launch a call). NoDots (the probe):
 // no prep kernel either, and x is never read. Tail: tail=split (the grid and stages as without it).
 // Prepared: launch_prepared (prepared_x.cuh), the ring kernel alone on the x its producer wrote into g_xq.
+// WF: wait=flag, xprep_wf_kernel then the ring kernel that polls its flag instead of waiting for its completion.
 template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool NoDots = false, bool Tail = false,
-          bool Prepared = false>
+          bool Prepared = false, bool WF = false>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!((XB || NoDots) && WPf), "xprep=block and the probe have no prep kernel to prefetch the weights");
   static_assert(!(Prepared && (XB || NoDots || XPf || WPf)), "a prepared x: the main kernel of xprep=launch alone, nothing to prefetch");
+  static_assert(!WF || (Pdl && L == Load::bulk && !XPf && !WPf && Split == 1 && !XB && !NoDots && !Tail && !Prepared),
+                "wait=flag: the plain ring with PDL (its flag replaces the wait for the prep launch)");
   if constexpr (Split > 1) {
     if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots, Tail, Prepared>(packed, x, y, m, k, stream);
   }
@@ -1437,13 +1535,16 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L, Split, XB, XPf, NoDots, Tail>(W)) * sm_count()));
-  if constexpr (!XB && !NoDots && !Prepared) {
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(ring_blocks_per_sm<R, L, Split, XB, XPf, NoDots, Tail, WF>(W)) * sm_count()));
+  if constexpr (WF) {
+    launch_maybe_pdl(true, xprep_wf_kernel, dim3(unsigned((nb * 8 + kWfPrepThreads - 1) / kWfPrepThreads)), dim3(unsigned(kWfPrepThreads)), 0, stream, x, nb);
+    KLAB_CUDA_LAUNCH("xprep_wf_kernel");
+  } else if constexpr (!XB && !NoDots && !Prepared) {
     launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
                      WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
-  launch_maybe_pdl(Pdl, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  launch_maybe_pdl(Pdl, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, x, y, m, k, plan.S);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
@@ -1775,18 +1876,21 @@ Q4Kernel kernel_warp() {
 // row-split=Split (Split > 1): Split threads per block of 32 weights, each R / Split rows of a group.
 // XB: xprep=block (no prep kernel, each thread quantises its block of x). Tail: tail=split (the last round's
 // groups in pieces).
-template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool Tail = false>
+// WF: wait=flag (the main kernel released by its prep kernel's flag, not by the prep's completion).
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool Tail = false, bool WF = false>
 Q4Kernel kernel_ring() {
-  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : "launch"}, {"load", load_name(L)}};
+  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : "launch"}};
+  if (WF) axes.emplace_back("wait", "flag");
+  axes.emplace_back("load", load_name(L));
   if (Tail) axes.emplace_back("tail", "split");
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   axes.emplace_back("pdl", Pdl ? "on" : "off");
   axes.emplace_back("rows", std::to_string(R));
-  Q4Kernel kern = q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB, false, Tail>,
-                               &resident_warps_ring<R, L, Split, XB, XPf, Tail>);
+  Q4Kernel kern = q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB, false, Tail, false, WF>,
+                               &resident_warps_ring<R, L, Split, XB, XPf, Tail, WF>);
   // The plain ring's main kernel alone (its xprep=producer twin): without xpf/wpf (the prefetching twins
-  // run the same main kernel), xprep=block or tail=split.
-  if constexpr (!XPf && !WPf && !XB && !Tail) kern.launch_prepared = &launch_ring<R, L, Pdl, false, false, Split, false, false, false, true>;
+  // run the same main kernel), xprep=block, tail=split or wait=flag (whose main kernel waits for its flag).
+  if constexpr (!XPf && !WPf && !XB && !Tail && !WF) kern.launch_prepared = &launch_ring<R, L, Pdl, false, false, Split, false, false, false, true>;
   return kern;
 }
 
@@ -2072,26 +2176,51 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_ring_xc<8, true, true, 8>());
   v.push_back(kernel_ring_xc<8, true, false, 8>());
   v.push_back(kernel_ring_xc<8, true, true, 4>());
+  // grid=fill,xprep=launch,wait=flag: the ring (rung 11: no xpf) whose main kernel is released by its prep kernel's
+  // flag instead of the prep's completion (packed_ring_kernel's WF, xprep_wf_kernel). Why (2026-12-05, the H100's
+  // q4-prep-split, reports/h100/run-prep-ring): the prep launch costs the ring 2.1-2.3 us a call, two grid
+  // completions on the chain where its producer twin has one; in-launch preps lost in four forms. Predicted (before
+  // any run): at most one hop (~0.5-0.9 us) less a call, less what the poll's L2 round trip behind the call's
+  // stage requests costs: the small shapes gain most, if any; the prep's own x read still queues behind them.
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, true>());
   return v;
 }
 
 }  // namespace klab::q4_gemv::packed
 
 namespace klab::q4_gemv::packed {
-XfCounters xf_counters() {
+namespace {
+// The three symbols of a flag set, by address.
+struct FlagSymbols {
+  unsigned long long* ctr;
+  unsigned* cnt;
+  unsigned* pub;
+};
+FlagSymbols flag_symbols(FlagSet which) {
+  void *ctr = nullptr, *cnt = nullptr, *pub = nullptr;
+  const bool xf = which == FlagSet::xprep_flag;
+  KLAB_CUDA(xf ? cudaGetSymbolAddress(&ctr, g_xf_ctr) : cudaGetSymbolAddress(&ctr, g_wf_ctr));
+  KLAB_CUDA(xf ? cudaGetSymbolAddress(&cnt, g_xf_cnt) : cudaGetSymbolAddress(&cnt, g_wf_cnt));
+  KLAB_CUDA(xf ? cudaGetSymbolAddress(&pub, g_xf_pub) : cudaGetSymbolAddress(&pub, g_wf_pub));
+  return {static_cast<unsigned long long*>(ctr), static_cast<unsigned*>(cnt), static_cast<unsigned*>(pub)};
+}
+}  // namespace
+XfCounters xf_counters(FlagSet which) {
+  const FlagSymbols f = flag_symbols(which);
   unsigned long long ctr = 0;
   XfCounters c{};
-  KLAB_CUDA(cudaMemcpyFromSymbol(&ctr, g_xf_ctr, sizeof ctr));
-  KLAB_CUDA(cudaMemcpyFromSymbol(&c.counted, g_xf_cnt, sizeof c.counted));
-  KLAB_CUDA(cudaMemcpyFromSymbol(&c.published, g_xf_pub, sizeof c.published));
+  KLAB_CUDA(cudaMemcpy(&ctr, f.ctr, sizeof ctr, cudaMemcpyDeviceToHost));
+  KLAB_CUDA(cudaMemcpy(&c.counted, f.cnt, sizeof c.counted, cudaMemcpyDeviceToHost));
+  KLAB_CUDA(cudaMemcpy(&c.published, f.pub, sizeof c.published, cudaMemcpyDeviceToHost));
   c.tickets = std::uint32_t(ctr & 0xFFFFFFFFull), c.calls = std::uint32_t(ctr >> 32);
   return c;
 }
-void set_xf_counters(const XfCounters& c) {
+void set_xf_counters(const XfCounters& c, FlagSet which) {
+  const FlagSymbols f = flag_symbols(which);
   const unsigned long long ctr = (static_cast<unsigned long long>(c.calls) << 32) | c.tickets;
-  KLAB_CUDA(cudaMemcpyToSymbol(g_xf_ctr, &ctr, sizeof ctr));
-  KLAB_CUDA(cudaMemcpyToSymbol(g_xf_cnt, &c.counted, sizeof c.counted));
-  KLAB_CUDA(cudaMemcpyToSymbol(g_xf_pub, &c.published, sizeof c.published));
+  KLAB_CUDA(cudaMemcpy(f.ctr, &ctr, sizeof ctr, cudaMemcpyHostToDevice));
+  KLAB_CUDA(cudaMemcpy(f.cnt, &c.counted, sizeof c.counted, cudaMemcpyHostToDevice));
+  KLAB_CUDA(cudaMemcpy(f.pub, &c.published, sizeof c.published, cudaMemcpyHostToDevice));
 }
 }  // namespace klab::q4_gemv::packed
 

@@ -94,6 +94,9 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
       d += "x taken as prepared by its producer (prepared_x.cuh; here the kernel's own prep launch, outside the timed region): the main "
            "kernel alone, every weight load issued before the wait; ";
     if (a["xprep"] == "launch") d += "x prepared once per launch by a first PDL-chained kernel (read from L2), every weight load issued before the wait; ";
+    if (a["wait"] == "flag")
+      d += "the main kernel released by a flag its prep kernel's last block sets (release / acquire, its call named by tickets), not by the "
+           "prep's completion: no griddepcontrol.wait; ";
     if (a["xprep"] == "block") d += "x quantised by each block's threads once per launch (no prep kernel); ";
     if (a["tail"] == "split")
       d += "the ring's last round of groups cut into pieces of fewer rows, one a block, so that no block takes a whole group more than the "
