@@ -192,14 +192,17 @@ constexpr std::array<std::size_t, 2> kTailTwins{32, 58};
 // on an H100, 2026-12-05, reports/h100/run-prep-ring): the ring's main kernel alone, on x already prepared, takes
 // 16.21 us at 17408x5120 against 18.48 with its prep launch: the prep launch is what rung 32 loses. Predicted:
 // between that producer twin and rung 32 at every seed shape; on the H200 toward ~12.5 us at 17408x5120. Measured
-// on an H100 (reports/h100/run-ring-xc, the rungs alone with 11 and 32): x0.75..x0.85 of their twins, the same bits.
+// on an H100 (reports/h100/run-ring-xc, the rungs alone with 11 and 32): x0.75..x0.85 of their twins, the same bits;
+// on the H200 (reports/h200/run-fe10a61/xc, the same subset): x0.76..x0.84.
 constexpr std::size_t kRingXc0 = 65;
 constexpr std::array<std::size_t, 3> kRingXcTwins{32, 11, 32};
 // The rung 68: grid=fill,xprep=launch,wait=flag, rung 11's ring whose main kernel is released by a flag its prep
 // kernel's last block sets, not by the prep's completion (packed.cu, xprep_wf_kernel); the same bits. Why: the
 // prep launch costs the ring 2.1-2.3 us a call on an H100 (reports/h100/run-prep-ring), two grid completions on the
 // chain where the producer twin has one. Predicted (2026-12-05, before any run): a hop (~0.5-0.9 us) less at most,
-// less the poll's L2 round trip behind the call's stage requests; the small shapes gain most, if any.
+// less the poll's L2 round trip behind the call's stage requests; the small shapes gain most, if any. Measured
+// (reports/h200/run-fe10a61, the whole ladder, H200, stream): x0.931 / x0.936 / x0.932 / x0.892 at the four seed shapes,
+// the same bits: wait-flag-pays not held (packed.cu, its registration).
 constexpr std::size_t kWaitFlag = 68;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

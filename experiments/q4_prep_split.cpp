@@ -21,11 +21,14 @@
 // its producer twin about 1.5-2 us faster there (~12.5 us, 88% of the read ceiling), as rung 10's
 // (14.98 -> 13.16); what is left over the probe is the ring's consumption. Measured on an H100 (reports/h100/
 // run-prep-ring): 18.48 -> 16.21 us at 17408x5120 (99.0% of that card's read ceiling), 12.81 -> 10.46, 9.37 -> 7.31,
-// 9.25 -> 7.14; producer-goal held there (the best twin at every shape); the H200's reading is owed.
-// Then the ring with wait=flag (added 2026-12-05, not yet run when written; packed.cu, xprep_wf_kernel): the same two
-// launches, the main kernel released by a flag the prep's last block sets instead of by the prep's completion: one grid
-// completion fewer on the chain. Predicted: between the ring and its producer twin, nearer the ring (a hop of
-// ~0.5-0.9 us at most, less the poll's L2 round trip).
+// 9.25 -> 7.14; producer-goal held there (the best twin at every shape). On the H200 (reports/h200/run-fe10a61): 14.33 ->
+// 12.30 us (89.4%), 10.83 -> 8.87, 8.01 -> 6.14, 7.76 -> 6.06: producer-goal not held (the small shapes' best twins,
+// grid=groups', reach 70-72%).
+// Then the ring with wait=flag (added 2026-12-05; packed.cu, xprep_wf_kernel): the same two launches, the main kernel
+// released by a flag the prep's last block sets instead of by the prep's completion: one grid completion fewer on the
+// chain. Predicted: between the ring and its producer twin, nearer the ring (a hop of ~0.5-0.9 us at most, less the
+// poll's L2 round trip). Measured (run-fe10a61, H200): 15.18 / 11.52 / 8.56 / 8.69 us, x0.945 / x0.940 / x0.936 / x0.894
+// against the ring, the ring's bits: wait-flag-pays not held.
 #include <algorithm>
 
 #include "common.hpp"

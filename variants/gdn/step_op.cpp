@@ -374,7 +374,8 @@ CandidateTwins candidate_twins() {
   // 2026-12-01 (t.ring) ran the ring with its own prep launch. Predicted: ~1 us a layer less in gdn-step-fused; in
   // the graph the ring's blocks fill the SMs' shared memory until they leave (the ring twin lost there).
   // Measured on an H100 (reports/h100/run-fold-ring, twice): the candidate's bits; 31.2 -> 30.3 us a layer (x1.030)
-  // and 1.5957 -> 1.6146 ms per token in the 48-layer graph (x0.988). A twin; the H200's reading is owed.
+  // and 1.5957 -> 1.6146 ms per token in the 48-layer graph (x0.988). On the H200 (reports/h200/run-fe10a61): 26.3 ->
+  // 25.3 us a layer (x1.039, the fastest step raced), 1.3171 -> 1.3243 ms per token in the graph (x0.995, same). A twin.
   t.fold_ring = candidate_of(t.ba_own);
   t.fold_ring.stacked_kernel = kStackedRing;
   return t;

@@ -956,7 +956,9 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // rows=8 3.07 and 3.08 us at batch 1, x1.109 and x1.240 over pdl=early): with S in flight before the wait, more blocks
           // and fewer rows a thread (cols=16 rows=4, cols=8 rows=4) may shorten the math and the stores after it; rows=16 holds
           // twice the state a thread for batch 32. Run on an H100 only (reports/h100/run-118cf7b): the bits of the pdl=on twins;
-          // at batch 1 x1.189 / x1.360 / x1.161 over pdl=early there (3.60 / 4.05 / 3.41 us; cols=32,rows=8 3.42).
+          // at batch 1 x1.189 / x1.360 / x1.161 over pdl=early there (3.60 / 4.05 / 3.41 us; cols=32,rows=8 3.42). On the H200
+          // (reports/h200/run-fe10a61): the bits held; cols=32,rows=16 3.03 us at batch 1, the fastest of ours (cols=16,rows=4
+          // 3.4, cols=8,rows=4 3.7).
           fused<16, 4, true, false, false, false, false, false, false, false, false, true>(),
           fused<8, 4, true, false, false, false, false, false, false, false, false, true>(),
           fused<32, 16, true, false, false, false, false, false, false, false, false, true>(),
@@ -968,6 +970,8 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // if the next launch's S, requested later, arrives late. The bits of pdl=on (the same values in the same order).
           // Measured on an H100 (reports/h100/run-probe-rec, stream): the bits held; slower, 3.41 -> 3.74 us (cols=32) and
           // 3.44 -> 3.85 (cols=16) against pdl=ahead. The probe: the span after the release 3.07 -> 2.30 us, the hop 0.5 -> 1.0.
+          // On the H200 (reports/h200/run-fe10a61): the bits held; x0.927 / x0.904 against pdl=ahead (3.05 -> 3.29, 3.07 -> 3.40
+          // us); the probe there: after the release 2.82 -> 2.05 us, the hop 0.38 -> 0.77 (cols=32). Kept as negative results.
           fused<32, 8, true, false, false, false, false, false, false, false, false, true, true>(),
           fused<16, 8, true, false, false, false, false, false, false, false, false, true, true>()};
 }

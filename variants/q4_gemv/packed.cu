@@ -2182,6 +2182,11 @@ std::vector<Q4Kernel> packed_kernels() {
   // completions on the chain where its producer twin has one; in-launch preps lost in four forms. Predicted (before
   // any run): at most one hop (~0.5-0.9 us) less a call, less what the poll's L2 round trip behind the call's
   // stage requests costs: the small shapes gain most, if any; the prep's own x read still queues behind them.
+  // Measured (reports/h200/run-fe10a61, H200, 2026-12-05, stream, against the ring): q4-prep-split 15.18 / 11.52 / 8.56 /
+  // 8.69 us at the four seed shapes against 14.33 / 10.83 / 8.01 / 7.76 (x0.945 / x0.940 / x0.936 / x0.894), the whole
+  // ladder x0.931 / x0.936 / x0.932 / x0.892; the ring's bits everywhere (and the gpu suite's wait=flag case, the timeout
+  // path too). The poll, an L2 round trip behind the call's stage requests and then the block's barrier, costs more
+  // than the grid completion it replaces (as grid=groups,xprep=flag's chain did, run-c00d582). Kept as a negative result.
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, true>());
   return v;
 }
