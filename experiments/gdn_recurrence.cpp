@@ -101,8 +101,11 @@ void register_gdn_recurrence(Registry& r) {
   // pdl=next (kernels_fused.cu): pdl=ahead with its dependents let go after the wait (one launch ahead at most).
   const Claim next_bits{"next-bitwise", "every pdl=next variant gives its pdl=on twin's o and S bit for bit at batch 1, 8 and 32"};
   const Claim next_pays{"next-pays", "every pdl=next variant is faster than its pdl=ahead twin at batch 1 (stream mode)"};
-  e.claims = {accurate,    once_bits,  once_faster, fused_faster, b1_goal,    b32_goal,  early_bits, early_pays,
-              stream_bits, stream_pays, stage_bits,  stage_pays,   ahead_bits, ahead_pays, next_bits,  next_pays};
+  // pdl=one-ahead (kernels_fused.cu): pdl=ahead's kernel with its blocks an SM capped (one launch ahead at most).
+  const Claim one_bits{"one-ahead-bitwise", "every pdl=one-ahead variant gives its pdl=ahead twin's o and S bit for bit at batch 1, 8 and 32"};
+  const Claim one_pays{"one-ahead-pays", "every pdl=one-ahead variant is faster than its pdl=ahead twin at batch 1 (stream mode)"};
+  e.claims = {accurate,    once_bits,  once_faster, fused_faster, b1_goal,    b32_goal,  early_bits, early_pays, stream_bits,
+              stream_pays, stage_bits,  stage_pays,   ahead_bits, ahead_pays, next_bits,  next_pays, one_bits,   one_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("gdn_recurrence");
     // Ladder order, seed (A) first: the kernel table's order.
@@ -149,6 +152,9 @@ void register_gdn_recurrence(Registry& r) {
     const auto next_ahead = flag_twins(names, "pdl=next", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=ahead" + n.substr(at + 8); });
     ctx.claim(next_bits).needs(all);
     ctx.claim(next_pays).needs({batch_key(1)});
+    const auto one_ahead = flag_twins(names, "pdl=one-ahead", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=ahead" + n.substr(at + 13); });
+    ctx.claim(one_bits).needs(all);
+    ctx.claim(one_pays).needs({batch_key(1)});
     ctx.claim(b1_goal).needs({batch_key(1)});
     ctx.claim(b32_goal).needs({batch_key(32)});
 
@@ -188,6 +194,7 @@ void register_gdn_recurrence(Registry& r) {
       settle_flag_twins(ctx, ms, ahead_early, B, key, nullptr, &ahead_pays, 1, "the pdl=early twin", "pdl=early -> pdl=ahead");
       settle_flag_twins(ctx, ms, next_on, B, key, &next_bits, nullptr, 1, "the pdl=on twin", "pdl=on -> pdl=next");
       settle_flag_twins(ctx, ms, next_ahead, B, key, nullptr, &next_pays, 1, "the pdl=ahead twin", "pdl=ahead -> pdl=next");
+      settle_flag_twins(ctx, ms, one_ahead, B, key, &one_bits, &one_pays, 1, "the pdl=ahead twin", "pdl=ahead -> pdl=one-ahead");
       const Measured* best = fastest(ms, false);
       if (!best) continue;
       const double us = best->timing.summary.median * 1e3;

@@ -137,8 +137,8 @@ int probe_ring_command(const std::vector<std::string>& args, int, char**) {
 }
 
 const char* const kProbeRecUsage =
-    "klab probe-rec [--cols 32] [--rows 8] [--pdl ahead|next] [--batch 1] [--launches 64] [--copies N] [--device N]  (the recurrence's "
-    "pdl=ahead or pdl=next kernel with in-kernel timer stamps, stream mode)";
+    "klab probe-rec [--cols 32] [--rows 8] [--pdl ahead|next|one-ahead] [--batch 1] [--launches 64] [--copies N] [--device N]  (the recurrence's "
+    "pdl=ahead, pdl=next or pdl=one-ahead kernel with in-kernel timer stamps, stream mode)";
 
 namespace {
 // The median (klab/stats.hpp's summarize), NaN for none.
@@ -212,16 +212,16 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
   std::string pdl = "ahead";
   po::options_description d(kProbeRecUsage);
   d.add_options()("cols", po::value<int>(&cols), "columns a block (32, 16 or 8)")("rows", po::value<int>(&rows), "float4 rows of S a thread (8, 4 or 16)")
-    ("pdl", po::value<std::string>(&pdl), "ahead (dependents let go at the start) or next (after the wait)")
+    ("pdl", po::value<std::string>(&pdl), "ahead (dependents let go at the start), next (after the wait) or one-ahead (at the start, blocks an SM capped)")
     ("batch", po::value<int>(&batch), "sequences (default 1)")("launches", po::value<int>(&launches), "launches in the graph (default 64)")
     ("copies", po::value<int>(&copies), "state copies rotated (default and at least: one a launch)")
     ("device", po::value<int>(&device), "CUDA device index")("help,h", "this help");
   po::variables_map vm;
   if (parse_or_help(args, d, vm)) return 0;
-  require(pdl == "ahead" || pdl == "next", "--pdl " + pdl + ": ahead or next");
-  const gdn_recurrence::StampLauncher sl = gdn_recurrence::stamp_launcher(cols, rows, pdl == "next");
+  require(pdl == "ahead" || pdl == "next" || pdl == "one-ahead", "--pdl " + pdl + ": ahead, next or one-ahead");
+  const gdn_recurrence::StampLauncher sl = gdn_recurrence::stamp_launcher(cols, rows, pdl);
   require(sl.launch != nullptr, "--cols " + std::to_string(cols) + " --rows " + std::to_string(rows) + ": no pdl=" + pdl + " kernel of that shape (" +
-                                    (pdl == "next" ? "32x8, 16x8)" : "32x8, 16x8, 16x4, 8x4, 32x16)"));
+                                    (pdl == "next" ? "32x8, 16x8)" : pdl == "one-ahead" ? "32x16, 32x8, 16x8)" : "32x8, 16x8, 16x4, 8x4, 32x16)"));
   require(batch >= 1 && batch <= 256, "--batch must be in [1, 256]");
   require(launches >= 8 && launches <= 4096, "--launches must be in [8, 4096]");
   require(copies >= 0, "--copies must not be negative");

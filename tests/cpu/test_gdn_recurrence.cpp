@@ -360,13 +360,37 @@ TEST_CASE("gdn_recurrence pdl=ahead: twins of a registered pdl=on and pdl=early 
       }
   }
   CHECK(ahead == 6);  // cols=32 rows=8 and 16, cols=16 rows=8 and 4, cols=8 rows=4, and cols=32,rows=8,stage=smem
-  // state_ahead (and the residency query min_state_copies needs) exactly on the pdl=ahead kernels
+  // state_ahead (and the residency query min_state_copies needs) exactly on the pdl=ahead and pdl=one-ahead kernels
   for (const auto& k : gr::recurrence_kernels()) {
     CAPTURE(k.name);
-    const bool named = k.name.find("pdl=ahead") != std::string::npos;
+    const bool named = k.name.find("pdl=ahead") != std::string::npos || k.name.find("pdl=one-ahead") != std::string::npos;
     CHECK(k.state_ahead == named);
     CHECK((k.resident_launches != nullptr) == named);
   }
+}
+
+TEST_CASE("gdn_recurrence pdl=one-ahead: twins of a registered pdl=ahead kernel, with its own launch and residency query, the same contract") {
+  int one = 0;
+  for (const auto& k : gr::recurrence_kernels()) {
+    const auto at = k.name.find("pdl=one-ahead");
+    if (at == std::string::npos) continue;
+    ++one;
+    CAPTURE(k.name);
+    CHECK(at + 13 == k.name.size());  // the last axis, as the other pdl= values
+    const auto& ahead = gr::recurrence_kernel(k.name.substr(0, at) + "pdl=ahead");
+    CHECK(k.state_before_wait);
+    CHECK(k.state_ahead);
+    const bool own_launch = k.launch != ahead.launch, own_query = k.resident_launches != ahead.resident_launches;
+    CHECK(own_launch);
+    CHECK(own_query);
+    CHECK(k.description.find("capped") != std::string::npos);
+    for (int batch : {1, 8, 32})
+      for (auto [dk, dv] : {std::pair{128, 128}, std::pair{64, 96}, std::pair{96, 128}}) {
+        const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
+        CHECK(k.can_implement(a) == ahead.can_implement(a));
+      }
+  }
+  CHECK(one == 3);  // cols=32 rows=16 and 8, cols=16 rows=8
 }
 
 TEST_CASE("gdn_recurrence min_state_copies: 1 with S read after the wait, 2 for pdl=on, and for pdl=ahead one more than the launches that could all be resident") {

@@ -567,6 +567,9 @@ TEST_CASE("gdn_recurrence stage=smem and pdl=ahead: o and S their twins' bit for
     } else if (const auto at2 = k.name.find("pdl=ahead"); at2 != std::string::npos) {
       ++ahead;
       twin_name = k.name.substr(0, at2) + "pdl=on" + k.name.substr(at2 + 9);
+    } else if (const auto at3 = k.name.find("pdl=one-ahead"); at3 != std::string::npos) {  // its pdl=ahead twin's kernel, launched capped
+      ++ahead;
+      twin_name = k.name.substr(0, at3) + "pdl=ahead" + k.name.substr(at3 + 13);
     } else {
       continue;
     }
@@ -580,6 +583,12 @@ TEST_CASE("gdn_recurrence stage=smem and pdl=ahead: o and S their twins' bit for
         const int C = gr::min_state_copies(k, a);
         CHECK(C - 1 > L);
         CHECK(C >= 2);
+        if (k.name.find("pdl=one-ahead") != std::string::npos) {  // two launches resident, not three; never more than its twin
+          const double Lt = twin.resident_launches(a);
+          CHECK(L <= Lt);
+          CHECK(L < 3.0);
+          CHECK(L >= std::min(2.0, Lt));
+        }
       }
     }
     for (auto [batch, dv] : {std::pair{1, 128}, std::pair{3, 128}, std::pair{32, 128}, std::pair{2, 48}}) {
@@ -606,7 +615,7 @@ TEST_CASE("gdn_recurrence stage=smem and pdl=ahead: o and S their twins' bit for
     }
   }
   CHECK(staged == 3);
-  CHECK(ahead == 5);
+  CHECK(ahead == 8);  // five pdl=ahead, three pdl=one-ahead
 }
 
 TEST_CASE("gdn_recurrence state=bf16: from a bf16 S0, o is its f32 twin's bit for bit and S the twin's S rounded to nearest-even bf16, at batch 1 and 3") {

@@ -102,8 +102,9 @@ struct StampLauncher {
   std::string (*can_implement)(const RecurrenceArgs&) = nullptr;
 };
 int stamp_points();
-// The pdl=ahead shapes registered: cols x rows in {32x8, 16x8, 16x4, 8x4, 32x16}; with next, pdl=next's (32x8, 16x8).
-StampLauncher stamp_launcher(int cols, int rows, bool next = false);
+// pdl "ahead": the pdl=ahead shapes registered, cols x rows in {32x8, 16x8, 16x4, 8x4, 32x16}; "next": pdl=next's (32x8,
+// 16x8); "one-ahead": pdl=one-ahead's (32x16, 32x8, 16x8: the stamp kernel launched with its cap). Any other: none.
+StampLauncher stamp_launcher(int cols, int rows, const std::string& pdl = "ahead");
 // Points the kernels at buf (device, launches x blocks x stamp_points() values) and at the launches' state copies
 // (launch n's S at state + n state_floats), on stream s (synchronised).
 void stamp_begin(unsigned long long* buf, int launches, const float* state, long long state_floats, cudaStream_t s);

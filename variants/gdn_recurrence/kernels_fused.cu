@@ -59,6 +59,8 @@
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 
+#include <map>
+#include <mutex>
 #include <type_traits>
 
 #include "gdn_recurrence/block_sum.cuh"
@@ -68,6 +70,7 @@
 #include "q4_gemv/prepared_x.cuh"  // onn's q8 form for out_proj (norm=gated, cols >= dv)
 
 #include "klab/cuda.hpp"
+#include "klab/error.hpp"
 #include "klab/ref/gdn.hpp"
 
 namespace klab::gdn_recurrence {
@@ -689,17 +692,65 @@ std::string can_last(const RecurrenceArgs& a) {
   return "";
 }
 
-// pdl=ahead's register kernel (pdl=next's with Next, the stamp probe's with Stamp), always with PDL.
-template <int C, int R, bool Stamp, bool Next>
-void launch_ahead(const RecurrenceArgs& a, cudaStream_t s) {
+// pdl=one-ahead: pdl=ahead's kernel (the same instance, the same bits) launched with more dynamic shared memory than it
+// uses, so that the SMs hold at most cap = ceil(2 grid / SMs) of its blocks at once: this launch and the next one, no
+// more (pdl=ahead: as many as fit, ~3 launches at batch 1). Why (klab probe-rec on the H200, reports/h200/run-fe10a61):
+// pdl=ahead's blocks spend 2.82 us after their release (cols=32,rows=8) where pdl=next's, with one launch ahead at most,
+// spend 2.05: fewer launches' S loads beside the inputs' L2 reads. But pdl=next lets its dependents go only after its wait,
+// so the next launch is launched, and requests its S, one hop later (the hop 0.38 -> 0.77 us). Here the dependents go at
+// the start as pdl=ahead's, and the cap, not the trigger, keeps the third launch out. Where the cap does not bind (the
+// SMs hold fewer blocks than that anyway: batch 8 and 32), the launch is pdl=ahead's exactly. Returns the dynamic shared
+// memory to ask for, base (the kernel's own) where the cap does not bind; sets the kernel's opt-in once. Throws
+// klab::Error if no request gives exactly `cap` blocks an SM.
+template <int C, int R, bool Stamp>
+std::size_t one_ahead_smem(const RecurrenceArgs& a, std::size_t base) {
+  const auto kernel = fused_ahead_kernel<C, R, Stamp, false>;
   const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
-  const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+  const long long grid = static_cast<long long>(a.nv) * tiles * a.batch;
+  static std::mutex mu;
+  static std::map<std::pair<int, long long>, std::size_t> cache;  // (device, grid) -> the request
+  int dev = 0;
+  KLAB_CUDA(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  if (const auto it = cache.find({dev, grid}); it != cache.end()) return it->second;
+  int sms = 0, per_sm_total = 0, reserved = 0, optin = 0, natural = 0;
+  KLAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  KLAB_CUDA(cudaDeviceGetAttribute(&per_sm_total, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  KLAB_CUDA(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+  KLAB_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&natural, kernel, threads, base));
+  const long long cap = (2 * grid + sms - 1) / sms;
+  std::size_t smem = base;
+  if (cap < natural) {
+    cudaFuncAttributes fa{};
+    KLAB_CUDA(cudaFuncGetAttributes(&fa, kernel));
+    // cap + 1 blocks of `smem` bytes (and their static and reserved shares) just over what an SM has
+    const long long over = per_sm_total / (cap + 1) - reserved - static_cast<long long>(fa.sharedSizeBytes) + 128;
+    smem = std::max(base, static_cast<std::size_t>(std::max(0LL, over)));
+    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin - static_cast<int>(fa.sharedSizeBytes)));
+    int got = 0;
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&got, kernel, threads, smem));
+    if (got != cap)
+      throw Error("pdl=one-ahead: " + std::to_string(smem) + " bytes of shared memory a block give " + std::to_string(got) + " blocks an SM, not the " +
+                  std::to_string(cap) + " that hold two launches of " + std::to_string(grid) + " blocks on " + std::to_string(sms) + " SMs");
+  }
+  cache[{dev, grid}] = smem;
+  return smem;
+}
+
+// pdl=ahead's register kernel (pdl=next's with Next, the stamp probe's with Stamp, pdl=one-ahead's with One), always with PDL.
+template <int C, int R, bool Stamp, bool Next, bool One = false>
+void launch_ahead(const RecurrenceArgs& a, cudaStream_t s) {
+  static_assert(!(One && Next), "pdl=one-ahead lets its dependents go at the start, as pdl=ahead");
+  const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
+  std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+  if constexpr (One) smem = one_ahead_smem<C, R, Stamp>(a, smem);
   launch_maybe_pdl(true, fused_ahead_kernel<C, R, Stamp, Next>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem,
                    s, a);
 }
 
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
-          bool Ring = false, bool Sm = false, bool Ahead = false, bool Next = false>
+          bool Ring = false, bool Sm = false, bool Ahead = false, bool Next = false, bool One = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
   if constexpr (Sm) {  // stage=smem: the warps' partials, then R float4 a thread of S
     const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
@@ -709,7 +760,7 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
     return;
   }
   if constexpr (Ahead) {
-    launch_ahead<C, R, false, Next>(a, s);
+    launch_ahead<C, R, false, Next, One>(a, s);
     return;
   }
   if constexpr (Conv) {  // prep=conv (with norm=last, hist=ring as asked): its inputs in shared memory after the warps' partials
@@ -757,12 +808,14 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
 std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
 
 // pdl=ahead: how many of its launches (grids) at these dimensions the current device holds at once, by the
-// occupancy query (blocks an SM for its block size and shared memory, times the SMs) over its grid.
-template <int C, int R, bool Sm>
+// occupancy query (blocks an SM for its block size and shared memory, times the SMs) over its grid. One:
+// pdl=one-ahead's, with the shared memory its launch asks for.
+template <int C, int R, bool Sm, bool One = false>
 double ahead_resident_launches(const RecurrenceArgs& a) {
   const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
   std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
   if constexpr (Sm) smem += std::size_t(R) * threads * sizeof(float4);
+  if constexpr (One) smem = one_ahead_smem<C, R, false>(a, smem);
   int per_sm = 0, dev = 0, sms = 0;
   if constexpr (Sm) KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_sm_kernel<C, R, false, true>, threads, smem));
   else KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fused_ahead_kernel<C, R>, threads, smem));
@@ -773,9 +826,10 @@ double ahead_resident_launches(const RecurrenceArgs& a) {
 }
 
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
-          bool Ring = false, bool Sm = false, bool Ahead = false, bool Next = false>
+          bool Ring = false, bool Sm = false, bool Ahead = false, bool Next = false, bool One = false>
 RecurrenceKernel fused() {
   static_assert(!Ahead || (Pdl && !Early), "pdl=ahead is a PDL form of its own: Pdl, not Early");
+  static_assert(!One || (Ahead && !Next && !Sm), "pdl=one-ahead is pdl=ahead's register kernel with its blocks an SM capped");
   static_assert(!Next || (Ahead && !Sm), "pdl=next is pdl=ahead's register kernel with its dependents let go after the wait");
   static_assert(!(Cs && (Bf16 || Norm)), "cache=stream is registered on the f32 state without norm=gated");
   static_assert(!(Last && (Norm || Bf16 || Cs)), "norm=last is registered on the f32 state, without the cluster epilogue");
@@ -788,14 +842,16 @@ RecurrenceKernel fused() {
   if (Sm) k.axes.push_back({"stage", "smem"});    // before pdl, as state and cache
   if (Bf16) k.axes.push_back({"state", "bf16"});  // before pdl: a pdl=early name less "early" + "on" is its pdl=on twin's
   if (Cs) k.axes.push_back({"cache", "stream"});  // likewise
-  k.axes.push_back({"pdl", Next ? "next" : Ahead ? "ahead" : Early ? "early" : Pdl ? "on" : "off"});
+  k.axes.push_back({"pdl", One ? "one-ahead" : Next ? "next" : Ahead ? "ahead" : Early ? "early" : Pdl ? "on" : "off"});
   if (Norm) k.axes.push_back({"norm", "gated"});
   if (Last) k.axes.push_back({"norm", "last"});
   if (Conv) k.axes.push_back({"prep", "conv"});
   if (Ring) k.axes.push_back({"hist", "ring"});
   k.description = "one launch, q/k norm fused, S read once into registers as float4: " + std::to_string(C) + " columns x all rows per block, " +
                   std::to_string(R) + " rows x 4 columns per thread" +
-                  (Next    ? ", programmatic dependent launch, S loaded before the wait (pdl=on's contract) and dependents let go right after "
+                  (One     ? ", programmatic dependent launch, S loaded before the wait (pdl=on's contract) and dependents let go at the start, "
+                             "its blocks an SM capped by a shared-memory request so that one launch runs ahead at most"
+                   : Next  ? ", programmatic dependent launch, S loaded before the wait (pdl=on's contract) and dependents let go right after "
                              "it (one launch ahead at most)"
                    : Ahead ? ", programmatic dependent launch, S loaded before the wait (pdl=on's contract) and dependents let go at the start"
                    : Early ? ", programmatic dependent launch, dependents let go at the start, S prefetched into L2 before the wait and loaded after it"
@@ -823,11 +879,11 @@ RecurrenceKernel fused() {
                         : "");
   k.can_implement = Norm ? can_norm<C, R> : Last ? can_last<C, R> : can<C, R>;
   k.workspace_floats = no_workspace;
-  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring, Sm, Ahead, Next>;
+  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring, Sm, Ahead, Next, One>;
   k.state_bf16 = Bf16;
   k.state_before_wait = Pdl && !Early;
   k.state_ahead = Ahead && !Next;  // pdl=next: launch N + 1 starts after N's wait, so N - 1 is done (pdl=on's 2 copies)
-  if constexpr (Ahead && !Next) k.resident_launches = ahead_resident_launches<C, R, Sm>;
+  if constexpr (Ahead && !Next) k.resident_launches = ahead_resident_launches<C, R, Sm, One>;
   k.vec4 = true;
   k.gated_norm = Norm || Last;
   k.norm_q8 = (Norm && C >= 128) || Last;
@@ -841,13 +897,20 @@ RecurrenceKernel fused() {
 
 // ---- the stamp probe (kernels.hpp) ----
 int stamp_points() { return kStampPoints; }
-StampLauncher stamp_launcher(int cols, int rows, bool next) {
-  // The registered pdl=next shapes, then pdl=ahead's (stage=smem aside).
-  if (next) {
+StampLauncher stamp_launcher(int cols, int rows, const std::string& pdl) {
+  // The registered pdl=next shapes, pdl=one-ahead's, then pdl=ahead's (stage=smem aside).
+  if (pdl == "next") {
     if (cols == 32 && rows == 8) return {launch_ahead<32, 8, true, true>, can<32, 8>};
     if (cols == 16 && rows == 8) return {launch_ahead<16, 8, true, true>, can<16, 8>};
     return {};
   }
+  if (pdl == "one-ahead") {
+    if (cols == 32 && rows == 16) return {launch_ahead<32, 16, true, false, true>, can<32, 16>};
+    if (cols == 32 && rows == 8) return {launch_ahead<32, 8, true, false, true>, can<32, 8>};
+    if (cols == 16 && rows == 8) return {launch_ahead<16, 8, true, false, true>, can<16, 8>};
+    return {};
+  }
+  if (pdl != "ahead") return {};
   if (cols == 32 && rows == 8) return {launch_ahead<32, 8, true, false>, can<32, 8>};
   if (cols == 16 && rows == 8) return {launch_ahead<16, 8, true, false>, can<16, 8>};
   if (cols == 16 && rows == 4) return {launch_ahead<16, 4, true, false>, can<16, 4>};
@@ -973,7 +1036,14 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // On the H200 (reports/h200/run-fe10a61): the bits held; x0.927 / x0.904 against pdl=ahead (3.05 -> 3.29, 3.07 -> 3.40
           // us); the probe there: after the release 2.82 -> 2.05 us, the hop 0.38 -> 0.77 (cols=32). Kept as negative results.
           fused<32, 8, true, false, false, false, false, false, false, false, false, true, true>(),
-          fused<16, 8, true, false, false, false, false, false, false, false, false, true, true>()};
+          fused<16, 8, true, false, false, false, false, false, false, false, false, true, true>(),
+          // pdl=one-ahead (2026-12-05): the three fastest pdl=ahead shapes at batch 1 on the H200 (3.03 / 3.05 / 3.07 us,
+          // reports/h200/run-fe10a61) with their blocks an SM capped so that one launch runs ahead at most (one_ahead_smem).
+          // Predicted (before any run): pdl=next's span after the release (~2.05 us) with pdl=ahead's hop (~0.4): toward
+          // ~2.5 us at batch 1; the same at batch 8 and 32, where the cap does not bind. pdl=ahead's bits.
+          fused<32, 16, true, false, false, false, false, false, false, false, false, true, false, true>(),
+          fused<32, 8, true, false, false, false, false, false, false, false, false, true, false, true>(),
+          fused<16, 8, true, false, false, false, false, false, false, false, false, true, false, true>()};
 }
 
 }  // namespace klab::gdn_recurrence
