@@ -1041,6 +1041,10 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // reports/h200/run-fe10a61) with their blocks an SM capped so that one launch runs ahead at most (one_ahead_smem).
           // Predicted (before any run): pdl=next's span after the release (~2.05 us) with pdl=ahead's hop (~0.4): toward
           // ~2.5 us at batch 1; the same at batch 8 and 32, where the cap does not bind. pdl=ahead's bits.
+          // Measured on an H100 (reports/h100/run-one-ahead, 2026-12-05, stream): the bits held; at batch 1 x0.999 / x1.014 /
+          // x0.934 against pdl=ahead (3.39 / 3.33 / 3.66 us): same or slower. The probe: the next launches enter later (4.86
+          // against 5.76 us before the one before ends) but the span after the release stays 2.56 us at cols=32,rows=16. Kept
+          // as negative results; the H200's reading is owed (one call of `klab run gdn-recurrence`, ~60 s).
           fused<32, 16, true, false, false, false, false, false, false, false, false, true, false, true>(),
           fused<32, 8, true, false, false, false, false, false, false, false, false, true, false, true>(),
           fused<16, 8, true, false, false, false, false, false, false, false, false, true, false, true>()};
