@@ -78,6 +78,18 @@ std::int64_t outputs_bitwise_diff(const Measured& a, const Measured& b) {
   return d;
 }
 
+std::int64_t named_bitwise_diff(const Measured& a, const Measured& b, const std::string& name) {
+  auto find = [&](const Measured& m) -> const std::vector<float>& {
+    std::string names;
+    for (const auto& o : m.outputs) {
+      if (o.name == name) return o.data;
+      names += (names.empty() ? "" : ", ") + o.name;
+    }
+    throw Error("no output named '" + name + "' in " + m.variant->name + "'s (" + (names.empty() ? "none" : names) + ")");
+  };
+  return bitwise_diff(find(a), find(b));
+}
+
 std::string fmt(const char* f, double a, double b, double c, double d) {
   // Every argument is a double: a conversion for another type (%d, %s, ...) would print garbage
   // (gdn-batch's log printed "0 single steps" that way), so it is refused, naming the format.

@@ -37,6 +37,9 @@ std::vector<std::filesystem::path> gdn_fixture_files(std::string& looked);
 std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 0);
 // Elements differing bit for bit between two measurements' named outputs, output by output in order.
 std::int64_t outputs_bitwise_diff(const Measured& a, const Measured& b);
+// The elements of the output named `name` that differ bitwise between a and b; throws klab::Error, naming
+// the outputs there are, when either lacks it.
+std::int64_t named_bitwise_diff(const Measured& a, const Measured& b, const std::string& name);
 
 // The rates of a step that moves `bytes` in `ms_per_step` (a multi-token timing divided by its
 // tokens): gbps, pct_ceiling (vs the run's big read) and pct_attainable (vs a read of exactly those

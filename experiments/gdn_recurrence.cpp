@@ -29,13 +29,14 @@ const Measured* fastest(const std::vector<Measured>& ms, bool fused_only) {
 
 std::string mode_name(const Measured& m) { return m.mode(TimingMode::stream) ? "stream" : "launch"; }
 
-// A flag's twins: (flagged, twin) indices in names, for each name holding `flag` at `at`, its twin
-// named twin_of(name, at); a twin not among the names is an internal error.
+// A flag's twins: (flagged, twin) indices in names, for each name holding `flag` at `at` (and not `unless`,
+// when given), its twin named twin_of(name, at); a twin not among the names is an internal error.
 template <class TwinOf>
-std::vector<std::pair<std::size_t, std::size_t>> flag_twins(const std::vector<std::string>& names, const std::string& flag, TwinOf twin_of) {
+std::vector<std::pair<std::size_t, std::size_t>> flag_twins(const std::vector<std::string>& names, const std::string& flag, TwinOf twin_of,
+                                                            const std::string& unless = "") {
   std::vector<std::pair<std::size_t, std::size_t>> out;
   for (std::size_t i = 0; i < names.size(); ++i)
-    if (const auto at = names[i].find(flag); at != std::string::npos) {
+    if (const auto at = names[i].find(flag); at != std::string::npos && (unless.empty() || names[i].find(unless) == std::string::npos)) {
       const std::string twin = twin_of(names[i], at);
       const std::size_t t = std::find(names.begin(), names.end(), twin) - names.begin();
       if (t == names.size()) throw Error("gdn-recurrence: internal: " + names[i] + " has no registered twin " + twin);
@@ -104,8 +105,11 @@ void register_gdn_recurrence(Registry& r) {
   // pdl=one-ahead (kernels_fused.cu): pdl=ahead's kernel with its blocks an SM capped (one launch ahead at most).
   const Claim one_bits{"one-ahead-bitwise", "every pdl=one-ahead variant gives its pdl=ahead twin's o and S bit for bit at batch 1, 8 and 32"};
   const Claim one_pays{"one-ahead-pays", "every pdl=one-ahead variant is faster than its pdl=ahead twin at batch 1 (stream mode)"};
-  e.claims = {accurate,    once_bits,  once_faster, fused_faster, b1_goal,    b32_goal,  early_bits, early_pays, stream_bits,
-              stream_pays, stage_bits,  stage_pays,   ahead_bits, ahead_pays, next_bits,  next_pays, one_bits,   one_pays};
+  // o=direct (kernels_fused.cu): o without a second reduction; S unchanged, o another order (the accuracy claim holds it).
+  const Claim od_bits{"o-direct-state-bitwise", "every o=direct variant gives its twin's (the name less o=direct) S bit for bit at batch 1, 8 and 32"};
+  const Claim od_pays{"o-direct-pays", "every o=direct variant is faster than its twin at batch 1 (stream mode)"};
+  e.claims = {accurate,    once_bits,  once_faster, fused_faster, b1_goal,    b32_goal,  early_bits, early_pays, stream_bits, stream_pays,
+              stage_bits,  stage_pays,  ahead_bits,  ahead_pays,   next_bits,  next_pays, one_bits,   one_pays,   od_bits,     od_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("gdn_recurrence");
     // Ladder order, seed (A) first: the kernel table's order.
@@ -144,8 +148,15 @@ void register_gdn_recurrence(Registry& r) {
     const auto staged = flag_twins(names, sm, [&](const std::string& n, std::size_t at) { return n.substr(0, at) + n.substr(at + sm.size()); });
     ctx.claim(stage_bits).needs(all);
     ctx.claim(stage_pays).needs({batch_key(32)});
-    const auto ahead_on = flag_twins(names, "pdl=ahead", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=on" + n.substr(at + 9); });
-    const auto ahead_early = flag_twins(names, "pdl=ahead", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=early" + n.substr(at + 9); });
+    // (o=direct: its own twin, the name less the axis)
+    const auto ahead_on =
+        flag_twins(names, "pdl=ahead", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=on" + n.substr(at + 9); }, ",o=direct");
+    const auto ahead_early =
+        flag_twins(names, "pdl=ahead", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=early" + n.substr(at + 9); }, ",o=direct");
+    const std::string od = ",o=direct";
+    const auto direct = flag_twins(names, od, [&](const std::string& n, std::size_t at) { return n.substr(0, at) + n.substr(at + od.size()); });
+    ctx.claim(od_bits).needs(all);
+    ctx.claim(od_pays).needs({batch_key(1)});
     ctx.claim(ahead_bits).needs(all);
     ctx.claim(ahead_pays).needs({batch_key(1)});
     const auto next_on = flag_twins(names, "pdl=next", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=on" + n.substr(at + 8); });
@@ -195,6 +206,17 @@ void register_gdn_recurrence(Registry& r) {
       settle_flag_twins(ctx, ms, next_on, B, key, &next_bits, nullptr, 1, "the pdl=on twin", "pdl=on -> pdl=next");
       settle_flag_twins(ctx, ms, next_ahead, B, key, nullptr, &next_pays, 1, "the pdl=ahead twin", "pdl=ahead -> pdl=next");
       settle_flag_twins(ctx, ms, one_ahead, B, key, &one_bits, &one_pays, 1, "the pdl=ahead twin", "pdl=ahead -> pdl=one-ahead");
+      settle_flag_twins(ctx, ms, direct, B, key, nullptr, &od_pays, 1, "the twin without o=direct", "without -> with o=direct");
+      if (!direct.empty() && std::none_of(direct.begin(), direct.end(), [&](const auto& e) { return ms[e.first].skipped || ms[e.second].skipped; })) {
+        std::int64_t diff = 0;
+        std::string ev = key + ": S elements differing from the twin without o=direct:";
+        for (const auto& [i, t] : direct) {
+          const std::int64_t d = named_bitwise_diff(ms[t], ms[i], "S");
+          diff += d;
+          ev += " " + ms[i].variant->name + " " + std::to_string(d) + ";";
+        }
+        ctx.claim(od_bits).settle(key, diff == 0, ev);
+      }
       const Measured* best = fastest(ms, false);
       if (!best) continue;
       const double us = best->timing.summary.median * 1e3;

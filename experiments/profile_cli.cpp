@@ -137,7 +137,7 @@ int probe_ring_command(const std::vector<std::string>& args, int, char**) {
 }
 
 const char* const kProbeRecUsage =
-    "klab probe-rec [--cols 32] [--rows 8] [--pdl ahead|next|one-ahead] [--batch 1] [--launches 64] [--copies N] [--device N]  (the recurrence's "
+    "klab probe-rec [--cols 32] [--rows 8] [--pdl ahead|next|one-ahead] [--o direct] [--batch 1] [--launches 64] [--copies N] [--device N]  (the recurrence's "
     "pdl=ahead, pdl=next or pdl=one-ahead kernel with in-kernel timer stamps, stream mode)";
 
 namespace {
@@ -209,19 +209,23 @@ nlohmann::json stamp_reading(const std::vector<unsigned long long>& stamps, int 
 // three times (stamps read after the last).
 int probe_rec_command(const std::vector<std::string>& args, int, char**) {
   int cols = 32, rows = 8, batch = 1, launches = 64, copies = 0, device = 0;
-  std::string pdl = "ahead";
+  std::string pdl = "ahead", o_form;
   po::options_description d(kProbeRecUsage);
   d.add_options()("cols", po::value<int>(&cols), "columns a block (32, 16 or 8)")("rows", po::value<int>(&rows), "float4 rows of S a thread (8, 4 or 16)")
     ("pdl", po::value<std::string>(&pdl), "ahead (dependents let go at the start), next (after the wait) or one-ahead (at the start, blocks an SM capped)")
+    ("o", po::value<std::string>(&o_form), "direct: the o=direct kernel (o without a second reduction; pdl=ahead only)")
     ("batch", po::value<int>(&batch), "sequences (default 1)")("launches", po::value<int>(&launches), "launches in the graph (default 64)")
     ("copies", po::value<int>(&copies), "state copies rotated (default and at least: one a launch)")
     ("device", po::value<int>(&device), "CUDA device index")("help,h", "this help");
   po::variables_map vm;
   if (parse_or_help(args, d, vm)) return 0;
   require(pdl == "ahead" || pdl == "next" || pdl == "one-ahead", "--pdl " + pdl + ": ahead, next or one-ahead");
-  const gdn_recurrence::StampLauncher sl = gdn_recurrence::stamp_launcher(cols, rows, pdl);
-  require(sl.launch != nullptr, "--cols " + std::to_string(cols) + " --rows " + std::to_string(rows) + ": no pdl=" + pdl + " kernel of that shape (" +
-                                    (pdl == "next" ? "32x8, 16x8)" : pdl == "one-ahead" ? "32x16, 32x8, 16x8)" : "32x8, 16x8, 16x4, 8x4, 32x16)"));
+  require(o_form.empty() || o_form == "direct", "--o " + o_form + ": direct (or leave it out)");
+  require(o_form.empty() || pdl == "ahead", "--o direct: pdl=ahead only, not pdl=" + pdl);
+  const gdn_recurrence::StampLauncher sl = gdn_recurrence::stamp_launcher(cols, rows, pdl, !o_form.empty());
+  const std::string what = "pdl=" + pdl + (o_form.empty() ? "" : ",o=" + o_form);
+  require(sl.launch != nullptr, "--cols " + std::to_string(cols) + " --rows " + std::to_string(rows) + ": no " + what + " kernel of that shape (" +
+                                    (pdl == "next" ? "32x8, 16x8)" : pdl == "one-ahead" || !o_form.empty() ? "32x16, 32x8, 16x8)" : "32x8, 16x8, 16x4, 8x4, 32x16)"));
   require(batch >= 1 && batch <= 256, "--batch must be in [1, 256]");
   require(launches >= 8 && launches <= 4096, "--launches must be in [8, 4096]");
   require(copies >= 0, "--copies must not be negative");
@@ -237,7 +241,7 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
     const std::size_t s_floats = std::size_t(batch) * nv * dk * dv;
     // The contract of the registered kernel of that shape (kernels.hpp, min_state_copies).
     const auto& kern = gdn_recurrence::recurrence_kernel("gdn_recurrence/impl=fused,cols=" + std::to_string(cols) + ",rows=" + std::to_string(rows) +
-                                                         ",pdl=" + pdl);
+                                                         ",pdl=" + pdl + (o_form.empty() ? "" : ",o=" + o_form));
     const int contract = gdn_recurrence::min_state_copies(kern, a);
     const int cold = timer.copies_for(double(s_floats * sizeof(float)));
     // Every launch its own copy: the stamps name a launch by it (kernels_fused.cu, Stamper).
@@ -273,7 +277,7 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
     const auto host_stamps = stamps.download();
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
-    out = {{"probe", "rec-stamps"}, {"device", dev.name}, {"cols", cols}, {"rows", rows}, {"pdl", pdl}, {"batch", batch}, {"blocks", blocks},
+    out = {{"probe", "rec-stamps"}, {"device", dev.name}, {"cols", cols}, {"rows", rows}, {"pdl", pdl + (o_form.empty() ? "" : ",o=" + o_form)}, {"batch", batch}, {"blocks", blocks},
            {"launches", launches}, {"copies", n_copies}};
     out.update(stamp_reading(host_stamps, launches, blocks, points, 4));
   }

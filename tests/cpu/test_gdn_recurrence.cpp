@@ -342,7 +342,7 @@ TEST_CASE("gdn_recurrence pdl=ahead: twins of a registered pdl=on and pdl=early 
   int ahead = 0;
   for (const auto& k : gr::recurrence_kernels()) {
     const auto at = k.name.find("pdl=ahead");
-    if (at == std::string::npos) continue;
+    if (at == std::string::npos || k.name.find(",o=direct") != std::string::npos) continue;  // o=direct: its own case
     ++ahead;
     CAPTURE(k.name);
     CHECK(at + 9 == k.name.size());  // the last axis, as pdl=on|off|early
@@ -391,6 +391,30 @@ TEST_CASE("gdn_recurrence pdl=one-ahead: twins of a registered pdl=ahead kernel,
       }
   }
   CHECK(one == 3);  // cols=32 rows=16 and 8, cols=16 rows=8
+}
+
+TEST_CASE("gdn_recurrence o=direct: twins of a registered pdl=ahead kernel (the name less o=direct), their own launch, the same contract") {
+  int direct = 0;
+  for (const auto& k : gr::recurrence_kernels()) {
+    const auto at = k.name.find(",o=direct");
+    if (at == std::string::npos) continue;
+    ++direct;
+    CAPTURE(k.name);
+    CHECK(at + 9 == k.name.size());  // after pdl=, as norm=
+    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at));
+    CHECK(twin.name.find("pdl=ahead") + 9 == twin.name.size());
+    CHECK(k.state_before_wait == twin.state_before_wait);
+    CHECK(k.state_ahead == twin.state_ahead);
+    const bool own_launch = k.launch != twin.launch;
+    CHECK(own_launch);
+    CHECK(k.description.find("second reduction") != std::string::npos);
+    for (int batch : {1, 8, 32})
+      for (auto [dk, dv] : {std::pair{128, 128}, std::pair{64, 96}, std::pair{96, 128}}) {
+        const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
+        CHECK(k.can_implement(a) == twin.can_implement(a));
+      }
+  }
+  CHECK(direct == 3);  // cols=32 rows=16 and 8, cols=16 rows=8
 }
 
 TEST_CASE("gdn_recurrence min_state_copies: 1 with S read after the wait, 2 for pdl=on, and for pdl=ahead one more than the launches that could all be resident") {

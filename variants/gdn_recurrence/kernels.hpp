@@ -104,7 +104,9 @@ struct StampLauncher {
 int stamp_points();
 // pdl "ahead": the pdl=ahead shapes registered, cols x rows in {32x8, 16x8, 16x4, 8x4, 32x16}; "next": pdl=next's (32x8,
 // 16x8); "one-ahead": pdl=one-ahead's (32x16, 32x8, 16x8: the stamp kernel launched with its cap). Any other: none.
-StampLauncher stamp_launcher(int cols, int rows, const std::string& pdl = "ahead");
+// o_direct: pdl=ahead's o=direct shapes (32x16, 32x8, 16x8; with another pdl: none), whose points 5 and 6 coincide
+// (no second reduction).
+StampLauncher stamp_launcher(int cols, int rows, const std::string& pdl = "ahead", bool o_direct = false);
 // Points the kernels at buf (device, launches x blocks x stamp_points() values) and at the launches' state copies
 // (launch n's S at state + n state_floats), on stream s (synchronised).
 void stamp_begin(unsigned long long* buf, int launches, const float* state, long long state_floats, cudaStream_t s);

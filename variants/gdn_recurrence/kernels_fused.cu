@@ -407,11 +407,18 @@ struct Stamper {
   }
 };
 
+// Od (o=direct, pdl=ahead's register kernel only): o without a second reduction. o = S'^T qn with S' = s + kn t^T is
+// s^T qn + t (kn . qn): pass 1 sums s qn beside s kn (the same butterfly and warps' sums, one barrier for both), and
+// kq = kn . qn is the key head's k . q times the two norms' factors (the norm loop's third sum). After the barrier each
+// thread forms t, stores S' (the same values in the same order as the two-pass form: S bit for bit) and warp 0's first
+// row slot writes o = sq + t kq: no second barrier, no o partials. o is the same sum in another order: a tolerance, not
+// bits, against the two-pass kernel.
 template <int C, int R, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false, bool Ring = false,
-          bool Sm = false, bool Ahead = false, bool Stamp = false, bool Next = false>
+          bool Sm = false, bool Ahead = false, bool Stamp = false, bool Next = false, bool Od = false>
 __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
   static_assert(!Stamp || Ahead, "the stamp probe instruments pdl=ahead");
   static_assert(!Next || (Ahead && !Sm), "pdl=next: pdl=ahead's kernel with its dependents let go after the wait");
+  static_assert(!Od || (Ahead && !Sm && !Next), "o=direct: pdl=ahead's register kernel");
   Stamper<Stamp> stamp;
   stamp.start(a.S);
   static_assert(!(Ahead && (Early || Norm || Bf16 || Cs || Last || Conv)), "pdl=ahead: the plain f32 kernel, pdl=on's loads with pdl=early's trigger");
@@ -533,17 +540,20 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
     beta = a.beta[b * a.gb_stride + h];
     v = live ? *reinterpret_cast<const float4*>(a.v + b * a.v_stride + static_cast<std::int64_t>(h) * dv + c0) : make_float4(0.f, 0.f, 0.f, 0.f);
   }
+  [[maybe_unused]] float kq = 0.f;  // Od: kn . qn over the head's dk rows
   if (a.normalize_qk && !prep) {
     // ss = sum_j x[j]^2 (lane-strided fma, then a butterfly); inv = 1 / sqrt(ss + eps)
-    float pk = 0.f, pq = 0.f;
+    float pk = 0.f, pq = 0.f, pkq = 0.f;
     for (int j = lane; j < dk; j += 32) {
       const float kj = kh_[j], qj = qh[j];
       pk = fmaf(kj, kj, pk);
       pq = fmaf(qj, qj, pq);
+      if constexpr (Od) pkq = fmaf(kj, qj, pkq);
     }
     for (int off = 16; off > 0; off /= 2) {
       pk += __shfl_xor_sync(0xffffffffu, pk, off);
       pq += __shfl_xor_sync(0xffffffffu, pq, off);
+      if constexpr (Od) pkq += __shfl_xor_sync(0xffffffffu, pkq, off);
     }
     const float inv_k = 1.f / sqrtf(pk + kEps), inv_q = 1.f / sqrtf(pq + kEps);
     const float scale = 1.f / sqrtf(static_cast<float>(dk));
@@ -552,6 +562,12 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
       kn[r] = kn[r] * inv_k;
       qn[r] = (qn[r] * inv_q) * scale;
     }
+    if constexpr (Od) kq = ((pkq * inv_k) * inv_q) * scale;
+  } else if constexpr (Od) {  // q and k taken as normalised
+    float pkq = 0.f;
+    for (int j = lane; j < dk; j += 32) pkq = fmaf(kh_[j], qh[j], pkq);
+    for (int off = 16; off > 0; off /= 2) pkq += __shfl_xor_sync(0xffffffffu, pkq, off);
+    kq = pkq;
   }
 
   // s = exp(g) S; kv partial = sum_r s kn
@@ -559,6 +575,7 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
   // stage=smem: S of row r from the stage (0 for a dead quad, as the register form's)
   const auto staged = [&](int r) { return live ? stage[r * int(blockDim.x) + int(threadIdx.x)] : make_float4(0.f, 0.f, 0.f, 0.f); };
   float4 p = make_float4(0.f, 0.f, 0.f, 0.f);
+  [[maybe_unused]] float4 pq = p;  // Od: the s^T qn partial
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     float4 x;
@@ -570,8 +587,18 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
     p.y = fmaf(x.y, kn[r], p.y);
     p.z = fmaf(x.z, kn[r], p.z);
     p.w = fmaf(x.w, kn[r], p.w);
+    if constexpr (Od) {
+      pq.x = fmaf(x.x, qn[r], pq.x);
+      pq.y = fmaf(x.y, qn[r], pq.y);
+      pq.z = fmaf(x.z, qn[r], pq.z);
+      pq.w = fmaf(x.w, qn[r], pq.w);
+    }
   }
   p = row_slot_sum<Q>(p);
+  if constexpr (Od) {
+    pq = row_slot_sum<Q>(pq);
+    if (rs == 0) red[W * Q + w * Q + cq] = pq;  // the o partials' half
+  }
   if (rs == 0) red[w * Q + cq] = p;
   stamp.at(3);
   __syncthreads();
@@ -580,6 +607,27 @@ __device__ __forceinline__ void fused_body(const RecurrenceArgs& a) {
   float4 kv = red[cq];
   for (int ww = 1; ww < W; ++ww) kv = f4_add(kv, red[ww * Q + cq]);
   const float4 t = make_float4((v.x - kv.x) * beta, (v.y - kv.y) * beta, (v.z - kv.z) * beta, (v.w - kv.w) * beta);
+  if constexpr (Od) {  // S = s + kn t^T stored; o = sq + t kq by warp 0's first row slot, no second reduction
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float4 x = s[r];
+      x.x = fmaf(kn[r], t.x, x.x);
+      x.y = fmaf(kn[r], t.y, x.y);
+      x.z = fmaf(kn[r], t.z, x.z);
+      x.w = fmaf(kn[r], t.w, x.w);
+      if (live) store_s<false, false>(Sh + static_cast<std::int64_t>(rg + G * r) * dv, x);
+    }
+    stamp.at(5);
+    stamp.at(6);
+    if (w == 0 && rs == 0 && live) {
+      float4 sq = red[W * Q + cq];
+      for (int ww = 1; ww < W; ++ww) sq = f4_add(sq, red[W * Q + ww * Q + cq]);
+      const float4 o = make_float4(fmaf(t.x, kq, sq.x), fmaf(t.y, kq, sq.y), fmaf(t.z, kq, sq.z), fmaf(t.w, kq, sq.w));
+      *reinterpret_cast<float4*>(a.o + b * a.o_stride + static_cast<std::int64_t>(h) * dv + c0) = o;
+    }
+    stamp.at(7);
+    return;
+  }
 
   // S = s + kn t^T (stored); o partial = sum_r S qn
   p = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -649,9 +697,9 @@ __global__ void __launch_bounds__(512, 2) fused_sm_kernel(RecurrenceArgs a) {
 }
 
 // pdl=ahead, S in registers: fused_kernel's bound. Stamp: the stamp probe's instance (probe_rec). Next: pdl=next.
-template <int C, int R, bool Stamp = false, bool Next = false>
+template <int C, int R, bool Stamp = false, bool Next = false, bool Od = false>
 __global__ void __launch_bounds__(max_threads(R)) fused_ahead_kernel(RecurrenceArgs a) {
-  fused_body<C, R, false, false, false, false, false, false, false, false, true, Stamp, Next>(a);
+  fused_body<C, R, false, false, false, false, false, false, false, false, true, Stamp, Next, Od>(a);
 }
 
 template <int C, int R>
@@ -738,19 +786,21 @@ std::size_t one_ahead_smem(const RecurrenceArgs& a, std::size_t base) {
   return smem;
 }
 
-// pdl=ahead's register kernel (pdl=next's with Next, the stamp probe's with Stamp, pdl=one-ahead's with One), always with PDL.
-template <int C, int R, bool Stamp, bool Next, bool One = false>
+// pdl=ahead's register kernel (pdl=next's with Next, the stamp probe's with Stamp, pdl=one-ahead's with One, o=direct's
+// with Od), always with PDL.
+template <int C, int R, bool Stamp, bool Next, bool One = false, bool Od = false>
 void launch_ahead(const RecurrenceArgs& a, cudaStream_t s) {
   static_assert(!(One && Next), "pdl=one-ahead lets its dependents go at the start, as pdl=ahead");
+  static_assert(!(Od && (One || Next)), "o=direct is registered on pdl=ahead alone");
   const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
   std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
   if constexpr (One) smem = one_ahead_smem<C, R, Stamp>(a, smem);
-  launch_maybe_pdl(true, fused_ahead_kernel<C, R, Stamp, Next>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem,
+  launch_maybe_pdl(true, fused_ahead_kernel<C, R, Stamp, Next, Od>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem,
                    s, a);
 }
 
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
-          bool Ring = false, bool Sm = false, bool Ahead = false, bool Next = false, bool One = false>
+          bool Ring = false, bool Sm = false, bool Ahead = false, bool Next = false, bool One = false, bool Od = false>
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
   if constexpr (Sm) {  // stage=smem: the warps' partials, then R float4 a thread of S
     const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
@@ -760,7 +810,7 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
     return;
   }
   if constexpr (Ahead) {
-    launch_ahead<C, R, false, Next, One>(a, s);
+    launch_ahead<C, R, false, Next, One, Od>(a, s);
     return;
   }
   if constexpr (Conv) {  // prep=conv (with norm=last, hist=ring as asked): its inputs in shared memory after the warps' partials
@@ -826,8 +876,9 @@ double ahead_resident_launches(const RecurrenceArgs& a) {
 }
 
 template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf16 = false, bool Cs = false, bool Last = false, bool Conv = false,
-          bool Ring = false, bool Sm = false, bool Ahead = false, bool Next = false, bool One = false>
+          bool Ring = false, bool Sm = false, bool Ahead = false, bool Next = false, bool One = false, bool Od = false>
 RecurrenceKernel fused() {
+  static_assert(!Od || (Ahead && !Next && !One && !Sm), "o=direct is registered on pdl=ahead's register kernel");
   static_assert(!Ahead || (Pdl && !Early), "pdl=ahead is a PDL form of its own: Pdl, not Early");
   static_assert(!One || (Ahead && !Next && !Sm), "pdl=one-ahead is pdl=ahead's register kernel with its blocks an SM capped");
   static_assert(!Next || (Ahead && !Sm), "pdl=next is pdl=ahead's register kernel with its dependents let go after the wait");
@@ -847,6 +898,7 @@ RecurrenceKernel fused() {
   if (Last) k.axes.push_back({"norm", "last"});
   if (Conv) k.axes.push_back({"prep", "conv"});
   if (Ring) k.axes.push_back({"hist", "ring"});
+  if (Od) k.axes.push_back({"o", "direct"});
   k.description = "one launch, q/k norm fused, S read once into registers as float4: " + std::to_string(C) + " columns x all rows per block, " +
                   std::to_string(R) + " rows x 4 columns per thread" +
                   (One     ? ", programmatic dependent launch, S loaded before the wait (pdl=on's contract) and dependents let go at the start, "
@@ -871,6 +923,9 @@ RecurrenceKernel fused() {
                           "shifts it"
                         : "") +
                   (Cs ? "; S loaded and stored with the evict-first hint (ld.global.cs / st.global.cs)" : "") +
+                  (Od ? "; o without a second reduction: s^T qn summed in pass 1 beside s^T kn, o = s^T qn + t (kn . qn) (one barrier; S bit "
+                        "for bit the two-pass kernel's, o within a tolerance)"
+                      : "") +
                   (Sm ? "; S staged in shared memory by cp.async instead of registers (both passes read the stage: at most 64 registers, "
                         "twice the blocks and the bytes of S in flight an SM; the bits of the register form)"
                       : "") +
@@ -879,7 +934,7 @@ RecurrenceKernel fused() {
                         : "");
   k.can_implement = Norm ? can_norm<C, R> : Last ? can_last<C, R> : can<C, R>;
   k.workspace_floats = no_workspace;
-  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring, Sm, Ahead, Next, One>;
+  k.launch = launch<C, R, Pdl, Early, Norm, Bf16, Cs, Last, Conv, Ring, Sm, Ahead, Next, One, Od>;
   k.state_bf16 = Bf16;
   k.state_before_wait = Pdl && !Early;
   k.state_ahead = Ahead && !Next;  // pdl=next: launch N + 1 starts after N's wait, so N - 1 is done (pdl=on's 2 copies)
@@ -897,8 +952,15 @@ RecurrenceKernel fused() {
 
 // ---- the stamp probe (kernels.hpp) ----
 int stamp_points() { return kStampPoints; }
-StampLauncher stamp_launcher(int cols, int rows, const std::string& pdl) {
-  // The registered pdl=next shapes, pdl=one-ahead's, then pdl=ahead's (stage=smem aside).
+StampLauncher stamp_launcher(int cols, int rows, const std::string& pdl, bool o_direct) {
+  // The registered o=direct shapes, pdl=next's, pdl=one-ahead's, then pdl=ahead's (stage=smem aside).
+  if (o_direct) {
+    if (pdl != "ahead") return {};
+    if (cols == 32 && rows == 16) return {launch_ahead<32, 16, true, false, false, true>, can<32, 16>};
+    if (cols == 32 && rows == 8) return {launch_ahead<32, 8, true, false, false, true>, can<32, 8>};
+    if (cols == 16 && rows == 8) return {launch_ahead<16, 8, true, false, false, true>, can<16, 8>};
+    return {};
+  }
   if (pdl == "next") {
     if (cols == 32 && rows == 8) return {launch_ahead<32, 8, true, true>, can<32, 8>};
     if (cols == 16 && rows == 8) return {launch_ahead<16, 8, true, true>, can<16, 8>};
@@ -1047,7 +1109,15 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // as negative results; the H200's reading is owed (one call of `klab run gdn-recurrence`, ~60 s).
           fused<32, 16, true, false, false, false, false, false, false, false, false, true, false, true>(),
           fused<32, 8, true, false, false, false, false, false, false, false, false, true, false, true>(),
-          fused<16, 8, true, false, false, false, false, false, false, false, false, true, false, true>()};
+          fused<16, 8, true, false, false, false, false, false, false, false, false, true, false, true>(),
+          // o=direct (2026-12-05): the three fastest pdl=ahead shapes with o formed without a second reduction (fused_body's
+          // Od). Why (klab probe-rec on the H200, reports/h200/run-fe10a61): after the release a block spends ~1.0-1.3 us on
+          // its inputs and pass 1, then 0.51 us on pass 2 (the S update and store, the o partials' butterfly, a barrier) and
+          // 0.26 us on o. Predicted (before any run): pass 2 and o down to the stores, ~0.4-0.6 us off a block's path and
+          // the period at batch 1 toward ~2.5 us. S bit for bit pdl=ahead's; o within a tolerance.
+          fused<32, 16, true, false, false, false, false, false, false, false, false, true, false, false, true>(),
+          fused<32, 8, true, false, false, false, false, false, false, false, false, true, false, false, true>(),
+          fused<16, 8, true, false, false, false, false, false, false, false, false, true, false, false, true>()};
 }
 
 }  // namespace klab::gdn_recurrence
