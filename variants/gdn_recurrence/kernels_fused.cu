@@ -1115,6 +1115,10 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // its inputs and pass 1, then 0.51 us on pass 2 (the S update and store, the o partials' butterfly, a barrier) and
           // 0.26 us on o. Predicted (before any run): pass 2 and o down to the stores, ~0.4-0.6 us off a block's path and
           // the period at batch 1 toward ~2.5 us. S bit for bit pdl=ahead's; o within a tolerance.
+          // Measured on an H100 (reports/h100/run-o-direct, 2026-12-05, stream): S bit for bit, o within 1e-4 of the f64
+          // reference; at batch 1 x1.001 / x0.985 / x0.984 against pdl=ahead: the same. The probe: pass 1 longer by the second
+          // sum, pass 2 shorter, the span after the release unchanged: the block's chain is not what sets the period. Kept as
+          // negative results; the H200's reading is owed.
           fused<32, 16, true, false, false, false, false, false, false, false, false, true, false, false, true>(),
           fused<32, 8, true, false, false, false, false, false, false, false, false, true, false, false, true>(),
           fused<16, 8, true, false, false, false, false, false, false, false, false, true, false, false, true>()};
