@@ -20,6 +20,14 @@ using namespace klab;
 namespace gr = klab::gdn_recurrence;
 
 namespace {
+// k and its twin take the same problems at batch 1, 8 and 32 and the given (dk, dv).
+void check_same_problems(const gr::RecurrenceKernel& k, const gr::RecurrenceKernel& twin, std::initializer_list<std::pair<int, int>> dims) {
+  for (int batch : {1, 8, 32})
+    for (auto [dk, dv] : dims) {
+      const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
+      CHECK(k.can_implement(a) == twin.can_implement(a));
+    }
+}
 // k's twin, its name without `flag` (",cache=stream", ",state=bf16", ",prep=conv"): the same state handling before
 // the wait, a launch of its own, the same problems taken at batch 1, 8 and 32 and the given (dk, dv).
 const gr::RecurrenceKernel& check_flag_twin(const gr::RecurrenceKernel& k, const std::string& flag, std::initializer_list<std::pair<int, int>> dims) {
@@ -29,11 +37,7 @@ const gr::RecurrenceKernel& check_flag_twin(const gr::RecurrenceKernel& k, const
   CHECK(k.state_before_wait == twin.state_before_wait);
   const bool own_launch = k.launch != twin.launch;
   CHECK(own_launch);
-  for (int batch : {1, 8, 32})
-    for (auto [dk, dv] : dims) {
-      const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
-      CHECK(k.can_implement(a) == twin.can_implement(a));
-    }
+  check_same_problems(k, twin, dims);
   return twin;
 }
 // Batch 1 at the Qwen heads with every pointer the conv prep (RecurrenceArgs::xc) reads and writes set (to one
@@ -352,12 +356,8 @@ TEST_CASE("gdn_recurrence pdl=ahead: twins of a registered pdl=on and pdl=early 
     CHECK_FALSE(early.state_before_wait);
     const bool own_launch = k.launch != on.launch && k.launch != early.launch;
     CHECK(own_launch);
-    for (int batch : {1, 8, 32})
-      for (auto [dk, dv] : {std::pair{128, 128}, std::pair{64, 96}, std::pair{96, 128}}) {
-        const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
-        CHECK(k.can_implement(a) == on.can_implement(a));
-        CHECK(k.can_implement(a) == early.can_implement(a));
-      }
+    check_same_problems(k, on, {{128, 128}, {64, 96}, {96, 128}});
+    check_same_problems(k, early, {{128, 128}, {64, 96}, {96, 128}});
   }
   CHECK(ahead == 6);  // cols=32 rows=8 and 16, cols=16 rows=8 and 4, cols=8 rows=4, and cols=32,rows=8,stage=smem
   // state_ahead (and the residency query min_state_copies needs) exactly on the pdl=ahead and pdl=one-ahead kernels
@@ -384,11 +384,7 @@ TEST_CASE("gdn_recurrence pdl=one-ahead: twins of a registered pdl=ahead kernel,
     CHECK(own_launch);
     CHECK(own_query);
     CHECK(k.description.find("capped") != std::string::npos);
-    for (int batch : {1, 8, 32})
-      for (auto [dk, dv] : {std::pair{128, 128}, std::pair{64, 96}, std::pair{96, 128}}) {
-        const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
-        CHECK(k.can_implement(a) == ahead.can_implement(a));
-      }
+    check_same_problems(k, ahead, {{128, 128}, {64, 96}, {96, 128}});
   }
   CHECK(one == 3);  // cols=32 rows=16 and 8, cols=16 rows=8
 }
@@ -401,18 +397,10 @@ TEST_CASE("gdn_recurrence o=direct: twins of a registered pdl=ahead kernel (the 
     ++direct;
     CAPTURE(k.name);
     CHECK(at + 9 == k.name.size());  // after pdl=, as norm=
-    const auto& twin = gr::recurrence_kernel(k.name.substr(0, at));
+    const auto& twin = check_flag_twin(k, ",o=direct", {{128, 128}, {64, 96}, {96, 128}});
     CHECK(twin.name.find("pdl=ahead") + 9 == twin.name.size());
-    CHECK(k.state_before_wait == twin.state_before_wait);
     CHECK(k.state_ahead == twin.state_ahead);
-    const bool own_launch = k.launch != twin.launch;
-    CHECK(own_launch);
     CHECK(k.description.find("second reduction") != std::string::npos);
-    for (int batch : {1, 8, 32})
-      for (auto [dk, dv] : {std::pair{128, 128}, std::pair{64, 96}, std::pair{96, 128}}) {
-        const gr::RecurrenceArgs a = gr::dense_args(16, 48, dk, dv, batch);
-        CHECK(k.can_implement(a) == twin.can_implement(a));
-      }
   }
   CHECK(direct == 3);  // cols=32 rows=16 and 8, cols=16 rows=8
 }

@@ -552,6 +552,29 @@ struct RecProblem {
     args.q = dq.get(), args.k = dk.get(), args.v = dv.get(), args.g = dg.get(), args.beta = db.get();
   }
 };
+
+// twin and k each run `steps` steps from p's S0 on a state of their own (each launch synchronised: pdl=on's and
+// pdl=ahead's contracts forbid one S back to back); their o and S after the last.
+struct PairRun {
+  std::vector<float> o_twin, S_twin, o_k, S_k;
+};
+PairRun run_pair(const klab::gdn_recurrence::RecurrenceKernel& twin, const klab::gdn_recurrence::RecurrenceKernel& k, const RecProblem& p, int steps) {
+  namespace gr = klab::gdn_recurrence;
+  auto dS1 = DeviceBuffer<float>::from(p.S0), dS2 = DeviceBuffer<float>::from(p.S0);
+  DeviceBuffer<float> o1(p.v.size()), o2(p.v.size());
+  gr::RecurrenceArgs a = p.args, b = p.args;
+  a.S = dS1.get(), a.o = o1.get();
+  b.S = dS2.get(), b.o = o2.get();
+  REQUIRE(gr::check_args(twin, a) == "");
+  REQUIRE(gr::check_args(k, b) == "");
+  for (int step = 0; step < steps; ++step) {
+    twin.launch(a, nullptr);
+    KLAB_CUDA(cudaDeviceSynchronize());
+    k.launch(b, nullptr);
+    KLAB_CUDA(cudaDeviceSynchronize());
+  }
+  return {o1.download(), dS1.download(), o2.download(), dS2.download()};
+}
 }  // namespace
 
 TEST_CASE("gdn_recurrence stage=smem and pdl=ahead: o and S their twins' bit for bit, at batch 1, 3 and 32 and a ragged dv") {
@@ -597,29 +620,17 @@ TEST_CASE("gdn_recurrence stage=smem and pdl=ahead: o and S their twins' bit for
       CAPTURE(batch);
       CAPTURE(dv);
       RecProblem p(batch, dv, 13);
-      const auto& S0 = p.S0;
-      const std::size_t nS = S0.size();
-      auto dS1 = DeviceBuffer<float>::from(S0), dS2 = DeviceBuffer<float>::from(S0);
-      DeviceBuffer<float> o1(p.v.size()), o2(p.v.size());
-      gr::RecurrenceArgs a = p.args, b = p.args;
-      a.S = dS1.get(), a.o = o1.get();
-      b.S = dS2.get(), b.o = o2.get();
-      REQUIRE(gr::check_args(twin, a) == "");
-      REQUIRE(gr::check_args(k, b) == "");
-      twin.launch(a, nullptr);
-      k.launch(b, nullptr);
-      KLAB_CUDA(cudaDeviceSynchronize());
-      CHECK(bitwise_diff(o2.download(), o1.download()) == 0);
-      const auto S1 = dS1.download();
-      CHECK(bitwise_diff(dS2.download(), S1) == 0);
-      CHECK(bitwise_diff(S1, S0) > std::int64_t(nS / 2));  // the state was updated
+      const PairRun r = run_pair(twin, k, p, 1);
+      CHECK(bitwise_diff(r.o_k, r.o_twin) == 0);
+      CHECK(bitwise_diff(r.S_k, r.S_twin) == 0);
+      CHECK(bitwise_diff(r.S_twin, p.S0) > std::int64_t(p.S0.size() / 2));  // the state was updated
     }
   }
   CHECK(staged == 3);
   CHECK(ahead == 8);  // five pdl=ahead, three pdl=one-ahead
 }
 
-TEST_CASE("gdn_recurrence o=direct: S its twin's bit for bit, o within 2e-6 of the twin's largest |o|, back to back as in the race, at batch 1, 3 and 32 and a ragged dv") {
+TEST_CASE("gdn_recurrence o=direct: S its twin's bit for bit, o within 2e-6 of the twin's largest |o|, over two steps, at batch 1, 3 and 32 and a ragged dv") {
   // o = s^T qn + t (kn . qn) instead of (s + kn t^T)^T qn: the same sum in another order; S's values and order unchanged.
   namespace gr = klab::gdn_recurrence;
   int direct = 0;
@@ -634,24 +645,9 @@ TEST_CASE("gdn_recurrence o=direct: S its twin's bit for bit, o within 2e-6 of t
       CAPTURE(batch);
       CAPTURE(dv);
       RecProblem p(batch, dv, 17);
-      const auto& S0 = p.S0;
-      auto dS1 = DeviceBuffer<float>::from(S0), dS2 = DeviceBuffer<float>::from(S0);
-      DeviceBuffer<float> o1(p.v.size()), o2(p.v.size());
-      gr::RecurrenceArgs a = p.args, b = p.args;
-      a.S = dS1.get(), a.o = o1.get();
-      b.S = dS2.get(), b.o = o2.get();
-      REQUIRE(gr::check_args(twin, a) == "");
-      REQUIRE(gr::check_args(k, b) == "");
-      // Two steps each, the second on the first's S (a launch ahead of its predecessor's end, as the race runs it:
-      // pdl=ahead's contract forbids the same S back to back, so each step syncs).
-      for (int step = 0; step < 2; ++step) {
-        twin.launch(a, nullptr);
-        KLAB_CUDA(cudaDeviceSynchronize());
-        k.launch(b, nullptr);
-        KLAB_CUDA(cudaDeviceSynchronize());
-      }
-      CHECK(bitwise_diff(dS2.download(), dS1.download()) == 0);
-      const auto want = o1.download(), got = o2.download();
+      const PairRun r = run_pair(twin, k, p, 2);  // the second step on the first's S
+      CHECK(bitwise_diff(r.S_k, r.S_twin) == 0);
+      const auto &want = r.o_twin, &got = r.o_k;
       double top = 0, worst = 0;
       for (std::size_t i = 0; i < want.size(); ++i) {
         top = std::max(top, double(std::fabs(want[i])));
