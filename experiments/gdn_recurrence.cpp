@@ -45,18 +45,19 @@ std::vector<std::pair<std::size_t, std::size_t>> flag_twins(const std::vector<st
   return out;
 }
 
-// At batch B (key), every flagged kernel against its twin: their o and S bit for bit settle `bits`;
-// their times, where every pair is timed, settle `pays` at batch pays_at and are logged at the others.
-// `twin` and `change` name the twin and the flag in the evidence. Nothing when a pair was skipped. A null
-// claim is not settled (its evidence is still logged for the times).
+// At batch B (key), every flagged kernel against its twin: their o and S bit for bit (`only`: that output
+// alone) settle `bits`; their times, where every pair is timed, settle `pays` at batch pays_at and are logged
+// at the others. `twin` and `change` name the twin and the flag in the evidence. Nothing when a pair was
+// skipped. A null claim is not settled (its evidence is still logged for the times).
 void settle_flag_twins(Context& ctx, const std::vector<Measured>& ms, const std::vector<std::pair<std::size_t, std::size_t>>& pairs, std::int64_t B,
-                       const std::string& key, const Claim* bits, const Claim* pays, std::int64_t pays_at, const std::string& twin, const std::string& change) {
+                       const std::string& key, const Claim* bits, const Claim* pays, std::int64_t pays_at, const std::string& twin, const std::string& change,
+                       const std::string& only = "") {
   if (pairs.empty() || std::any_of(pairs.begin(), pairs.end(), [&](const auto& e) { return ms[e.first].skipped || ms[e.second].skipped; })) return;
   std::int64_t diff = 0;
   bool faster = true, timed = true;
-  std::string ev_bits = key + ": elements (o and S) differing from " + twin + ":", ev_time = key + ": " + change + ":";
+  std::string ev_bits = key + ": elements (" + (only.empty() ? "o and S" : only) + ") differing from " + twin + ":", ev_time = key + ": " + change + ":";
   for (const auto& [i, t] : pairs) {
-    const std::int64_t b = outputs_bitwise_diff(ms[t], ms[i]);
+    const std::int64_t b = only.empty() ? outputs_bitwise_diff(ms[t], ms[i]) : named_bitwise_diff(ms[t], ms[i], only);
     diff += b;
     ev_bits += " " + ms[i].variant->name + " " + std::to_string(b) + ";";
     if (!ms[i].timed || !ms[t].timed) {
@@ -206,17 +207,7 @@ void register_gdn_recurrence(Registry& r) {
       settle_flag_twins(ctx, ms, next_on, B, key, &next_bits, nullptr, 1, "the pdl=on twin", "pdl=on -> pdl=next");
       settle_flag_twins(ctx, ms, next_ahead, B, key, nullptr, &next_pays, 1, "the pdl=ahead twin", "pdl=ahead -> pdl=next");
       settle_flag_twins(ctx, ms, one_ahead, B, key, &one_bits, &one_pays, 1, "the pdl=ahead twin", "pdl=ahead -> pdl=one-ahead");
-      settle_flag_twins(ctx, ms, direct, B, key, nullptr, &od_pays, 1, "the twin without o=direct", "without -> with o=direct");
-      if (!direct.empty() && std::none_of(direct.begin(), direct.end(), [&](const auto& e) { return ms[e.first].skipped || ms[e.second].skipped; })) {
-        std::int64_t diff = 0;
-        std::string ev = key + ": S elements differing from the twin without o=direct:";
-        for (const auto& [i, t] : direct) {
-          const std::int64_t d = named_bitwise_diff(ms[t], ms[i], "S");
-          diff += d;
-          ev += " " + ms[i].variant->name + " " + std::to_string(d) + ";";
-        }
-        ctx.claim(od_bits).settle(key, diff == 0, ev);
-      }
+      settle_flag_twins(ctx, ms, direct, B, key, &od_bits, &od_pays, 1, "the twin without o=direct", "without -> with o=direct", "S");
       const Measured* best = fastest(ms, false);
       if (!best) continue;
       const double us = best->timing.summary.median * 1e3;

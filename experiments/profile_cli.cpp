@@ -222,10 +222,16 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
   require(pdl == "ahead" || pdl == "next" || pdl == "one-ahead", "--pdl " + pdl + ": ahead, next or one-ahead");
   require(o_form.empty() || o_form == "direct", "--o " + o_form + ": direct (or leave it out)");
   require(o_form.empty() || pdl == "ahead", "--o direct: pdl=ahead only, not pdl=" + pdl);
-  const gdn_recurrence::StampLauncher sl = gdn_recurrence::stamp_launcher(cols, rows, pdl, !o_form.empty());
-  const std::string what = "pdl=" + pdl + (o_form.empty() ? "" : ",o=" + o_form);
-  require(sl.launch != nullptr, "--cols " + std::to_string(cols) + " --rows " + std::to_string(rows) + ": no " + what + " kernel of that shape (" +
-                                    (pdl == "next" ? "32x8, 16x8)" : pdl == "one-ahead" || !o_form.empty() ? "32x16, 32x8, 16x8)" : "32x8, 16x8, 16x4, 8x4, 32x16)"));
+  const bool o_direct = !o_form.empty();
+  const gdn_recurrence::StampLauncher sl = gdn_recurrence::stamp_launcher(cols, rows, pdl, o_direct);
+  const std::string what = "pdl=" + pdl + (o_direct ? ",o=" + o_form : "");  // the variant's last axes
+  if (sl.launch == nullptr) {  // the shapes stamp_launcher has for these axes
+    std::string shapes;
+    for (int c : {8, 16, 32, 64, 128})
+      for (int r : {1, 2, 4, 8, 16})
+        if (gdn_recurrence::stamp_launcher(c, r, pdl, o_direct).launch) shapes += (shapes.empty() ? "" : ", ") + std::to_string(c) + "x" + std::to_string(r);
+    throw Error("--cols " + std::to_string(cols) + " --rows " + std::to_string(rows) + ": no " + what + " kernel of that shape (" + shapes + ")");
+  }
   require(batch >= 1 && batch <= 256, "--batch must be in [1, 256]");
   require(launches >= 8 && launches <= 4096, "--launches must be in [8, 4096]");
   require(copies >= 0, "--copies must not be negative");
@@ -241,7 +247,7 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
     const std::size_t s_floats = std::size_t(batch) * nv * dk * dv;
     // The contract of the registered kernel of that shape (kernels.hpp, min_state_copies).
     const auto& kern = gdn_recurrence::recurrence_kernel("gdn_recurrence/impl=fused,cols=" + std::to_string(cols) + ",rows=" + std::to_string(rows) +
-                                                         ",pdl=" + pdl + (o_form.empty() ? "" : ",o=" + o_form));
+                                                         "," + what);
     const int contract = gdn_recurrence::min_state_copies(kern, a);
     const int cold = timer.copies_for(double(s_floats * sizeof(float)));
     // Every launch its own copy: the stamps name a launch by it (kernels_fused.cu, Stamper).
@@ -277,7 +283,7 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
     const auto host_stamps = stamps.download();
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
-    out = {{"probe", "rec-stamps"}, {"device", dev.name}, {"cols", cols}, {"rows", rows}, {"pdl", pdl + (o_form.empty() ? "" : ",o=" + o_form)}, {"batch", batch}, {"blocks", blocks},
+    out = {{"probe", "rec-stamps"}, {"device", dev.name}, {"cols", cols}, {"rows", rows}, {"pdl", what.substr(4)}, {"batch", batch}, {"blocks", blocks},
            {"launches", launches}, {"copies", n_copies}};
     out.update(stamp_reading(host_stamps, launches, blocks, points, 4));
   }

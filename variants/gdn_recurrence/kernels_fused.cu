@@ -706,6 +706,11 @@ template <int C, int R>
 int threads_for(const RecurrenceArgs& a) {
   return a.dk / R * (C / 4);  // G row groups of Q quads
 }
+// fused_body's `red`: the warps' kv partials, then their o partials, (2, W, Q) float4 for a block of `threads`.
+template <int C>
+std::size_t partials_bytes(int threads) {
+  return 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+}
 
 template <int C, int R>
 std::string can(const RecurrenceArgs& a) {
@@ -793,7 +798,7 @@ void launch_ahead(const RecurrenceArgs& a, cudaStream_t s) {
   static_assert(!(One && Next), "pdl=one-ahead lets its dependents go at the start, as pdl=ahead");
   static_assert(!(Od && (One || Next)), "o=direct is registered on pdl=ahead alone");
   const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
-  std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+  std::size_t smem = partials_bytes<C>(threads);
   if constexpr (One) smem = one_ahead_smem<C, R, Stamp>(a, smem);
   launch_maybe_pdl(true, fused_ahead_kernel<C, R, Stamp, Next, Od>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem,
                    s, a);
@@ -804,7 +809,7 @@ template <int C, int R, bool Pdl, bool Early = false, bool Norm = false, bool Bf
 void launch(const RecurrenceArgs& a, cudaStream_t s) {
   if constexpr (Sm) {  // stage=smem: the warps' partials, then R float4 a thread of S
     const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
-    const std::size_t smem = (2 * std::size_t(threads / 32) * (C / 4) + std::size_t(R) * threads) * sizeof(float4);
+    const std::size_t smem = partials_bytes<C>(threads) + std::size_t(R) * threads * sizeof(float4);
     launch_maybe_pdl(Pdl || Early || Ahead, fused_sm_kernel<C, R, Early, Ahead>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)),
                      dim3(threads), smem, s, a);
     return;
@@ -815,14 +820,14 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
   }
   if constexpr (Conv) {  // prep=conv (with norm=last, hist=ring as asked): its inputs in shared memory after the warps' partials
     const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
-    const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4) + conv_prep_floats(a.dk, C) * sizeof(float);
+    const std::size_t smem = partials_bytes<C>(threads) + conv_prep_floats(a.dk, C) * sizeof(float);
     launch_maybe_pdl(Pdl || Early, fused_kernel<C, R, Early, false, false, false, Last, true, Ring>,
                      dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)), dim3(threads), smem, s, a);
     return;
   }
   if constexpr (Last) {  // no cluster: the count picks the block that runs a head's norm
     const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
-    const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+    const std::size_t smem = partials_bytes<C>(threads);
     launch_maybe_pdl(Pdl || Early, fused_kernel<C, R, Early, false, false, false, true>, dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch)),
                      dim3(threads), smem, s, a);
     return;
@@ -830,7 +835,7 @@ void launch(const RecurrenceArgs& a, cudaStream_t s) {
   static_assert(!(Norm && Bf16), "norm=gated is not registered with state=bf16");
   const int tiles = (a.dv + C - 1) / C;
   const int threads = threads_for<C, R>(a);
-  const std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+  const std::size_t smem = partials_bytes<C>(threads);
   if constexpr (Norm) {  // a head's tiles are one cluster (the epilogue's reduction), with PDL as Pdl / Early say
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(static_cast<unsigned>(a.nv * tiles), static_cast<unsigned>(a.batch));
@@ -863,7 +868,7 @@ std::size_t no_workspace(const RecurrenceArgs&) { return 0; }
 template <int C, int R, bool Sm, bool One = false>
 double ahead_resident_launches(const RecurrenceArgs& a) {
   const int tiles = (a.dv + C - 1) / C, threads = threads_for<C, R>(a);
-  std::size_t smem = 2 * std::size_t(threads / 32) * (C / 4) * sizeof(float4);
+  std::size_t smem = partials_bytes<C>(threads);
   if constexpr (Sm) smem += std::size_t(R) * threads * sizeof(float4);
   if constexpr (One) smem = one_ahead_smem<C, R, false>(a, smem);
   int per_sm = 0, dev = 0, sms = 0;
