@@ -14,6 +14,7 @@
 #include "common.hpp"
 #include "klab/cuda.hpp"
 #include "klab/device.hpp"
+#include "klab/load_probe.hpp"
 #include "klab/stats.hpp"
 #include "klab/timing.hpp"
 #include "gdn_recurrence/kernels.hpp"
@@ -133,6 +134,51 @@ int probe_ring_command(const std::vector<std::string>& args, int, char**) {
   }
   cudaStreamDestroy(s);
   std::cout << out.dump() << std::endl;
+  return 0;
+}
+
+const char* const kProbeHopUsage =
+    "klab probe-hop [--form none|L,B]... [--launches 128] [--reps 5] [--device N]  (the dependent hop and an L2 round trip "
+    "while a background keeps L 16-byte loads a thread, B blocks of 256 an SM, in flight)";
+
+int probe_hop_command(const std::vector<std::string>& args, int, char**) {
+  std::vector<std::string> forms;
+  int launches = 128, reps = 5, device = 0;
+  po::options_description d(kProbeHopUsage);
+  d.add_options()("form", po::value<std::vector<std::string>>(&forms),
+                  "a background: none, or L,B (L loads in flight a thread: 1, 2, 4 or 8; B blocks of 256 per SM: 1 to 4); "
+                  "repeatable; default none, 1,2, 2,2, 4,2, 8,2, 8,4")
+    ("launches", po::value<int>(&launches), "hops in each graph (default 128)")("reps", po::value<int>(&reps), "runs a form (default 5)")
+    ("device", po::value<int>(&device), "CUDA device index")("help,h", "this help");
+  po::variables_map vm;
+  if (parse_or_help(args, d, vm)) return 0;
+  std::vector<LoadForm> lf;
+  for (const auto& f : forms) lf.push_back(parse_load_form(f));
+  if (lf.empty()) lf = default_load_forms();
+  require(launches >= 8 && launches <= 4096, "--launches must be in [8, 4096]");
+  require(reps >= 1 && reps <= 100, "--reps must be in [1, 100]");
+  const DeviceInfo dev = select_device(device);
+  cudaStream_t fg = nullptr, bg = nullptr;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&fg, cudaStreamNonBlocking));
+  KLAB_CUDA(cudaStreamCreateWithFlags(&bg, cudaStreamNonBlocking));
+  std::vector<nlohmann::json> lines;  // printed once every form is measured: a failure prints none
+  try {
+    for (const auto& f : lf) {
+      const HopUnderLoad h = measure_hop_under_load(f, launches, reps, fg, bg);
+      lines.push_back({{"probe", "hop-under-load"}, {"device", dev.name}, {"background", f.str()}, {"bg_loads", f.loads},
+                       {"bg_blocks_per_sm", f.blocks_per_sm}, {"bg_inflight_kb_per_sm", double(f.inflight_bytes_per_sm()) / 1024.0},
+                       {"bg_gbps", h.bg_gbps}, {"bg_gbps_with", h.bg_gbps_with}, {"bg_passes", h.bg_passes},
+                       {"hop_one_us", h.hop_one_us}, {"hop_grid_us", h.hop_grid_us}, {"chase_ns", h.chase_ns},
+                       {"launches", launches}, {"reps", h.reps}});
+    }
+  } catch (...) {
+    cudaStreamDestroy(fg);
+    cudaStreamDestroy(bg);
+    throw;
+  }
+  cudaStreamDestroy(fg);
+  cudaStreamDestroy(bg);
+  for (const auto& l : lines) std::cout << l.dump() << std::endl;
   return 0;
 }
 

@@ -22,6 +22,12 @@ int probe_ring_command(const std::vector<std::string>& args, int argc, char** ar
 // it). Not a variant and not a report: a probe for issue 14's batch-1 question (docs/DEVICE-RUNBOOK.md).
 extern const char* const kProbeRecUsage;
 int probe_rec_command(const std::vector<std::string>& args, int argc, char** argv);
+// `klab probe-hop`: the ceiling's dependent hop and a dependent L2 round trip, measured while a background kernel
+// on another stream keeps a chosen depth of loads in flight on every SM (klab/load_probe.hpp): one JSON line a
+// background form. Not a variant and not a report: a probe for the question both issue 13's small shapes and issue
+// 14's six launches a layer come to (docs/DEVICE-RUNBOOK.md): what one link of a chain costs while weights stream.
+extern const char* const kProbeHopUsage;
+int probe_hop_command(const std::vector<std::string>& args, int argc, char** argv);
 // The probe's reading of stamps (launches x blocks x points, ns; 0 = not written): per launch the first entry, the
 // first and last release from the wait and the last exit; the medians over launches from `skip` on of the period,
 // the hop and the span after the first release, and of each phase i -> i+1 over blocks; the smallest positive step

@@ -182,6 +182,11 @@ void launch_empty(cudaStream_t s) {
   KLAB_CUDA_LAUNCH("empty_kernel");
 }
 
+void launch_hop(bool pdl, unsigned grid, unsigned threads, const float* in, float* out, cudaStream_t s) {
+  if (pdl) launch_maybe_pdl(true, hop_kernel<true>, grid, threads, 0, s, in, out);
+  else launch_maybe_pdl(false, hop_kernel<false>, grid, threads, 0, s, in, out);
+}
+
 Timer::Timer(const DeviceInfo& dev, cudaStream_t stream)
     : dev_(dev), stream_(stream),
       flush_(static_cast<std::size_t>(std::max<std::int64_t>(dev.l2_bytes, 1 << 20)) * 2 / sizeof(uint4)), sink_(1) {
@@ -480,10 +485,7 @@ Ceiling measure_ceiling(Timer& timer, std::int64_t bytes, const TimingOptions& b
     for (unsigned grid : {1u, full})
       for (bool pdl : {false, true}) {
         const unsigned threads = grid == 1 ? 32 : 256;
-        auto hop = [&, grid, threads, pdl](const float* in, float* out, cudaStream_t st) {
-          if (pdl) launch_maybe_pdl(true, hop_kernel<true>, grid, threads, 0, st, in, out);
-          else launch_maybe_pdl(false, hop_kernel<false>, grid, threads, 0, st, in, out);
-        };
+        auto hop = [grid, threads, pdl](const float* in, float* out, cudaStream_t st) { launch_hop(pdl, grid, threads, in, out, st); };
         hs.push_back(timer.stream_subject({[&, hop](cudaStream_t st) { hop(h0.get(), h1.get(), st); },
                                            [&, hop](cudaStream_t st) { hop(h1.get(), h0.get(), st); }},
                                           eopt, {}, why));

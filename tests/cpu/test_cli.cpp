@@ -11,6 +11,7 @@
 
 #include "cli_util.hpp"
 #include "profile_cli.hpp"
+#include "klab/load_probe.hpp"
 #include "klab/device.hpp"
 #include "klab/error.hpp"
 #include "klab/report.hpp"
@@ -267,6 +268,34 @@ TEST_CASE("klab probe-rec refuses bad options and a missing device by name, exit
                            {"probe-rec --bogus", "--bogus"},
                        },
                        "period_ns", "klab probe-rec", "probe-rec");
+}
+
+TEST_CASE("klab probe-hop refuses bad options and a missing device by name, exit 2, and prints no measurement") {
+  check_probe_refusals("probe-hop",
+                       {
+                           {"probe-hop --form 3,2", "--form 3,2: loads in flight 3: 1, 2, 4 or 8"},
+                           {"probe-hop --form 4,5", "--form 4,5: blocks per SM 5: 1 to 4"},
+                           {"probe-hop --form 0,2", "a form without loads has no blocks"},
+                           {"probe-hop --form 4", "--form 4: none, or L,B"},
+                           {"probe-hop --form 4,2x", "--form 4,2x: none, or L,B"},
+                           {"probe-hop --form none --launches 4", "--launches must be in [8, 4096]"},
+                           {"probe-hop --reps 0", "--reps must be in [1, 100]"},
+                           {"probe-hop --bogus", "--bogus"},
+                       },
+                       "hop_one_us", "klab probe-hop", "probe-hop --form none");
+}
+
+TEST_CASE("probe-hop's forms: the depth in flight a form names, and the default sweep from none to 128 KB an SM") {
+  CHECK(klab::parse_load_form("none").inflight_bytes_per_sm() == 0);
+  CHECK(klab::parse_load_form("8,4").inflight_bytes_per_sm() == 128u * 1024u);
+  CHECK(klab::parse_load_form("1,2").inflight_bytes_per_sm() == 8u * 1024u);
+  CHECK(klab::parse_load_form("2,1").str() == "2 loads x 1 blocks");
+  std::vector<std::size_t> kb;
+  for (const auto& f : klab::default_load_forms()) {
+    CHECK(klab::load_form_error(f).empty());
+    kb.push_back(f.inflight_bytes_per_sm() / 1024);
+  }
+  CHECK(kb == std::vector<std::size_t>{0, 8, 16, 32, 64, 128});
 }
 
 TEST_CASE("probe-rec's reading of the stamps: period, hop, span after the release and each phase, from launches built to known gaps") {
