@@ -204,6 +204,13 @@ constexpr std::array<std::size_t, 3> kRingXcTwins{32, 11, 32};
 // (reports/h200/run-fe10a61, the whole ladder, H200, stream): x0.931 / x0.936 / x0.932 / x0.892 at the four seed shapes,
 // the same bits: wait-flag-pays not held (packed.cu, its registration).
 constexpr std::size_t kWaitFlag = 68;
+// The rungs 69, 70: depth=2 and depth=1, rung 11's ring filling at most 2 or 1 of its stages a block (the same shared
+// memory request, grid and bits; packed.cu launch_ring's Depth). Why: `klab probe-hop` on an H100 (2026-12-05,
+// reports/h100/run-probe-hop): a dependent L2 round trip takes 140 ns idle, ~490 ns with 32-64 KB an SM of reads in
+// flight, ~1000 ns with 128 KB, at the same read rate; the ring keeps ~184 KB an SM in flight at k = 5120 and its chain
+// has x reads after each release. Predicted (before any run): faster where the chain, not the reads, sets the period
+// (the small shapes), if the ring's TMA copies queue as the probe's loads did; depth=1 may lose the read rate.
+constexpr std::size_t kDepth0 = 69;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -322,6 +329,11 @@ std::vector<std::string> rungs() {
     std::string n = out[11];  // kRingBulk8
     out.push_back(n.insert(n.find(",xprep=launch") + 13, ",wait=flag"));
   }
+  // 69, 70: depth=2, depth=1, rung 11's twins (depth= goes after load=).
+  for (const std::string depth : {"2", "1"}) {
+    std::string n = out[11];
+    out.push_back(n.insert(n.find(",load=bulk") + 10, ",depth=" + depth));
+  }
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -352,7 +364,7 @@ Experiment q4_to_ceiling() {
                        "the peers within theirs"};
   const Claim f32_bitwise{"f32-bits", "the f32 rungs of map=packed give exactly the bits of block-per-thread,dot=offset,rows=8 on every shape and input"};
   const Claim form_bitwise{"form-bits",
-                           "within each dot form of map=packed, grid, xprep, xpf, wpf, last, pre, parts, row-split, tail, rows and pdl change no bit, on every shape and input"};
+                           "within each dot form of map=packed, grid, xprep, xpf, wpf, last, pre, parts, row-split, tail, depth, rows and pdl change no bit, on every shape and input"};
   const Claim ceiling{"ceiling",
                       "the fastest rung reaches at least 90% of the read ceiling on 17408x5120, 85% on 10240x5120 and 80% on 6144x5120 and 5120x6144 "
                       "(headline timing: stream mode where measured)"};
@@ -431,9 +443,13 @@ Experiment q4_to_ceiling() {
                              "the ring's main kernel released by its prep kernel's flag pays: grid=fill,xprep=launch,wait=flag,load=bulk,rows=8,"
                              "pdl=on is faster than its twin without wait=flag (the main kernel waiting for the prep's completion) on the four "
                              "seed shapes"};
+  const Claim depth_pays{"depth-pays",
+                         "fewer of the ring's bytes in flight pay: grid=fill,xprep=launch,load=bulk,depth=2 and depth=1,rows=8,pdl=on (at most 2 "
+                         "or 1 of the ring's stages filled a block, the rest of its shared memory idle) are faster than their twin without "
+                         "depth (all 4 stages at k = 5120, 3 at k = 6144) on the four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
-              pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays};
+              pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -580,6 +596,7 @@ Experiment q4_to_ceiling() {
           twins_pay(tail_pays, "tail=split", [](std::size_t i) { return kTailTwins[i]; }, kTail0, kTailTwins.size());
         twins_pay(ring_cluster_pays, "xprep=cluster (for xprep=launch)", [](std::size_t i) { return kRingXcTwins[i]; }, kRingXc0, kRingXcTwins.size());
         twins_pay(wait_flag_pays, "wait=flag", [](std::size_t) { return kRingBulk8; }, kWaitFlag, 1);
+        twins_pay(depth_pays, "depth", [](std::size_t) { return kRingBulk8; }, kDepth0, 2);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

@@ -29,7 +29,12 @@
 // chain. Predicted: between the ring and its producer twin, nearer the ring (a hop of ~0.5-0.9 us at most, less the
 // poll's L2 round trip). Measured (run-fe10a61, H200): 15.18 / 11.52 / 8.56 / 8.69 us, x0.945 / x0.940 / x0.936 / x0.894
 // against the ring, the ring's bits: wait-flag-pays not held.
+// Then the ring filling at most 2 or 1 of its stages a block (depth=2|1, added 2026-12-05 in the fifth session;
+// packed.cu launch_ring's Depth) and their producer twins: fewer weight bytes in flight when the chain's x reads
+// happen (klab probe-hop: a dependent L2 round trip grows from 140 ns idle to ~1 us with 128 KB an SM in flight on an
+// H100). Logged here beside the ring; q4-to-ceiling's depth-pays races them.
 #include <algorithm>
+#include <array>
 
 #include "common.hpp"
 #include "q4_gemv_common.hpp"
@@ -38,7 +43,8 @@ namespace klab::experiments {
 
 namespace {
 // The main kernels and their producer twins, in pairs, in race order: rung 10, rung 50 and the ring
-// (grid=fill,load=bulk: rung 32 is its xpf=l2 form, whose main kernel is the same).
+// (grid=fill,load=bulk: rung 32 is its xpf=l2 form, whose main kernel is the same); the ring's wait=flag twin; the
+// ring at depth=2 and depth=1 with their producer twins.
 const std::vector<std::string> kNames = {
     "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8",
     "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=producer,pdl=on,rows=8",
@@ -47,8 +53,13 @@ const std::vector<std::string> kNames = {
     "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=on,rows=8",
     "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,pdl=on,rows=8",
     "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,wait=flag,load=bulk,pdl=on,rows=8",
+    "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,pdl=on,rows=8",
+    "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,depth=2,pdl=on,rows=8",
+    "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=1,pdl=on,rows=8",
+    "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,depth=1,pdl=on,rows=8",
 };
-constexpr std::size_t kPairs = 3;
+// The (xprep=launch, xprep=producer) pairs: rung 10, rung 50, the ring, and the ring at depth=2 and depth=1.
+constexpr std::array<std::size_t, 5> kPairAt{0, 2, 4, 7, 9};
 constexpr std::size_t kRing = 4, kWaitFlag = 6;  // the ring (xprep=launch) and its wait=flag twin
 
 }  // namespace
@@ -58,7 +69,8 @@ void register_q4_prep_split(Registry& r) {
   e.name = "q4-prep-split";
   e.description = "issue 13: the q4 mat-vec's x-prep launch against the main kernel alone (xprep=producer twins of "
                   "grid=groups,xprep=launch, its load=bulk form and the grid=fill ring), and the ring released by its prep's flag "
-                  "(wait=flag), at the seed shapes; stream mode is the headline";
+                  "(wait=flag), and the ring filling fewer of its stages (depth=2, depth=1) with their producer twins, at the seed shapes; "
+                  "stream mode is the headline";
   const Claim bits{"producer-bits", "each xprep=producer twin gives exactly its xprep=launch kernel's bits, on every shape and input"};
   const Claim hop{"prep-costs-1us",
                   "the prep launch costs a call at least 1 us at 6144x5120 and 5120x6144: each xprep=producer twin is at least 1 us faster "
@@ -84,8 +96,8 @@ void register_q4_prep_split(Registry& r) {
         const std::string where = s.str() + "/" + to_string(d);
         std::size_t differ = 0;
         std::string counts;
-        for (std::size_t p = 0; p < kPairs; ++p) {
-          const auto d = bitwise_diff(ms[2 * p].output, ms[2 * p + 1].output);
+        for (std::size_t p = 0; p < kPairAt.size(); ++p) {
+          const auto d = bitwise_diff(ms[kPairAt[p]].output, ms[kPairAt[p] + 1].output);
           differ += d;
           counts += (p ? ", " : "") + fmt("%.0f", double(d));
         }
@@ -109,8 +121,8 @@ void register_q4_prep_split(Registry& r) {
         }
         if (q4_study::is_seed_shape(s)) {
           std::size_t best = 1;
-          for (std::size_t p = 1; p < kPairs; ++p)
-            if (ms[2 * p + 1].pct_ceiling > ms[best].pct_ceiling) best = 2 * p + 1;
+          for (std::size_t p = 1; p < kPairAt.size(); ++p)
+            if (ms[kPairAt[p] + 1].pct_ceiling > ms[best].pct_ceiling) best = kPairAt[p] + 1;
           ctx.claim(goal).settle(s.str(), ms[best].pct_ceiling >= q4_study::goal_pct(s),
                                  s.str() + ": " + kNames[best].substr(8) +
                                      fmt(" %.2f us, %.1f%% of the read ceiling (goal %.0f%%)", us(best), ms[best].pct_ceiling, q4_study::goal_pct(s)));

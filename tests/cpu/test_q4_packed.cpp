@@ -325,7 +325,7 @@ TEST_CASE("map=packed in the registry: names, layouts, tolerances, models, launc
       CHECK_THROWS_WITH_AS(kern.launch_packed(p + 4, x, y, 4, 64, nullptr), doctest::Contains("aligned"), Error);
     }
   CHECK(names == std::set<std::string>(packed_names().begin(), packed_names().end()));
-  CHECK(producers == 10);  // tests/cpu/test_q4_models.cpp names them
+  CHECK(producers == 12);  // tests/cpu/test_q4_models.cpp names them
   CHECK(names.count("q4_gemv/map=packed,dot=f32,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=f16x2,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,pdl=off,rows=4") == 1);
@@ -468,8 +468,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   }
   // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
   // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
-  // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1);
+  // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -484,6 +484,15 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     CHECK(v.can_implement(Problem{{5, 32800}, Dist::uniform, 1}).find("32768") != std::string::npos);
     const pk::Load load = name.find("load=bulk") != std::string::npos ? pk::Load::bulk : pk::Load::cp_async;
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), pk::model_ring(load, R, 5, 2, c.w, c.x)) == 0);
+  }
+  // depth=2|1: the first ring's kernel filling fewer stages, named after load=, with a model of its own (the ring at
+  // D stages on the H200's grid) that gives the ring's bits.
+  for (const std::string depth : {"2", "1"}) {
+    const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=" + depth + ",pdl=on,rows=8";
+    CAPTURE(name);
+    CHECK(registry().variant(name).tolerance == pk::form_tolerance(pk::Form::q8));
+    CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
+    CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), pk::model_ring(pk::Load::bulk, 8, 264, std::stoi(depth), c.w, c.x)) == 0);
   }
 }
 

@@ -1521,15 +1521,17 @@ int resident_warps_ring() {
 // no prep kernel either, and x is never read. Tail: tail=split (the grid and stages as without it).
 // Prepared: launch_prepared (prepared_x.cuh), the ring kernel alone on the x its producer wrote into g_xq.
 // WF: wait=flag, xprep_wf_kernel then the ring kernel that polls its flag instead of waiting for its completion.
+// Depth (depth=D, D > 0): the kernel fills at most D of the stages its shared memory holds; the request stays
+// ring_stages' S stages, so the grid and the residency are the ring's and only the bytes in flight a block change.
 template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool NoDots = false, bool Tail = false,
-          bool Prepared = false, bool WF = false>
+          bool Prepared = false, bool WF = false, int Depth = 0>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!((XB || NoDots) && WPf), "xprep=block and the probe have no prep kernel to prefetch the weights");
   static_assert(!(Prepared && (XB || NoDots || XPf || WPf)), "a prepared x: the main kernel of xprep=launch alone, nothing to prefetch");
   static_assert(!WF || (Pdl && L == Load::bulk && !XPf && !WPf && Split == 1 && !XB && !NoDots && !Tail && !Prepared),
                 "wait=flag: the plain ring with PDL (its flag replaces the wait for the prep launch)");
   if constexpr (Split > 1) {
-    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots, Tail, Prepared>(packed, x, y, m, k, stream);
+    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots, Tail, Prepared, false, Depth>(packed, x, y, m, k, stream);
   }
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
@@ -1544,8 +1546,9 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
                      WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
+  const int stages = Depth > 0 ? std::min(plan.S, Depth) : plan.S;
   launch_maybe_pdl(Pdl, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
-                   stream, packed, x, y, m, k, plan.S);
+                   stream, packed, x, y, m, k, stages);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
 
@@ -1877,20 +1880,23 @@ Q4Kernel kernel_warp() {
 // XB: xprep=block (no prep kernel, each thread quantises its block of x). Tail: tail=split (the last round's
 // groups in pieces).
 // WF: wait=flag (the main kernel released by its prep kernel's flag, not by the prep's completion).
-template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool Tail = false, bool WF = false>
+// Depth: depth=D (at most D stages filled a block; launch_ring).
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool Tail = false, bool WF = false, int Depth = 0>
 Q4Kernel kernel_ring() {
   Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : "launch"}};
   if (WF) axes.emplace_back("wait", "flag");
   axes.emplace_back("load", load_name(L));
+  if (Depth > 0) axes.emplace_back("depth", std::to_string(Depth));
   if (Tail) axes.emplace_back("tail", "split");
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   axes.emplace_back("pdl", Pdl ? "on" : "off");
   axes.emplace_back("rows", std::to_string(R));
-  Q4Kernel kern = q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB, false, Tail, false, WF>,
+  Q4Kernel kern = q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB, false, Tail, false, WF, Depth>,
                                &resident_warps_ring<R, L, Split, XB, XPf, Tail, WF>);
   // The plain ring's main kernel alone (its xprep=producer twin): without xpf/wpf (the prefetching twins
   // run the same main kernel), xprep=block, tail=split or wait=flag (whose main kernel waits for its flag).
-  if constexpr (!XPf && !WPf && !XB && !Tail && !WF) kern.launch_prepared = &launch_ring<R, L, Pdl, false, false, Split, false, false, false, true>;
+  if constexpr (!XPf && !WPf && !XB && !Tail && !WF)
+    kern.launch_prepared = &launch_ring<R, L, Pdl, false, false, Split, false, false, false, true, false, Depth>;
   return kern;
 }
 
@@ -2188,6 +2194,14 @@ std::vector<Q4Kernel> packed_kernels() {
   // path too). The poll, an L2 round trip behind the call's stage requests and then the block's barrier, costs more
   // than the grid completion it replaces (as grid=groups,xprep=flag's chain did, run-c00d582). Kept as a negative result.
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, true>());
+  // depth=2|1 (2026-12-05, fifth session): rung 11's ring filling at most 2 or 1 of its stages a block (launch_ring's
+  // Depth; the same kernel, its shared memory request and grid unchanged: the ring's bits). Why: `klab probe-hop` on an
+  // H100 (reports/h100/run-probe-hop): a dependent L2 round trip takes 140 ns idle, ~490 ns with 32-64 KB an SM of reads
+  // in flight and ~1000 ns with 128 KB, at the same read rate (3.05-3.12 TB/s): bytes in flight past the knee add
+  // queueing, not bandwidth, and the ring keeps 2 x 4 x 23 KB an SM in flight at k = 5120 while its chain's x reads
+  // (the prep's, then the main kernel's) wait behind them. depth=2 keeps 92 KB an SM, depth=1 46 KB.
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2>());
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 1>());
   return v;
 }
 

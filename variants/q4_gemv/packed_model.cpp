@@ -311,9 +311,20 @@ std::vector<float> model_split_of(const ref::Q4Matrix& w, std::span<const float>
   const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
   return model_ring(Load::bulk, 8, 264, 0, w, x, split_in_use(Split, W), Tail);
 }
-// tail: "split" (tail=split: bulk, rows=8, row-split 1 or 2) or "".
-Q4Model ring_model_for(const std::string& load, const std::string& rows, const std::string& split, const std::string& tail) {
+// depth=D (bulk, rows=8): the kernel fills at most D of ring_stages' stages.
+template <int D>
+std::vector<float> model_depth_of(const ref::Q4Matrix& w, std::span<const float> x) {
+  const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
+  return model_ring(Load::bulk, 8, 264, std::min(D, ring_stages(W, 8)), w, x);
+}
+// tail: "split" (tail=split: bulk, rows=8, row-split 1 or 2) or ""; depth: "1", "2" (bulk, rows=8, no other axis) or "".
+Q4Model ring_model_for(const std::string& load, const std::string& rows, const std::string& split, const std::string& tail, const std::string& depth) {
   const bool bulk = load == load_name(Load::bulk);
+  if (!depth.empty()) {
+    require(bulk && rows == "8" && split.empty() && tail.empty() && (depth == "1" || depth == "2"),
+            "q4_gemv models: no ring model for depth=" + depth + " with load=" + load + ", rows=" + rows);
+    return depth == "1" ? &model_depth_of<1> : &model_depth_of<2>;
+  }
   if (!tail.empty()) {
     require(tail == "split" && bulk && rows == "8" && (split.empty() || split == "2"), "q4_gemv models: no ring model for tail=" + tail + " with load=" + load +
                                                                                           ", rows=" + rows + (split.empty() ? "" : ", row-split=" + split));
@@ -332,7 +343,7 @@ std::vector<Q4ModelEntry> packed_models() {
   std::vector<Q4ModelEntry> out;
   for (const auto& kern : packed_kernels()) {
     const std::string& dot = kern.axes.at(1).second;
-    std::string load, rows, per_sm, grid, last, pre, split, tail;
+    std::string load, rows, per_sm, grid, last, pre, split, tail, depth;
     for (const auto& [a, v] : kern.axes) {
       if (a == "grid") grid = v;
       if (a == "load") load = v;
@@ -342,6 +353,7 @@ std::vector<Q4ModelEntry> packed_models() {
       if (a == "pre") pre = v;
       if (a == "row-split") split = v;
       if (a == "tail") tail = v;
+      if (a == "depth") depth = v;
     }
     // last=regs: the block's last group read from registers, not a stage; last=l2: the later groups
     // prefetched into L2 first; pre=1: the ring's first stage alone filled before the wait. The same
@@ -359,7 +371,7 @@ std::vector<Q4ModelEntry> packed_models() {
       continue;
     }
     if (!load.empty()) {
-      out.push_back(Q4ModelEntry{kern.name, ring_model_for(load, rows, split, tail)});
+      out.push_back(Q4ModelEntry{kern.name, ring_model_for(load, rows, split, tail, depth)});
       continue;
     }
     out.push_back(Q4ModelEntry{kern.name, dot == form_name(Form::f32) ? &model<Form::f32> : dot == form_name(Form::f16x2) ? &model<Form::f16x2> : &model<Form::q8>});

@@ -98,6 +98,8 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
       d += "the main kernel released by a flag its prep kernel's last block sets (release / acquire, its call named by tickets), not by the "
            "prep's completion: no griddepcontrol.wait; ";
     if (a["xprep"] == "block") d += "x quantised by each block's threads once per launch (no prep kernel); ";
+    if (!a["depth"].empty())
+      d += "at most " + a["depth"] + " of the ring's stages filled a block (fewer bytes in flight an SM; the same shared memory, grid and bits); ";
     if (a["tail"] == "split")
       d += "the ring's last round of groups cut into pieces of fewer rows, one a block, so that no block takes a whole group more than the "
            "others (a piece copies its rows' codes and its group's scales; the same bits); ";
