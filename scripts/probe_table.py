@@ -1,23 +1,25 @@
 #!/usr/bin/env python3
-"""Tables from the JSON lines of klab's probes: `klab probe-ring` (probe "ring-read") and `klab probe-rec` (probe
-"rec-stamps"), one markdown table per kind, a row per line in file order.
+"""Tables from the JSON lines of klab's probes: `klab probe-ring` (probe "ring-read"), `klab probe-rec` (probe
+"rec-stamps") and `klab probe-hop` (probe "hop-under-load"), one markdown table per kind, a row per line in file order.
 
     scripts/probe_table.py FILE.jsonl [--out TABLE.md]
 
 ring-read: the shape, the ring's loads alone (us, median and p10..p90), the PDL read of the same bytes (us) and the read's
 share of the ring's time. rec-stamps: the kernel (cols, rows, pdl, batch), the period, the hop (the launch before's last
 exit -> the first release from the wait), the span after the release, a block's phases after it, how early launches
-enter, and the timer's smallest step; ns as the probe wrote them, shown in us.
+enter, and the timer's smallest step; ns as the probe wrote them, shown in us. hop-under-load: the background (loads a
+thread x blocks an SM) and its bytes in flight an SM, its read rate alone and beside the foreground, the dependent hop
+of one block and of a grid (us a launch) and one dependent L2 load (ns).
 
 Exit 0 with the tables on stdout (or in --out); 2, writing nothing, when the file cannot be read, a line is not a JSON
-object, or a line's probe is not one of the two (named in the message).
+object, or a line's probe is not one of the three (named in the message).
 """
 import argparse
 import json
 import sys
 from pathlib import Path
 
-KINDS = ("ring-read", "rec-stamps")
+KINDS = ("ring-read", "rec-stamps", "hop-under-load")
 
 
 def us(ns):
@@ -42,6 +44,18 @@ def rec_table(rows):
         out.append(f"| {kernel} | {r['batch']} | {us(r['period_ns'])} | {us(r['hop_ns'])} | {us(r['after_release_ns'])} | "
                    f"{us(p['inputs_pass1'])} | {us(p['kv_pass2_stores'])} | {us(p['o_exit'])} | {us(r['entry_ahead_ns'])} | "
                    f"{r['timer_step_ns'] if r['timer_step_ns'] is not None else '-'} |")
+    return out
+
+
+def hop_table(rows):
+    out = ["| background | in flight an SM (KB) | its read alone (GB/s) | beside the foreground (GB/s) | hop, one block (us) "
+           "| hop, a grid (us) | dependent L2 load (ns) |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        bg = r["bg_loads"] > 0
+        out.append(f"| {r['background']} | {r['bg_inflight_kb_per_sm']:.0f} | {r['bg_gbps']:.0f} | {r['bg_gbps_with']:.0f} | "
+                   f"{r['hop_one_us']:.2f} | {r['hop_grid_us']:.2f} | {r['chase_ns']:.0f} |" if bg else
+                   f"| {r['background']} | 0 | - | - | {r['hop_one_us']:.2f} | {r['hop_grid_us']:.2f} | {r['chase_ns']:.0f} |")
     return out
 
 
@@ -71,7 +85,7 @@ def main(argv):
         by_kind[kind].append(r)
     lines = []
     try:
-        for kind, table in (("ring-read", ring_table), ("rec-stamps", rec_table)):
+        for kind, table in (("ring-read", ring_table), ("rec-stamps", rec_table), ("hop-under-load", hop_table)):
             if by_kind[kind]:
                 device = sorted({r.get("device", "?") for r in by_kind[kind]})
                 lines += [f"## {kind} ({', '.join(device)})", ""] + table(by_kind[kind]) + [""]

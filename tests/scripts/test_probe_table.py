@@ -19,6 +19,11 @@ RING = {"probe": "ring-read", "device": "GPU X", "shape": "64x5120", "ring_read_
 REC = {"probe": "rec-stamps", "device": "GPU X", "cols": 32, "rows": 8, "pdl": "next", "batch": 1, "period_ns": 3584.0,
        "hop_ns": 512.0, "after_release_ns": 3072.0, "entry_ahead_ns": 6656.0, "timer_step_ns": 32,
        "block_phase_ns": {"inputs_pass1": 1280.0, "kv_pass2_stores": 512.0, "o_exit": 256.0}}
+HOP_IDLE = {"probe": "hop-under-load", "device": "GPU X", "background": "none", "bg_loads": 0, "bg_blocks_per_sm": 0,
+            "bg_inflight_kb_per_sm": 0.0, "bg_gbps": 0.0, "bg_gbps_with": 0.0, "hop_one_us": 0.731, "hop_grid_us": 0.829,
+            "chase_ns": 140.5}
+HOP_BUSY = dict(HOP_IDLE, background="8 loads x 4 blocks", bg_loads=8, bg_blocks_per_sm=4, bg_inflight_kb_per_sm=128.0,
+                bg_gbps=3122.4, bg_gbps_with=3171.6, hop_one_us=4.791, hop_grid_us=13.288, chase_ns=1005.25)
 
 
 def run(*args):
@@ -49,6 +54,15 @@ class ProbeTable(unittest.TestCase):
         self.assertIn("| 128x5120 | 8.00 | 4.50..5.50 | 6.00 | 75.0% |", lines)
         self.assertLess(lines.index("| 64x5120 | 5.00 | 4.50..5.50 | 4.00 | 80.0% |"), lines.index("| 128x5120 | 8.00 | 4.50..5.50 | 6.00 | 75.0% |"))
         self.assertIn("| cols=32,rows=8,pdl=next | 1 | 3.58 | 0.51 | 3.07 | 1.28 | 0.51 | 0.26 | 6.66 | 32 |", lines)
+
+    def test_hop_table(self):
+        p = run(self.write(json.dumps(HOP_IDLE), json.dumps(HOP_BUSY)))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertIn("## hop-under-load (GPU X)", lines)
+        self.assertIn("| none | 0 | - | - | 0.73 | 0.83 | 140 |", lines)  # 140.5 rounds to even
+        self.assertIn("| 8 loads x 4 blocks | 128 | 3122 | 3172 | 4.79 | 13.29 | 1005 |", lines)
+        self.assertLess(lines.index("| none | 0 | - | - | 0.73 | 0.83 | 140 |"), lines.index("| 8 loads x 4 blocks | 128 | 3122 | 3172 | 4.79 | 13.29 | 1005 |"))
 
     def test_out_file(self):
         out = self.d / "t.md"
