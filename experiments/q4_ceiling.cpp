@@ -211,6 +211,12 @@ constexpr std::size_t kWaitFlag = 68;
 // has x reads after each release. Predicted (before any run): faster where the chain, not the reads, sets the period
 // (the small shapes), if the ring's TMA copies queue as the probe's loads did; depth=1 may lose the read rate.
 constexpr std::size_t kDepth0 = 69;
+// The rungs 71, 72: trigger=late, the rungs 69 and 70 with their prep kernel letting the main kernel launch only once
+// its x is in and quantised (packed.cu xprep_kernel's Late). Why (reports/h100/run-depth): the main kernel's stage
+// requests queue in front of the prep's x read; the prep launch still costs the depth rings ~2 us a call on an H100.
+// Predicted (before any run): the prep shorter by an L2 round trip under load (~0.5 us), the main kernel's requests
+// later by about as much less the launch's overlap; a gain at the small shapes if any.
+constexpr std::size_t kLate0 = 71;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -334,6 +340,11 @@ std::vector<std::string> rungs() {
     std::string n = out[11];
     out.push_back(n.insert(n.find(",load=bulk") + 10, ",depth=" + depth));
   }
+  // 71, 72: trigger=late, the twins of 69 and 70 (trigger= goes after xprep=).
+  for (std::size_t twin : {std::size_t(69), std::size_t(70)}) {
+    std::string n = out[twin];
+    out.push_back(n.insert(n.find(",xprep=launch") + 13, ",trigger=late"));
+  }
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -364,7 +375,7 @@ Experiment q4_to_ceiling() {
                        "the peers within theirs"};
   const Claim f32_bitwise{"f32-bits", "the f32 rungs of map=packed give exactly the bits of block-per-thread,dot=offset,rows=8 on every shape and input"};
   const Claim form_bitwise{"form-bits",
-                           "within each dot form of map=packed, grid, xprep, xpf, wpf, last, pre, parts, row-split, tail, depth, rows and pdl change no bit, on every shape and input"};
+                           "within each dot form of map=packed, grid, xprep, xpf, wpf, last, pre, parts, row-split, tail, depth, trigger, rows and pdl change no bit, on every shape and input"};
   const Claim ceiling{"ceiling",
                       "the fastest rung reaches at least 90% of the read ceiling on 17408x5120, 85% on 10240x5120 and 80% on 6144x5120 and 5120x6144 "
                       "(headline timing: stream mode where measured)"};
@@ -447,9 +458,13 @@ Experiment q4_to_ceiling() {
                          "fewer of the ring's bytes in flight pay: grid=fill,xprep=launch,load=bulk,depth=2 and depth=1,rows=8,pdl=on (at most 2 "
                          "or 1 of the ring's stages filled a block, the rest of its shared memory idle) are faster than their twin without "
                          "depth (all 4 stages at k = 5120, 3 at k = 6144) on the four seed shapes"};
+  const Claim late_pays{"late-trigger-pays",
+                        "the prep kernel's late trigger pays: grid=fill,xprep=launch,trigger=late,load=bulk,depth=2 and depth=1,rows=8,pdl=on "
+                        "(the main kernel launched once the prep's x is in) are faster than their twins without trigger=late on the four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
-              pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays};
+              pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
+              late_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -597,6 +612,7 @@ Experiment q4_to_ceiling() {
         twins_pay(ring_cluster_pays, "xprep=cluster (for xprep=launch)", [](std::size_t i) { return kRingXcTwins[i]; }, kRingXc0, kRingXcTwins.size());
         twins_pay(wait_flag_pays, "wait=flag", [](std::size_t) { return kRingBulk8; }, kWaitFlag, 1);
         twins_pay(depth_pays, "depth", [](std::size_t) { return kRingBulk8; }, kDepth0, 2);
+        twins_pay(late_pays, "trigger=late", [](std::size_t i) { return kDepth0 + i; }, kLate0, 2);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

@@ -287,8 +287,12 @@ __device__ uint4 g_xq[5 * kXqStride];
 // later call is touched (each call prefetches its own weights). wpf_bytes is capped at half the L2
 // (launch_xl) so that the prefetched lines outlive the previous call's streaming reads.
 constexpr unsigned kWpfChunk = 32 * 1024;
-template <Form F, bool XPf = false, bool WPf = false>
+// Late (trigger=late, 2026-12-05): the block lets its dependents go only once its x has arrived and is quantised, not
+// at its start, so the main kernel's blocks request their weights after the prep's x reads, not in front of them
+// (klab probe-hop: a dependent L2 load waits ~0.5-1 us behind 32-128 KB an SM of loads in flight on an H100).
+template <Form F, bool XPf = false, bool WPf = false, bool Late = false>
 __global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, int nb, const std::uint8_t* wpf, long long wpf_bytes) {
+  static_assert(!Late || F == Form::q8, "trigger=late: the q8 prep (the ring's)");
   if constexpr (XPf) prefetch_x_warp(x, int(blockIdx.x) * 32, nb);  // before the trigger: ahead of the main kernel's weight loads
   if constexpr (WPf) {
     const long long T = static_cast<long long>(gridDim.x) * 32;
@@ -298,7 +302,7 @@ __global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, 
       if (bytes) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(wpf + c * kWpfChunk), "r"(bytes) : "memory");
     }
   }
-  asm volatile("griddepcontrol.launch_dependents;");
+  if constexpr (!Late) asm volatile("griddepcontrol.launch_dependents;");
   asm volatile("griddepcontrol.wait;" ::: "memory");
   const int b = blockIdx.x * 32 + threadIdx.x;
   if (b >= nb) return;
@@ -314,6 +318,7 @@ __global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, 
     g_xq[b] = make_uint4(float_bits(sx), 0, 0, 0);
   } else if constexpr (F == Form::q8) {
     const Q8X X = q8_prep(xv);
+    if constexpr (Late) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // x in and quantised
     g_xq[b] = make_uint4(X.xe[0], X.xe[1], X.xe[2], X.xe[3]);
     g_xq[kXqStride + b] = make_uint4(X.xo[0], X.xo[1], X.xo[2], X.xo[3]);
     g_xq[2 * kXqStride + b] = make_uint4(std::uint32_t(X.c), float_bits(X.d), 0, 0);
@@ -1523,15 +1528,17 @@ int resident_warps_ring() {
 // WF: wait=flag, xprep_wf_kernel then the ring kernel that polls its flag instead of waiting for its completion.
 // Depth (depth=D, D > 0): the kernel fills at most D of the stages its shared memory holds; the request stays
 // ring_stages' S stages, so the grid and the residency are the ring's and only the bytes in flight a block change.
+// Late (trigger=late): the prep kernel lets the main kernel go once its x is in (xprep_kernel's Late).
 template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool NoDots = false, bool Tail = false,
-          bool Prepared = false, bool WF = false, int Depth = 0>
+          bool Prepared = false, bool WF = false, int Depth = 0, bool Late = false>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  static_assert(!Late || (Pdl && !XB && !NoDots && !Prepared && !WF), "trigger=late: a PDL prep launch (xprep=launch) to move the trigger of");
   static_assert(!((XB || NoDots) && WPf), "xprep=block and the probe have no prep kernel to prefetch the weights");
   static_assert(!(Prepared && (XB || NoDots || XPf || WPf)), "a prepared x: the main kernel of xprep=launch alone, nothing to prefetch");
   static_assert(!WF || (Pdl && L == Load::bulk && !XPf && !WPf && Split == 1 && !XB && !NoDots && !Tail && !Prepared),
                 "wait=flag: the plain ring with PDL (its flag replaces the wait for the prep launch)");
   if constexpr (Split > 1) {
-    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots, Tail, Prepared, false, Depth>(packed, x, y, m, k, stream);
+    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots, Tail, Prepared, false, Depth, Late>(packed, x, y, m, k, stream);
   }
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
@@ -1542,7 +1549,7 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
     launch_maybe_pdl(true, xprep_wf_kernel, dim3(unsigned((nb * 8 + kWfPrepThreads - 1) / kWfPrepThreads)), dim3(unsigned(kWfPrepThreads)), 0, stream, x, nb);
     KLAB_CUDA_LAUNCH("xprep_wf_kernel");
   } else if constexpr (!XB && !NoDots && !Prepared) {
-    launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf, WPf>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
+    launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf, WPf, Late>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
                      WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
@@ -1881,21 +1888,25 @@ Q4Kernel kernel_warp() {
 // groups in pieces).
 // WF: wait=flag (the main kernel released by its prep kernel's flag, not by the prep's completion).
 // Depth: depth=D (at most D stages filled a block; launch_ring).
-template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool Tail = false, bool WF = false, int Depth = 0>
+// Late: trigger=late (the prep kernel lets the main kernel go once its x is in).
+template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool Tail = false, bool WF = false, int Depth = 0,
+          bool Late = false>
 Q4Kernel kernel_ring() {
   Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : "launch"}};
   if (WF) axes.emplace_back("wait", "flag");
+  if (Late) axes.emplace_back("trigger", "late");
   axes.emplace_back("load", load_name(L));
   if (Depth > 0) axes.emplace_back("depth", std::to_string(Depth));
   if (Tail) axes.emplace_back("tail", "split");
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   axes.emplace_back("pdl", Pdl ? "on" : "off");
   axes.emplace_back("rows", std::to_string(R));
-  Q4Kernel kern = q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB, false, Tail, false, WF, Depth>,
+  Q4Kernel kern = q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB, false, Tail, false, WF, Depth, Late>,
                                &resident_warps_ring<R, L, Split, XB, XPf, Tail, WF>);
   // The plain ring's main kernel alone (its xprep=producer twin): without xpf/wpf (the prefetching twins
-  // run the same main kernel), xprep=block, tail=split or wait=flag (whose main kernel waits for its flag).
-  if constexpr (!XPf && !WPf && !XB && !Tail && !WF)
+  // run the same main kernel), xprep=block, tail=split or wait=flag (whose main kernel waits for its flag), or
+  // trigger=late (a prep kernel's trigger: its main kernel alone is its twin's).
+  if constexpr (!XPf && !WPf && !XB && !Tail && !WF && !Late)
     kern.launch_prepared = &launch_ring<R, L, Pdl, false, false, Split, false, false, false, true, false, Depth>;
   return kern;
 }
@@ -2202,6 +2213,12 @@ std::vector<Q4Kernel> packed_kernels() {
   // (the prep's, then the main kernel's) wait behind them. depth=2 keeps 92 KB an SM, depth=1 46 KB.
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 1>());
+  // trigger=late (2026-12-05, fifth session): the depth=2|1 rings with their prep kernel letting the main kernel go
+  // only once its x is in and quantised (xprep_kernel's Late). Why: the ring's main blocks become resident as the call
+  // before leaves, about when the prep's x read is issued, and their stage requests queue in front of it (run-depth:
+  // the prep launch still costs the depth rings ~2 us a call on an H100, two hops being ~1.7 us idle). The same bits.
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2, true>());
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 1, true>());
   return v;
 }
 

@@ -353,7 +353,7 @@ std::vector<Q4ModelEntry> packed_models() {
       if (a == "pre") pre = v;
       if (a == "row-split") split = v;
       if (a == "tail") tail = v;
-      if (a == "depth") depth = v;
+      if (a == "depth") depth = v;  // trigger=late moves a prep kernel's trigger: the same model
     }
     // last=regs: the block's last group read from registers, not a stage; last=l2: the later groups
     // prefetched into L2 first; pre=1: the ring's first stage alone filled before the wait. The same

@@ -98,6 +98,9 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
       d += "the main kernel released by a flag its prep kernel's last block sets (release / acquire, its call named by tickets), not by the "
            "prep's completion: no griddepcontrol.wait; ";
     if (a["xprep"] == "block") d += "x quantised by each block's threads once per launch (no prep kernel); ";
+    if (a["trigger"] == "late")
+      d += "the prep kernel lets the main kernel launch only once its x is in and quantised (its weight requests then queue behind the "
+           "prep's x reads, not in front of them); ";
     if (!a["depth"].empty())
       d += "at most " + a["depth"] + " of the ring's stages filled a block (fewer bytes in flight an SM; the same shared memory, grid and bits); ";
     if (a["tail"] == "split")
