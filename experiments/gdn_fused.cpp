@@ -86,6 +86,12 @@ const Claim kFoldRingBits{"fold-ring-bitwise",
                           "the step's candidate with its stacked launch's main kernel the TMA ring's (gdn::kStackedRing, on in_prep_ba's q8 x) "
                           "gives the candidate's bits"};
 const Claim kFoldRingPays{"fold-ring-pays", "the ring as the stacked main kernel pays: the step's candidate is faster with it"};
+const Claim kFoldDepthBits{"fold-depth-bitwise",
+                           "the step's candidate with its stacked launch's main kernel the ring at depth=2 (gdn::kRingDepth2) gives the candidate's bits"};
+const Claim kFoldDepthPays{"fold-depth-pays", "the ring at depth=2 as the stacked main kernel pays: the step's candidate is faster with it than with the ring (fold_ring)"};
+const Claim kDepthAllBits{"depth-all-bitwise",
+                          "the step's candidate with the stacked launch and out_proj on the ring at depth=2 (gdn::kRingDepth2) gives the candidate's bits"};
+const Claim kDepthAllPays{"depth-all-pays", "every q4 launch on the ring at depth=2 pays: the step's candidate is faster with it"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kConvRecBits{"conv-rec-bitwise",
@@ -144,6 +150,8 @@ struct Plan {
   std::string conv_ring;             // the candidate on gdn::kRecConvRing (conv-ring-*, against conv_rec)
   std::string four, f32_four;        // the two candidates on gdn::kRecFour (four-*, f32-four-*)
   std::string fold_ring;             // the candidate with its stacked main kernel the ring's (fold-ring-*)
+  std::string fold_depth;            // fold_ring on the ring at depth=2 (fold-depth-*, against fold_ring)
+  std::string depth_all;             // the candidate with every q4 launch on the ring at depth=2 (depth-all-*)
 };
 Plan plan() {
   Plan p;
@@ -175,6 +183,8 @@ Plan plan() {
   p.four = gdn::fused_step_variant(t.four);
   p.f32_four = gdn::fused_step_variant(gdn::f32_candidate_twins().four);
   p.fold_ring = gdn::fused_step_variant(t.fold_ring);
+  p.fold_depth = gdn::fused_step_variant(t.fold_depth);
+  p.depth_all = gdn::fused_step_variant(t.depth_all);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -292,6 +302,9 @@ void run_fused(Context& ctx) {
     twin_claims(cand, find(ms, pl.rows16), pl.candidate, pl.rows16, kRows16Bits, kRows16Pays, "with 16 rows a q4 thread block");
     twin_claims(cand, find(ms, pl.out_smem), pl.candidate, pl.out_smem, kOutSmemBits, kOutSmemPays, "with out_proj's weights in shared memory");
     twin_claims(cand, find(ms, pl.fold_ring), pl.candidate, pl.fold_ring, kFoldRingBits, kFoldRingPays, "with the ring as its stacked main kernel");
+    twin_claims(find(ms, pl.fold_ring), find(ms, pl.fold_depth), pl.fold_ring, pl.fold_depth, kFoldDepthBits, kFoldDepthPays,
+                "with the ring at depth=2 as its stacked main kernel");
+    twin_claims(cand, find(ms, pl.depth_all), pl.candidate, pl.depth_all, kDepthAllBits, kDepthAllPays, "with every q4 launch on the ring at depth=2");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
     twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
@@ -321,7 +334,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kConvRecBits, kConvRecPays,
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kConvRecBits, kConvRecPays,
                  kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });

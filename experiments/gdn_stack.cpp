@@ -109,6 +109,12 @@ const Claim kOutSmemInGraph{"out-smem-in-graph",
 const Claim kFoldRingInGraph{"fold-ring-in-graph",
                              "in the 48-layer graph, the ring as the stacked main kernel pays: q4-fast-fold-ring (the candidate on "
                              "gdn::kStackedRing, its x from in_prep_ba) is faster per token than q4-fast"};
+const Claim kFoldDepthInGraph{"fold-depth-in-graph",
+                              "in the 48-layer graph, the ring at depth=2 as the stacked main kernel pays: q4-fast-fold-depth (fold_ring on "
+                              "gdn::kRingDepth2) is faster per token than q4-fast-fold-ring"};
+const Claim kDepthAllInGraph{"depth-all-in-graph",
+                             "in the 48-layer graph, every q4 launch on the ring at depth=2 pays: q4-fast-depth (the candidate with its stacked "
+                             "launch and out_proj on gdn::kRingDepth2) is faster per token than q4-fast"};
 const Claim kWarpInGraph{"warp-prep-in-graph",
                          "in the 48-layer graph, prep blocks of one warp pay: q4-fast-warp (the base on gdn::kWarpQ4, whose prep blocks fit "
                          "beside out_proj's) is faster per token than q4-fast-ba-own"};
@@ -181,6 +187,8 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-warp", [] { return gdn::candidate_twins().warp1; }, &kWarpInGraph, true, kBase},
       {"q4-fast-out-smem", [] { return gdn::candidate_twins().out_smem; }, &kOutSmemInGraph, true, "q4-fast"},
       {"q4-fast-fold-ring", [] { return gdn::candidate_twins().fold_ring; }, &kFoldRingInGraph, true, "q4-fast"},
+      {"q4-fast-fold-depth", [] { return gdn::candidate_twins().fold_depth; }, &kFoldDepthInGraph, true, "q4-fast-fold-ring"},
+      {"q4-fast-depth", [] { return gdn::candidate_twins().depth_all; }, &kDepthAllInGraph, true, "q4-fast"},
       {"q4-fast-fold-main-warp", [] { return gdn::candidate_twins().fold_main_warp1; }, &kFoldMainWarpInGraph, true, "q4-fast-fold-main"},
       {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
       {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},
@@ -370,7 +378,7 @@ void register_gdn_stack(Registry& r) {
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
       .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32U8InGraph, kF32FoldInGraph, kF32QkvzInGraph, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
                  kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
-                 kOutSmemInGraph, kFoldRingInGraph},
+                 kOutSmemInGraph, kFoldRingInGraph, kFoldDepthInGraph, kDepthAllInGraph},
       .run = run_stack,
   });
 }

@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 51);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 55);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -186,6 +186,15 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(registry().has_variant(gdn::fused_step_variant(ring)));
   CHECK(gdn::fused_step_variant(ring).find(",in=qkvz,in_proj=map=packed+dot=q8-dp4a+grid=fill+") != std::string::npos);
   CHECK(gdn::config_error(ring, rg::qwen35_27b()) == "");
+  // fold_depth and depth_all: the ring at depth=2 as the candidate's stacked kernel, and as every q4 launch's.
+  CHECK(tw.fold_depth.stacked_kernel == gdn::kRingDepth2);
+  CHECK(tw.depth_all.q4_kernel == gdn::kRingDepth2);
+  CHECK(tw.depth_all.stacked_kernel.empty());
+  for (const auto& c : {tw.fold_depth, tw.depth_all}) {
+    CHECK(c.fold_ba);
+    CHECK(registry().has_variant(gdn::fused_step_variant(c)));
+    CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");
+  }
   auto apart = base;
   apart.merged_in = false;
   CHECK(registry().has_variant(gdn::fused_step_variant(apart)));

@@ -246,6 +246,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.conv_ring,
       t.four,
       t.fold_ring,
+      t.fold_depth,
+      t.depth_all,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -378,6 +380,14 @@ CandidateTwins candidate_twins() {
   // 25.3 us a layer (x1.039, the fastest step raced), 1.3171 -> 1.3243 ms per token in the graph (x0.995, same). A twin.
   t.fold_ring = candidate_of(t.ba_own);
   t.fold_ring.stacked_kernel = kStackedRing;
+  // fold_depth, depth_all (2026-12-05, fifth session). Why (q4-prep-split on an H100, reports/h100/run-depth): the ring
+  // at depth=2 alone on x already prepared takes 6.35 us at 5120x6144 (out_proj's shape) against 7.04 for the ring and
+  // 6.83 for rung 10's (the candidate's kernel's); at 17408x5120 15.9 us either way. Predicted: fold_depth as fold_ring
+  // (the stacked launch is 16480 rows), depth_all ~0.5 us a layer faster than fold_ring.
+  t.fold_depth = t.fold_ring;
+  t.fold_depth.stacked_kernel = kRingDepth2;
+  t.depth_all = candidate_of(t.ba_own);
+  t.depth_all.q4_kernel = kRingDepth2;
   return t;
 }
 

@@ -78,6 +78,8 @@ std::string f32_kernel_of(const FusedStepConfig& c);
 std::vector<FusedStepConfig> fused_step_configs();
 // The q4 kernel of one of them for its stacked launch (FusedStepConfig::stacked_kernel): the TMA ring.
 inline constexpr const char* kStackedRing = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=on,rows=8";
+// The ring filling at most 2 of its stages a block (q4_gemv's depth=2: fewer bytes in flight, the ring's bits).
+inline constexpr const char* kRingDepth2 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,pdl=on,rows=8";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -157,6 +159,8 @@ struct CandidateTwins {
   FusedStepConfig conv_ring;     // the candidate on kRecConvRing: conv_rec with the history a ring (the gated norm shifts nothing)
   FusedStepConfig four;          // the candidate on kRecFour: conv_ring with the gated norm by the last blocks, four launches a layer
   FusedStepConfig fold_ring;     // the candidate with its stacked launch's main kernel the ring's (kStackedRing, on in_prep_ba's x)
+  FusedStepConfig fold_depth;    // fold_ring on kRingDepth2 (the ring at depth=2)
+  FusedStepConfig depth_all;     // the candidate with every q4 launch on kRingDepth2 (the stacked launch and out_proj, x prepared for both)
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
