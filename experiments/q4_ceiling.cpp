@@ -217,6 +217,10 @@ constexpr std::size_t kDepth0 = 69;
 // Predicted (before any run): the prep shorter by an L2 round trip under load (~0.5 us), the main kernel's requests
 // later by about as much less the launch's overlap; a gain at the small shapes if any.
 constexpr std::size_t kLate0 = 71;
+// The rung 73: depth=3, rung 11's twin between depth=2 and the ring's 4 stages at k = 5120 (3 at k = 6144: the ring's
+// own there). Why: on an H100 (reports/h100/run-depth) depth=2 led at the large shapes, depth=1 at 5120x6144; the H200
+// reads ~1.5x faster and may need more bytes in flight. In claim depth-pays with 69 and 70.
+constexpr std::size_t kDepth3 = 73;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -345,6 +349,11 @@ std::vector<std::string> rungs() {
     std::string n = out[twin];
     out.push_back(n.insert(n.find(",xprep=launch") + 13, ",trigger=late"));
   }
+  // 73: depth=3, rung 11's twin.
+  {
+    std::string n = out[11];
+    out.push_back(n.insert(n.find(",load=bulk") + 10, ",depth=3"));
+  }
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -455,9 +464,9 @@ Experiment q4_to_ceiling() {
                              "pdl=on is faster than its twin without wait=flag (the main kernel waiting for the prep's completion) on the four "
                              "seed shapes"};
   const Claim depth_pays{"depth-pays",
-                         "fewer of the ring's bytes in flight pay: grid=fill,xprep=launch,load=bulk,depth=2 and depth=1,rows=8,pdl=on (at most 2 "
-                         "or 1 of the ring's stages filled a block, the rest of its shared memory idle) are faster than their twin without "
-                         "depth (all 4 stages at k = 5120, 3 at k = 6144) on the four seed shapes"};
+                         "fewer of the ring's bytes in flight pay: grid=fill,xprep=launch,load=bulk,depth=3, depth=2 and depth=1,rows=8,pdl=on (at "
+                         "most 3, 2 or 1 of the ring's stages filled a block, the rest of its shared memory idle) are faster than their twin "
+                         "without depth (all 4 stages at k = 5120, 3 at k = 6144) on the four seed shapes"};
   const Claim late_pays{"late-trigger-pays",
                         "the prep kernel's late trigger pays: grid=fill,xprep=launch,trigger=late,load=bulk,depth=2 and depth=1,rows=8,pdl=on "
                         "(the main kernel launched once the prep's x is in) are faster than their twins without trigger=late on the four seed shapes"};
@@ -612,6 +621,7 @@ Experiment q4_to_ceiling() {
         twins_pay(ring_cluster_pays, "xprep=cluster (for xprep=launch)", [](std::size_t i) { return kRingXcTwins[i]; }, kRingXc0, kRingXcTwins.size());
         twins_pay(wait_flag_pays, "wait=flag", [](std::size_t) { return kRingBulk8; }, kWaitFlag, 1);
         twins_pay(depth_pays, "depth", [](std::size_t) { return kRingBulk8; }, kDepth0, 2);
+        twins_pay(depth_pays, "depth=3", [](std::size_t) { return kRingBulk8; }, kDepth3, 1);
         twins_pay(late_pays, "trigger=late", [](std::size_t i) { return kDepth0 + i; }, kLate0, 2);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,

@@ -325,7 +325,7 @@ TEST_CASE("map=packed in the registry: names, layouts, tolerances, models, launc
       CHECK_THROWS_WITH_AS(kern.launch_packed(p + 4, x, y, 4, 64, nullptr), doctest::Contains("aligned"), Error);
     }
   CHECK(names == std::set<std::string>(packed_names().begin(), packed_names().end()));
-  CHECK(producers == 12);  // tests/cpu/test_q4_models.cpp names them
+  CHECK(producers == 13);  // tests/cpu/test_q4_models.cpp names them
   CHECK(names.count("q4_gemv/map=packed,dot=f32,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=f16x2,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,pdl=off,rows=4") == 1);
@@ -468,8 +468,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   }
   // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
   // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
-  // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1, the two trigger=late
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2);
+  // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1, the two trigger=late, depth=3
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -490,6 +490,7 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // trigger=late (the prep kernel's trigger after its x is in) on each: the same model.
   for (const std::string name : {"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=1,pdl=on,rows=8",
+                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,trigger=late,load=bulk,depth=2,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,trigger=late,load=bulk,depth=1,pdl=on,rows=8"}) {
     const std::string depth = name.substr(name.find("depth=") + 6, 1);

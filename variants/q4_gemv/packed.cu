@@ -2219,6 +2219,10 @@ std::vector<Q4Kernel> packed_kernels() {
   // the prep launch still costs the depth rings ~2 us a call on an H100, two hops being ~1.7 us idle). The same bits.
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2, true>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 1, true>());
+  // depth=3 (the same session): between depth=2 and the ring's 4 stages at k = 5120 (138 KB an SM). Why
+  // (reports/h100/run-depth, an H100): depth=2 led at 17408x5120 and 10240x5120, depth=1 at 5120x6144; the H200 reads
+  // ~1.5x faster, so the depth its reads need is likely deeper (a read's bytes in flight grow with the rate).
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 3>());
   return v;
 }
 

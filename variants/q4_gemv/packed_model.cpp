@@ -317,13 +317,13 @@ std::vector<float> model_depth_of(const ref::Q4Matrix& w, std::span<const float>
   const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
   return model_ring(Load::bulk, 8, 264, std::min(D, ring_stages(W, 8)), w, x);
 }
-// tail: "split" (tail=split: bulk, rows=8, row-split 1 or 2) or ""; depth: "1", "2" (bulk, rows=8, no other axis) or "".
+// tail: "split" (tail=split: bulk, rows=8, row-split 1 or 2) or ""; depth: "1", "2", "3" (bulk, rows=8, no other axis) or "".
 Q4Model ring_model_for(const std::string& load, const std::string& rows, const std::string& split, const std::string& tail, const std::string& depth) {
   const bool bulk = load == load_name(Load::bulk);
   if (!depth.empty()) {
-    require(bulk && rows == "8" && split.empty() && tail.empty() && (depth == "1" || depth == "2"),
+    require(bulk && rows == "8" && split.empty() && tail.empty() && (depth == "1" || depth == "2" || depth == "3"),
             "q4_gemv models: no ring model for depth=" + depth + " with load=" + load + ", rows=" + rows);
-    return depth == "1" ? &model_depth_of<1> : &model_depth_of<2>;
+    return depth == "1" ? &model_depth_of<1> : depth == "2" ? &model_depth_of<2> : &model_depth_of<3>;
   }
   if (!tail.empty()) {
     require(tail == "split" && bulk && rows == "8" && (split.empty() || split == "2"), "q4_gemv models: no ring model for tail=" + tail + " with load=" + load +
