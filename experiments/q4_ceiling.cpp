@@ -221,6 +221,12 @@ constexpr std::size_t kLate0 = 71;
 // own there). Why: on an H100 (reports/h100/run-depth) depth=2 led at the large shapes, depth=1 at 5120x6144; the H200
 // reads ~1.5x faster and may need more bytes in flight. In claim depth-pays with 69 and 70.
 constexpr std::size_t kDepth3 = 73;
+// The rungs 74, 75: xprep=block at depth=2 and depth=1 (no prep launch; each thread quantises its block of x after the
+// wait), the twins of 69 and 70. Why: rung 61 (xprep=block on the full ring) lost with its x reads behind ~24 MB of
+// stage requests; at depth=1 ~6 MB are in flight, and a call keeps one hop instead of two. Predicted (before any run):
+// faster than 69 / 70 at the small shapes if the per-thread quantisation (~300 dependent instructions) costs less than
+// the prep launch's hop and reads (~1.5-2 us on an H100).
+constexpr std::size_t kBlockDepth0 = 74;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -354,6 +360,11 @@ std::vector<std::string> rungs() {
     std::string n = out[11];
     out.push_back(n.insert(n.find(",load=bulk") + 10, ",depth=3"));
   }
+  // 74, 75: xprep=block twins of 69 and 70.
+  for (std::size_t twin : {std::size_t(69), std::size_t(70)}) {
+    std::string n = out[twin];
+    out.push_back(n.replace(n.find(",xprep=launch,"), 14, ",xprep=block,"));
+  }
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -470,10 +481,14 @@ Experiment q4_to_ceiling() {
   const Claim late_pays{"late-trigger-pays",
                         "the prep kernel's late trigger pays: grid=fill,xprep=launch,trigger=late,load=bulk,depth=2 and depth=1,rows=8,pdl=on "
                         "(the main kernel launched once the prep's x is in) are faster than their twins without trigger=late on the four seed shapes"};
+  const Claim block_depth_pays{"block-depth-pays",
+                               "one launch a call pays on the shallow rings: grid=fill,xprep=block,load=bulk,depth=2 and depth=1,rows=8,pdl=on "
+                               "(each thread quantises its block of x after the wait; no prep kernel) are faster than their xprep=launch twins "
+                               "on the four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
-              late_pays};
+              late_pays, block_depth_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -529,6 +544,12 @@ Experiment q4_to_ceiling() {
                  {kXf0, 2}, {kXf0 + 1, 2}, {kXf8Off, 2}, {kHalf2Xl, 2}, {kRingGroups, 2}, {kHalf2Held, 2}, {kHalf2XlXpf, 2}, {kHalf2HeldXpf, 2}, {kHalf2L2Xpf, 2}, {kHalf2Pre1, 2}, {kXwLines, 2},
                  {kXlParts2, 2}, {kSplit0, 2}, {kSplit0 + 1, 2}, {kSplit0 + 2, 2}, {kFillBlock0, 2}, {kFillBlock0 + 1, 2}, {kTail0, 2}, {kTail0 + 1, 2}}) {
           const auto b = bitwise_diff(ms[1 + 3 * f].output, ms[i].output);
+          form_bits += b;
+          form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
+        }
+        // Every rung from 65 on is q8-dp4a (xprep=cluster on the ring, wait=flag, depth, trigger=late, xprep=block at depth).
+        for (std::size_t i = kRingXc0; i < n_ours; ++i) {
+          const auto b = bitwise_diff(ms[1 + 3 * 2].output, ms[i].output);
           form_bits += b;
           form_ev += "; " + short_name(ms[i]) + " " + std::to_string(b);
         }
@@ -623,6 +644,7 @@ Experiment q4_to_ceiling() {
         twins_pay(depth_pays, "depth", [](std::size_t) { return kRingBulk8; }, kDepth0, 2);
         twins_pay(depth_pays, "depth=3", [](std::size_t) { return kRingBulk8; }, kDepth3, 1);
         twins_pay(late_pays, "trigger=late", [](std::size_t i) { return kDepth0 + i; }, kLate0, 2);
+        twins_pay(block_depth_pays, "xprep=block (for xprep=launch)", [](std::size_t i) { return kDepth0 + i; }, kBlockDepth0, 2);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

@@ -468,8 +468,9 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   }
   // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
   // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
-  // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1, the two trigger=late, depth=3
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1);
+  // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1, the two trigger=late, depth=3,
+  // the two xprep=block at depth=2|1
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -491,6 +492,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   for (const std::string name : {"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=1,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,pdl=on,rows=8",
+                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,depth=2,pdl=on,rows=8",
+                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,depth=1,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,trigger=late,load=bulk,depth=2,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,trigger=late,load=bulk,depth=1,pdl=on,rows=8"}) {
     const std::string depth = name.substr(name.find("depth=") + 6, 1);
@@ -660,10 +663,13 @@ TEST_CASE("map=packed row-split=2|4: the ring's rows split over 2 or 4 threads a
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,tail=split,row-split=2,pdl=on,rows=8"});
-  // grid=fill,xprep=block: the twins of rung 32 and of its row-split=2 without the prep kernel; the same model.
+  // grid=fill,xprep=block: the twins of rung 32 and of its row-split=2, and of the depth=2|1 rings, without the prep
+  // kernel; the same model.
   CHECK(check_twins("grid=fill,xprep=block,", {}, "grid=fill,xprep=launch,") ==
         std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,pdl=on,rows=8",
-                              "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8"});
+                              "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8",
+                              "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,depth=2,pdl=on,rows=8",
+                              "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,depth=1,pdl=on,rows=8"});
   // The models against the ring's: ragged m, k not a multiple of 1024, k past 8192 (row-split=4 runs as 1 there)
   // and past 16384 (row-split=2 too); each share's butterfly of 4 or 2 rows against the 8-row one.
   std::vector<test::Q4Case> cases;

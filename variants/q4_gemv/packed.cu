@@ -2223,6 +2223,12 @@ std::vector<Q4Kernel> packed_kernels() {
   // (reports/h100/run-depth, an H100): depth=2 led at 17408x5120 and 10240x5120, depth=1 at 5120x6144; the H200 reads
   // ~1.5x faster, so the depth its reads need is likely deeper (a read's bytes in flight grow with the rate).
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 3>());
+  // xprep=block at depth=2|1 (the same session): the ring without its prep launch, each thread quantising its block of
+  // x after the wait (rung 61's form without xpf=l2), filling at most 2 or 1 stages. Why: rung 61 lost (x0.46..x0.85,
+  // reports/h200/run-0e7f54b) with every thread's x read behind the call's ~24 MB of stage requests; at depth=1 ~6 MB
+  // are in flight, and one hop a call is left instead of two. The same bits (xprep=block's words are xprep_kernel's).
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, true, false, false, 2>());
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, true, false, false, 1>());
   return v;
 }
 
