@@ -64,8 +64,16 @@ __global__ void spin_kernel(unsigned long long ns) {
   }
 }
 
+// The words of n a background pass reads: n rounded down to whole rounds of U loads over the grid, so that every
+// thread reads the same number of words and the rate counts only bytes read.
+std::size_t bg_words(const LoadForm& f, std::size_t n, int sms) {
+  const std::size_t round = std::size_t(f.loads) * std::size_t(sms) * std::size_t(f.blocks_per_sm) * 256u;
+  return n - n % round;
+}
+
 void launch_bg(const LoadForm& f, const uint4* p, std::size_t n, int passes, unsigned* sink, int sms, cudaStream_t s) {
   const unsigned grid = unsigned(sms * f.blocks_per_sm);
+  n = bg_words(f, n, sms);
   switch (f.loads) {
     case 1: bg_read_kernel<1><<<grid, 256, 0, s>>>(p, n, passes, sink); break;
     case 2: bg_read_kernel<2><<<grid, 256, 0, s>>>(p, n, passes, sink); break;
@@ -193,6 +201,7 @@ HopUnderLoad measure_hop_under_load(const LoadForm& form, int launches, int reps
   HopUnderLoad out;
   out.form = form;
   const std::size_t n = d_bg.size();
+  const double pass_bytes = with_bg ? double(bg_words(form, n, sms)) * sizeof(uint4) : 0.0;
   Events ev(6);  // 0, 1: the background's; 2..5: the foreground's
   int passes = 8;
   if (with_bg) {  // the background alone
@@ -200,7 +209,7 @@ HopUnderLoad measure_hop_under_load(const LoadForm& form, int launches, int reps
     launch_bg(form, d_bg.get(), n, passes, sink.get(), sms, bg);
     KLAB_CUDA(cudaEventRecord(ev.e[1], bg));
     KLAB_CUDA(cudaStreamSynchronize(bg));
-    out.bg_gbps = double(passes) * double(kBgBytes) / (double(ev.ms(0, 1)) * 1e-3) / 1e9;
+    out.bg_gbps = double(passes) * pass_bytes / (double(ev.ms(0, 1)) * 1e-3) / 1e9;
     // Long enough for the foreground (~launches x a few us twice, the chase, the head start) five times over.
     const double bg_pass_ms = double(ev.ms(0, 1)) / passes;
     const double fg_ms = 0.03 + 2.0 * launches * 5e-3 + kChaseHops * 2e-3;
@@ -235,7 +244,7 @@ HopUnderLoad measure_hop_under_load(const LoadForm& form, int launches, int reps
     one_us.push_back(double(ev.ms(2, 3)) * 1e3 / launches);
     grid_us.push_back(double(ev.ms(3, 4)) * 1e3 / launches);
     chase_ns.push_back(double(chase[0]) / kChaseHops);
-    if (with_bg) with_gbps.push_back(double(passes) * double(kBgBytes) / (double(ev.ms(0, 1)) * 1e-3) / 1e9);
+    if (with_bg) with_gbps.push_back(double(passes) * pass_bytes / (double(ev.ms(0, 1)) * 1e-3) / 1e9);
   }
   out.reps = reps;
   out.bg_passes = with_bg ? passes : 0;
