@@ -206,26 +206,32 @@ constexpr std::array<std::size_t, 3> kRingXcTwins{32, 11, 32};
 constexpr std::size_t kWaitFlag = 68;
 // The rungs 69, 70: depth=2 and depth=1, rung 11's ring filling at most 2 or 1 of its stages a block (the same shared
 // memory request, grid and bits; packed.cu launch_ring's Depth). Why: `klab probe-hop` on an H100 (2026-12-05,
-// reports/h100/run-probe-hop): a dependent L2 round trip takes 140 ns idle, ~490 ns with 32-64 KB an SM of reads in
+// reports/h100/run-depth): a dependent L2 round trip takes 141 ns idle, ~490 ns with 32-64 KB an SM of reads in
 // flight, ~1000 ns with 128 KB, at the same read rate; the ring keeps ~184 KB an SM in flight at k = 5120 and its chain
 // has x reads after each release. Predicted (before any run): faster where the chain, not the reads, sets the period
 // (the small shapes), if the ring's TMA copies queue as the probe's loads did; depth=1 may lose the read rate.
+// Measured on an H100 only (reports/h100/run-depth, run-depth3): depth=2 x1.011 / x1.077 / x1.173 / x1.113 and depth=1
+// x0.955 / x1.068 / x1.157 / x1.146 against rung 11, the same bits: depth-pays not held (depth=1 at 17408x5120), the
+// prediction right at the small shapes and at 10240x5120 too.
 constexpr std::size_t kDepth0 = 69;
 // The rungs 71, 72: trigger=late, the rungs 69 and 70 with their prep kernel letting the main kernel launch only once
 // its x is in and quantised (packed.cu xprep_kernel's Late). Why (reports/h100/run-depth): the main kernel's stage
 // requests queue in front of the prep's x read; the prep launch still costs the depth rings ~2 us a call on an H100.
 // Predicted (before any run): the prep shorter by an L2 round trip under load (~0.5 us), the main kernel's requests
-// later by about as much less the launch's overlap; a gain at the small shapes if any.
+// later by about as much less the launch's overlap; a gain at the small shapes if any. Measured (H100, reports/h100/
+// run-late): x0.80..x0.94 against 69 / 70, the same bits: late-trigger-pays not held.
 constexpr std::size_t kLate0 = 71;
 // The rung 73: depth=3, rung 11's twin between depth=2 and the ring's 4 stages at k = 5120 (3 at k = 6144: the ring's
 // own there). Why: on an H100 (reports/h100/run-depth) depth=2 led at the large shapes, depth=1 at 5120x6144; the H200
-// reads ~1.5x faster and may need more bytes in flight. In claim depth-pays with 69 and 70.
+// reads ~1.5x faster and may need more bytes in flight. In claim depth-pays with 69 and 70. Measured (H100,
+// reports/h100/run-depth3): x1.000 / x1.105 / x0.994 / x0.999 against rung 11 (the ring itself at the 17.7 MB shapes).
 constexpr std::size_t kDepth3 = 73;
 // The rungs 74, 75: xprep=block at depth=2 and depth=1 (no prep launch; each thread quantises its block of x after the
 // wait), the twins of 69 and 70. Why: rung 61 (xprep=block on the full ring) lost with its x reads behind ~24 MB of
 // stage requests; at depth=1 ~6 MB are in flight, and a call keeps one hop instead of two. Predicted (before any run):
 // faster than 69 / 70 at the small shapes if the per-thread quantisation (~300 dependent instructions) costs less than
-// the prep launch's hop and reads (~1.5-2 us on an H100).
+// the prep launch's hop and reads (~1.5-2 us on an H100). Measured (H100, reports/h100/run-blockdepth): x0.76..x0.87
+// against 69 / 70, the same bits: block-depth-pays not held.
 constexpr std::size_t kBlockDepth0 = 74;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

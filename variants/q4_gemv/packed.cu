@@ -289,7 +289,8 @@ __device__ uint4 g_xq[5 * kXqStride];
 constexpr unsigned kWpfChunk = 32 * 1024;
 // Late (trigger=late, 2026-12-05): the block lets its dependents go only once its x has arrived and is quantised, not
 // at its start, so the main kernel's blocks request their weights after the prep's x reads, not in front of them
-// (klab probe-hop: a dependent L2 load waits ~0.5-1 us behind 32-128 KB an SM of loads in flight on an H100).
+// (klab probe-hop: a dependent L2 load waits ~0.5-1 us behind 32-128 KB an SM of loads in flight on an H100). It lost
+// (x0.80..x0.94 on an H100, reports/h100/run-late): see packed_kernels.
 template <Form F, bool XPf = false, bool WPf = false, bool Late = false>
 __global__ void __launch_bounds__(32) xprep_kernel(const float* __restrict__ x, int nb, const std::uint8_t* wpf, long long wpf_bytes) {
   static_assert(!Late || F == Form::q8, "trigger=late: the q8 prep (the ring's)");
@@ -2207,26 +2208,36 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, true>());
   // depth=2|1 (2026-12-05, fifth session): rung 11's ring filling at most 2 or 1 of its stages a block (launch_ring's
   // Depth; the same kernel, its shared memory request and grid unchanged: the ring's bits). Why: `klab probe-hop` on an
-  // H100 (reports/h100/run-probe-hop): a dependent L2 round trip takes 140 ns idle, ~490 ns with 32-64 KB an SM of reads
+  // H100 (reports/h100/run-depth): a dependent L2 round trip takes 141 ns idle, ~490 ns with 32-64 KB an SM of reads
   // in flight and ~1000 ns with 128 KB, at the same read rate (3.05-3.12 TB/s): bytes in flight past the knee add
   // queueing, not bandwidth, and the ring keeps 2 x 4 x 23 KB an SM in flight at k = 5120 while its chain's x reads
   // (the prep's, then the main kernel's) wait behind them. depth=2 keeps 92 KB an SM, depth=1 46 KB.
+  // Measured on an H100 only (2026-12-05; reports/h100/run-depth, run-depth3, run-blockdepth; stream, against the ring
+  // in the same run, 17408x5120 / 10240x5120 / 6144x5120 / 5120x6144): depth=2 x1.011..x1.013 / x1.071..x1.077 /
+  // x1.173..x1.177 / x1.113..x1.119, depth=1 x0.955..x0.961 / x1.068..x1.078 / x1.157..x1.178 / x1.146..x1.149; the
+  // ring's bits. The H200's figures are owed (docs/DEVICE-RUNBOOK.md).
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 1>());
   // trigger=late (2026-12-05, fifth session): the depth=2|1 rings with their prep kernel letting the main kernel go
   // only once its x is in and quantised (xprep_kernel's Late). Why: the ring's main blocks become resident as the call
   // before leaves, about when the prep's x read is issued, and their stage requests queue in front of it (run-depth:
   // the prep launch still costs the depth rings ~2 us a call on an H100, two hops being ~1.7 us idle). The same bits.
+  // Measured (H100, reports/h100/run-late and run-blockdepth): x0.80..x0.94 against their twins at every seed shape: the
+  // main kernel's early launch is worth more than the prep's shorter queue. Kept as a negative result.
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2, true>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 1, true>());
   // depth=3 (the same session): between depth=2 and the ring's 4 stages at k = 5120 (138 KB an SM). Why
   // (reports/h100/run-depth, an H100): depth=2 led at 17408x5120 and 10240x5120, depth=1 at 5120x6144; the H200 reads
   // ~1.5x faster, so the depth its reads need is likely deeper (a read's bytes in flight grow with the rate).
+  // Measured (H100, reports/h100/run-depth3): x1.000 / x1.105 / x0.994 / x0.999 against the ring (81.5% of that card's
+  // read ceiling at 10240x5120, the fastest ring there); at the 17.7 MB shapes 3 stages already hold a block's groups.
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 3>());
   // xprep=block at depth=2|1 (the same session): the ring without its prep launch, each thread quantising its block of
   // x after the wait (rung 61's form without xpf=l2), filling at most 2 or 1 stages. Why: rung 61 lost (x0.46..x0.85,
   // reports/h200/run-0e7f54b) with every thread's x read behind the call's ~24 MB of stage requests; at depth=1 ~6 MB
   // are in flight, and one hop a call is left instead of two. The same bits (xprep=block's words are xprep_kernel's).
+  // Measured (H100, reports/h100/run-blockdepth): x0.76..x0.87 against their xprep=launch twins at every seed shape;
+  // the quantisation after the wait costs more than the prep's hop even with the queue short. A negative result.
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, true, false, false, 2>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, true, false, false, 1>());
   return v;
