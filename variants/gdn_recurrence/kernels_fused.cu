@@ -1110,8 +1110,10 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // ~2.5 us at batch 1; the same at batch 8 and 32, where the cap does not bind. pdl=ahead's bits.
           // Measured on an H100 (reports/h100/run-one-ahead, 2026-12-05, stream): the bits held; at batch 1 x0.999 / x1.014 /
           // x0.934 against pdl=ahead (3.39 / 3.33 / 3.66 us): same or slower. The probe: the next launches enter later (4.86
-          // against 5.76 us before the one before ends) but the span after the release stays 2.56 us at cols=32,rows=16. Kept
-          // as negative results; the H200's reading is owed (one call of `klab run gdn-recurrence`, ~60 s).
+          // against 5.76 us before the one before ends) but the span after the release stays 2.56 us at cols=32,rows=16.
+          // On the H200 (reports/h200/run-4a53b8f, 2026-12-05, stream): x1.052 / x1.044 / x0.941 against pdl=ahead;
+          // cols=32,rows=16 takes 2.89 us at batch 1, the fastest recurrence raced there (the probe: after the release 2.56
+          // -> 2.30 us). A card that reads ~1.5x faster pays for a second launch's S loads ahead; the H100 does not.
           fused<32, 16, true, false, false, false, false, false, false, false, false, true, false, true>(),
           fused<32, 8, true, false, false, false, false, false, false, false, false, true, false, true>(),
           fused<16, 8, true, false, false, false, false, false, false, false, false, true, false, true>(),
@@ -1122,8 +1124,8 @@ std::vector<RecurrenceKernel> fused_kernels() {
           // the period at batch 1 toward ~2.5 us. S bit for bit pdl=ahead's; o within a tolerance.
           // Measured on an H100 (reports/h100/run-o-direct, 2026-12-05, stream): S bit for bit, o within 1e-4 of the f64
           // reference; at batch 1 x1.001 / x0.985 / x0.984 against pdl=ahead: the same. The probe: pass 1 longer by the second
-          // sum, pass 2 shorter, the span after the release unchanged: the block's chain is not what sets the period. Kept as
-          // negative results; the H200's reading is owed.
+          // sum, pass 2 shorter, the span after the release unchanged: the block's chain is not what sets the period. On the
+          // H200 (reports/h200/run-4a53b8f): x0.987 / x0.962 / x0.969. Kept as negative results.
           fused<32, 16, true, false, false, false, false, false, false, false, false, true, false, false, true>(),
           fused<32, 8, true, false, false, false, false, false, false, false, false, true, false, false, true>(),
           fused<16, 8, true, false, false, false, false, false, false, false, false, true, false, false, true>()};

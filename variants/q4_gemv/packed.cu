@@ -2215,7 +2215,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // Measured on an H100 only (2026-12-05; reports/h100/run-depth, run-depth3, run-blockdepth; stream, against the ring
   // in the same run, 17408x5120 / 10240x5120 / 6144x5120 / 5120x6144): depth=2 x1.011..x1.013 / x1.071..x1.077 /
   // x1.173..x1.177 / x1.113..x1.119, depth=1 x0.955..x0.961 / x1.068..x1.078 / x1.157..x1.178 / x1.146..x1.149; the
-  // ring's bits. The H200's figures are owed (docs/DEVICE-RUNBOOK.md).
+  // ring's bits. On the H200 (reports/h200/run-4a53b8f, the whole ladder): depth=2 14.0 / 9.6 / 7.1 / 7.2 us and depth=1
+  // 16.4 / 10.4 / 7.3 / 7.1 against the ring's 14.1 / 10.7 / 8.0 / 7.8 (depth=3: 9.6 us, 67.4% of the read ceiling at
+  // 10240x5120, the fastest rung there).
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 1>());
   // trigger=late (2026-12-05, fifth session): the depth=2|1 rings with their prep kernel letting the main kernel go
