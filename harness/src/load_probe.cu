@@ -121,13 +121,6 @@ struct Events {
   }
 };
 
-int sm_count() {
-  int dev = 0, sms = 0;
-  KLAB_CUDA(cudaGetDevice(&dev));
-  KLAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
-}
-
 }  // namespace
 
 std::string LoadForm::str() const { return loads == 0 ? "none" : std::to_string(loads) + " loads x " + std::to_string(blocks_per_sm) + " blocks"; }
@@ -165,7 +158,7 @@ HopUnderLoad measure_hop_under_load(const LoadForm& form, int launches, int reps
   require(launches >= 8, "probe-hop: at least 8 launches a graph");
   require(reps >= 1, "probe-hop: at least one run");
   require(fg != bg, "probe-hop: the foreground and the background need two streams");
-  const int sms = sm_count();
+  const int sms = sm_count_now();
   const bool with_bg = form.loads > 0;
 
   // The chase's ring: every line once, in a shuffled order closed into one cycle; word 0 of a line holds the index

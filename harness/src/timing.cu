@@ -7,6 +7,13 @@
 
 namespace klab {
 
+int sm_count_now() {
+  int dev = 0, sms = 0;
+  KLAB_CUDA(cudaGetDevice(&dev));
+  KLAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
 std::string to_string(TimingMode m) { return m == TimingMode::stream ? "stream" : "launch"; }
 
 TimingMode parse_timing_mode(const std::string& s) {
@@ -109,13 +116,6 @@ void launch_read_u(const uint4* p, std::size_t n, unsigned* sink, int loads, uns
     case 8: launch_maybe_pdl(PDL, read_kernel<8, PDL>, grid, 256, 0, s, p, n, sink); break;
     default: throw Error("launch_read: loads in flight must be 1, 2, 4 or 8 (got " + std::to_string(loads) + ")");
   }
-}
-
-int sm_count_now() {
-  int dev = 0, sms = 0;
-  KLAB_CUDA(cudaGetDevice(&dev));
-  KLAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
 }
 
 // The copy forms of the ceiling: U = 1, 2, 4, 8 loads in flight per thread, 8 blocks of 512 per SM

@@ -285,6 +285,9 @@ std::vector<float> model(const ref::Q4Matrix& w, std::span<const float> x) {
   return model_as(F, w, x);
 }
 
+// Warps a ring block takes for w (chunks of 32 blocks of a row): packed.cu's warps_for(k).
+int ring_warps(const ref::Q4Matrix& w) { return int((w.blocks_per_row() + kChunk - 1) / kChunk); }
+
 // The ring kernels' models: the grid the H200 takes at the seed shapes (132 SMs x 2 blocks); the
 // bits depend on neither grid nor stages (the cpu suite runs others).
 // Tail: tail=split.
@@ -297,7 +300,7 @@ std::vector<float> model_ring_of(const ref::Q4Matrix& w, std::span<const float> 
 // both xprep values.
 template <int R, int P, int Split = 1>
 std::vector<float> model_half_of(const ref::Q4Matrix& w, std::span<const float> x) {
-  const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
+  const int W = ring_warps(w);
   return model_ring(Load::bulk, R, 132 * P, half_stages(W, R, P), w, x, split_in_use(Split, W));
 }
 // grid=groups,load=bulk: one block per group (grid = ceil(m / R)), one stage.
@@ -308,13 +311,13 @@ std::vector<float> model_ring_groups_of(const ref::Q4Matrix& w, std::span<const 
 // row-split=2|4 (bulk, rows=8): the kernel runs row-split=1 where Split x W warps exceed 32 (k > 16384 / 8192).
 template <int Split, bool Tail = false>
 std::vector<float> model_split_of(const ref::Q4Matrix& w, std::span<const float> x) {
-  const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
+  const int W = ring_warps(w);
   return model_ring(Load::bulk, 8, 264, 0, w, x, split_in_use(Split, W), Tail);
 }
 // depth=D (bulk, rows=8): the kernel fills at most D of ring_stages' stages.
 template <int D>
 std::vector<float> model_depth_of(const ref::Q4Matrix& w, std::span<const float> x) {
-  const int W = int((w.blocks_per_row() + kChunk - 1) / kChunk);
+  const int W = ring_warps(w);
   return model_ring(Load::bulk, 8, 264, std::min(D, ring_stages(W, 8)), w, x);
 }
 // tail: "split" (tail=split: bulk, rows=8, row-split 1 or 2) or ""; depth: "1", "2", "3" (bulk, rows=8, no other axis) or "".

@@ -183,6 +183,8 @@ void launch_read(const uint4* p, std::size_t n, unsigned* sink, int loads, bool 
                  unsigned grid = 0);
 // An empty kernel (the per-launch floor of a mode).
 void launch_empty(cudaStream_t s);
+// The current device's SMs.
+int sm_count_now();
 // One dependent hop (the ceiling's hop_us; klab probe-hop): `grid` blocks of `threads` read in[i] (ld.cg) and
 // write out[i] = in[i] + 1 for their grid x threads words; with pdl, launched with programmatic stream
 // serialization, triggering its dependents at once and reading only after griddepcontrol.wait.
