@@ -44,6 +44,11 @@ std::vector<std::pair<std::size_t, std::size_t>> flag_twins(const std::vector<st
     }
   return out;
 }
+// flag_twins where the twin's name is the name with `flag` replaced by `to` ("": the name less the flag).
+std::vector<std::pair<std::size_t, std::size_t>> swap_twins(const std::vector<std::string>& names, const std::string& flag, const std::string& to,
+                                                            const std::string& unless = "") {
+  return flag_twins(names, flag, [&](const std::string& n, std::size_t at) { return n.substr(0, at) + to + n.substr(at + flag.size()); }, unless);
+}
 
 // At batch B (key), every flagged kernel against its twin: their o and S bit for bit (`only`: that output
 // alone) settle `bits`; their times, where every pair is timed, settle `pays` at batch pays_at and are logged
@@ -142,29 +147,27 @@ void register_gdn_recurrence(Registry& r) {
     const auto early = flag_twins(names, "pdl=early", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=on"; });
     // (cache=stream, its twin: the same name without it)
     const std::string cs = ",cache=stream";
-    const auto streamed = flag_twins(names, cs, [&](const std::string& n, std::size_t at) { return n.substr(0, at) + n.substr(at + cs.size()); });
+    const auto streamed = swap_twins(names, cs, "");
     ctx.claim(stream_bits).needs(all);
     ctx.claim(stream_pays).needs({batch_key(32)});
     const std::string sm = ",stage=smem";
-    const auto staged = flag_twins(names, sm, [&](const std::string& n, std::size_t at) { return n.substr(0, at) + n.substr(at + sm.size()); });
+    const auto staged = swap_twins(names, sm, "");
     ctx.claim(stage_bits).needs(all);
     ctx.claim(stage_pays).needs({batch_key(32)});
     // (o=direct: its own twin, the name less the axis)
-    const auto ahead_on =
-        flag_twins(names, "pdl=ahead", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=on" + n.substr(at + 9); }, ",o=direct");
-    const auto ahead_early =
-        flag_twins(names, "pdl=ahead", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=early" + n.substr(at + 9); }, ",o=direct");
     const std::string od = ",o=direct";
-    const auto direct = flag_twins(names, od, [&](const std::string& n, std::size_t at) { return n.substr(0, at) + n.substr(at + od.size()); });
+    const auto ahead_on = swap_twins(names, "pdl=ahead", "pdl=on", od);
+    const auto ahead_early = swap_twins(names, "pdl=ahead", "pdl=early", od);
+    const auto direct = swap_twins(names, od, "");
     ctx.claim(od_bits).needs(all);
     ctx.claim(od_pays).needs({batch_key(1)});
     ctx.claim(ahead_bits).needs(all);
     ctx.claim(ahead_pays).needs({batch_key(1)});
-    const auto next_on = flag_twins(names, "pdl=next", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=on" + n.substr(at + 8); });
-    const auto next_ahead = flag_twins(names, "pdl=next", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=ahead" + n.substr(at + 8); });
+    const auto next_on = swap_twins(names, "pdl=next", "pdl=on");
+    const auto next_ahead = swap_twins(names, "pdl=next", "pdl=ahead");
     ctx.claim(next_bits).needs(all);
     ctx.claim(next_pays).needs({batch_key(1)});
-    const auto one_ahead = flag_twins(names, "pdl=one-ahead", [](const std::string& n, std::size_t at) { return n.substr(0, at) + "pdl=ahead" + n.substr(at + 13); });
+    const auto one_ahead = swap_twins(names, "pdl=one-ahead", "pdl=ahead");
     ctx.claim(one_bits).needs(all);
     ctx.claim(one_pays).needs({batch_key(1)});
     ctx.claim(b1_goal).needs({batch_key(1)});
