@@ -241,6 +241,10 @@ std::string xpf_name(const std::string& name) {
   return out;
 }
 
+// A rung's name with `add` inserted right after (the first) `after`, or with (the first) `from` replaced by `to`.
+std::string inserted_after(std::string n, const std::string& after, const std::string& add) { return n.insert(n.find(after) + after.size(), add); }
+std::string replaced(std::string n, const std::string& from, const std::string& to) { return n.replace(n.find(from), from.size(), to); }
+
 std::string packed(const std::string& dot, const std::string& grid, const std::string& pdl) {
   return variant_name("q4_gemv", {{"map", "packed"}, {"dot", dot}, {"grid", grid}, {"pdl", pdl}, {"rows", "4"}});
 }
@@ -293,10 +297,8 @@ std::vector<std::string> rungs() {
   out.push_back(warp("4", "3", "on"));
   out.push_back(xl("q8-dp4a", "16", "on"));
   for (std::size_t twin : kXpfTwins) out.push_back(xpf_name(out[twin]));
-  for (std::size_t i = 0; i < kWpfN; ++i) {
-    std::string n = out[kXpf0 + i];
-    out.push_back(n.insert(n.find(",xpf=l2") + 7, ",wpf=l2"));
-  }
+  for (std::size_t i = 0; i < kWpfN; ++i)
+    out.push_back(inserted_after(out[kXpf0 + i], ",xpf=l2", ",wpf=l2"));
   // 40, 41: xprep=cluster (no prep kernel; x quantised once per cluster of 8 blocks), rungs 10's and 19's twins.
   for (const std::string rows : {"8", "4"})
     out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "groups"}, {"xprep", "cluster"}, {"pdl", "on"}, {"rows", rows}}));
@@ -330,47 +332,31 @@ std::vector<std::string> rungs() {
     out.push_back(n.insert(n.find(",pdl="), i == 1 ? ",row-split=4" : ",row-split=2"));
   }
   // 61, 62: xprep=block twins of 32 and 58.
-  for (std::size_t twin : kFillBlockTwins) {
-    std::string n = out[twin];
-    out.push_back(n.replace(n.find(",xprep=launch,"), 14, ",xprep=block,"));
-  }
+  for (std::size_t twin : kFillBlockTwins)
+    out.push_back(replaced(out[twin], ",xprep=launch,", ",xprep=block,"));
   // 63, 64: tail=split twins of 32 and 58 (tail= goes after load=).
-  for (std::size_t twin : kTailTwins) {
-    std::string n = out[twin];
-    out.push_back(n.insert(n.find(",load=bulk") + 10, ",tail=split"));
-  }
+  for (std::size_t twin : kTailTwins)
+    out.push_back(inserted_after(out[twin], ",load=bulk", ",tail=split"));
   // 65-67: xprep=cluster twins of 32, 11 (32 without xpf=l2) and 32 again with cluster=4 (cluster= goes after load=).
   for (std::size_t i = 0; i < kRingXcTwins.size(); ++i) {
     std::string n = out[kRingXcTwins[i]];
-    n.replace(n.find(",xprep=launch,"), 14, ",xprep=cluster,");
-    if (i == 2) n.insert(n.find(",load=bulk") + 10, ",cluster=4");
+    n = replaced(n, ",xprep=launch,", ",xprep=cluster,");
+    if (i == 2) n = inserted_after(n, ",load=bulk", ",cluster=4");
     out.push_back(n);
   }
   // 68: wait=flag, rung 11's twin (wait= goes after xprep=).
-  {
-    std::string n = out[11];  // kRingBulk8
-    out.push_back(n.insert(n.find(",xprep=launch") + 13, ",wait=flag"));
-  }
+  out.push_back(inserted_after(out[11], ",xprep=launch", ",wait=flag"));
   // 69, 70: depth=2, depth=1, rung 11's twins (depth= goes after load=).
-  for (const std::string depth : {"2", "1"}) {
-    std::string n = out[11];
-    out.push_back(n.insert(n.find(",load=bulk") + 10, ",depth=" + depth));
-  }
+  for (const std::string depth : {"2", "1"})
+    out.push_back(inserted_after(out[11], ",load=bulk", ",depth=" + depth));
   // 71, 72: trigger=late, the twins of 69 and 70 (trigger= goes after xprep=).
-  for (std::size_t twin : {std::size_t(69), std::size_t(70)}) {
-    std::string n = out[twin];
-    out.push_back(n.insert(n.find(",xprep=launch") + 13, ",trigger=late"));
-  }
+  for (std::size_t twin : {kDepth0, kDepth0 + 1})
+    out.push_back(inserted_after(out[twin], ",xprep=launch", ",trigger=late"));
   // 73: depth=3, rung 11's twin.
-  {
-    std::string n = out[11];
-    out.push_back(n.insert(n.find(",load=bulk") + 10, ",depth=3"));
-  }
+  out.push_back(inserted_after(out[11], ",load=bulk", ",depth=3"));
   // 74, 75: xprep=block twins of 69 and 70.
-  for (std::size_t twin : {std::size_t(69), std::size_t(70)}) {
-    std::string n = out[twin];
-    out.push_back(n.replace(n.find(",xprep=launch,"), 14, ",xprep=block,"));
-  }
+  for (std::size_t twin : {kDepth0, kDepth0 + 1})
+    out.push_back(replaced(out[twin], ",xprep=launch,", ",xprep=block,"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
