@@ -10,7 +10,6 @@ Definitions mirror klab's own, so that a peer's figures sit beside klab's in one
 import json
 import math
 import os
-import re
 from pathlib import Path
 import sys
 
@@ -64,6 +63,7 @@ def finite(acc):
 
 
 from klab_report import quantile_sorted  # noqa: E402  (scripts/: the harness's quantile, one definition)
+import report_csv  # noqa: E402  (scripts/: the report CSVs as klab writes them, one definition)
 
 
 def summarize(samples):
@@ -233,45 +233,6 @@ def _nulls(x):
 
 # ---- merging into a report -----------------------------------------------------------------------
 
-def _flatten(v, prefix, out):
-    if isinstance(v, dict):
-        for k, x in v.items():
-            _flatten(x, f"{prefix}.{k}" if prefix else k, out)
-    elif isinstance(v, list):
-        return  # samples stay in the JSONL
-    elif isinstance(v, str):
-        out[prefix] = v
-    else:
-        out[prefix] = json.dumps(v)
-
-
-def _csv_field(s):
-    if not any(c in s for c in ',"\n'):
-        return s
-    return '"' + s.replace('"', '""') + '"'
-
-
-def to_csv(records):
-    """harness/src/report.cpp to_csv(): the union of scalar leaf keys (dotted), arrays left out,
-    columns in order of first appearance."""
-    cols, seen, rows = [], set(), []
-    for r in records:
-        row = {}
-        _flatten(r, "", row)
-        for key in r:
-            sub = {}
-            _flatten(r[key], key, sub)
-            for c in sorted(sub):
-                if c not in seen:
-                    seen.add(c)
-                    cols.append(c)
-        rows.append(row)
-    lines = [",".join(_csv_field(c) for c in cols)]
-    for row in rows:
-        lines.append(",".join(_csv_field(row[c]) if c in row else "" for c in cols))
-    return "\n".join(lines) + "\n"
-
-
 def write_atomically(path, text):
     path = Path(path)
     tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
@@ -284,22 +245,11 @@ def write_atomically(path, text):
 
 
 def csv_per_kind(report_dir, records):
-    """harness/src/report.cpp write_csv_per_kind(): REPORT/report-KIND.csv for each kind of
-    `records` (header and end records left out); a report.csv of schema 1 (one union CSV) goes,
-    as it no longer describes report.jsonl. Returns the files written."""
-    d = Path(report_dir)
-    kinds = {}
-    for r in records:
-        k = r.get("kind")
-        if k in ("header", "end"):
-            continue
-        kinds.setdefault(k, []).append(r)
-    files = []
-    for k, rs in kinds.items():
-        f = d / ("report-" + re.sub(r"[^A-Za-z0-9_-]", "_", str(k) or "unknown") + ".csv")
-        write_atomically(f, to_csv(rs))
-        files.append(f)
-    (d / "report.csv").unlink(missing_ok=True)
+    """REPORT/report-KIND.csv for each kind of `records` as klab writes them (scripts/report_csv.py;
+    header and end records left out); a report.csv of schema 1 (one union CSV) goes, as it no longer
+    describes report.jsonl. Returns the files written."""
+    files = report_csv.write_csvs(report_dir, records)
+    (Path(report_dir) / "report.csv").unlink(missing_ok=True)
     return files
 
 
@@ -318,7 +268,7 @@ def merge(report_dir, peer_lines):
         if not isinstance(r, dict) or "kind" not in r:
             raise ReportError(f"peer record {i} is not a record (an object with \"kind\")")
     text = old + ("" if not old or old.endswith("\n") else "\n") + "".join(l.rstrip("\n") + "\n" for l in new_lines)
-    records = [json.loads(l) for l in text.splitlines() if l.strip()]
+    records = [json.loads(l, parse_float=report_csv.Literal, parse_int=report_csv.Literal) for l in text.splitlines() if l.strip()]
     csv_per_kind(d, records)
     write_atomically(jsonl, text)
     return len(new_lines)
