@@ -32,5 +32,17 @@ int probe_hop_command(const std::vector<std::string>& args, int argc, char** arg
 // first and last release from the wait and the last exit; the medians over launches from `skip` on of the period,
 // the hop and the span after the first release, and of each phase i -> i+1 over blocks; the smallest positive step
 // seen between two stamps of a block (the timer's resolution, at most). Host-only, so the cpu suite checks it.
+// Point 2 is the release from griddepcontrol.wait in both probes' kernels; `phase_names` names the phases i -> i+1
+// (points - 1 of them); without it, the recurrence's seven.
 nlohmann::json stamp_reading(const std::vector<unsigned long long>& stamps, int launches, int blocks, int points, int skip);
+nlohmann::json stamp_reading(const std::vector<unsigned long long>& stamps, int launches, int blocks, int points, int skip,
+                             const std::vector<std::string>& phase_names);
+// `klab probe-q4`: the q4 ring's kernel (rung 11's, or depth=1|2|3's) with in-kernel %globaltimer stamps
+// (q4_gemv::packed::launch_ring_stamped), after its prep launch or alone on prepared x, launches back to back in a
+// graph over rotating copies of the weights: one JSON line saying where a call's period goes (the hop from the last
+// block of the call before to the first release, x, the first stage's bytes, the first group, the rest, the exit)
+// and how long a block waits for its stages' bytes. Not a variant and not a report: a probe for issue 13's small
+// shapes (docs/DEVICE-RUNBOOK.md).
+extern const char* const kProbeQ4Usage;
+int probe_q4_command(const std::vector<std::string>& args, int argc, char** argv);
 }  // namespace klab::experiments

@@ -285,6 +285,19 @@ TEST_CASE("klab probe-hop refuses bad options and a missing device by name, exit
                        "hop_one_us", "klab probe-hop", "probe-hop --form none");
 }
 
+TEST_CASE("klab probe-q4 refuses bad options and a missing device by name, exit 2, and prints no measurement") {
+  check_probe_refusals("probe-q4",
+                       {
+                           {"probe-q4", "--shape MxK is required"},
+                           {"probe-q4 --shape 64x100", "not a multiple of 32"},
+                           {"probe-q4 --shape 64x40000", "32768"},
+                           {"probe-q4 --shape 64x5120 --depth 4", "--depth 4: one of 0, 1, 2, 3"},
+                           {"probe-q4 --shape 64x5120 --launches 4", "--launches must be in [8, 1024]"},
+                           {"probe-q4 --shape 64x5120 --bogus", "--bogus"},
+                       },
+                       "period_ns", "klab probe-q4 --shape MxK", "probe-q4 --shape 64x5120 --prepared");
+}
+
 TEST_CASE("probe-hop's forms: the depth in flight a form names, and the default sweep from none to 128 KB an SM") {
   CHECK(klab::parse_load_form("none").inflight_bytes_per_sm() == 0);
   CHECK(klab::parse_load_form("8,4").inflight_bytes_per_sm() == 128u * 1024u);
@@ -336,4 +349,12 @@ TEST_CASE("probe-rec's reading of the stamps: period, hop, span after the releas
   CHECK_THROWS_WITH_AS(klab::experiments::stamp_reading(holed, L, B, P, 2), doctest::Contains("without every stamp"), klab::Error);
   CHECK_THROWS_WITH_AS(klab::experiments::stamp_reading(st, L, B + 1, P, 2), doctest::Contains("launches x blocks x points"), klab::Error);
   CHECK_THROWS_WITH_AS(klab::experiments::stamp_reading(st, L, B, P, 0), doctest::Contains("skip"), klab::Error);
+  // The q4 ring probe's names for the same points (point 2 the release in both): the same figures under its names.
+  const std::vector<std::string> q4 = {"request", "wait", "x", "first_bytes", "first_group", "rest", "last_group_exit"};
+  const auto named = klab::experiments::stamp_reading(st, L, B, P, 2, q4);
+  CHECK(named.at("hop_ns") == j.at("hop_ns"));
+  CHECK(named.at("block_phase_ns").at("x").get<double>() == doctest::Approx(100));
+  CHECK(named.at("block_phase_ns").at("last_group_exit").get<double>() == doctest::Approx(40));
+  CHECK(named.at("block_phase_ns").size() == 7);
+  CHECK_THROWS_WITH_AS(klab::experiments::stamp_reading(st, L, B, P, 2, {"a", "b"}), doctest::Contains("a name for each"), klab::Error);
 }

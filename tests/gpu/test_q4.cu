@@ -374,6 +374,50 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
   CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=f32,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
 }
 
+TEST_CASE("the ring's stamp probe (klab probe-q4): its kernel gives the ring's bits, with its prep launch and on prepared x, and every block's stamps in order") {
+  const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
+  // 17408x5120: 8 or 9 groups a block; 300x6144: a group or two a block (the one-group path of points 5 and 6).
+  for (const Shape s : std::vector<Shape>{{17408, 5120}, {300, 6144}}) {
+    const auto c = test::q4_generated(s, Dist::student_t, 23);
+    CAPTURE(c.what);
+    const int m = int(s.m), k = int(s.k), grid = q4_gemv::packed::ring_stamp_grid(m, k), points = q4_gemv::packed::ring_stamp_points();
+    for (int depth : q4_gemv::packed::ring_stamp_depths()) {
+      CAPTURE(depth);
+      const std::string name = ring + (depth ? "depth=" + std::to_string(depth) + "," : "") + "pdl=on,rows=8";
+      const auto& kern = q4_gemv::q4_kernel(name);
+      const auto want = run_variant(name, c);
+      const auto packed = packed_on_device(kern, c.w);
+      auto x = DeviceBuffer<float>::from(c.x);
+      const int launches = 1;  // one call: its blocks' rows
+      DeviceBuffer<unsigned long long> stamps{std::size_t(grid) * std::size_t(points)}, waits{std::size_t(grid)};
+      for (bool prepared : {false, true}) {
+        CAPTURE(prepared);
+        DeviceBuffer<float> y{std::size_t(m)};
+        poison_device(y.get(), y.size());
+        KLAB_CUDA(cudaMemset(stamps.get(), 0, stamps.size() * sizeof(unsigned long long)));
+        q4_gemv::packed::ring_stamp_begin(stamps.get(), waits.get(), launches, packed.get(), 1LL << 40, nullptr);
+        // prepared: g_xq holds x's words from the call before (prepared=false ran first)
+        q4_gemv::packed::launch_ring_stamped(depth, prepared, packed.get(), x.get(), y.get(), m, k, nullptr);
+        KLAB_CUDA(cudaDeviceSynchronize());
+        CHECK(bitwise_diff(y.download(), want) == 0);
+        const auto st = stamps.download();
+        int unordered = 0, holed = 0;
+        for (int b = 0; b < grid; ++b)
+          for (int i = 0; i < points; ++i) {
+            const unsigned long long t = st[std::size_t(b) * points + i];
+            holed += t == 0;
+            if (i > 0) unordered += t < st[std::size_t(b) * points + i - 1];
+          }
+        CHECK(holed == 0);
+        CHECK(unordered == 0);
+      }
+      q4_gemv::packed::ring_stamp_begin(nullptr, nullptr, 0, nullptr, 1, nullptr);  // stamps off before the buffers go
+    }
+  }
+  // Only the ring's stages or depth=1|2|3 are instrumented.
+  CHECK_THROWS_WITH_AS(q4_gemv::packed::launch_ring_stamped(4, false, nullptr, nullptr, nullptr, 8, 64, nullptr), doctest::Contains("depth 4"), Error);
+}
+
 namespace {
 // A flag-released family (the kernels whose names hold `marker`) against its twins (`marker` -> `twin_marker`,
 // pdl=off -> pdl=on: PDL changes no bit): each twin's bits on the shapes, calls back to back on one stream over

@@ -22,6 +22,12 @@ REC = {"probe": "rec-stamps", "device": "GPU X", "cols": 32, "rows": 8, "pdl": "
 HOP_IDLE = {"probe": "hop-under-load", "device": "GPU X", "background": "none", "bg_loads": 0, "bg_blocks_per_sm": 0,
             "bg_inflight_kb_per_sm": 0.0, "bg_gbps": 0.0, "bg_gbps_with": 0.0, "hop_one_us": 0.731, "hop_grid_us": 0.829,
             "chase_ns": 140.5}
+Q4 = {"probe": "q4-ring-stamps", "device": "GPU X", "shape": "6144x5120", "depth": 2, "prepared": False, "bytes": 17694720,
+      "grid": 264, "launches": 64, "copies": 64, "period_ns": 7040.0, "hop_ns": 2560.0, "after_release_ns": 4480.0,
+      "release_spread_ns": 320.0, "entry_ahead_ns": 1024.0, "timer_step_ns": 32,
+      "block_phase_ns": {"request": 64.0, "wait": 2048.0, "x": 416.0, "first_bytes": 96.0, "first_group": 512.0, "rest": 1920.0,
+                         "last_group_exit": 608.0},
+      "bytes_wait_ns": 1344.0, "bytes_wait_share": 0.3125, "period_gbps": 2513.45}
 HOP_BUSY = dict(HOP_IDLE, background="8 loads x 4 blocks", bg_loads=8, bg_blocks_per_sm=4, bg_inflight_kb_per_sm=128.0,
                 bg_gbps=3122.4, bg_gbps_with=3171.6, hop_one_us=4.791, hop_grid_us=13.288, chase_ns=1005.25)
 
@@ -63,6 +69,18 @@ class ProbeTable(unittest.TestCase):
         self.assertIn("| none | 0 | - | - | 0.73 | 0.83 | 140 |", lines)  # 140.5 rounds to even
         self.assertIn("| 8 loads x 4 blocks | 128 | 3122 | 3172 | 4.79 | 13.29 | 1005 |", lines)
         self.assertLess(lines.index("| none | 0 | - | - | 0.73 | 0.83 | 140 |"), lines.index("| 8 loads x 4 blocks | 128 | 3122 | 3172 | 4.79 | 13.29 | 1005 |"))
+
+    def test_q4_table(self):
+        prepared = dict(Q4, depth=0, prepared=True, period_ns=5504.0, period_gbps=3214.9)
+        p = run(self.write(json.dumps(Q4), json.dumps(prepared)))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertIn("## q4-ring-stamps (GPU X)", lines)
+        first = "| depth=2, prep launch | 6144x5120 | 7.04 | 2513 | 2.56 | 4.48 | 0.42 | 0.10 | 0.51 | 1.92 | 0.61 | 1.34 | 31% |"
+        second = "| the ring's stages, prepared x | 6144x5120 | 5.50 | 3215 | 2.56 | 4.48 | 0.42 | 0.10 | 0.51 | 1.92 | 0.61 | 1.34 | 31% |"
+        self.assertIn(first, lines)
+        self.assertIn(second, lines)
+        self.assertLess(lines.index(first), lines.index(second))
 
     def test_out_file(self):
         out = self.d / "t.md"

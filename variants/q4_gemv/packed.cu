@@ -930,6 +930,76 @@ __device__ __forceinline__ void cp_async_wait(int n) {
   }
 }
 
+// Stamp (the ring's stamp probe, `klab probe-q4`; grid=fill, load=bulk, no other axis but depth and a prepared x):
+// thread 0 of each block reads %globaltimer at kQ4StampPoints points of its path into
+// g_q4_stamps[(launch * blocks + block) * kQ4StampPoints + i] and adds up the time it spends in the stages' mbarrier
+// waits into g_q4_waits[launch * blocks + block]; launch = the index of the launch's copy of the weights
+// ((packed - g_q4_stamp_base) / g_q4_stamp_stride: the probe gives every launch a copy of its own); launches past
+// g_q4_stamp_launches write nothing. Not a variant: the stamps are on the path they measure.
+//   0 entry; 1 the prologue's stage requests issued, before griddepcontrol.wait; 2 after the wait; 3 x's words in
+//   registers (a branch on them orders the read); 4 the first stage's bytes arrived; 5 the first group done (after
+//   its barrier, its row stored); 6 the last stage's bytes arrived; 7 the last group done, at exit.
+constexpr int kQ4StampPoints = 8;
+__device__ unsigned long long* g_q4_stamps;
+__device__ unsigned long long* g_q4_waits;
+__device__ const std::uint8_t* g_q4_stamp_base;
+__device__ long long g_q4_stamp_stride;
+__device__ int g_q4_stamp_launches;
+template <bool Stamp>
+struct Q4Stamper {
+  unsigned long long* row = nullptr;
+  unsigned long long waited = 0, t0 = 0;
+  __device__ static unsigned long long now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+    return t;
+  }
+  __device__ void start(const std::uint8_t* packed) {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0) {
+        const unsigned long long t = now();
+        if (g_q4_stamp_launches > 0) {  // ring_stamp_begin has run (the stride is set)
+          const long long launch = (packed - g_q4_stamp_base) / g_q4_stamp_stride;
+          if (launch >= 0 && launch < g_q4_stamp_launches) row = g_q4_stamps + (std::size_t(launch) * gridDim.x + blockIdx.x) * kQ4StampPoints;
+        }
+        if (row) row[0] = t;
+      }
+    }
+  }
+  __device__ void at(int i) {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0 && row) row[i] = now();
+    }
+  }
+  // Point i once `word` (a loaded value) is in: the branch on it waits for the load, the timer read follows it.
+  __device__ void after(int i, std::uint32_t word) {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0 && row) {
+        if (word == 0x7FC00BADu) asm volatile("nanosleep.u32 0;" ::: "memory");
+        row[i] = now();
+      }
+    }
+  }
+  __device__ void wait_begins() {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0) t0 = now();
+    }
+  }
+  __device__ void wait_ends() {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0) waited += now() - t0;
+    }
+  }
+  __device__ void finish() {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0 && row) {
+        row[kQ4StampPoints - 1] = now();
+        g_q4_waits[(row - g_q4_stamps) / kQ4StampPoints] = waited;
+      }
+    }
+  }
+};
+
 // XB (xprep=block, grid=half or fill; packed_ring.hpp): each thread prepares its block of x itself, after
 // griddepcontrol.wait, by q8_prep on x read through L2 (ld.cg) -- the values xprep_kernel<q8> would
 // have written to g_xq, so the same bits -- instead of reading g_xq. x is unused otherwise.
@@ -972,9 +1042,11 @@ __device__ __forceinline__ void cp_async_wait(int n) {
 // the prep kernel of its call has published, then the block reads g_xq as after the wait (see xprep_wf_kernel; on
 // a timeout each thread quantises its own block, xprep=block's words). The ring's bits.
 template <int R, Load L, bool XB = false, bool Half = false, bool XPf = false, bool Held = false, bool L2pf = false, bool Pre1 = false,
-          int Split = 1, bool NoDots = false, bool Tail = false, int XC = 0, bool WF = false>
+          int Split = 1, bool NoDots = false, bool Tail = false, int XC = 0, bool WF = false, bool Stamp = false>
 __global__ void __launch_bounds__(Held ? kHeldMaxWarps * 32 : kMaxWarps * 32)
 packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k, int S) {
+  Q4Stamper<Stamp> stamp;
+  stamp.start(packed);
   static_assert(R == 4 || R == 8, "the ring takes R = 4 or 8 (its scales: one 8- or 16-byte piece per lane)");
   static_assert(L == Load::bulk || L == Load::cp_async);
   static_assert(!(Held && L2pf), "last=regs or last=l2, not both");
@@ -986,6 +1058,8 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
                 "xprep=cluster on the ring: clusters of 4 or 8, grid=fill, load=bulk, no other axis");
   static_assert(!WF || (L == Load::bulk && !XB && !Half && !XPf && !Held && !L2pf && !Pre1 && Split == 1 && !NoDots && !Tail && XC == 0),
                 "wait=flag: the plain ring (grid=fill, load=bulk) after xprep_wf_kernel, no other axis");
+  static_assert(!Stamp || (L == Load::bulk && !XB && !Half && !XPf && !Held && !L2pf && !Pre1 && Split == 1 && !NoDots && !Tail && XC == 0 && !WF),
+                "the stamp probe: the plain ring (grid=fill, load=bulk; depth and a prepared x are the launcher's)");
   constexpr int RS = R / Split;  // rows a thread takes of each group
   if constexpr (XB && XPf) prefetch_x_warp(x, int(threadIdx.x >> 5) * 32, k / ref::kQ4Block);  // xprep=launch: xprep_kernel prefetches
   int xc_j = 0, xc_first = 0, xc_mine = 0;  // XC: J, the member's first x block, how many it prepares
@@ -1096,6 +1170,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   if constexpr (Held) {
     if (ring_n < mine && active) load_group<R>(packed + plan.group_offset(plan.group_of(j, ring_n)) + code0, lane, held);
   }
+  stamp.at(1);
   // g_xq (prepared by xprep_kernel, which waited for our predecessor) or x (XB) from here on.
   bool wf_self = false;  // WF: the counters out of step, every thread quantises its own block
   if constexpr (WF) {
@@ -1123,6 +1198,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
   } else {
     asm volatile("griddepcontrol.wait;" ::: "memory");
   }
+  stamp.at(2);
   if constexpr (Pre1) {
     for (int n = 1; n < S && n < ring_n; ++n) fill(n, n);
   }
@@ -1171,6 +1247,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
     if (active) xe = __ldcg(&g_xq[b]), xo = __ldcg(&g_xq[kXqStride + b]), cd = __ldcg(&g_xq[2 * kXqStride + b]);
   }
   const float d = __uint_as_float(cd.y);
+  stamp.after(3, xe.x ^ xo.x ^ cd.y);
 
   int s = 0;
   unsigned parity = 0;
@@ -1178,8 +1255,12 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
     const bool in_regs = Held && n == ring_n;  // the held group (the last step)
     const std::uint8_t* st = ring + std::size_t(s) * stage_bytes;
     if (!in_regs) {
+      stamp.wait_begins();
       if constexpr (L == Load::bulk) mbar_wait(&full[s], parity);
       else cp_async_wait(S - 1);
+      stamp.wait_ends();
+      if (n == 0) stamp.at(4);
+      if (n == mine - 1 && n > 0) stamp.at(6);
     }
     float p[RS];
     if (!NoDots && active) {
@@ -1224,8 +1305,13 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
         y[row] = sum;
       }
     }
+    if (n == 0) {
+      stamp.at(5);
+      if (mine == 1) stamp.at(6);  // one group: its bytes are the last too (the phase 5 -> 6 is empty)
+    }
     if (++s == S) s = 0, parity ^= 1u;
   }
+  stamp.finish();
   // cp-async: what is still committed at exit is empty (fills stop at mine); bulk: every issued
   // copy was waited for (fills stop at mine, each filled stage is consumed).
   if constexpr (XC > 0) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");  // every member is done reading our memory
@@ -1486,32 +1572,32 @@ int resident_warps_xf() {
 // The grid=fill ring kernel with Split threads per block of 32 weights (row-split; Split = 1: none); XB
 // (xprep=block): x quantised by each thread after the wait, prefetched into L2 by the kernel itself with XPf;
 // NoDots: the ring read probe (launch_ring_probe); Tail: tail=split; WF: wait=flag.
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false>
-constexpr auto ring_kernel = packed_ring_kernel<R, L, XB, false, XB && XPf, false, false, false, Split, NoDots, Tail, 0, WF>;
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false, bool Stamp = false>
+constexpr auto ring_kernel = packed_ring_kernel<R, L, XB, false, XB && XPf, false, false, false, Split, NoDots, Tail, 0, WF, Stamp>;
 // row-split=Split takes Split x warps_for(k) warps a block, at most kMaxWarps: larger k runs Split = 1 (the same bits).
 static_assert(split_in_use(2, kMaxWarps / 2) == 2 && split_in_use(2, kMaxWarps / 2 + 1) == 1, "split_in_use's bound is kMaxWarps");
 template <int Split>
 bool split_fits(int k) {
   return split_in_use(Split, warps_for(k)) == Split;
 }
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false, bool Stamp = false>
 void ring_attributes() {
   static std::once_flag once;
   std::call_once(once, [] {
-    constexpr auto kernel = ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF>;
+    constexpr auto kernel = ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF, Stamp>;
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
     KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
 }
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false>
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false, bool Stamp = false>
 int ring_blocks_per_sm(int warps) {
   static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
   auto& c = cache[std::size_t(warps)];
   int n = c.load(std::memory_order_relaxed);
   if (n == 0) {
-    ring_attributes<R, L, Split, XB, XPf, NoDots, Tail, WF>();
+    ring_attributes<R, L, Split, XB, XPf, NoDots, Tail, WF, Stamp>();
     const RingPlan plan{warps, R, ring_stages(warps, R)};
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF>, Split * warps * 32,
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF, Stamp>, Split * warps * 32,
                                                             std::size_t(plan.S) * plan.stage_bytes()));
     if (n < 1) n = 1;
     c.store(n, std::memory_order_relaxed);
@@ -1530,8 +1616,9 @@ int resident_warps_ring() {
 // Depth (depth=D, D > 0): the kernel fills at most D of the stages its shared memory holds; the request stays
 // ring_stages' S stages, so the grid and the residency are the ring's and only the bytes in flight a block change.
 // Late (trigger=late): the prep kernel lets the main kernel go once its x is in (xprep_kernel's Late).
+// Stamp: the stamp probe's ring kernel (launch_ring_stamped), on the grid of the ring without stamps.
 template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool NoDots = false, bool Tail = false,
-          bool Prepared = false, bool WF = false, int Depth = 0, bool Late = false>
+          bool Prepared = false, bool WF = false, int Depth = 0, bool Late = false, bool Stamp = false>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!Late || (Pdl && !XB && !NoDots && !Prepared && !WF), "trigger=late: a PDL prep launch (xprep=launch) to move the trigger of");
   static_assert(!((XB || NoDots) && WPf), "xprep=block and the probe have no prep kernel to prefetch the weights");
@@ -1555,7 +1642,12 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
   const int stages = Depth > 0 ? std::min(plan.S, Depth) : plan.S;
-  launch_maybe_pdl(Pdl, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  if constexpr (Stamp) {
+    const int stamped = ring_blocks_per_sm<R, L, Split, XB, XPf, NoDots, Tail, WF, true>(W), plain = ring_blocks_per_sm<R, L, Split, XB, XPf, NoDots, Tail, WF>(W);
+    require(stamped == plain, "the stamp probe's ring kernel fits " + std::to_string(stamped) + " blocks an SM, the ring " + std::to_string(plain) +
+                                  ": its launches would not be the ring's");
+  }
+  launch_maybe_pdl(Pdl, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF, Stamp>, dim3(unsigned(plan.grid)), dim3(unsigned(Split * W * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, x, y, m, k, stages);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
@@ -1969,6 +2061,42 @@ void launch_ring_probe(const std::uint8_t* packed, float* y, int m, int k, cudaS
   launch_ring<8, Load::bulk, true, false, false, 1, false, true>(packed, reinterpret_cast<const float*>(packed), y, m, k, stream);
 }
 std::int64_t ring_probe_bytes(int m, int k) { return Geometry{m, k, 8}.bytes(); }
+
+// ---- the ring's stamp probe (packed_kernels.hpp; Q4Stamper above) ----
+int ring_stamp_points() { return kQ4StampPoints; }
+std::vector<int> ring_stamp_depths() { return {0, 1, 2, 3}; }
+int ring_stamp_grid(int m, int k) {
+  if (auto why = launch_error(m, k); !why.empty()) throw Error("the ring's stamp probe: " + why);
+  if (auto why = k_error(k); !why.empty()) throw Error("the ring's stamp probe: " + why);
+  const int W = warps_for(k);
+  const long long groups = (static_cast<long long>(m) + 7) / 8;
+  return int(std::min<long long>(groups, static_cast<long long>(ring_blocks_per_sm<8, Load::bulk>(W)) * sm_count()));
+}
+namespace {
+template <int Depth>
+void stamped(bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  if (prepared) launch_ring<8, Load::bulk, true, false, false, 1, false, false, false, true, false, Depth, false, true>(packed, x, y, m, k, stream);
+  else launch_ring<8, Load::bulk, true, false, false, 1, false, false, false, false, false, Depth, false, true>(packed, x, y, m, k, stream);
+}
+}  // namespace
+void launch_ring_stamped(int depth, bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  switch (depth) {
+    case 0: return stamped<0>(prepared, packed, x, y, m, k, stream);
+    case 1: return stamped<1>(prepared, packed, x, y, m, k, stream);
+    case 2: return stamped<2>(prepared, packed, x, y, m, k, stream);
+    case 3: return stamped<3>(prepared, packed, x, y, m, k, stream);
+    default: throw Error("the ring's stamp probe: depth " + std::to_string(depth) + " (0: the ring's stages, or 1, 2, 3: depth=D's)");
+  }
+}
+void ring_stamp_begin(unsigned long long* stamps, unsigned long long* waits, int launches, const std::uint8_t* base, long long stride, cudaStream_t s) {
+  require(stride > 0 && launches >= 0, "ring_stamp_begin: the copies' stride must be positive and launches not negative (0: stamps off)");
+  KLAB_CUDA(cudaMemcpyToSymbolAsync(g_q4_stamps, &stamps, sizeof stamps, 0, cudaMemcpyHostToDevice, s));
+  KLAB_CUDA(cudaMemcpyToSymbolAsync(g_q4_waits, &waits, sizeof waits, 0, cudaMemcpyHostToDevice, s));
+  KLAB_CUDA(cudaMemcpyToSymbolAsync(g_q4_stamp_launches, &launches, sizeof launches, 0, cudaMemcpyHostToDevice, s));
+  KLAB_CUDA(cudaMemcpyToSymbolAsync(g_q4_stamp_base, &base, sizeof base, 0, cudaMemcpyHostToDevice, s));
+  KLAB_CUDA(cudaMemcpyToSymbolAsync(g_q4_stamp_stride, &stride, sizeof stride, 0, cudaMemcpyHostToDevice, s));
+  KLAB_CUDA(cudaStreamSynchronize(s));  // the host values above live on this stack frame
+}
 
 std::vector<Q4Kernel> packed_kernels() {
   std::vector<Q4Kernel> v;
