@@ -233,6 +233,14 @@ constexpr std::size_t kDepth3 = 73;
 // the prep launch's hop and reads (~1.5-2 us on an H100). Measured (H100, reports/h100/run-blockdepth): x0.76..x0.87
 // against 69 / 70, the same bits: block-depth-pays not held.
 constexpr std::size_t kBlockDepth0 = 74;
+// The rungs 76-79: xprep=warp (76, 77) and xprep=warps (78, 79), the twins of 69 (depth=2) and 73 (depth=3): their prep
+// launch a warp a block of 32 (xprep_warps_kernel, xprep_kernel's words) instead of a thread a block. Why: on grid=groups
+// it paid at every seed shape (xprep=warps rung 42 x1.004..x1.020 over rung 10 on the H200, reports/h200/run-4a53b8f;
+// xprep=warp rung 45 x1.030..x1.032 at the two large shapes), and the depth rings carry the same prep launch, the
+// fastest rungs at 17408x5120 and 10240x5120 there. Predicted (before any run, 2026-12-05): x1.01..x1.03 at the two
+// large shapes, within 2% at the 17.7 MB ones; the same bits (packed.cu).
+constexpr std::size_t kRingWarp0 = 76;
+constexpr std::array<std::size_t, 2> kRingWarpTwins{kDepth0, kDepth3};
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -357,6 +365,9 @@ std::vector<std::string> rungs() {
   // 74, 75: xprep=block twins of 69 and 70.
   for (std::size_t twin : {kDepth0, kDepth0 + 1})
     out.push_back(replaced(out[twin], ",xprep=launch,", ",xprep=block,"));
+  // 76, 77: xprep=warp twins of 69 and 73; 78, 79: xprep=warps twins of the same.
+  for (const std::string prep : {",xprep=warp,", ",xprep=warps,"})
+    for (std::size_t twin : kRingWarpTwins) out.push_back(replaced(out[twin], ",xprep=launch,", prep));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -477,10 +488,16 @@ Experiment q4_to_ceiling() {
                                "one launch a call pays on the shallow rings: grid=fill,xprep=block,load=bulk,depth=2 and depth=1,rows=8,pdl=on "
                                "(each thread quantises its block of x after the wait; no prep kernel) are faster than their xprep=launch twins "
                                "on the four seed shapes"};
+  const Claim ring_warp_pays{"ring-warp-pays",
+                             "the prep a warp per block of 32 pays on the depth rings: grid=fill,xprep=warp,load=bulk,depth=2 and depth=3,rows=8,"
+                             "pdl=on (prep blocks of one warp) are faster than their xprep=launch twins on the four seed shapes"};
+  const Claim ring_warps_pay{"ring-warps-pay",
+                             "the prep a warp per block of 32 pays on the depth rings: grid=fill,xprep=warps,load=bulk,depth=2 and depth=3,rows=8,"
+                             "pdl=on (prep blocks of 8 warps) are faster than their xprep=launch twins on the four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
-              late_pays, block_depth_pays};
+              late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -637,6 +654,8 @@ Experiment q4_to_ceiling() {
         twins_pay(depth_pays, "depth=3", [](std::size_t) { return kRingBulk8; }, kDepth3, 1);
         twins_pay(late_pays, "trigger=late", [](std::size_t i) { return kDepth0 + i; }, kLate0, 2);
         twins_pay(block_depth_pays, "xprep=block (for xprep=launch)", [](std::size_t i) { return kDepth0 + i; }, kBlockDepth0, 2);
+        twins_pay(ring_warp_pays, "xprep=warp (for xprep=launch)", [](std::size_t i) { return kRingWarpTwins[i]; }, kRingWarp0, 2);
+        twins_pay(ring_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t i) { return kRingWarpTwins[i]; }, kRingWarp0 + 2, 2);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

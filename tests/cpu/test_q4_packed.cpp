@@ -469,8 +469,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
   // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
   // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1, the two trigger=late, depth=3,
-  // the two xprep=block at depth=2|1
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2);
+  // the two xprep=block at depth=2|1, the four xprep=warp|warps at depth=2|3
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -488,14 +488,19 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   }
   // depth=2|1: the first ring's kernel filling fewer stages, named after load=, with a model of its own (the ring at
   // D stages on the H200's grid) that gives the ring's bits.
-  // trigger=late (the prep kernel's trigger after its x is in) on each: the same model.
+  // trigger=late (the prep kernel's trigger after its x is in) on each, xprep=warp|warps (another prep kernel writing
+  // the same words) at depth=2|3: the same model.
   for (const std::string name : {"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=1,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,depth=2,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,depth=1,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,trigger=late,load=bulk,depth=2,pdl=on,rows=8",
-                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,trigger=late,load=bulk,depth=1,pdl=on,rows=8"}) {
+                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,trigger=late,load=bulk,depth=1,pdl=on,rows=8",
+                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warp,load=bulk,depth=2,pdl=on,rows=8",
+                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warp,load=bulk,depth=3,pdl=on,rows=8",
+                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,depth=2,pdl=on,rows=8",
+                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,depth=3,pdl=on,rows=8"}) {
     const std::string depth = name.substr(name.find("depth=") + 6, 1);
     CAPTURE(name);
     CHECK(registry().variant(name).tolerance == pk::form_tolerance(pk::Form::q8));

@@ -1617,16 +1617,20 @@ int resident_warps_ring() {
 // ring_stages' S stages, so the grid and the residency are the ring's and only the bytes in flight a block change.
 // Late (trigger=late): the prep kernel lets the main kernel go once its x is in (xprep_kernel's Late).
 // Stamp: the stamp probe's ring kernel (launch_ring_stamped), on the grid of the ring without stamps.
+// Warps (xprep=warps|warp: 8 or 1): the prep launch is xprep_warps_kernel<Warps> (a warp a block of 32: xprep_kernel's
+// words), not xprep_kernel (a thread a block).
 template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool NoDots = false, bool Tail = false,
-          bool Prepared = false, bool WF = false, int Depth = 0, bool Late = false, bool Stamp = false>
+          bool Prepared = false, bool WF = false, int Depth = 0, bool Late = false, bool Stamp = false, int Warps = 0>
 void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  static_assert(Warps == 0 || ((Warps == 8 || Warps == 1) && !XPf && !WPf && !XB && !NoDots && !Late && !WF),
+                "xprep=warps|warp: the prep launch without prefetches, trigger=late or wait=flag (xprep_warps_kernel has none)");
   static_assert(!Late || (Pdl && !XB && !NoDots && !Prepared && !WF), "trigger=late: a PDL prep launch (xprep=launch) to move the trigger of");
   static_assert(!((XB || NoDots) && WPf), "xprep=block and the probe have no prep kernel to prefetch the weights");
   static_assert(!(Prepared && (XB || NoDots || XPf || WPf)), "a prepared x: the main kernel of xprep=launch alone, nothing to prefetch");
   static_assert(!WF || (Pdl && L == Load::bulk && !XPf && !WPf && Split == 1 && !XB && !NoDots && !Tail && !Prepared),
                 "wait=flag: the plain ring with PDL (its flag replaces the wait for the prep launch)");
   if constexpr (Split > 1) {
-    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots, Tail, Prepared, false, Depth, Late>(packed, x, y, m, k, stream);
+    if (!split_fits<Split>(k)) return launch_ring<R, L, Pdl, XPf, WPf, 1, XB, NoDots, Tail, Prepared, false, Depth, Late, Stamp, Warps>(packed, x, y, m, k, stream);
   }
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
@@ -1636,6 +1640,8 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
   if constexpr (WF) {
     launch_maybe_pdl(true, xprep_wf_kernel, dim3(unsigned((nb * 8 + kWfPrepThreads - 1) / kWfPrepThreads)), dim3(unsigned(kWfPrepThreads)), 0, stream, x, nb);
     KLAB_CUDA_LAUNCH("xprep_wf_kernel");
+  } else if constexpr (!XB && !NoDots && !Prepared && Warps > 0) {
+    launch_xprep_warps<Pdl, Warps>(x, nb, stream);
   } else if constexpr (!XB && !NoDots && !Prepared) {
     launch_maybe_pdl(Pdl, xprep_kernel<Form::q8, XPf, WPf, Late>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed,
                      WPf ? wpf_bytes(Geometry{m, k, R}.bytes()) : 0LL);
@@ -1982,10 +1988,11 @@ Q4Kernel kernel_warp() {
 // WF: wait=flag (the main kernel released by its prep kernel's flag, not by the prep's completion).
 // Depth: depth=D (at most D stages filled a block; launch_ring).
 // Late: trigger=late (the prep kernel lets the main kernel go once its x is in).
+// Warps: xprep=warps (8) or xprep=warp (1), the prep launch a warp a block of 32 (launch_ring's Warps).
 template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool Tail = false, bool WF = false, int Depth = 0,
-          bool Late = false>
+          bool Late = false, int Warps = 0>
 Q4Kernel kernel_ring() {
-  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : "launch"}};
+  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch"}};
   if (WF) axes.emplace_back("wait", "flag");
   if (Late) axes.emplace_back("trigger", "late");
   axes.emplace_back("load", load_name(L));
@@ -1994,12 +2001,13 @@ Q4Kernel kernel_ring() {
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   axes.emplace_back("pdl", Pdl ? "on" : "off");
   axes.emplace_back("rows", std::to_string(R));
-  Q4Kernel kern = q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf), &launch_ring<R, L, Pdl, XPf, WPf, Split, XB, false, Tail, false, WF, Depth, Late>,
+  Q4Kernel kern = q8_kernel<R>(with_wpf(with_xpf(axes, XPf, "xprep"), WPf),
+                               &launch_ring<R, L, Pdl, XPf, WPf, Split, XB, false, Tail, false, WF, Depth, Late, false, Warps>,
                                &resident_warps_ring<R, L, Split, XB, XPf, Tail, WF>);
   // The plain ring's main kernel alone (its xprep=producer twin): without xpf/wpf (the prefetching twins
-  // run the same main kernel), xprep=block, tail=split or wait=flag (whose main kernel waits for its flag), or
-  // trigger=late (a prep kernel's trigger: its main kernel alone is its twin's).
-  if constexpr (!XPf && !WPf && !XB && !Tail && !WF && !Late)
+  // run the same main kernel), xprep=block, tail=split or wait=flag (whose main kernel waits for its flag),
+  // trigger=late or xprep=warps|warp (another prep kernel: its main kernel alone is its twin's).
+  if constexpr (!XPf && !WPf && !XB && !Tail && !WF && !Late && Warps == 0)
     kern.launch_prepared = &launch_ring<R, L, Pdl, false, false, Split, false, false, false, true, false, Depth>;
   return kern;
 }
@@ -2370,6 +2378,20 @@ std::vector<Q4Kernel> packed_kernels() {
   // the quantisation after the wait costs more than the prep's hop even with the queue short. A negative result.
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, true, false, false, 2>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, true, false, false, 1>());
+  // xprep=warp|warps on the depth rings (2026-12-05, sixth session, written without a device): rungs 69 (depth=2) and
+  // 73 (depth=3), the fastest at 17408x5120 and 10240x5120 on the H200 (reports/h200/run-4a53b8f), with their prep
+  // launch a warp a block of 32 (xprep_warps_kernel<1> or <8>: xprep_kernel's words, prepared_x.cuh) instead of a
+  // thread a block (xprep_kernel: 5 blocks of 32 threads at k = 5120, each thread 8 loads and ~300 dependent
+  // instructions after the wait). Why: on grid=groups the same change paid at every seed shape (rungs 42 and 45 against
+  // rung 10, run-4a53b8f, ratios of medians: xprep=warps x1.016 / x1.019 / x1.004 / x1.020, xprep=warp x1.032 / x1.030 /
+  // x0.984 / x0.994),
+  // and the depth rings carry the same prep launch, which costs them 1.3-1.7 us a call there (their producer twins).
+  // Predicted (before any run): x1.01..x1.03 at the two large shapes, within 2% either way at the 17.7 MB ones. The
+  // main kernel and its model are the twin's (the same words in g_xq): the same bits. No launch_prepared (the twin's).
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2, false, 1>());
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 3, false, 1>());
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2, false, 8>());
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 3, false, 8>());
   return v;
 }
 

@@ -94,6 +94,10 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
       d += "x taken as prepared by its producer (prepared_x.cuh; here the kernel's own prep launch, outside the timed region): the main "
            "kernel alone, every weight load issued before the wait; ";
     if (a["xprep"] == "launch") d += "x prepared once per launch by a first PDL-chained kernel (read from L2), every weight load issued before the wait; ";
+    if (a["xprep"] == "warps" || a["xprep"] == "warp")
+      d += std::string("x prepared once per launch by a first PDL-chained kernel, a warp per block of 32 (") +
+           (a["xprep"] == "warps" ? "8 warps a prep block" : "prep blocks of one warp, which fit beside a full main kernel's blocks") +
+           "; the words of a thread per block), every weight load issued before the wait; ";
     if (a["wait"] == "flag")
       d += "the main kernel released by a flag its prep kernel's last block sets (release / acquire, its call named by tickets), not by the "
            "prep's completion: no griddepcontrol.wait; ";
