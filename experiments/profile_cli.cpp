@@ -345,31 +345,36 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
 
 
 const char* const kProbeQ4Usage =
-    "klab probe-q4 --shape MxK [--depth 0|1|2|3] [--prepared] [--launches 64] [--device N]  (the q4 ring's kernel with in-kernel timer "
-    "stamps, after its prep launch or alone on prepared x, stream mode)";
+    "klab probe-q4 --shape MxK [--grid fill|groups] [--depth 0|1|2|3] [--prepared] [--launches 64] [--device N]  (a q4 main kernel with "
+    "in-kernel timer stamps, after its prep launch or alone on prepared x, stream mode)";
 
-// Rung 11's ring (depth 0) or depth=D's, `launches` calls back to back in one graph, each call on a copy of the weights
-// of its own (at least as many as stream mode rotates over, so every call reads cold bytes; the stamps name a call by
-// its copy), x shared; the graph runs three times and the stamps of the last are read. --prepared: the main kernel
-// alone on the x in g_xq (filled by one call with its prep launch first), as xprep=producer times it.
+// Rung 11's ring (--grid fill, depth 0), depth=D's, or rung 10's grid=groups kernel (--grid groups), `launches` calls
+// back to back in one graph, each call on a copy of the weights of its own (at least as many as stream mode rotates
+// over, so every call reads cold bytes; the stamps name a call by its copy), x shared; the graph runs three times and
+// the stamps of the last are read. --prepared: the main kernel alone on the x in g_xq (filled by one call with its
+// prep launch first), as xprep=producer times it.
 int probe_q4_command(const std::vector<std::string>& args, int, char**) {
-  std::string shape;
+  std::string shape, grid_name = "fill";
   int depth = 0, launches = 64, device = 0;
   po::options_description d(kProbeQ4Usage);
   d.add_options()("shape", po::value<std::string>(&shape), "problem shape MxK (required; k a multiple of 32, at most 32768)")
-    ("depth", po::value<int>(&depth), "0: the ring's own stages (rung 11), or 1, 2, 3: depth=D's ring")
+    ("grid", po::value<std::string>(&grid_name), "fill: the TMA ring (rung 11, or depth=D's); groups: grid=groups,xprep=launch (rung 10)")
+    ("depth", po::value<int>(&depth), "the ring's: 0 its own stages (rung 11), or 1, 2, 3: depth=D's ring")
     ("prepared", "the main kernel alone on x already prepared (no prep launch)")
     ("launches", po::value<int>(&launches), "calls in the graph (default 64)")("device", po::value<int>(&device), "CUDA device index")
     ("help,h", "this help");
   po::variables_map vm;
   if (parse_or_help(args, d, vm)) return 0;
   require(!shape.empty(), "--shape MxK is required");
+  require(grid_name == "fill" || grid_name == "groups", "--grid " + grid_name + ": fill or groups");
+  const auto g = grid_name == "fill" ? q4_gemv::packed::StampGrid::fill : q4_gemv::packed::StampGrid::groups;
   const auto depths = q4_gemv::packed::ring_stamp_depths();
   if (std::find(depths.begin(), depths.end(), depth) == depths.end()) {
     std::string list;
     for (int x : depths) list += (list.empty() ? "" : ", ") + std::to_string(x);
     throw Error("--depth " + std::to_string(depth) + ": one of " + list + " (0: the ring's own stages)");
   }
+  require(depth == 0 || g == q4_gemv::packed::StampGrid::fill, "--depth " + std::to_string(depth) + ": the ring's (--grid fill); grid=groups has none");
   require(launches >= 8 && launches <= 1024, "--launches must be in [8, 1024]");
   const bool prepared = vm.count("prepared") > 0;
   const Shape sh = parse_shape(shape);
@@ -382,53 +387,58 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
   {
     Timer timer(dev, s);
     const int m = int(sh.m), k = int(sh.k);
-    const std::int64_t bytes = q4_gemv::packed::ring_probe_bytes(m, k);
+    const std::int64_t bytes = q4_gemv::packed::ring_probe_bytes(m, k);  // rows=8's packed bytes, either grid
     const long long stride = (bytes + 255) / 256 * 256;
     const int copies = std::max(launches, timer.copies_for(double(bytes)));
-    const int grid = q4_gemv::packed::ring_stamp_grid(m, k), points = q4_gemv::packed::ring_stamp_points();
+    const int grid = q4_gemv::packed::q4_stamp_grid(g, m, k), points = q4_gemv::packed::q4_stamp_points();
     DeviceBuffer<std::uint8_t> packed{std::size_t(stride) * std::size_t(copies)};
     KLAB_CUDA(cudaMemsetAsync(packed.get(), 0x11, packed.size(), s));  // codes 1, scales 0x1111: finite, any values time alike
     std::vector<float> xh(static_cast<std::size_t>(k));
     for (std::size_t i = 0; i < xh.size(); ++i) xh[i] = float(int(i % 61) - 30) * 0.05f;
     DeviceBuffer<float> x = DeviceBuffer<float>::from(xh), y{std::size_t(m)};
     DeviceBuffer<unsigned long long> stamps{std::size_t(launches) * std::size_t(grid) * std::size_t(points)}, waits{std::size_t(launches) * std::size_t(grid)};
+    KLAB_CUDA(cudaMemsetAsync(waits.get(), 0, waits.size() * sizeof(unsigned long long), s));  // grid=groups writes none
     // One call with its prep launch first (no stamps yet: none asked for): g_xq holds x prepared for --prepared.
-    q4_gemv::packed::launch_ring_stamped(depth, false, packed.get(), x.get(), y.get(), m, k, s);
+    q4_gemv::packed::launch_q4_stamped(g, depth, false, packed.get(), x.get(), y.get(), m, k, s);
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     KLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     for (int n = 0; n < launches; ++n)
-      q4_gemv::packed::launch_ring_stamped(depth, prepared, packed.get() + std::size_t(stride) * std::size_t(n % copies), x.get(), y.get(), m, k, s);
+      q4_gemv::packed::launch_q4_stamped(g, depth, prepared, packed.get() + std::size_t(stride) * std::size_t(n % copies), x.get(), y.get(), m, k, s);
     KLAB_CUDA(cudaStreamEndCapture(s, &graph));
     KLAB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     for (int rep = 0; rep < 3; ++rep) {
       KLAB_CUDA(cudaMemsetAsync(stamps.get(), 0, stamps.size() * sizeof(unsigned long long), s));
-      q4_gemv::packed::ring_stamp_begin(stamps.get(), waits.get(), launches, packed.get(), stride, s);
+      q4_gemv::packed::q4_stamp_begin(stamps.get(), waits.get(), launches, packed.get(), stride, s);
       KLAB_CUDA(cudaGraphLaunch(exec, s));
       KLAB_CUDA(cudaStreamSynchronize(s));
     }
     const auto host_stamps = stamps.download();
     const auto host_waits = waits.download();
-    q4_gemv::packed::ring_stamp_begin(nullptr, nullptr, 0, nullptr, 1, s);  // stamps off before the buffers go
+    q4_gemv::packed::q4_stamp_begin(nullptr, nullptr, 0, nullptr, 1, s);  // stamps off before the buffers go
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     constexpr int skip = 4;
-    // Each block's waits for its stages' bytes, and their share of its span from the release to its exit.
-    std::vector<double> waited, share;
-    for (int n = skip; n < launches; ++n)
-      for (int b = 0; b < grid; ++b) {
-        const std::size_t row = (std::size_t(n) * grid + std::size_t(b)) * std::size_t(points);
-        const double w = double(host_waits[std::size_t(n) * grid + std::size_t(b)]);
-        const double span = double(host_stamps[row + std::size_t(points) - 1]) - double(host_stamps[row + 2]);
-        waited.push_back(w);
-        if (span > 0) share.push_back(w / span);
-      }
-    out = {{"probe", "q4-ring-stamps"}, {"device", dev.name}, {"shape", sh.str()}, {"depth", depth}, {"prepared", prepared}, {"bytes", bytes},
-           {"grid", grid}, {"launches", launches}, {"copies", copies}};
-    out.update(stamp_reading(host_stamps, launches, grid, points, skip,
-                             {"request", "wait", "x", "first_bytes", "first_group", "rest", "last_group_exit"}));
-    out["bytes_wait_ns"] = median_of(waited);
-    out["bytes_wait_share"] = median_of(share);
+    out = {{"probe", "q4-stamps"}, {"device", dev.name}, {"shape", sh.str()}, {"grid", grid_name}, {"depth", depth}, {"prepared", prepared},
+           {"bytes", bytes}, {"blocks", grid}, {"launches", launches}, {"copies", copies}};
+    if (g == q4_gemv::packed::StampGrid::fill) {
+      out.update(stamp_reading(host_stamps, launches, grid, points, skip,
+                               {"request", "wait", "x", "first_bytes", "first_group", "rest", "last_group_exit"}));
+      // Each block's waits for its stages' bytes, and their share of its span from the release to its exit.
+      std::vector<double> waited, share;
+      for (int n = skip; n < launches; ++n)
+        for (int b = 0; b < grid; ++b) {
+          const std::size_t row = (std::size_t(n) * grid + std::size_t(b)) * std::size_t(points);
+          const double w = double(host_waits[std::size_t(n) * grid + std::size_t(b)]);
+          const double span = double(host_stamps[row + std::size_t(points) - 1]) - double(host_stamps[row + 2]);
+          waited.push_back(w);
+          if (span > 0) share.push_back(w / span);
+        }
+      out["bytes_wait_ns"] = median_of(waited);
+      out["bytes_wait_share"] = median_of(share);
+    } else {
+      out.update(stamp_reading(host_stamps, launches, grid, points, skip, {"request", "wait", "x", "bytes", "dots", "barrier", "store_exit"}));
+    }
     const double period = out["period_ns"].get<double>();
     out["period_gbps"] = period > 0 ? double(bytes) / period : 0.0;
   }

@@ -37,12 +37,12 @@ int probe_hop_command(const std::vector<std::string>& args, int argc, char** arg
 nlohmann::json stamp_reading(const std::vector<unsigned long long>& stamps, int launches, int blocks, int points, int skip);
 nlohmann::json stamp_reading(const std::vector<unsigned long long>& stamps, int launches, int blocks, int points, int skip,
                              const std::vector<std::string>& phase_names);
-// `klab probe-q4`: the q4 ring's kernel (rung 11's, or depth=1|2|3's) with in-kernel %globaltimer stamps
-// (q4_gemv::packed::launch_ring_stamped), after its prep launch or alone on prepared x, launches back to back in a
-// graph over rotating copies of the weights: one JSON line saying where a call's period goes (the hop from the last
-// block of the call before to the first release, x, the first stage's bytes, the first group, the rest, the exit)
-// and how long a block waits for its stages' bytes. Not a variant and not a report: a probe for issue 13's small
-// shapes (docs/DEVICE-RUNBOOK.md).
+// `klab probe-q4`: a q4 main kernel with in-kernel %globaltimer stamps (q4_gemv::packed::launch_q4_stamped: the ring
+// of rung 11 or depth=1|2|3, or rung 10's grid=groups kernel), after its prep launch or alone on prepared x, launches
+// back to back in a graph over rotating copies of the weights: one JSON line saying where a call's period goes (the
+// hop from the last block of the call before to the first release, then each phase of a block: x, its bytes, its
+// work, the exit) and, for the ring, how long a block waits for its stages' bytes. Not a variant and not a report: a
+// probe for issue 13's small shapes (docs/DEVICE-RUNBOOK.md).
 extern const char* const kProbeQ4Usage;
 int probe_q4_command(const std::vector<std::string>& args, int argc, char** argv);
 }  // namespace klab::experiments

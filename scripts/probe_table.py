@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tables from the JSON lines of klab's probes: `klab probe-ring` (probe "ring-read"), `klab probe-rec` (probe
-"rec-stamps"), `klab probe-hop` (probe "hop-under-load") and `klab probe-q4` (probe "q4-ring-stamps"), one markdown
+"rec-stamps"), `klab probe-hop` (probe "hop-under-load") and `klab probe-q4` (probe "q4-stamps"), one markdown
 table per kind, a row per line in file order.
 
     scripts/probe_table.py FILE.jsonl [--out TABLE.md]
@@ -10,10 +10,11 @@ share of the ring's time. rec-stamps: the kernel (cols, rows, pdl, batch), the p
 exit -> the first release from the wait), the span after the release, a block's phases after it, how early launches
 enter, and the timer's smallest step; ns as the probe wrote them, shown in us. hop-under-load: the background (loads a
 thread x blocks an SM) and its bytes in flight an SM, its read rate alone and beside the foreground, the dependent hop
-of one block and of a grid (us a launch) and one dependent L2 load (ns). q4-ring-stamps: the ring (shape, depth, with
-its prep launch or on prepared x), the period and the rate it makes of the weights' bytes, the hop, the span after the
-release, a block's phases from the release (x in, the first stage's bytes, the first group, the rest, the last group
-and exit) and its waits for its stages' bytes (us, and their share of its span after the release).
+of one block and of a grid (us a launch) and one dependent L2 load (ns). q4-stamps: the kernel (the ring and its depth,
+or grid=groups; with its prep launch or on prepared x), the period and the rate it makes of the weights' bytes, the
+hop, the span after the release, a block's phases from the release (x in; its bytes: the ring's first stage, grid=groups'
+whole group; its work: the ring's first group, grid=groups' dots; then the ring's other groups or grid=groups' barrier;
+the exit) and, for the ring, its waits for its stages' bytes (us, and their share of its span after the release).
 
 Exit 0 with the tables on stdout (or in --out); 2, writing nothing, when the file cannot be read, a line is not a JSON
 object, or a line's probe is not one of the four (named in the message).
@@ -23,7 +24,7 @@ import json
 import sys
 from pathlib import Path
 
-KINDS = ("ring-read", "rec-stamps", "hop-under-load", "q4-ring-stamps")
+KINDS = ("ring-read", "rec-stamps", "hop-under-load", "q4-stamps")
 
 
 def us(ns):
@@ -64,15 +65,17 @@ def hop_table(rows):
 
 
 def q4_table(rows):
-    out = ["| ring | shape | period (us) | GB/s | hop (us) | after the release (us) | a block: x | first stage's bytes "
-           "| first group | the rest | last group, exit | waits for bytes (us) | share |",
+    out = ["| kernel | shape | period (us) | GB/s | hop (us) | after the release (us) | a block: x | its bytes | its work "
+           "| then | exit | waits for bytes (us) | share |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         p = r["block_phase_ns"]
-        ring = (f"depth={r['depth']}" if r["depth"] else "the ring's stages") + (", prepared x" if r["prepared"] else ", prep launch")
-        out.append(f"| {ring} | {r['shape']} | {us(r['period_ns'])} | {r['period_gbps']:.0f} | {us(r['hop_ns'])} | "
-                   f"{us(r['after_release_ns'])} | {us(p['x'])} | {us(p['first_bytes'])} | {us(p['first_group'])} | {us(p['rest'])} | "
-                   f"{us(p['last_group_exit'])} | {us(r['bytes_wait_ns'])} | {100 * r['bytes_wait_share']:.0f}% |")
+        ring = r["grid"] == "fill"
+        kernel = ((f"ring, depth={r['depth']}" if r["depth"] else "ring") if ring else "grid=groups") + (", prepared x" if r["prepared"] else ", prep launch")
+        phases = [p["first_bytes"], p["first_group"], p["rest"], p["last_group_exit"]] if ring else [p["bytes"], p["dots"], p["barrier"], p["store_exit"]]
+        waits = f"{us(r['bytes_wait_ns'])} | {100 * r['bytes_wait_share']:.0f}%" if ring else "- | -"
+        out.append(f"| {kernel} | {r['shape']} | {us(r['period_ns'])} | {r['period_gbps']:.0f} | {us(r['hop_ns'])} | "
+                   f"{us(r['after_release_ns'])} | {us(p['x'])} | " + " | ".join(us(v) for v in phases) + f" | {waits} |")
     return out
 
 
@@ -102,7 +105,7 @@ def main(argv):
         by_kind[kind].append(r)
     lines = []
     try:
-        for kind, table in (("ring-read", ring_table), ("rec-stamps", rec_table), ("hop-under-load", hop_table), ("q4-ring-stamps", q4_table)):
+        for kind, table in (("ring-read", ring_table), ("rec-stamps", rec_table), ("hop-under-load", hop_table), ("q4-stamps", q4_table)):
             if by_kind[kind]:
                 device = sorted({r.get("device", "?") for r in by_kind[kind]})
                 lines += [f"## {kind} ({', '.join(device)})", ""] + table(by_kind[kind]) + [""]

@@ -292,10 +292,12 @@ TEST_CASE("klab probe-q4 refuses bad options and a missing device by name, exit 
                            {"probe-q4 --shape 64x100", "not a multiple of 32"},
                            {"probe-q4 --shape 64x40000", "32768"},
                            {"probe-q4 --shape 64x5120 --depth 4", "--depth 4: one of 0, 1, 2, 3"},
+                           {"probe-q4 --shape 64x5120 --grid half", "--grid half: fill or groups"},
+                           {"probe-q4 --shape 64x5120 --grid groups --depth 2", "grid=groups has none"},
                            {"probe-q4 --shape 64x5120 --launches 4", "--launches must be in [8, 1024]"},
                            {"probe-q4 --shape 64x5120 --bogus", "--bogus"},
                        },
-                       "period_ns", "klab probe-q4 --shape MxK", "probe-q4 --shape 64x5120 --prepared");
+                       "period_ns", "klab probe-q4 --shape MxK", "probe-q4 --shape 64x5120 --grid groups --prepared");
 }
 
 TEST_CASE("probe-hop's forms: the depth in flight a form names, and the default sweep from none to 128 KB an SM") {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "../q4_cases.hpp"
 #include "gpu_util.hpp"
@@ -374,30 +375,32 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
   CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=f32,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
 }
 
-TEST_CASE("the ring's stamp probe (klab probe-q4): its kernel gives the ring's bits, with its prep launch and on prepared x, and every block's stamps in order") {
+TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D's and rung 10's bits, with their prep launch and on prepared x, and every block's stamps in order") {
+  namespace pk = q4_gemv::packed;
   const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
-  // 17408x5120: 8 or 9 groups a block; 300x6144: a group or two a block (the one-group path of points 5 and 6).
+  std::vector<std::tuple<pk::StampGrid, int, std::string>> kernels{{pk::StampGrid::groups, 0, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8"}};
+  for (int depth : pk::ring_stamp_depths()) kernels.emplace_back(pk::StampGrid::fill, depth, ring + (depth ? "depth=" + std::to_string(depth) + "," : "") + "pdl=on,rows=8");
+  // 17408x5120: 8 or 9 groups a ring block; 300x6144: a group or two a ring block (the one-group path of points 5 and 6).
   for (const Shape s : std::vector<Shape>{{17408, 5120}, {300, 6144}}) {
     const auto c = test::q4_generated(s, Dist::student_t, 23);
     CAPTURE(c.what);
-    const int m = int(s.m), k = int(s.k), grid = q4_gemv::packed::ring_stamp_grid(m, k), points = q4_gemv::packed::ring_stamp_points();
-    for (int depth : q4_gemv::packed::ring_stamp_depths()) {
-      CAPTURE(depth);
-      const std::string name = ring + (depth ? "depth=" + std::to_string(depth) + "," : "") + "pdl=on,rows=8";
+    const int m = int(s.m), k = int(s.k), points = pk::q4_stamp_points();
+    auto x = DeviceBuffer<float>::from(c.x);
+    for (const auto& [g, depth, name] : kernels) {
+      CAPTURE(name);
+      const int grid = pk::q4_stamp_grid(g, m, k);
       const auto& kern = q4_gemv::q4_kernel(name);
       const auto want = run_variant(name, c);
       const auto packed = packed_on_device(kern, c.w);
-      auto x = DeviceBuffer<float>::from(c.x);
-      const int launches = 1;  // one call: its blocks' rows
       DeviceBuffer<unsigned long long> stamps{std::size_t(grid) * std::size_t(points)}, waits{std::size_t(grid)};
       for (bool prepared : {false, true}) {
         CAPTURE(prepared);
         DeviceBuffer<float> y{std::size_t(m)};
         poison_device(y.get(), y.size());
         KLAB_CUDA(cudaMemset(stamps.get(), 0, stamps.size() * sizeof(unsigned long long)));
-        q4_gemv::packed::ring_stamp_begin(stamps.get(), waits.get(), launches, packed.get(), 1LL << 40, nullptr);
+        pk::q4_stamp_begin(stamps.get(), waits.get(), 1, packed.get(), 1LL << 40, nullptr);  // one call: its blocks' rows
         // prepared: g_xq holds x's words from the call before (prepared=false ran first)
-        q4_gemv::packed::launch_ring_stamped(depth, prepared, packed.get(), x.get(), y.get(), m, k, nullptr);
+        pk::launch_q4_stamped(g, depth, prepared, packed.get(), x.get(), y.get(), m, k, nullptr);
         KLAB_CUDA(cudaDeviceSynchronize());
         CHECK(bitwise_diff(y.download(), want) == 0);
         const auto st = stamps.download();
@@ -411,11 +414,12 @@ TEST_CASE("the ring's stamp probe (klab probe-q4): its kernel gives the ring's b
         CHECK(holed == 0);
         CHECK(unordered == 0);
       }
-      q4_gemv::packed::ring_stamp_begin(nullptr, nullptr, 0, nullptr, 1, nullptr);  // stamps off before the buffers go
+      pk::q4_stamp_begin(nullptr, nullptr, 0, nullptr, 1, nullptr);  // stamps off before the buffers go
     }
   }
-  // Only the ring's stages or depth=1|2|3 are instrumented.
-  CHECK_THROWS_WITH_AS(q4_gemv::packed::launch_ring_stamped(4, false, nullptr, nullptr, nullptr, 8, 64, nullptr), doctest::Contains("depth 4"), Error);
+  // Only the ring's stages or depth=1|2|3 are instrumented; grid=groups has no depth.
+  CHECK_THROWS_WITH_AS(pk::launch_q4_stamped(pk::StampGrid::fill, 4, false, nullptr, nullptr, nullptr, 8, 64, nullptr), doctest::Contains("depth 4"), Error);
+  CHECK_THROWS_WITH_AS(pk::launch_q4_stamped(pk::StampGrid::groups, 2, false, nullptr, nullptr, nullptr, 8, 64, nullptr), doctest::Contains("no depth"), Error);
 }
 
 namespace {

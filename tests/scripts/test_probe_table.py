@@ -22,8 +22,8 @@ REC = {"probe": "rec-stamps", "device": "GPU X", "cols": 32, "rows": 8, "pdl": "
 HOP_IDLE = {"probe": "hop-under-load", "device": "GPU X", "background": "none", "bg_loads": 0, "bg_blocks_per_sm": 0,
             "bg_inflight_kb_per_sm": 0.0, "bg_gbps": 0.0, "bg_gbps_with": 0.0, "hop_one_us": 0.731, "hop_grid_us": 0.829,
             "chase_ns": 140.5}
-Q4 = {"probe": "q4-ring-stamps", "device": "GPU X", "shape": "6144x5120", "depth": 2, "prepared": False, "bytes": 17694720,
-      "grid": 264, "launches": 64, "copies": 64, "period_ns": 7040.0, "hop_ns": 2560.0, "after_release_ns": 4480.0,
+Q4 = {"probe": "q4-stamps", "device": "GPU X", "shape": "6144x5120", "grid": "fill", "depth": 2, "prepared": False, "bytes": 17694720,
+      "blocks": 264, "launches": 64, "copies": 64, "period_ns": 7040.0, "hop_ns": 2560.0, "after_release_ns": 4480.0,
       "release_spread_ns": 320.0, "entry_ahead_ns": 1024.0, "timer_step_ns": 32,
       "block_phase_ns": {"request": 64.0, "wait": 2048.0, "x": 416.0, "first_bytes": 96.0, "first_group": 512.0, "rest": 1920.0,
                          "last_group_exit": 608.0},
@@ -72,15 +72,20 @@ class ProbeTable(unittest.TestCase):
 
     def test_q4_table(self):
         prepared = dict(Q4, depth=0, prepared=True, period_ns=5504.0, period_gbps=3214.9)
-        p = run(self.write(json.dumps(Q4), json.dumps(prepared)))
+        groups = {k: v for k, v in Q4.items() if k not in ("bytes_wait_ns", "bytes_wait_share")}
+        groups.update(grid="groups", depth=0, blocks=768, block_phase_ns={"request": 32.0, "wait": 1000.0, "x": 448.0, "bytes": 0.0,
+                                                                          "dots": 704.0, "barrier": 160.0, "store_exit": 96.0})
+        p = run(self.write(json.dumps(Q4), json.dumps(prepared), json.dumps(groups)))
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = p.stdout.splitlines()
-        self.assertIn("## q4-ring-stamps (GPU X)", lines)
-        first = "| depth=2, prep launch | 6144x5120 | 7.04 | 2513 | 2.56 | 4.48 | 0.42 | 0.10 | 0.51 | 1.92 | 0.61 | 1.34 | 31% |"
-        second = "| the ring's stages, prepared x | 6144x5120 | 5.50 | 3215 | 2.56 | 4.48 | 0.42 | 0.10 | 0.51 | 1.92 | 0.61 | 1.34 | 31% |"
-        self.assertIn(first, lines)
-        self.assertIn(second, lines)
+        self.assertIn("## q4-stamps (GPU X)", lines)
+        first = "| ring, depth=2, prep launch | 6144x5120 | 7.04 | 2513 | 2.56 | 4.48 | 0.42 | 0.10 | 0.51 | 1.92 | 0.61 | 1.34 | 31% |"
+        second = "| ring, prepared x | 6144x5120 | 5.50 | 3215 | 2.56 | 4.48 | 0.42 | 0.10 | 0.51 | 1.92 | 0.61 | 1.34 | 31% |"
+        third = "| grid=groups, prep launch | 6144x5120 | 7.04 | 2513 | 2.56 | 4.48 | 0.45 | 0.00 | 0.70 | 0.16 | 0.10 | - | - |"
+        for line in (first, second, third):
+            self.assertIn(line, lines)
         self.assertLess(lines.index(first), lines.index(second))
+        self.assertLess(lines.index(second), lines.index(third))
 
     def test_out_file(self):
         out = self.d / "t.md"

@@ -379,6 +379,60 @@ void launch_xprep_warps(const float* x, int nb, cudaStream_t stream) {
   KLAB_CUDA_LAUNCH("xprep_warps_kernel");
 }
 
+// Stamp (the stamp probe, `klab probe-q4`: the ring, grid=fill,load=bulk, with no other axis but depth and a prepared
+// x; or grid=groups,xprep=launch,q8-dp4a's main kernel, xl_body): thread 0 of each block reads %globaltimer at
+// kQ4StampPoints points of its path into
+// g_q4_stamps[(launch * blocks + block) * kQ4StampPoints + i] and adds up the time it spends in the stages' mbarrier
+// waits into g_q4_waits[launch * blocks + block]; launch = the index of the launch's copy of the weights
+// ((packed - g_q4_stamp_base) / g_q4_stamp_stride: the probe gives every launch a copy of its own); launches past
+// g_q4_stamp_launches write nothing. Not a variant: the stamps are on the path they measure.
+//   the ring: 0 entry; 1 the prologue's stage requests issued, before griddepcontrol.wait; 2 after the wait; 3 x's
+//   words in registers (a branch on them orders the read); 4 the first stage's bytes arrived; 5 the first group done
+//   (after its barrier, its row stored); 6 the last stage's bytes arrived; 7 the last group done, at exit.
+//   grid=groups: 0 entry; 1 the group's loads issued, before the wait; 2 after the wait; 3 x's words in registers; 4
+//   the thread's weights in registers; 5 its dots done; 6 after the block's barrier (every warp's row totals in
+//   shared memory); 7 y stored, at exit.
+// start and finish, which name the probe's __device__ globals, are defined with them further down (before
+// packed_ring_kernel): declared after every other global of this file, so that the other kernels' constant-bank slots
+// (and so their SASS) stay as they were.
+constexpr int kQ4StampPoints = 8;
+template <bool Stamp>
+struct Q4Stamper {
+  unsigned long long* row = nullptr;
+  unsigned long long waited = 0, t0 = 0;
+  __device__ static unsigned long long now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+    return t;
+  }
+  __device__ void start(const std::uint8_t* packed);
+  __device__ void at(int i) {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0 && row) row[i] = now();
+    }
+  }
+  // Point i once `word` (a loaded value) is in: the branch on it waits for the load, the timer read follows it.
+  __device__ void after(int i, std::uint32_t word) {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0 && row) {
+        if (word == 0x7FC00BADu) asm volatile("nanosleep.u32 0;" ::: "memory");
+        row[i] = now();
+      }
+    }
+  }
+  __device__ void wait_begins() {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0) t0 = now();
+    }
+  }
+  __device__ void wait_ends() {
+    if constexpr (Stamp) {
+      if (threadIdx.x == 0) waited += now() - t0;
+    }
+  }
+  __device__ void finish();
+};
+
 // The pieces grid=groups' kernels share (packed_xl_kernel, packed_xc_kernel):
 // group_base / load_group: thread `lane` of warp `warp` loads its block of 32 of the thread block's
 // group of R rows (R code blocks, their scales), streaming (ld.cs); issued before griddepcontrol.wait.
@@ -404,11 +458,17 @@ __device__ __forceinline__ void q8_rows(const Buf<R>& buf, uint4 xe, uint4 xo, i
 }
 // store_rows: the transposed butterfly of each warp's R row values, the warps' totals in `part`, and
 // threads r < R summing them in warp order into y[blockIdx.x * R + r] (rows past m not stored).
-template <int R>
-__device__ __forceinline__ void store_rows(float (&p)[R], float (&part)[kMaxWarps][R], int tid, int lane, int warp, int W, float* __restrict__ y, int m) {
+// `after_barrier` (the stamp probe's): called by every thread right after the barrier.
+struct NoHook {
+  __device__ void operator()() const {}
+};
+template <int R, class Hook = NoHook>
+__device__ __forceinline__ void store_rows(float (&p)[R], float (&part)[kMaxWarps][R], int tid, int lane, int warp, int W, float* __restrict__ y, int m,
+                                           Hook after_barrier = {}) {
   const float t = warp_rows<R>(p, lane);
   if ((lane & (32 / R - 1)) == 0) part[warp][lane / (32 / R)] = t;
   __syncthreads();
+  after_barrier();
   if (tid < R) {
     const int row = blockIdx.x * R + tid;
     if (row < m) {
@@ -422,8 +482,12 @@ __device__ __forceinline__ void store_rows(float (&p)[R], float (&part)[kMaxWarp
 // One thread block per group of R rows (grid = groups), one thread per block of 32 weights; the
 // block values, the transposed butterfly and the warps' sum exactly as packed_kernel: the same bits.
 // xl_body is the kernel's code (packed_xl_rows_kernel runs it too), for the block of group blockIdx.x.
-template <Form F, int R>
+// Stamp: the stamp probe's instance (packed_xl_stamp_kernel; q8 only).
+template <Form F, int R, bool Stamp = false>
 __device__ __forceinline__ void xl_body(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  static_assert(!Stamp || F == Form::q8, "the stamp probe instruments the q8-dp4a main kernel");
+  Q4Stamper<Stamp> stamp;
+  stamp.start(packed);
   asm volatile("griddepcontrol.launch_dependents;");
   __shared__ float part[kMaxWarps][R];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, W = blockDim.x >> 5;
@@ -432,8 +496,10 @@ __device__ __forceinline__ void xl_body(const std::uint8_t* __restrict__ packed,
   const std::uint8_t* q = group_base<R>(packed, W, warp, lane);
   Buf<R> buf;
   if (active) load_group<R>(q, lane, buf);
+  stamp.at(1);
   // g_xq (and x) come from the launches before us: wait for them.
   asm volatile("griddepcontrol.wait;" ::: "memory");
+  stamp.at(2);
   float p[R];
   if (active) {
     if constexpr (F == Form::f32) {
@@ -450,7 +516,10 @@ __device__ __forceinline__ void xl_body(const std::uint8_t* __restrict__ packed,
       for (int r = 0; r < R; ++r) p[r] = mul_rn(DotOffset::finish(acc[r], sx), half_value(buf.s.get(r)));
     } else if constexpr (F == Form::q8) {
       const uint4 xe = __ldcg(&g_xq[tid]), xo = __ldcg(&g_xq[kXqStride + tid]), cd = __ldcg(&g_xq[2 * kXqStride + tid]);
+      stamp.after(3, xe.x ^ xo.x ^ cd.y);
+      stamp.after(4, buf.q[0].x ^ buf.q[R - 1].w);
       q8_rows<R>(buf, xe, xo, int(cd.x), __uint_as_float(cd.y), p);
+      stamp.after(5, float_bits(p[0]) ^ float_bits(p[R - 1]));
     } else {
       uint4 xp[4];
       for (int j = 0; j < 4; ++j) xp[j] = __ldcg(&g_xq[j * kXqStride + tid]);
@@ -464,12 +533,23 @@ __device__ __forceinline__ void xl_body(const std::uint8_t* __restrict__ packed,
   } else {
     for (int r = 0; r < R; ++r) p[r] = 0.f;
   }
-  store_rows<R>(p, part, tid, lane, warp, W, y, m);
+  if constexpr (Stamp) {
+    store_rows<R>(p, part, tid, lane, warp, W, y, m, [&stamp] { stamp.at(6); });
+    stamp.finish();
+  } else {
+    store_rows<R>(p, part, tid, lane, warp, W, y, m);
+  }
 }
 template <Form F, int R>
 __global__ void __launch_bounds__(kMaxWarps * 32)
 packed_xl_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
   xl_body<F, R>(packed, x, y, m, k);
+}
+// The stamp probe's grid=groups main kernel (q8-dp4a; launch_q4_stamped).
+template <int R>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+packed_xl_stamp_kernel(const std::uint8_t* __restrict__ packed, const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  xl_body<Form::q8, R, true>(packed, x, y, m, k);
 }
 // regs=48: the same body with at most 48 registers a thread (__maxnreg__ in place of the launch bound, which
 // it cannot share a kernel with; 1024 threads x 48 registers still fit an SM). Why (docs/DEVICE-RUNBOOK.md's
@@ -930,75 +1010,34 @@ __device__ __forceinline__ void cp_async_wait(int n) {
   }
 }
 
-// Stamp (the ring's stamp probe, `klab probe-q4`; grid=fill, load=bulk, no other axis but depth and a prepared x):
-// thread 0 of each block reads %globaltimer at kQ4StampPoints points of its path into
-// g_q4_stamps[(launch * blocks + block) * kQ4StampPoints + i] and adds up the time it spends in the stages' mbarrier
-// waits into g_q4_waits[launch * blocks + block]; launch = the index of the launch's copy of the weights
-// ((packed - g_q4_stamp_base) / g_q4_stamp_stride: the probe gives every launch a copy of its own); launches past
-// g_q4_stamp_launches write nothing. Not a variant: the stamps are on the path they measure.
-//   0 entry; 1 the prologue's stage requests issued, before griddepcontrol.wait; 2 after the wait; 3 x's words in
-//   registers (a branch on them orders the read); 4 the first stage's bytes arrived; 5 the first group done (after
-//   its barrier, its row stored); 6 the last stage's bytes arrived; 7 the last group done, at exit.
-constexpr int kQ4StampPoints = 8;
+// The stamp probe's globals (q4_stamp_begin sets them) and Q4Stamper's members that name them (see Q4Stamper).
 __device__ unsigned long long* g_q4_stamps;
 __device__ unsigned long long* g_q4_waits;
 __device__ const std::uint8_t* g_q4_stamp_base;
 __device__ long long g_q4_stamp_stride;
 __device__ int g_q4_stamp_launches;
 template <bool Stamp>
-struct Q4Stamper {
-  unsigned long long* row = nullptr;
-  unsigned long long waited = 0, t0 = 0;
-  __device__ static unsigned long long now() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
-    return t;
-  }
-  __device__ void start(const std::uint8_t* packed) {
-    if constexpr (Stamp) {
-      if (threadIdx.x == 0) {
-        const unsigned long long t = now();
-        if (g_q4_stamp_launches > 0) {  // ring_stamp_begin has run (the stride is set)
-          const long long launch = (packed - g_q4_stamp_base) / g_q4_stamp_stride;
-          if (launch >= 0 && launch < g_q4_stamp_launches) row = g_q4_stamps + (std::size_t(launch) * gridDim.x + blockIdx.x) * kQ4StampPoints;
-        }
-        if (row) row[0] = t;
+__device__ void Q4Stamper<Stamp>::start(const std::uint8_t* packed) {
+  if constexpr (Stamp) {
+    if (threadIdx.x == 0) {
+      const unsigned long long t = now();
+      if (g_q4_stamp_launches > 0) {  // q4_stamp_begin has run (the stride is set)
+        const long long launch = (packed - g_q4_stamp_base) / g_q4_stamp_stride;
+        if (launch >= 0 && launch < g_q4_stamp_launches) row = g_q4_stamps + (std::size_t(launch) * gridDim.x + blockIdx.x) * kQ4StampPoints;
       }
+      if (row) row[0] = t;
     }
   }
-  __device__ void at(int i) {
-    if constexpr (Stamp) {
-      if (threadIdx.x == 0 && row) row[i] = now();
+}
+template <bool Stamp>
+__device__ void Q4Stamper<Stamp>::finish() {
+  if constexpr (Stamp) {
+    if (threadIdx.x == 0 && row) {
+      row[kQ4StampPoints - 1] = now();
+      g_q4_waits[(row - g_q4_stamps) / kQ4StampPoints] = waited;
     }
   }
-  // Point i once `word` (a loaded value) is in: the branch on it waits for the load, the timer read follows it.
-  __device__ void after(int i, std::uint32_t word) {
-    if constexpr (Stamp) {
-      if (threadIdx.x == 0 && row) {
-        if (word == 0x7FC00BADu) asm volatile("nanosleep.u32 0;" ::: "memory");
-        row[i] = now();
-      }
-    }
-  }
-  __device__ void wait_begins() {
-    if constexpr (Stamp) {
-      if (threadIdx.x == 0) t0 = now();
-    }
-  }
-  __device__ void wait_ends() {
-    if constexpr (Stamp) {
-      if (threadIdx.x == 0) waited += now() - t0;
-    }
-  }
-  __device__ void finish() {
-    if constexpr (Stamp) {
-      if (threadIdx.x == 0 && row) {
-        row[kQ4StampPoints - 1] = now();
-        g_q4_waits[(row - g_q4_stamps) / kQ4StampPoints] = waited;
-      }
-    }
-  }
-};
+}
 
 // XB (xprep=block, grid=half or fill; packed_ring.hpp): each thread prepares its block of x itself, after
 // griddepcontrol.wait, by q8_prep on x read through L2 (ld.cg) -- the values xprep_kernel<q8> would
@@ -1616,7 +1655,7 @@ int resident_warps_ring() {
 // Depth (depth=D, D > 0): the kernel fills at most D of the stages its shared memory holds; the request stays
 // ring_stages' S stages, so the grid and the residency are the ring's and only the bytes in flight a block change.
 // Late (trigger=late): the prep kernel lets the main kernel go once its x is in (xprep_kernel's Late).
-// Stamp: the stamp probe's ring kernel (launch_ring_stamped), on the grid of the ring without stamps.
+// Stamp: the stamp probe's ring kernel (launch_q4_stamped), on the grid of the ring without stamps.
 // Warps (xprep=warps|warp: 8 or 1): the prep launch is xprep_warps_kernel<Warps> (a warp a block of 32: xprep_kernel's
 // words), not xprep_kernel (a thread a block).
 template <int R, Load L, bool Pdl, bool XPf = false, bool WPf = false, int Split = 1, bool XB = false, bool NoDots = false, bool Tail = false,
@@ -2070,14 +2109,15 @@ void launch_ring_probe(const std::uint8_t* packed, float* y, int m, int k, cudaS
 }
 std::int64_t ring_probe_bytes(int m, int k) { return Geometry{m, k, 8}.bytes(); }
 
-// ---- the ring's stamp probe (packed_kernels.hpp; Q4Stamper above) ----
-int ring_stamp_points() { return kQ4StampPoints; }
+// ---- the stamp probe (packed_kernels.hpp; Q4Stamper above) ----
+int q4_stamp_points() { return kQ4StampPoints; }
 std::vector<int> ring_stamp_depths() { return {0, 1, 2, 3}; }
-int ring_stamp_grid(int m, int k) {
-  if (auto why = launch_error(m, k); !why.empty()) throw Error("the ring's stamp probe: " + why);
-  if (auto why = k_error(k); !why.empty()) throw Error("the ring's stamp probe: " + why);
+int q4_stamp_grid(StampGrid g, int m, int k) {
+  if (auto why = launch_error(m, k); !why.empty()) throw Error("the stamp probe: " + why);
+  if (auto why = k_error(k); !why.empty()) throw Error("the stamp probe: " + why);
   const int W = warps_for(k);
   const long long groups = (static_cast<long long>(m) + 7) / 8;
+  if (g == StampGrid::groups) return int(groups);
   return int(std::min<long long>(groups, static_cast<long long>(ring_blocks_per_sm<8, Load::bulk>(W)) * sm_count()));
 }
 namespace {
@@ -2086,8 +2126,26 @@ void stamped(bool prepared, const std::uint8_t* packed, const float* x, float* y
   if (prepared) launch_ring<8, Load::bulk, true, false, false, 1, false, false, false, true, false, Depth, false, true>(packed, x, y, m, k, stream);
   else launch_ring<8, Load::bulk, true, false, false, 1, false, false, false, false, false, Depth, false, true>(packed, x, y, m, k, stream);
 }
+// grid=groups,xprep=launch,q8-dp4a,rows=8,pdl=on (rung 10): its prep launch (unless prepared), then the stamped main
+// kernel, refused where it would not hold the blocks an SM rung 10's main kernel does.
+void groups_stamped(bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  const int threads = warps_for(k) * 32;
+  int plain = 0, stamped = 0;
+  KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&plain, packed_xl_kernel<Form::q8, 8>, threads, 0));
+  KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&stamped, packed_xl_stamp_kernel<8>, threads, 0));
+  require(stamped == plain, "the stamp probe's grid=groups kernel fits " + std::to_string(stamped) + " blocks an SM, rung 10's " +
+                                std::to_string(plain) + ": its launches would not be rung 10's");
+  if (!prepared) launch_xprep<Form::q8, 8, true, false, false>(packed, x, m, k, stream);
+  launch_maybe_pdl(true, packed_xl_stamp_kernel<8>, dim3(unsigned((static_cast<long long>(m) + 7) / 8)), dim3(unsigned(threads)), 0, stream, packed, x, y, m, k);
+  KLAB_CUDA_LAUNCH("packed_xl_stamp_kernel");
+}
 }  // namespace
-void launch_ring_stamped(int depth, bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+void launch_q4_stamped(StampGrid g, int depth, bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  if (g == StampGrid::groups) {
+    if (depth != 0) throw Error("the stamp probe: grid=groups has no depth (" + std::to_string(depth) + ")");
+    return groups_stamped(prepared, packed, x, y, m, k, stream);
+  }
   switch (depth) {
     case 0: return stamped<0>(prepared, packed, x, y, m, k, stream);
     case 1: return stamped<1>(prepared, packed, x, y, m, k, stream);
@@ -2096,8 +2154,8 @@ void launch_ring_stamped(int depth, bool prepared, const std::uint8_t* packed, c
     default: throw Error("the ring's stamp probe: depth " + std::to_string(depth) + " (0: the ring's stages, or 1, 2, 3: depth=D's)");
   }
 }
-void ring_stamp_begin(unsigned long long* stamps, unsigned long long* waits, int launches, const std::uint8_t* base, long long stride, cudaStream_t s) {
-  require(stride > 0 && launches >= 0, "ring_stamp_begin: the copies' stride must be positive and launches not negative (0: stamps off)");
+void q4_stamp_begin(unsigned long long* stamps, unsigned long long* waits, int launches, const std::uint8_t* base, long long stride, cudaStream_t s) {
+  require(stride > 0 && launches >= 0, "q4_stamp_begin: the copies' stride must be positive and launches not negative (0: stamps off)");
   KLAB_CUDA(cudaMemcpyToSymbolAsync(g_q4_stamps, &stamps, sizeof stamps, 0, cudaMemcpyHostToDevice, s));
   KLAB_CUDA(cudaMemcpyToSymbolAsync(g_q4_waits, &waits, sizeof waits, 0, cudaMemcpyHostToDevice, s));
   KLAB_CUDA(cudaMemcpyToSymbolAsync(g_q4_stamp_launches, &launches, sizeof launches, 0, cudaMemcpyHostToDevice, s));

@@ -31,20 +31,24 @@ void set_xf_counters(const XfCounters& c, FlagSet which = FlagSet::xprep_flag);
 // alignment). Throws klab::Error (refusals) or CudaError.
 void launch_ring_probe(const std::uint8_t* packed, float* y, int m, int k, cudaStream_t stream);
 std::int64_t ring_probe_bytes(int m, int k);
-// The ring's stamp probe (`klab probe-q4`): the ring kernel of rung 11 (grid=fill,xprep=launch,load=bulk,pdl=on,rows=8)
-// or of depth=1|2|3 (depth: 0 = the ring's own stages), after its prep launch or, `prepared`, alone on the x in g_xq
-// (launch_prepared's form), with thread 0 of each block reading %globaltimer at ring_stamp_points() points of its path
-// into stamps[(launch * grid + block) * points + i] and adding up its waits for the stages' bytes (ns) into
-// waits[launch * grid + block], for the first `launches` launches after ring_stamp_begin (launch: the index of the
-// launch's copy of the weights, (packed - base) / stride; each launch a copy of its own). Points: 0 entry, 1 the stage
-// requests issued, 2 after griddepcontrol.wait, 3 x in registers, 4 the first stage's bytes in, 5 the first group done,
-// 6 the last stage's bytes in, 7 exit (packed.cu, Q4Stamper); launches = 0 turns the stamps off (before their buffers
-// go). Not a variant: the stamps are on the path they measure.
-// ring_stamp_grid: the launch's blocks (the ring's grid; refuses what the ring would). Throw klab::Error or CudaError.
-int ring_stamp_points();
+// The stamp probe (`klab probe-q4`): a q4 main kernel with thread 0 of each block reading %globaltimer at
+// q4_stamp_points() points of its path into stamps[(launch * grid + block) * points + i], for the first `launches`
+// launches after q4_stamp_begin (launch: the index of the launch's copy of the weights, (packed - base) / stride; each
+// launch a copy of its own); launches = 0 turns the stamps off (before their buffers go). Not a variant: the stamps are
+// on the path they measure (packed.cu, Q4Stamper, which lists the points).
+//   StampGrid::fill: the ring kernel of rung 11 (grid=fill,xprep=launch,load=bulk,pdl=on,rows=8) or of depth=1|2|3
+//   (depth: 0 = the ring's own stages); waits[launch * grid + block] gets the block's time in its stages' mbarrier
+//   waits (ns). Points: entry, stage requests issued, after griddepcontrol.wait, x in registers, the first stage's
+//   bytes in, the first group done, the last stage's bytes in, exit.
+//   StampGrid::groups: rung 10's main kernel (grid=groups,xprep=launch,pdl=on,rows=8; depth 0 only; waits stay 0).
+//   Points: entry, the group's loads issued, after the wait, x in registers, the weights in registers, the dots done,
+//   after the block's barrier, exit.
+// Either after its prep launch or, `prepared`, alone on the x in g_xq (launch_prepared's form). q4_stamp_grid: the
+// launch's blocks (refuses what the kernel would). Throw klab::Error or CudaError.
+enum class StampGrid { fill, groups };
+int q4_stamp_points();
 std::vector<int> ring_stamp_depths();
-int ring_stamp_grid(int m, int k);
-void launch_ring_stamped(int depth, bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream);
-void ring_stamp_begin(unsigned long long* stamps, unsigned long long* waits, int launches, const std::uint8_t* base, long long stride,
-                      cudaStream_t s);
+int q4_stamp_grid(StampGrid g, int m, int k);
+void launch_q4_stamped(StampGrid g, int depth, bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream);
+void q4_stamp_begin(unsigned long long* stamps, unsigned long long* waits, int launches, const std::uint8_t* base, long long stride, cudaStream_t s);
 }  // namespace klab::q4_gemv::packed
