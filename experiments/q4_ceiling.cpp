@@ -240,7 +240,13 @@ constexpr std::size_t kBlockDepth0 = 74;
 // fastest rungs at 17408x5120 and 10240x5120 there. Predicted (before any run, 2026-12-05): x1.01..x1.03 at the two
 // large shapes, within 2% at the 17.7 MB ones; the same bits (packed.cu).
 constexpr std::size_t kRingWarp0 = 76;
-constexpr std::array<std::size_t, 2> kRingWarpTwins{kDepth0, kDepth3};
+constexpr std::array<std::size_t, 2> kDepthTwins{kDepth0, kDepth3};  // the depth=2 and depth=3 rings: 76-81's twins
+// The rungs 80, 81: row-split=2 on the depth rings, the twins of 69 (depth=2) and 73 (depth=3). Why: depth=2 (fewer bytes
+// in flight at the release) and row-split=2 (twice the warps on a group's work after the wait) took different parts of
+// the ring's time on the H200 (run-4a53b8f: x1.130 and x1.061 at 6144x5120 against their twins). Predicted (before any
+// run, 2026-12-05): ~6.7 us at 6144x5120 if they compose (the fastest rung there 6.76), the same as depth=2 at the
+// large shapes, slower at 5120x6144 (row-split=2 x0.958 there).
+constexpr std::size_t kDepthSplit0 = 80;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -367,7 +373,9 @@ std::vector<std::string> rungs() {
     out.push_back(replaced(out[twin], ",xprep=launch,", ",xprep=block,"));
   // 76, 77: xprep=warp twins of 69 and 73; 78, 79: xprep=warps twins of the same.
   for (const std::string prep : {",xprep=warp,", ",xprep=warps,"})
-    for (std::size_t twin : kRingWarpTwins) out.push_back(replaced(out[twin], ",xprep=launch,", prep));
+    for (std::size_t twin : kDepthTwins) out.push_back(replaced(out[twin], ",xprep=launch,", prep));
+  // 80, 81: row-split=2 twins of 69 and 73 (row-split= goes before pdl=).
+  for (std::size_t twin : kDepthTwins) out.push_back(inserted_after(out[twin], ",depth=" + std::string(twin == kDepth0 ? "2" : "3"), ",row-split=2"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -494,10 +502,14 @@ Experiment q4_to_ceiling() {
   const Claim ring_warps_pay{"ring-warps-pay",
                              "the prep a warp per block of 32 pays on the depth rings: grid=fill,xprep=warps,load=bulk,depth=2 and depth=3,rows=8,"
                              "pdl=on (prep blocks of 8 warps) are faster than their xprep=launch twins on the four seed shapes"};
+  const Claim depth_split_pays{"depth-split-pays",
+                               "twice the warps pay on the depth rings: grid=fill,xprep=launch,load=bulk,depth=2 and depth=3,row-split=2,rows=8,"
+                               "pdl=on (each group's rows over two threads a block of 32 weights) are faster than their twins without row-split "
+                               "on the four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
-              late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay};
+              late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -654,8 +666,9 @@ Experiment q4_to_ceiling() {
         twins_pay(depth_pays, "depth=3", [](std::size_t) { return kRingBulk8; }, kDepth3, 1);
         twins_pay(late_pays, "trigger=late", [](std::size_t i) { return kDepth0 + i; }, kLate0, 2);
         twins_pay(block_depth_pays, "xprep=block (for xprep=launch)", [](std::size_t i) { return kDepth0 + i; }, kBlockDepth0, 2);
-        twins_pay(ring_warp_pays, "xprep=warp (for xprep=launch)", [](std::size_t i) { return kRingWarpTwins[i]; }, kRingWarp0, 2);
-        twins_pay(ring_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t i) { return kRingWarpTwins[i]; }, kRingWarp0 + 2, 2);
+        twins_pay(ring_warp_pays, "xprep=warp (for xprep=launch)", [](std::size_t i) { return kDepthTwins[i]; }, kRingWarp0, 2);
+        twins_pay(ring_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t i) { return kDepthTwins[i]; }, kRingWarp0 + 2, 2);
+        twins_pay(depth_split_pays, "row-split=2", [](std::size_t i) { return kDepthTwins[i]; }, kDepthSplit0, 2);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

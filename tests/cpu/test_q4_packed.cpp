@@ -325,7 +325,7 @@ TEST_CASE("map=packed in the registry: names, layouts, tolerances, models, launc
       CHECK_THROWS_WITH_AS(kern.launch_packed(p + 4, x, y, 4, 64, nullptr), doctest::Contains("aligned"), Error);
     }
   CHECK(names == std::set<std::string>(packed_names().begin(), packed_names().end()));
-  CHECK(producers == 13);  // tests/cpu/test_q4_models.cpp names them
+  CHECK(producers == 15);  // tests/cpu/test_q4_models.cpp names them
   CHECK(names.count("q4_gemv/map=packed,dot=f32,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=f16x2,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,pdl=off,rows=4") == 1);
@@ -469,8 +469,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
   // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
   // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1, the two trigger=late, depth=3,
-  // the two xprep=block at depth=2|1, the four xprep=warp|warps at depth=2|3
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4);
+  // the two xprep=block at depth=2|1, the four xprep=warp|warps at depth=2|3, the two row-split=2 at depth=2|3
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -489,7 +489,7 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // depth=2|1: the first ring's kernel filling fewer stages, named after load=, with a model of its own (the ring at
   // D stages on the H200's grid) that gives the ring's bits.
   // trigger=late (the prep kernel's trigger after its x is in) on each, xprep=warp|warps (another prep kernel writing
-  // the same words) at depth=2|3: the same model.
+  // the same words) at depth=2|3: the same model; row-split=2 at depth=2|3: a model of its own with the ring's bits.
   for (const std::string name : {"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=1,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,pdl=on,rows=8",
@@ -500,7 +500,9 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warp,load=bulk,depth=2,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warp,load=bulk,depth=3,pdl=on,rows=8",
                                  "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,depth=2,pdl=on,rows=8",
-                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,depth=3,pdl=on,rows=8"}) {
+                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,depth=3,pdl=on,rows=8",
+                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,row-split=2,pdl=on,rows=8",
+                                 "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,row-split=2,pdl=on,rows=8"}) {
     const std::string depth = name.substr(name.find("depth=") + 6, 1);
     CAPTURE(name);
     CHECK(registry().variant(name).tolerance == pk::form_tolerance(pk::Form::q8));
@@ -667,7 +669,9 @@ TEST_CASE("map=packed row-split=2|4: the ring's rows split over 2 or 4 threads a
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,row-split=4,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=half,xprep=launch,xpf=l2,load=bulk,per-sm=2,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8",
-                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,tail=split,row-split=2,pdl=on,rows=8"});
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,tail=split,row-split=2,pdl=on,rows=8",
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,row-split=2,pdl=on,rows=8",
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,row-split=2,pdl=on,rows=8"});
   // grid=fill,xprep=block: the twins of rung 32 and of its row-split=2, and of the depth=2|1 rings, without the prep
   // kernel; the same model.
   CHECK(check_twins("grid=fill,xprep=block,", {}, "grid=fill,xprep=launch,") ==

@@ -2450,6 +2450,16 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 3, false, 1>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2, false, 8>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 3, false, 8>());
+  // row-split=2 on the depth rings (the same session, written without a device): rungs 69 (depth=2) and 73 (depth=3)
+  // with each group's rows over two threads a block of 32 weights (twice the warps; packed_ring_kernel's Split, the
+  // same bits). Why: the two changes take different parts of the ring's time; on the H200 (run-4a53b8f, the whole
+  // ladder, ratios of medians at 17408x5120 / 10240x5120 / 6144x5120 / 5120x6144) depth=2 (fewer bytes in flight at the
+  // release) x1.007 / x1.114 / x1.130 / x1.084 against the ring (rung 11), row-split=2 (more warps on a group's work
+  // after the wait; rung 58 against rung 32, both xpf=l2) x1.007 / x1.010 / x1.061 / x0.958. Predicted (before any run):
+  // if they compose, ~6.7 us at 6144x5120 (the ring 7.99, depth=2 7.07; the fastest rung there 6.76), the same as
+  // depth=2 at the large shapes, slower at 5120x6144.
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 2, false, false, false, 2>());
+  v.push_back(kernel_ring<8, Load::bulk, true, false, false, 2, false, false, false, 3>());
   return v;
 }
 

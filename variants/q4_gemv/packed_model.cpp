@@ -314,18 +314,21 @@ std::vector<float> model_split_of(const ref::Q4Matrix& w, std::span<const float>
   const int W = ring_warps(w);
   return model_ring(Load::bulk, 8, 264, 0, w, x, split_in_use(Split, W), Tail);
 }
-// depth=D (bulk, rows=8): the kernel fills at most D of ring_stages' stages.
-template <int D>
+// depth=D (bulk, rows=8): the kernel fills at most D of ring_stages' stages; with row-split=Split (2: the kernel runs
+// row-split=1 where 2 W warps exceed 32) each group's rows over Split threads a block of 32 weights.
+template <int D, int Split = 1>
 std::vector<float> model_depth_of(const ref::Q4Matrix& w, std::span<const float> x) {
   const int W = ring_warps(w);
-  return model_ring(Load::bulk, 8, 264, std::min(D, ring_stages(W, 8)), w, x);
+  return model_ring(Load::bulk, 8, 264, std::min(D, ring_stages(W, 8)), w, x, split_in_use(Split, W));
 }
-// tail: "split" (tail=split: bulk, rows=8, row-split 1 or 2) or ""; depth: "1", "2", "3" (bulk, rows=8, no other axis) or "".
+// tail: "split" (tail=split: bulk, rows=8, row-split 1 or 2) or ""; depth: "1", "2", "3" (bulk, rows=8, no tail; row-split
+// none, or 2 at depth 2 and 3) or "".
 Q4Model ring_model_for(const std::string& load, const std::string& rows, const std::string& split, const std::string& tail, const std::string& depth) {
   const bool bulk = load == load_name(Load::bulk);
   if (!depth.empty()) {
-    require(bulk && rows == "8" && split.empty() && tail.empty() && (depth == "1" || depth == "2" || depth == "3"),
-            "q4_gemv models: no ring model for depth=" + depth + " with load=" + load + ", rows=" + rows);
+    require(bulk && rows == "8" && (split.empty() || (split == "2" && depth != "1")) && tail.empty() && (depth == "1" || depth == "2" || depth == "3"),
+            "q4_gemv models: no ring model for depth=" + depth + " with load=" + load + ", rows=" + rows + (split.empty() ? "" : ", row-split=" + split));
+    if (!split.empty()) return depth == "2" ? &model_depth_of<2, 2> : &model_depth_of<3, 2>;
     return depth == "1" ? &model_depth_of<1> : depth == "2" ? &model_depth_of<2> : &model_depth_of<3>;
   }
   if (!tail.empty()) {
