@@ -73,6 +73,14 @@ int profile_one_command(const Registry& reg, const std::vector<std::string>& arg
 }
 
 namespace {
+// A q4 probe's --shape: MxK parsed, refused (klab::Error, naming the shape) where map=packed cannot take it.
+Shape q4_probe_shape(const std::string& shape) {
+  require(!shape.empty(), "--shape MxK is required");
+  const Shape sh = parse_shape(shape);
+  if (auto why = q4_gemv::launch_error(sh.m, sh.k); !why.empty()) throw Error(sh.str() + ": " + why);
+  if (auto why = q4_gemv::packed::packed_error(sh.k); !why.empty()) throw Error(sh.str() + ": " + why);
+  return sh;
+}
 // Parses args into vm by d; true when --help was asked (d printed): the command returns 0.
 bool parse_or_help(const std::vector<std::string>& args, const po::options_description& d, po::variables_map& vm) {
   po::store(po::command_line_parser(args).options(d).run(), vm);
@@ -97,11 +105,8 @@ int probe_ring_command(const std::vector<std::string>& args, int, char**) {
     ("reps", po::value<int>(&reps), "timed repetitions (default 50)")("device", po::value<int>(&device), "CUDA device index")("help,h", "this help");
   po::variables_map vm;
   if (parse_or_help(args, d, vm)) return 0;
-  require(!shape.empty(), "--shape MxK is required");
+  const Shape sh = q4_probe_shape(shape);
   require(reps >= 1, "--reps must be at least 1");
-  const Shape sh = parse_shape(shape);
-  if (auto why = q4_gemv::launch_error(sh.m, sh.k); !why.empty()) throw Error(sh.str() + ": " + why);
-  if (auto why = q4_gemv::packed::packed_error(sh.k); !why.empty()) throw Error(sh.str() + ": " + why);
   const DeviceInfo dev = select_device(device);
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -365,7 +370,7 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
     ("help,h", "this help");
   po::variables_map vm;
   if (parse_or_help(args, d, vm)) return 0;
-  require(!shape.empty(), "--shape MxK is required");
+  const Shape sh = q4_probe_shape(shape);
   require(grid_name == "fill" || grid_name == "groups", "--grid " + grid_name + ": fill or groups");
   const auto g = grid_name == "fill" ? q4_gemv::packed::StampGrid::fill : q4_gemv::packed::StampGrid::groups;
   const auto depths = q4_gemv::packed::ring_stamp_depths();
@@ -377,9 +382,6 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
   require(depth == 0 || g == q4_gemv::packed::StampGrid::fill, "--depth " + std::to_string(depth) + ": the ring's (--grid fill); grid=groups has none");
   require(launches >= 8 && launches <= 1024, "--launches must be in [8, 1024]");
   const bool prepared = vm.count("prepared") > 0;
-  const Shape sh = parse_shape(shape);
-  if (auto why = q4_gemv::launch_error(sh.m, sh.k); !why.empty()) throw Error(sh.str() + ": " + why);
-  if (auto why = q4_gemv::packed::packed_error(sh.k); !why.empty()) throw Error(sh.str() + ": " + why);
   const DeviceInfo dev = select_device(device);
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -31,8 +31,13 @@ def us(ns):
     return "-" if ns is None else f"{ns / 1000:.2f}"
 
 
+def header(*cols):
+    """A markdown table's first two lines."""
+    return ["| " + " | ".join(cols) + " |", "|" + " --- |" * len(cols)]
+
+
 def ring_table(rows):
-    out = ["| shape | the ring's loads alone (us) | p10..p90 | the PDL read (us) | read / ring |", "| --- | --- | --- | --- | --- |"]
+    out = header("shape", "the ring's loads alone (us)", "p10..p90", "the PDL read (us)", "read / ring")
     for r in rows:
         ring, read = r["ring_read_us"], r["read_us"]
         out.append(f"| {r['shape']} | {ring:.2f} | {r['ring_read_us_p10']:.2f}..{r['ring_read_us_p90']:.2f} | {read:.2f} | {100 * read / ring:.1f}% |")
@@ -40,9 +45,8 @@ def ring_table(rows):
 
 
 def rec_table(rows):
-    out = ["| kernel | batch | period (us) | hop (us) | after the release (us) | a block: inputs and pass 1 | pass 2, S stored | o, exit "
-           "| launches enter before the one before ends (us) | timer step (ns) |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = header("kernel", "batch", "period (us)", "hop (us)", "after the release (us)", "a block: inputs and pass 1", "pass 2, S stored",
+                 "o, exit", "launches enter before the one before ends (us)", "timer step (ns)")
     for r in rows:
         p = r["block_phase_ns"]
         kernel = f"cols={r['cols']},rows={r['rows']},pdl={r.get('pdl', 'ahead')}"
@@ -53,9 +57,8 @@ def rec_table(rows):
 
 
 def hop_table(rows):
-    out = ["| background | in flight an SM (KB) | its read alone (GB/s) | beside the foreground (GB/s) | hop, one block (us) "
-           "| hop, a grid (us) | dependent L2 load (ns) |",
-           "| --- | --- | --- | --- | --- | --- | --- |"]
+    out = header("background", "in flight an SM (KB)", "its read alone (GB/s)", "beside the foreground (GB/s)", "hop, one block (us)",
+                 "hop, a grid (us)", "dependent L2 load (ns)")
     for r in rows:
         bg = r["bg_loads"] > 0
         out.append(f"| {r['background']} | {r['bg_inflight_kb_per_sm']:.0f} | {r['bg_gbps']:.0f} | {r['bg_gbps_with']:.0f} | "
@@ -65,9 +68,8 @@ def hop_table(rows):
 
 
 def q4_table(rows):
-    out = ["| kernel | shape | period (us) | GB/s | hop (us) | after the release (us) | a block: x | its bytes | its work "
-           "| then | exit | waits for bytes (us) | share |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    out = header("kernel", "shape", "period (us)", "GB/s", "hop (us)", "after the release (us)", "a block: x", "its bytes", "its work", "then",
+                 "exit", "waits for bytes (us)", "share")
     for r in rows:
         p = r["block_phase_ns"]
         ring = r["grid"] == "fill"
