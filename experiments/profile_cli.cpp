@@ -81,6 +81,25 @@ Shape q4_probe_shape(const std::string& shape) {
   if (auto why = q4_gemv::packed::packed_error(sh.k); !why.empty()) throw Error(sh.str() + ": " + why);
   return sh;
 }
+// A probe's run: body(dev, stream, timer) on `device`, with a non-blocking stream of its own (destroyed after it, on a
+// throw too) and the run's Timer; prints the JSON line body returns, only once body is done.
+template <class Body>
+int probe_line(int device, Body body) {
+  const DeviceInfo dev = select_device(device);
+  cudaStream_t s = nullptr;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  struct Destroy {
+    cudaStream_t s;
+    ~Destroy() { cudaStreamDestroy(s); }
+  } destroy{s};
+  nlohmann::json out;
+  {
+    Timer timer(dev, s);
+    out = body(dev, s, timer);
+  }
+  std::cout << out.dump() << std::endl;
+  return 0;
+}
 // Parses args into vm by d; true when --help was asked (d printed): the command returns 0.
 bool parse_or_help(const std::vector<std::string>& args, const po::options_description& d, po::variables_map& vm) {
   po::store(po::command_line_parser(args).options(d).run(), vm);
@@ -107,12 +126,8 @@ int probe_ring_command(const std::vector<std::string>& args, int, char**) {
   if (parse_or_help(args, d, vm)) return 0;
   const Shape sh = q4_probe_shape(shape);
   require(reps >= 1, "--reps must be at least 1");
-  const DeviceInfo dev = select_device(device);
-  cudaStream_t s = nullptr;
-  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  nlohmann::json out;
-  {
-    Timer timer(dev, s);
+  return probe_line(device, [&](const DeviceInfo& dev, cudaStream_t s, Timer& timer) {
+    nlohmann::json out;
     const int m = int(sh.m), k = int(sh.k);
     const std::int64_t bytes = q4_gemv::packed::ring_probe_bytes(m, k);
     const int copies = timer.copies_for(double(bytes));
@@ -136,10 +151,8 @@ int probe_ring_command(const std::vector<std::string>& args, int, char**) {
            {"launches", t.launches}, {"ring_read_us", us}, {"ring_read_us_p10", t.summary.p10 * 1e3},
            {"ring_read_us_p90", t.summary.p90 * 1e3}, {"ring_read_gbps", double(bytes) / (us * 1e3)}, {"read_us", read.us},
            {"read_gbps", read.gbps}, {"read_pdl", read.pdl}, {"clock_mhz", t.clock_mhz_median}};
-  }
-  cudaStreamDestroy(s);
-  std::cout << out.dump() << std::endl;
-  return 0;
+    return out;
+  });
 }
 
 const char* const kProbeHopUsage =
@@ -294,12 +307,8 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
   constexpr int nk = 16, nv = 48, dk = 128, dv = 128;
   gdn_recurrence::RecurrenceArgs a = gdn_recurrence::dense_args(nk, nv, dk, dv, batch);
   if (auto why = sl.can_implement(a); !why.empty()) throw Error("probe-rec: " + why);
-  const DeviceInfo dev = select_device(device);
-  cudaStream_t s = nullptr;
-  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  nlohmann::json out;
-  {
-    Timer timer(dev, s);
+  return probe_line(device, [&](const DeviceInfo& dev, cudaStream_t s, Timer& timer) {
+    nlohmann::json out;
     const std::size_t s_floats = std::size_t(batch) * nv * dk * dv;
     // The contract of the registered kernel of that shape (kernels.hpp, min_state_copies).
     const auto& kern = gdn_recurrence::recurrence_kernel("gdn_recurrence/impl=fused,cols=" + std::to_string(cols) + ",rows=" + std::to_string(rows) +
@@ -342,10 +351,8 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
     out = {{"probe", "rec-stamps"}, {"device", dev.name}, {"cols", cols}, {"rows", rows}, {"pdl", what.substr(4)}, {"batch", batch}, {"blocks", blocks},
            {"launches", launches}, {"copies", n_copies}};
     out.update(stamp_reading(host_stamps, launches, blocks, points, 4));
-  }
-  cudaStreamDestroy(s);
-  std::cout << out.dump() << std::endl;
-  return 0;
+    return out;
+  });
 }
 
 
@@ -382,12 +389,8 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
   require(depth == 0 || g == q4_gemv::packed::StampGrid::fill, "--depth " + std::to_string(depth) + ": the ring's (--grid fill); grid=groups has none");
   require(launches >= 8 && launches <= 1024, "--launches must be in [8, 1024]");
   const bool prepared = vm.count("prepared") > 0;
-  const DeviceInfo dev = select_device(device);
-  cudaStream_t s = nullptr;
-  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  nlohmann::json out;
-  {
-    Timer timer(dev, s);
+  return probe_line(device, [&](const DeviceInfo& dev, cudaStream_t s, Timer& timer) {
+    nlohmann::json out;
     const int m = int(sh.m), k = int(sh.k);
     const std::int64_t bytes = q4_gemv::packed::ring_probe_bytes(m, k);  // rows=8's packed bytes, either grid
     const long long stride = (bytes + 255) / 256 * 256;
@@ -443,10 +446,8 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
     }
     const double period = out["period_ns"].get<double>();
     out["period_gbps"] = period > 0 ? double(bytes) / period : 0.0;
-  }
-  cudaStreamDestroy(s);
-  std::cout << out.dump() << std::endl;
-  return 0;
+    return out;
+  });
 }
 
 }  // namespace klab::experiments
