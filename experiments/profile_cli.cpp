@@ -395,6 +395,13 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
     const std::int64_t bytes = q4_gemv::packed::ring_probe_bytes(m, k);  // rows=8's packed bytes, either grid
     const long long stride = (bytes + 255) / 256 * 256;
     const int copies = std::max(launches, timer.copies_for(double(bytes)));
+    std::size_t free_bytes = 0, total_bytes = 0;
+    KLAB_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const double need = double(stride) * copies;
+    if (need > 0.9 * double(free_bytes))
+      throw Error("probe-q4: " + std::to_string(copies) + " copies of the weights (one a call: the stamps name a call by its copy) take " +
+                  std::to_string(need / 1e9) + " GB, over 90% of the device's free " + std::to_string(double(free_bytes) / 1e9) +
+                  " GB: ask for fewer --launches");
     const int grid = q4_gemv::packed::q4_stamp_grid(g, m, k), points = q4_gemv::packed::q4_stamp_points();
     DeviceBuffer<std::uint8_t> packed{std::size_t(stride) * std::size_t(copies)};
     KLAB_CUDA(cudaMemsetAsync(packed.get(), 0x11, packed.size(), s));  // codes 1, scales 0x1111: finite, any values time alike
