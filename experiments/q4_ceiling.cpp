@@ -247,6 +247,12 @@ constexpr std::array<std::size_t, 2> kDepthTwins{kDepth0, kDepth3};  // the dept
 // run, 2026-12-05): ~6.7 us at 6144x5120 if they compose (the fastest rung there 6.76), the same as depth=2 at the
 // large shapes, slower at 5120x6144 (row-split=2 x0.958 there).
 constexpr std::size_t kDepthSplit0 = 80;
+// The rungs 82, 83: pace=1 and pace=2, rung 11's ring fed by a producer warp with at most 1 or 2 stage requests in
+// flight a block (packed.cu packed_paced_kernel), its 4 stages (at k = 5120) still the buffer. Why: fewer bytes in
+// flight at the release paid at the small shapes (depth=2) but a shallower buffer leaves less read before the
+// release; pacing keeps the buffer and caps what is in flight. Predicted (before any run, 2026-12-05): at or past
+// depth=2 at the 17.7 MB shapes, the ring's time or slower at 17408x5120.
+constexpr std::size_t kPace0 = 82;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -376,6 +382,8 @@ std::vector<std::string> rungs() {
     for (std::size_t twin : kDepthTwins) out.push_back(replaced(out[twin], ",xprep=launch,", prep));
   // 80, 81: row-split=2 twins of 69 and 73 (row-split= goes before pdl=).
   for (std::size_t twin : kDepthTwins) out.push_back(inserted_after(out[twin], ",depth=" + std::string(twin == kDepth0 ? "2" : "3"), ",row-split=2"));
+  // 82, 83: pace=1, pace=2, rung 11's twins (pace= goes after load=).
+  for (const std::string pace : {"1", "2"}) out.push_back(inserted_after(out[11], ",load=bulk", ",pace=" + pace));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -506,10 +514,14 @@ Experiment q4_to_ceiling() {
                                "twice the warps pay on the depth rings: grid=fill,xprep=launch,load=bulk,depth=2 and depth=3,row-split=2,rows=8,"
                                "pdl=on (each group's rows over two threads a block of 32 weights) are faster than their twins without row-split "
                                "on the four seed shapes"};
+  const Claim pace_pays{"pace-pays",
+                        "paced requests pay: grid=fill,xprep=launch,load=bulk,pace=1 and pace=2,rows=8,pdl=on (a producer warp keeps at most "
+                        "1 or 2 of the ring's stage requests in flight a block, before the wait too) are faster than the ring without pace "
+                        "(all its stages requested at once) at 6144x5120 and 5120x6144"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
-              late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays};
+              late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -669,6 +681,8 @@ Experiment q4_to_ceiling() {
         twins_pay(ring_warp_pays, "xprep=warp (for xprep=launch)", [](std::size_t i) { return kDepthTwins[i]; }, kRingWarp0, 2);
         twins_pay(ring_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t i) { return kDepthTwins[i]; }, kRingWarp0 + 2, 2);
         twins_pay(depth_split_pays, "row-split=2", [](std::size_t i) { return kDepthTwins[i]; }, kDepthSplit0, 2);
+        if ((s.m == 6144 && s.k == 5120) || (s.m == 5120 && s.k == 6144))
+          twins_pay(pace_pays, "pace", [](std::size_t) { return kRingBulk8; }, kPace0, 2);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

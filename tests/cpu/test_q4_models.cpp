@@ -155,7 +155,9 @@ TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 9 kerne
                                            "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,depth=1,pdl=on,rows=8",
                                            "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,depth=3,pdl=on,rows=8",
                                            "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,depth=2,row-split=2,pdl=on,rows=8",
-                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,depth=3,row-split=2,pdl=on,rows=8"});
+                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,depth=3,row-split=2,pdl=on,rows=8",
+                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,pace=1,pdl=on,rows=8",
+                                           "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,pace=2,pdl=on,rows=8"});
   CHECK(peers == std::set<std::string>{"q4_gemv/impl=cublas-bf16-gemmex", "q4_gemv/impl=cublas-sgemv-f32", "q4_gemv/impl=llama-mmvq"});
   CHECK(beyond == std::set<std::string>{"q4_gemv/map=block-per-lane,rows=1", "q4_gemv/map=block-per-lane,rows=4",
                                         "q4_gemv/map=block-per-lane,rows=8", "q4_gemv/map=block-per-lane,rows=16",
@@ -168,10 +170,10 @@ TEST_CASE("q4_gemv: the seed's 16 kernel variants named from their axes, 9 kerne
   // grid=groups,load=bulk, grid=half,last=regs and grid=half,xprep=launch,xpf=l2,per-sm=2 without last, last=regs, last=l2,
   // , grid=half,pre=1, xprep=warp,wpf=lines, xprep=launch,regs=48, 2 of xprep=launch,parts=2|3, 3 of row-split=2|4
   // , 2 of grid=fill,xprep=block, 2 of tail=split, 3 of grid=fill,xprep=cluster, 1 of wait=flag, 2 of depth=2|1, 2 of
-  // trigger=late, 1 of depth=3, 2 of xprep=block at depth=2|1, 4 of xprep=warp|warps at depth=2|3 and 2 of row-split=2 at
-  // depth=2|3
-  CHECK(q4_gemv::q4_kernels().size() == 25 + 9 + 6 + 4 + 4 + 5 + 7 + 4 + 2 + 3 + 1 + 3 + 1 + 1 + 1 + 3 + 1 + 1 + 1 + 2 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2);
-  CHECK(q4_gemv::q4_models().size() == 25 + 9 + 6 + 4 + 4 + 5 + 7 + 4 + 2 + 3 + 1 + 3 + 1 + 1 + 1 + 3 + 1 + 1 + 1 + 2 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2);
+  // trigger=late, 1 of depth=3, 2 of xprep=block at depth=2|1, 4 of xprep=warp|warps at depth=2|3, 2 of row-split=2 at
+  // depth=2|3 and 2 of pace=1|2
+  CHECK(q4_gemv::q4_kernels().size() == 25 + 9 + 6 + 4 + 4 + 5 + 7 + 4 + 2 + 3 + 1 + 3 + 1 + 1 + 1 + 3 + 1 + 1 + 1 + 2 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2);
+  CHECK(q4_gemv::q4_models().size() == 25 + 9 + 6 + 4 + 4 + 5 + 7 + 4 + 2 + 3 + 1 + 3 + 1 + 1 + 1 + 3 + 1 + 1 + 1 + 2 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2);
   // The bf16 peer rounds on purpose and states its own, looser tolerance; the f32 peer does not.
   CHECK(registry().variant("q4_gemv/impl=cublas-bf16-gemmex").tolerance > 1e-5);
   CHECK(registry().variant("q4_gemv/impl=cublas-sgemv-f32").tolerance == 0);

@@ -325,7 +325,7 @@ TEST_CASE("map=packed in the registry: names, layouts, tolerances, models, launc
       CHECK_THROWS_WITH_AS(kern.launch_packed(p + 4, x, y, 4, 64, nullptr), doctest::Contains("aligned"), Error);
     }
   CHECK(names == std::set<std::string>(packed_names().begin(), packed_names().end()));
-  CHECK(producers == 15);  // tests/cpu/test_q4_models.cpp names them
+  CHECK(producers == 17);  // tests/cpu/test_q4_models.cpp names them
   CHECK(names.count("q4_gemv/map=packed,dot=f32,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=f16x2,grid=fill,pdl=on,rows=4") == 1);
   CHECK(names.count("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,pdl=off,rows=4") == 1);
@@ -469,8 +469,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // + the five grid=half variants (all load=bulk), below, three xpf=l2 twins, one wpf=l2, grid=groups,load=bulk and
   // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
   // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1, the two trigger=late, depth=3,
-  // the two xprep=block at depth=2|1, the four xprep=warp|warps at depth=2|3, the two row-split=2 at depth=2|3
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2);
+  // the two xprep=block at depth=2|1, the four xprep=warp|warps at depth=2|3, the two row-split=2 at depth=2|3, pace=1|2
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -508,6 +508,14 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     CHECK(registry().variant(name).tolerance == pk::form_tolerance(pk::Form::q8));
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), pk::model_ring(pk::Load::bulk, 8, 264, std::stoi(depth), c.w, c.x)) == 0);
+  }
+  // pace=1|2: the ring's kernel fed by a producer warp, the ring's model; one more warp a block.
+  for (const std::string pace : {"1", "2"}) {
+    const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pace=" + pace + ",pdl=on,rows=8";
+    CAPTURE(name);
+    CHECK(q4_gemv::q4_kernel(name).warps_per_block == q4_gemv::q4_kernel(ring[0]).warps_per_block + 1);
+    CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
+    CHECK(static_cast<bool>(q4_gemv::q4_kernel(name).launch_prepared));
   }
 }
 

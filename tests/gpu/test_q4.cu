@@ -191,6 +191,19 @@ TEST_CASE("row-split=2|4, grid=fill,xprep=block and grid=fill,xprep=cluster: the
   }
 }
 
+TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blocks refill their stages through the empty barriers, past k = 31744 (the ring itself), and the model's") {
+  const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
+  // 17408x5120: 8 or 9 groups a block through 4 stages (refills wait for the consumers' release); 5000x6144 ragged;
+  // 300x6144: one or two groups a block (no refill); 2200x24576: W = 24, 2 stages (pace=2 is bounded by the releases
+  // alone), 2 or 3 groups a block on 132 SMs; 40x32768: W = 32, the ring's own launch.
+  for (const Shape s : std::vector<Shape>{{17408, 5120}, {5000, 6144}, {300, 6144}, {2200, 24576}, {40, 32768}}) {
+    const auto c = test::q4_generated(s, Dist::student_t, 29);
+    CAPTURE(c.what);
+    const auto want = run_variant(ring + "pdl=on,rows=8", c);
+    for (const std::string pace : {"1", "2"}) check_twin_bits(ring + "pace=" + pace + ",pdl=on,rows=8", c, want, s.m * s.k <= 3'000'000);
+  }
+}
+
 TEST_CASE("tail=split: the twin's bits with the last round in pieces (the device's grid), every row written, and the model's") {
   namespace pk = q4_gemv::packed;
   const std::string fill = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,";

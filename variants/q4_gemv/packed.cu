@@ -967,6 +967,10 @@ __device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
 __device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
+// Arrives once on the barrier's current phase (pace=P's consumers: a stage read).
+__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
 // Returns once the phase of parity `parity` has completed (every thread of the block polls).
 __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
   const std::uint32_t a = smem_addr(bar);
@@ -1697,6 +1701,141 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
 
+// ---- grid=fill,pace=P: the ring fed by a producer warp, at most P stage requests in flight a block ----
+// Why (2026-12-05, sixth session, written without a device): the ring's blocks request their first S stages at once
+// (rung 11: 4 x 23 KB a block, 2 blocks an SM at k = 5120) and depth=D caps the stages; at the 17.7 MB shapes depth=2
+// beat the ring by x1.08..x1.13 and depth=3 did not (H200, run-4a53b8f), and `klab probe-hop` puts a dependent L2 load
+// at ~390 ns beside 32-64 KB an SM in flight but ~790 ns beside 128 KB, a grid's hop at ~1.55 us against 8 us: the
+// bytes in flight at the release are paid for by the chain's critical accesses (the prep's x read, the main kernel's,
+// the grid completions), while the read rate stops growing at ~32 KB an SM. Here the ring keeps its S stages of
+// buffer but its requests are paced: one warp of the block (the producer, its lane 0) issues stage n only once stage
+// n - P has arrived (at most P requests in flight a block) and, from n = S on, once the consumers have released the
+// stage (an `empty` mbarrier each); it never waits for the predecessor (it reads nothing one writes), so before the
+// release it fills the buffer at the pace the memory returns bytes, not in a burst. The W consumer warps are the
+// ring's: griddepcontrol.wait, x from g_xq, each group as packed_ring_kernel forms it (the same values in the same
+// order: the ring's bits), a named barrier over the consumers in place of __syncthreads, then one arrive on the
+// stage's `empty`. Registered pace=1 and pace=2 (46 or 92 KB an SM in flight at most at k = 5120). k > 31744 (32
+// consumer warps and the producer would pass 1024 threads) runs the ring itself (launch_paced), the same bits.
+template <int P>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S) {
+  static_assert(P >= 1 && P <= kRingMaxStages);
+  constexpr int R = 8;
+  asm volatile("griddepcontrol.launch_dependents;");
+  extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
+  __shared__ __align__(8) std::uint64_t full[kRingMaxStages], empty[kRingMaxStages];
+  __shared__ float part[2][kMaxWarps][R];  // (parity, warp, row)
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  RingPlan plan;
+  plan.W = int(blockDim.x >> 5) - 1;  // consumer warps (chunks of 32 blocks); the last warp produces
+  plan.R = R;
+  plan.S = S;
+  plan.grid = int(gridDim.x);
+  plan.groups = (m + R - 1) / R;
+  const int j = int(blockIdx.x), mine = plan.mine(j);
+  const unsigned stage_bytes = unsigned(plan.stage_bytes());
+  if (tid == 0) {
+    for (int s = 0; s < S; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  if (warp == plan.W) {  // the producer
+    if (lane == 0) {
+      std::uint64_t policy;
+      asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+      for (int n = 0; n < mine; ++n) {
+        const int s = n % S;
+        if (n >= S) mbar_wait(&empty[s], unsigned((n / S - 1) & 1));     // the consumers have read its last use
+        // request n - P arrived (P < S: its stage is not refilled before request n; P >= S: the releases bound it)
+        if (P < S && n >= P) mbar_wait(&full[(n - P) % S], unsigned(((n - P) / S) & 1));
+        mbar_arrive_expect_tx(&full[s], stage_bytes);
+        bulk_g2s(ring + std::size_t(s) * stage_bytes, packed + plan.group_offset(plan.group_of(j, n)), stage_bytes, &full[s], policy);
+      }
+    }
+    return;  // the consumers wait for every stage it requested before they exit
+  }
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // g_xq comes from the prep kernel, which waited for our predecessor
+  const int b = tid, nb = k / ref::kQ4Block;
+  const bool active = b < nb;
+  const int code0 = plan.code_at(warp, lane, 0), sc0 = plan.scales_at(warp, lane);
+  uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
+  if (active) xe = __ldcg(&g_xq[b]), xo = __ldcg(&g_xq[kXqStride + b]), cd = __ldcg(&g_xq[2 * kXqStride + b]);
+  const float d = __uint_as_float(cd.y);
+  const unsigned consumers = unsigned(plan.W) * 32u;
+  for (int n = 0; n < mine; ++n) {
+    const int s = n % S;
+    mbar_wait(&full[s], unsigned((n / S) & 1));
+    const std::uint8_t* st = ring + std::size_t(s) * stage_bytes;
+    float p[R];
+    if (active) {
+      Scales<R> sc;
+      sc.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
+      for (int r = 0; r < R; ++r) {  // = packed_ring_kernel's rows
+        const uint4 q = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
+        int se = int(cd.x), so = 0;
+        for (int w = 0; w < 4; ++w) q8_word(word_of(q, w), word_of(xe, w), word_of(xo, w), se, so);
+        p[r] = q8_finish(se, so, half_value(sc.get(r)), d);
+      }
+    } else {
+      for (int r = 0; r < R; ++r) p[r] = 0.f;
+    }
+    const float t = warp_rows<R>(p, lane);
+    if ((lane & (32 / R - 1)) == 0) part[n & 1][warp][lane / (32 / R)] = t;
+    // Every consumer's reads of stage s are done and part[n & 1] is complete (as the ring's __syncthreads).
+    asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
+    if (tid == 0) mbar_arrive(&empty[s]);
+    if (tid < R) {
+      const std::int64_t row = plan.group_of(j, n) * R + tid;
+      if (row < m) {
+        float sum = part[n & 1][0][tid];
+        for (int w = 1; w < plan.W; ++w) sum = add_rn(sum, part[n & 1][w][tid]);
+        y[row] = sum;
+      }
+    }
+  }
+}
+
+template <int P>
+int paced_blocks_per_sm(int warps) {
+  static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
+  auto& c = cache[std::size_t(warps)];
+  int n = c.load(std::memory_order_relaxed);
+  if (n == 0) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      KLAB_CUDA(cudaFuncSetAttribute(packed_paced_kernel<P>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+      KLAB_CUDA(cudaFuncSetAttribute(packed_paced_kernel<P>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    });
+    const RingPlan plan{warps, 8, ring_stages(warps, 8)};
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_paced_kernel<P>, (warps + 1) * 32, std::size_t(plan.S) * plan.stage_bytes()));
+    if (n < 1) n = 1;
+    c.store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+template <int P>
+int resident_warps_paced() {
+  return paced_blocks_per_sm<P>(warps_for(5120)) * (warps_for(5120) + 1);
+}
+// pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared, then the paced ring on the ring's stages.
+template <int P, bool Prepared = false>
+void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  const int W = warps_for(k), nb = k / ref::kQ4Block;
+  if (W + 1 > kMaxWarps) return launch_ring<8, Load::bulk, true, false, false, 1, false, false, false, Prepared>(packed, x, y, m, k, stream);
+  RingPlan plan{W, 8, ring_stages(W, 8)};
+  plan.groups = int((static_cast<long long>(m) + 7) / 8);
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P>(W)) * sm_count()));
+  if constexpr (!Prepared) {
+    launch_maybe_pdl(true, xprep_kernel<Form::q8, false, false, false>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
+    KLAB_CUDA_LAUNCH("xprep_kernel");
+  }
+  launch_maybe_pdl(true, packed_paced_kernel<P>, dim3(unsigned(plan.grid)), dim3(unsigned((W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(), stream,
+                   packed, y, m, k, plan.S);
+  KLAB_CUDA_LAUNCH("packed_paced_kernel");
+}
+
 // ---- grid=fill,xprep=cluster: the ring in clusters of C blocks, x prepared in the launch ----
 template <int R, bool XPf, int C>
 constexpr auto ring_xc_kernel = packed_ring_kernel<R, Load::bulk, false, false, XPf, false, false, false, 1, false, false, C>;
@@ -2053,6 +2192,16 @@ Q4Kernel kernel_ring() {
 
 // grid=fill,xprep=cluster,load=bulk (q8-dp4a): the ring in clusters of C, x prepared in the launch (cluster=4
 // named; 8 as grid=groups,xprep=cluster's).
+// grid=fill,pace=P (q8-dp4a, rows=8): the ring fed by a producer warp, at most P stage requests in flight a block
+// (packed_paced_kernel), with its prep launch; launch_prepared its main kernel alone.
+template <int P>
+Q4Kernel kernel_paced() {
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", "launch"}, {"load", load_name(Load::bulk)},
+                  {"pace", std::to_string(P)}, {"pdl", "on"}, {"rows", "8"}};
+  Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P>, &resident_warps_paced<P>, warps_for(5120) + 1);
+  kern.launch_prepared = &launch_paced<P, true>;
+  return kern;
+}
 template <int R, bool Pdl, bool XPf, int C>
 Q4Kernel kernel_ring_xc() {
   Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", "cluster"}, {"load", load_name(Load::bulk)}};
@@ -2460,6 +2609,13 @@ std::vector<Q4Kernel> packed_kernels() {
   // depth=2 at the large shapes, slower at 5120x6144.
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 2, false, false, false, 2>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 2, false, false, false, 3>());
+  // pace=1|2 (the same session, written without a device): rung 11's ring fed by a producer warp that keeps at most
+  // 1 or 2 stage requests in flight a block, before the wait too, its S stages still the buffer (packed_paced_kernel
+  // says why). The ring's bits. Predicted (before any run): at the 17.7 MB shapes between depth=2 and better (the
+  // buffer fills before the release as depth=3's would, with depth=1's bytes in flight at most); at 17408x5120 the
+  // same as the ring or slower (one request a block in flight may not keep the reads at the rate there).
+  v.push_back(kernel_paced<1>());
+  v.push_back(kernel_paced<2>());
   return v;
 }
 

@@ -105,6 +105,9 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
     if (a["trigger"] == "late")
       d += "the prep kernel lets the main kernel launch only once its x is in and quantised (its weight requests then queue behind the "
            "prep's x reads, not in front of them); ";
+    if (!a["pace"].empty())
+      d += "a producer warp requests the ring's stages, at most " + a["pace"] +
+           " in flight a block (before the wait too), so that the buffer fills without a burst (the same shared memory, grid and bits); ";
     if (!a["depth"].empty())
       d += "at most " + a["depth"] + " of the ring's stages filled a block (fewer bytes in flight an SM; the same shared memory, grid and bits); ";
     if (a["tail"] == "split")
