@@ -200,7 +200,20 @@ TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blo
     const auto c = test::q4_generated(s, Dist::student_t, 29);
     CAPTURE(c.what);
     const auto want = run_variant(ring + "pdl=on,rows=8", c);
-    for (const std::string pace : {"1", "2"}) check_twin_bits(ring + "pace=" + pace + ",pdl=on,rows=8", c, want, s.m * s.k <= 3'000'000);
+    for (const std::string pace : {"1", "2"}) {
+      const std::string name = ring + "pace=" + pace + ",pdl=on,rows=8";
+      check_twin_bits(name, c, want, s.m * s.k <= 3'000'000);
+      // Eight calls back to back on one stream (PDL: a call's producer warps and prep kernel overlap the call before):
+      // the last y is the ring's, bit for bit.
+      const auto& kern = q4_gemv::q4_kernel(name);
+      const auto packed = packed_on_device(kern, c.w);
+      auto x = DeviceBuffer<float>::from(c.x);
+      DeviceBuffer<float> y{std::size_t(s.m)};
+      poison_device(y.get(), y.size());
+      for (int call = 0; call < 8; ++call) kern.launch_packed(packed.get(), x.get(), y.get(), int(s.m), int(s.k), nullptr);
+      KLAB_CUDA(cudaDeviceSynchronize());
+      CHECK(bitwise_diff(y.download(), want) == 0);
+    }
   }
 }
 
