@@ -59,9 +59,15 @@ const std::vector<std::string> kNames = {
     "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,depth=1,pdl=on,rows=8",
     "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,pdl=on,rows=8",
     "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,depth=3,pdl=on,rows=8",
+    "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pace=1,pdl=on,rows=8",
+    "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,pace=1,pdl=on,rows=8",
+    "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pace=2,pdl=on,rows=8",
+    "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=producer,load=bulk,pace=2,pdl=on,rows=8",
 };
-// The (xprep=launch, xprep=producer) pairs: rung 10, rung 50, the ring, and the ring at depth=2, 1 and 3.
-constexpr std::array<std::size_t, 6> kPairAt{0, 2, 4, 7, 9, 11};
+// The (xprep=launch, xprep=producer) pairs: rung 10, rung 50, the ring, the ring at depth=2, 1 and 3, and the paced
+// ring (pace=1|2, added in the sixth session: whether pacing changes the main kernel alone or only its chain with the
+// prep launch).
+constexpr std::array<std::size_t, 8> kPairAt{0, 2, 4, 7, 9, 11, 13, 15};
 constexpr std::size_t kRing = 4, kWaitFlag = 6;  // the ring (xprep=launch) and its wait=flag twin
 
 }  // namespace
@@ -71,7 +77,8 @@ void register_q4_prep_split(Registry& r) {
   e.name = "q4-prep-split";
   e.description = "issue 13: the q4 mat-vec's x-prep launch against the main kernel alone (xprep=producer twins of "
                   "grid=groups,xprep=launch, its load=bulk form and the grid=fill ring), and the ring released by its prep's flag "
-                  "(wait=flag), and the ring filling fewer of its stages (depth=2, 1, 3) with their producer twins, at the seed shapes; "
+                  "(wait=flag), and the ring filling fewer of its stages (depth=2, 1, 3) or pacing its requests (pace=1, 2) with their "
+                  "producer twins, at the seed shapes; "
                   "stream mode is the headline";
   const Claim bits{"producer-bits", "each xprep=producer twin gives exactly its xprep=launch kernel's bits, on every shape and input"};
   const Claim hop{"prep-costs-1us",
