@@ -911,3 +911,78 @@ TEST_CASE("map=packed wait=flag: the ring whose main kernel polls its prep kerne
   CHECK(registry().variant("q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,wait=flag,load=bulk,pdl=on,rows=8").description.find("flag") !=
         std::string::npos);
 }
+
+// ---- pace=P's protocol (packed_ring.hpp pace_waits; packed.cu packed_paced_kernel) ----
+
+namespace {
+// One block's producer and consumers over `mine` groups, S stages, at most P requests in flight, with mbarriers as the
+// hardware keeps them: a count of completed phases, a wait on parity p passing while that count's parity is not p. Each
+// step runs one enabled actor drawn by `rng`: the producer (its waits from pace_waits pass: it requests the next
+// group), a request's arrival (any one in flight), or the consumers (their wait on the next group's stage passes: they
+// read it, check it holds that group, and release the stage). Returns "" when every group was consumed, else why not.
+std::string run_pace(int S, int P, int mine, std::mt19937& rng, int& most_in_flight) {
+  struct Barrier {
+    int completed = 0;
+    bool passes(unsigned parity) const { return unsigned(completed & 1) != parity; }
+  };
+  std::vector<Barrier> full(static_cast<std::size_t>(S)), empty(static_cast<std::size_t>(S));
+  std::vector<int> holds(static_cast<std::size_t>(S), -1);  // the group a stage's bytes are (-1: none yet)
+  std::vector<int> in_flight;                   // requested groups not yet arrived
+  int produced = 0, consumed = 0;
+  most_in_flight = 0;
+  while (consumed < mine) {
+    std::vector<int> actors;  // 0 producer, 1 an arrival, 2 the consumers
+    if (produced < mine) {
+      const pk::PaceWaits w = pk::pace_waits(produced, S, P);
+      if ((!w.empty || empty[std::size_t(w.empty_stage)].passes(w.empty_parity)) && (!w.full || full[std::size_t(w.full_stage)].passes(w.full_parity)))
+        actors.push_back(0);
+    }
+    if (!in_flight.empty()) actors.push_back(1);
+    if (full[std::size_t(consumed % S)].passes(unsigned((consumed / S) & 1))) actors.push_back(2);
+    if (actors.empty())
+      return "S=" + std::to_string(S) + " P=" + std::to_string(P) + ": every wait hangs with " + std::to_string(produced) + " requested, " +
+             std::to_string(consumed) + " consumed";
+    const int a = actors[std::uniform_int_distribution<std::size_t>(0, actors.size() - 1)(rng)];
+    if (a == 0) {
+      in_flight.push_back(produced++);
+      most_in_flight = std::max(most_in_flight, int(in_flight.size()));
+    } else if (a == 1) {  // TMA completions come in any order
+      const std::size_t i = std::uniform_int_distribution<std::size_t>(0, in_flight.size() - 1)(rng);
+      const int g = in_flight[i];
+      in_flight.erase(in_flight.begin() + std::ptrdiff_t(i));
+      holds[std::size_t(g % S)] = g;
+      ++full[std::size_t(g % S)].completed;
+    } else {
+      if (holds[std::size_t(consumed % S)] != consumed)
+        return "S=" + std::to_string(S) + " P=" + std::to_string(P) + ": group " + std::to_string(consumed) + " read from a stage holding " +
+               std::to_string(holds[std::size_t(consumed % S)]);
+      ++empty[std::size_t(consumed % S)].completed;
+      ++consumed;
+    }
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("pace=P's protocol: under any order of requests, arrivals and consumption no wait hangs, each group is read from its stage, and at most P requests (S where P >= S) are in flight") {
+  std::mt19937 rng(20261205);
+  for (int S = 1; S <= pk::kRingMaxStages; ++S)
+    for (int P = 1; P <= 4; ++P)
+      for (int mine : {1, 2, 3, S, S + 1, 2 * S + 3, 25})
+        for (int trial = 0; trial < 40; ++trial) {
+          CAPTURE(S);
+          CAPTURE(P);
+          CAPTURE(mine);
+          int most = 0;
+          const std::string why = run_pace(S, P, mine, rng, most);
+          REQUIRE(why.empty());
+          CHECK(most <= std::min(P, S));
+        }
+  // The hazard pace_waits avoids: where P >= S the wait for request n - P would name a phase its barrier may have
+  // passed twice (the stage refilled since), and could hang; pace_waits asks for it only where P < S.
+  CHECK_FALSE(pk::pace_waits(4, 2, 2).full);
+  CHECK(pk::pace_waits(4, 2, 2).empty);
+  CHECK(pk::pace_waits(1, 4, 1).full);
+  CHECK(pk::pace_waits(1, 4, 1).full_stage == 0);
+  CHECK_FALSE(pk::pace_waits(1, 4, 1).empty);
+}

@@ -1746,9 +1746,9 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
       asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
       for (int n = 0; n < mine; ++n) {
         const int s = n % S;
-        if (n >= S) mbar_wait(&empty[s], unsigned((n / S - 1) & 1));     // the consumers have read its last use
-        // request n - P arrived (P < S: its stage is not refilled before request n; P >= S: the releases bound it)
-        if (P < S && n >= P) mbar_wait(&full[(n - P) % S], unsigned(((n - P) / S) & 1));
+        const PaceWaits pw = pace_waits(n, S, P);  // packed_ring.hpp: the stage's last use read, request n - P arrived
+        if (pw.empty) mbar_wait(&empty[pw.empty_stage], pw.empty_parity);
+        if (pw.full) mbar_wait(&full[pw.full_stage], pw.full_parity);
         mbar_arrive_expect_tx(&full[s], stage_bytes);
         bulk_g2s(ring + std::size_t(s) * stage_bytes, packed + plan.group_offset(plan.group_of(j, n)), stage_bytes, &full[s], policy);
       }

@@ -141,6 +141,30 @@ KLAB_HD inline int half_stages(int W, int R, int P) {
 // a stage is a multiple of 16 bytes).
 KLAB_HD inline int half_smem(int W, int R, int P) { return half_stages(W, R, P) * W * R * (kChunk * 16 + kChunk * 2) + half_part_bytes(W, R); }
 
+// ---- pace=P: the ring fed by a producer warp (packed.cu, packed_paced_kernel) ----
+// What the producer waits for before it requests the block's n-th group into stage n % S (S stages, at most P
+// requests in flight): from n = S on, the consumers' release of the stage's previous use (empty[n % S] completing
+// its phase n / S - 1: the consumers arrive once per use, after their barrier); and where P < S, the arrival of request
+// n - P (full[(n - P) % S] completing its phase (n - P) / S). An mbarrier wait names a phase by its parity, so each
+// wait must come while its barrier has completed that phase or the one before it, never two more: the refill of
+// request n - P's stage is request n - P + S, issued after this one only where P < S (where P >= S the releases alone
+// bound the requests in flight to S <= P). The consumers wait for full[n % S]'s phase n / S. Host and device share
+// it; tests/cpu/test_q4_packed.cpp runs the protocol under every interleaving it draws and finds no wait that hangs.
+struct PaceWaits {
+  bool empty = false;  // wait for empty[empty_stage]'s phase of parity empty_parity
+  int empty_stage = 0;
+  unsigned empty_parity = 0;
+  bool full = false;  // wait for full[full_stage]'s phase of parity full_parity
+  int full_stage = 0;
+  unsigned full_parity = 0;
+};
+KLAB_HD inline PaceWaits pace_waits(int n, int S, int P) {
+  PaceWaits w;
+  if (n >= S) w.empty = true, w.empty_stage = n % S, w.empty_parity = unsigned((n / S - 1) & 1);
+  if (P < S && n >= P) w.full = true, w.full_stage = (n - P) % S, w.full_parity = unsigned(((n - P) / S) & 1);
+  return w;
+}
+
 // Host: the ring's bit-model. Simulates every block of a grid of `grid` blocks with S stages: the
 // stages filled on the kernel's schedule (prologue groups 0..S-1, group n + S after group n's
 // barrier; cp-async copies only active threads' pieces, the rest of a stage holds stale bytes),
