@@ -235,8 +235,8 @@ constexpr std::size_t kDepth3 = 73;
 constexpr std::size_t kBlockDepth0 = 74;
 // The rungs 76-79: xprep=warp (76, 77) and xprep=warps (78, 79), the twins of 69 (depth=2) and 73 (depth=3): their prep
 // launch a warp a block of 32 (xprep_warps_kernel, xprep_kernel's words) instead of a thread a block. Why: on grid=groups
-// it paid at every seed shape (xprep=warps rung 42 x1.004..x1.020 over rung 10 on the H200, reports/h200/run-4a53b8f;
-// xprep=warp rung 45 x1.030..x1.032 at the two large shapes), and the depth rings carry the same prep launch, the
+// xprep=warps paid at every seed shape (rung 42 x1.004..x1.020 over rung 10 on the H200, reports/h200/run-4a53b8f) and
+// xprep=warp at the two large ones (rung 45 x1.030..x1.032; x0.984 / x0.994 at the small ones), and the depth rings carry the same prep launch, the
 // fastest rungs at 17408x5120 and 10240x5120 there. Predicted (before any run, 2026-12-05): x1.01..x1.03 at the two
 // large shapes, within 2% at the 17.7 MB ones; the same bits (packed.cu).
 constexpr std::size_t kRingWarp0 = 76;

@@ -2589,10 +2589,10 @@ std::vector<Q4Kernel> packed_kernels() {
   // 73 (depth=3), the fastest at 17408x5120 and 10240x5120 on the H200 (reports/h200/run-4a53b8f), with their prep
   // launch a warp a block of 32 (xprep_warps_kernel<1> or <8>: xprep_kernel's words, prepared_x.cuh) instead of a
   // thread a block (xprep_kernel: 5 blocks of 32 threads at k = 5120, each thread 8 loads and ~300 dependent
-  // instructions after the wait). Why: on grid=groups the same change paid at every seed shape (rungs 42 and 45 against
-  // rung 10, run-4a53b8f, ratios of medians: xprep=warps x1.016 / x1.019 / x1.004 / x1.020, xprep=warp x1.032 / x1.030 /
-  // x0.984 / x0.994),
-  // and the depth rings carry the same prep launch, which costs them 1.3-1.7 us a call there (their producer twins).
+  // instructions after the wait). Why: on grid=groups xprep=warps paid at every seed shape, xprep=warp at the two large
+  // ones (rungs 42 and 45 against rung 10, run-4a53b8f, ratios of medians: xprep=warps x1.016 / x1.019 / x1.004 /
+  // x1.020, xprep=warp x1.032 / x1.030 / x0.984 / x0.994), and the depth rings carry the same prep launch, which costs
+  // them 1.3-1.7 us a call there (their producer twins).
   // Predicted (before any run): x1.01..x1.03 at the two large shapes, within 2% either way at the 17.7 MB ones. The
   // main kernel and its model are the twin's (the same words in g_xq): the same bits. No launch_prepared (the twin's).
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2, false, 1>());
