@@ -251,7 +251,10 @@ constexpr std::size_t kDepthSplit0 = 80;
 // flight a block (packed.cu packed_paced_kernel), its 4 stages (at k = 5120) still the buffer. Why: fewer bytes in
 // flight at the release paid at the small shapes (depth=2) but a shallower buffer leaves less read before the
 // release; pacing keeps the buffer and caps what is in flight. Predicted (before any run, 2026-12-05): at or past
-// depth=2 at the 17.7 MB shapes, the ring's time or slower at 17408x5120.
+// depth=2 at the 17.7 MB shapes, the ring's time or slower at 17408x5120. Measured on an H100 (reports/h100/run-pace,
+// two whole ladders): pace=1 96.2 / 90.5 / 73.6 / 66.9% of that card's read ceiling, x1.106..x1.257 over the ring, the
+// fastest rung at three shapes; pace=2 the ring's time, so pace-pays not held. 76-81 within 2% of their twins but at
+// 6144x5120 on depth=3 (x1.08..x1.12): ring-warp-pays, ring-warps-pay, depth-split-pays not held. Owed on the H200.
 constexpr std::size_t kPace0 = 82;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -2595,6 +2595,8 @@ std::vector<Q4Kernel> packed_kernels() {
   // them 1.3-1.7 us a call there (their producer twins).
   // Predicted (before any run): x1.01..x1.03 at the two large shapes, within 2% either way at the 17.7 MB ones. The
   // main kernel and its model are the twin's (the same words in g_xq): the same bits. No launch_prepared (the twin's).
+  // Measured on an H100 (reports/h100/run-pace, against their twins): xprep=warps x1.005..x1.022, and x1.117 on depth=3
+  // at 6144x5120; xprep=warp x0.984..x1.009, x1.090 there. Negative results (claims not held), kept registered.
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2, false, 1>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 3, false, 1>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 1, false, false, false, 2, false, 8>());
@@ -2606,7 +2608,8 @@ std::vector<Q4Kernel> packed_kernels() {
   // release) x1.007 / x1.114 / x1.130 / x1.084 against the ring (rung 11), row-split=2 (more warps on a group's work
   // after the wait; rung 58 against rung 32, both xpf=l2) x1.007 / x1.010 / x1.061 / x0.958. Predicted (before any run):
   // if they compose, ~6.7 us at 6144x5120 (the ring 7.99, depth=2 7.07; the fastest rung there 6.76), the same as
-  // depth=2 at the large shapes, slower at 5120x6144.
+  // depth=2 at the large shapes, slower at 5120x6144. Measured on an H100 (reports/h100/run-pace, against their
+  // twins): depth=2 x0.992..x1.017, depth=3 x0.964..x1.082 (x1.082 at 6144x5120): negative results, kept registered.
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 2, false, false, false, 2>());
   v.push_back(kernel_ring<8, Load::bulk, true, false, false, 2, false, false, false, 3>());
   // pace=1|2 (the same session, written without a device): rung 11's ring fed by a producer warp that keeps at most
@@ -2614,6 +2617,11 @@ std::vector<Q4Kernel> packed_kernels() {
   // says why). The ring's bits. Predicted (before any run): at the 17.7 MB shapes between depth=2 and better (the
   // buffer fills before the release as depth=3's would, with depth=1's bytes in flight at most); at 17408x5120 the
   // same as the ring or slower (one request a block in flight may not keep the reads at the rate there).
+  // Measured on an H100 (reports/h100/run-pace, 2026-12-05, the whole ladder twice, stream; 17408x5120 / 10240x5120 /
+  // 6144x5120 / 5120x6144): pace=1 16.24 / 10.15 / 7.50 / 8.25 us, 96.2 / 90.5 / 73.6 / 66.9% of that card's read
+  // ceiling, x1.117 / x1.248 / x1.257 / x1.106 over the ring and the fastest rung at the first three shapes (rung 50
+  // ahead at 5120x6144); its main kernel alone 96.5 / 98.6 / 92.8 / 90.2%. pace=2 the ring's time (x0.98..x1.02): the
+  // prediction missed at 17408x5120 (one request a block keeps the reads at the rate there too). The ring's bits.
   v.push_back(kernel_paced<1>());
   v.push_back(kernel_paced<2>());
   return v;
