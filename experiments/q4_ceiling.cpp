@@ -254,7 +254,9 @@ constexpr std::size_t kDepthSplit0 = 80;
 // depth=2 at the 17.7 MB shapes, the ring's time or slower at 17408x5120. Measured on an H100 (reports/h100/run-pace,
 // two whole ladders): pace=1 96.2 / 90.5 / 73.6 / 66.9% of that card's read ceiling, x1.106..x1.257 over the ring, the
 // fastest rung at three shapes; pace=2 the ring's time, so pace-pays not held. 76-81 within 2% of their twins but at
-// 6144x5120 on depth=3 (x1.08..x1.12): ring-warp-pays, ring-warps-pay, depth-split-pays not held. Owed on the H200.
+// 6144x5120 on depth=3 (x1.08..x1.12): ring-warp-pays, ring-warps-pay, depth-split-pays not held. On the H200
+// (reports/h200/run-pace): pace=1 90.4 / 76.0 / 58.3 / 53.5%, the goal at 17408x5120 held; depth=2 with xprep=warps the
+// fastest at 6144x5120 (59.5%); the same claims not held.
 constexpr std::size_t kPace0 = 82;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -2622,6 +2622,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // ceiling, x1.117 / x1.248 / x1.257 / x1.106 over the ring and the fastest rung at the first three shapes (rung 50
   // ahead at 5120x6144); its main kernel alone 96.5 / 98.6 / 92.8 / 90.2%. pace=2 the ring's time (x0.98..x1.02): the
   // prediction missed at 17408x5120 (one request a block keeps the reads at the rate there too). The ring's bits.
+  // On the H200 (reports/h200/run-pace, the whole ladder, stream): pace=1 12.17 / 8.51 / 6.66 / 7.25 us, **90.4** / 76.0 /
+  // 58.3 / 53.5% of the read ceiling (issue 13's goal at 17408x5120: held), x1.167 / x1.264 / x1.199 / x1.074 over the
+  // ring; pace=2 the ring's time.
   v.push_back(kernel_paced<1>());
   v.push_back(kernel_paced<2>());
   return v;
