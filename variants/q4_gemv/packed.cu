@@ -1623,29 +1623,31 @@ template <int Split>
 bool split_fits(int k) {
   return split_in_use(Split, warps_for(k)) == Split;
 }
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false, bool Stamp = false>
-void ring_attributes() {
+// Blocks one SM holds of a ring-shaped kernel (its dynamic shared memory the ring's stages of `warps` chunks of R rows)
+// at `threads` threads a block, after opting the kernel into kRingMaxSmem and the largest carveout once; cached per
+// kernel and warps (a kernel's block size is a function of its warps).
+template <auto Kernel, int R>
+int ring_occupancy(int warps, int threads) {
   static std::once_flag once;
   std::call_once(once, [] {
-    constexpr auto kernel = ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF, Stamp>;
-    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
-    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    KLAB_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    KLAB_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
-}
-template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false, bool Stamp = false>
-int ring_blocks_per_sm(int warps) {
   static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
   auto& c = cache[std::size_t(warps)];
   int n = c.load(std::memory_order_relaxed);
   if (n == 0) {
-    ring_attributes<R, L, Split, XB, XPf, NoDots, Tail, WF, Stamp>();
     const RingPlan plan{warps, R, ring_stages(warps, R)};
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF, Stamp>, Split * warps * 32,
-                                                            std::size_t(plan.S) * plan.stage_bytes()));
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, threads, std::size_t(plan.S) * plan.stage_bytes()));
     if (n < 1) n = 1;
     c.store(n, std::memory_order_relaxed);
   }
   return n;
+}
+// The ring's blocks an SM (Split warps a chunk: Split * warps * 32 threads a block).
+template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool NoDots = false, bool Tail = false, bool WF = false, bool Stamp = false>
+int ring_blocks_per_sm(int warps) {
+  return ring_occupancy<ring_kernel<R, L, Split, XB, XPf, NoDots, Tail, WF, Stamp>, R>(warps, Split * warps * 32);
 }
 template <int R, Load L, int Split = 1, bool XB = false, bool XPf = false, bool Tail = false, bool WF = false>
 int resident_warps_ring() {
@@ -1796,23 +1798,10 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
   }
 }
 
+// pace=P's blocks an SM: the ring's stages and one producer warp beside the warps chunks.
 template <int P>
 int paced_blocks_per_sm(int warps) {
-  static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
-  auto& c = cache[std::size_t(warps)];
-  int n = c.load(std::memory_order_relaxed);
-  if (n == 0) {
-    static std::once_flag once;
-    std::call_once(once, [] {
-      KLAB_CUDA(cudaFuncSetAttribute(packed_paced_kernel<P>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
-      KLAB_CUDA(cudaFuncSetAttribute(packed_paced_kernel<P>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    });
-    const RingPlan plan{warps, 8, ring_stages(warps, 8)};
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_paced_kernel<P>, (warps + 1) * 32, std::size_t(plan.S) * plan.stage_bytes()));
-    if (n < 1) n = 1;
-    c.store(n, std::memory_order_relaxed);
-  }
-  return n;
+  return ring_occupancy<packed_paced_kernel<P>, 8>(warps, (warps + 1) * 32);
 }
 template <int P>
 int resident_warps_paced() {
