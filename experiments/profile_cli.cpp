@@ -100,6 +100,31 @@ int probe_line(int device, Body body) {
   std::cout << out.dump() << std::endl;
   return 0;
 }
+// The stamp probes' run: launch(n, s) for n < launches captured into one graph, run three times on s, each after
+// zeroing `stamps` and calling begin(s) (the stamps of the last run are the ones left); the graph goes after, on a throw
+// too.
+template <class Launch, class Begin>
+void run_stamped_graph(cudaStream_t s, int launches, DeviceBuffer<unsigned long long>& stamps, Launch launch, Begin begin) {
+  cudaGraph_t graph = nullptr;
+  KLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int n = 0; n < launches; ++n) launch(n, s);
+  KLAB_CUDA(cudaStreamEndCapture(s, &graph));
+  struct Exec {
+    cudaGraphExec_t e = nullptr;
+    ~Exec() {
+      if (e) cudaGraphExecDestroy(e);
+    }
+  } exec;
+  const cudaError_t e = cudaGraphInstantiate(&exec.e, graph, 0);
+  cudaGraphDestroy(graph);
+  KLAB_CUDA(e);
+  for (int rep = 0; rep < 3; ++rep) {
+    KLAB_CUDA(cudaMemsetAsync(stamps.get(), 0, stamps.size() * sizeof(unsigned long long), s));
+    begin(s);
+    KLAB_CUDA(cudaGraphLaunch(exec.e, s));
+    KLAB_CUDA(cudaStreamSynchronize(s));
+  }
+}
 // Parses args into vm by d; true when --help was asked (d printed): the command returns 0.
 bool parse_or_help(const std::vector<std::string>& args, const po::options_description& d, po::variables_map& vm) {
   po::store(po::command_line_parser(args).options(d).run(), vm);
@@ -329,25 +354,15 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
     a.q = q.get(), a.k = k.get(), a.v = v.get(), a.g = g.get(), a.beta = beta.get(), a.o = o.get();
     const int blocks = nv * ((dv + cols - 1) / cols) * batch, points = gdn_recurrence::stamp_points();
     DeviceBuffer<unsigned long long> stamps{std::size_t(launches) * std::size_t(blocks) * std::size_t(points)};
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    KLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int n = 0; n < launches; ++n) {
-      gdn_recurrence::RecurrenceArgs an = a;
-      an.S = S.get() + s_floats * std::size_t(n % n_copies);
-      sl.launch(an, s);
-    }
-    KLAB_CUDA(cudaStreamEndCapture(s, &graph));
-    KLAB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    for (int rep = 0; rep < 3; ++rep) {
-      KLAB_CUDA(cudaMemsetAsync(stamps.get(), 0, stamps.size() * sizeof(unsigned long long), s));
-      gdn_recurrence::stamp_begin(stamps.get(), launches, S.get(), static_cast<long long>(s_floats), s);
-      KLAB_CUDA(cudaGraphLaunch(exec, s));
-      KLAB_CUDA(cudaStreamSynchronize(s));
-    }
+    run_stamped_graph(
+        s, launches, stamps,
+        [&](int n, cudaStream_t st) {
+          gdn_recurrence::RecurrenceArgs an = a;
+          an.S = S.get() + s_floats * std::size_t(n % n_copies);
+          sl.launch(an, st);
+        },
+        [&](cudaStream_t st) { gdn_recurrence::stamp_begin(stamps.get(), launches, S.get(), static_cast<long long>(s_floats), st); });
     const auto host_stamps = stamps.download();
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
     out = {{"probe", "rec-stamps"}, {"device", dev.name}, {"cols", cols}, {"rows", rows}, {"pdl", what.substr(4)}, {"batch", batch}, {"blocks", blocks},
            {"launches", launches}, {"copies", n_copies}};
     out.update(stamp_reading(host_stamps, launches, blocks, points, 4));
@@ -412,24 +427,16 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
     KLAB_CUDA(cudaMemsetAsync(waits.get(), 0, waits.size() * sizeof(unsigned long long), s));  // grid=groups writes none
     // One call with its prep launch first (no stamps yet: none asked for): g_xq holds x prepared for --prepared.
     q4_gemv::packed::launch_q4_stamped(g, depth, false, packed.get(), x.get(), y.get(), m, k, s);
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    KLAB_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int n = 0; n < launches; ++n)
-      q4_gemv::packed::launch_q4_stamped(g, depth, prepared, packed.get() + std::size_t(stride) * std::size_t(n % copies), x.get(), y.get(), m, k, s);
-    KLAB_CUDA(cudaStreamEndCapture(s, &graph));
-    KLAB_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    for (int rep = 0; rep < 3; ++rep) {
-      KLAB_CUDA(cudaMemsetAsync(stamps.get(), 0, stamps.size() * sizeof(unsigned long long), s));
-      q4_gemv::packed::q4_stamp_begin(stamps.get(), waits.get(), launches, packed.get(), stride, s);
-      KLAB_CUDA(cudaGraphLaunch(exec, s));
-      KLAB_CUDA(cudaStreamSynchronize(s));
-    }
+    run_stamped_graph(
+        s, launches, stamps,
+        [&](int n, cudaStream_t st) {
+          q4_gemv::packed::launch_q4_stamped(g, depth, prepared, packed.get() + std::size_t(stride) * std::size_t(n % copies), x.get(), y.get(), m,
+                                             k, st);
+        },
+        [&](cudaStream_t st) { q4_gemv::packed::q4_stamp_begin(stamps.get(), waits.get(), launches, packed.get(), stride, st); });
     const auto host_stamps = stamps.download();
     const auto host_waits = waits.download();
     q4_gemv::packed::q4_stamp_begin(nullptr, nullptr, 0, nullptr, 1, s);  // stamps off before the buffers go
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
     constexpr int skip = 4;
     out = {{"probe", "q4-stamps"}, {"device", dev.name}, {"shape", sh.str()}, {"grid", grid_name}, {"depth", depth}, {"prepared", prepared},
            {"bytes", bytes}, {"blocks", grid}, {"launches", launches}, {"copies", copies}};
