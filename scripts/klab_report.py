@@ -404,21 +404,25 @@ class Report:
         return f"{self.file}: schema {self.schema_version}; {len(self.records)} records ({what}); {state}"
 
 
-def load(path):
-    """Reads and checks a report; raises ReportError on a malformed line or an empty report."""
-    f = report_file(path)
+def read_text(f):
+    """A report file's text (.jsonl, or .jsonl.gz unpacked); raises ReportError naming what is wrong with it."""
     try:
         if f.name.endswith(".gz"):
             with gzip.open(f, "rt", encoding="utf-8") as z:
-                text = z.read()
-        else:
-            text = f.read_text(encoding="utf-8")
+                return z.read()
+        return f.read_text(encoding="utf-8")
     except (EOFError, gzip.BadGzipFile) as e:
         raise ReportError(f"{f}: not a whole gzip file ({e})") from None
     except UnicodeDecodeError as e:
         raise ReportError(f"{f}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except OSError as e:
         raise ReportError(f"{f}: cannot read: {e.strerror}") from None
+
+
+def load(path):
+    """Reads and checks a report; raises ReportError on a malformed line or an empty report."""
+    f = report_file(path)
+    text = read_text(f)
     records, headers, ends = [], [], []
     cut = None  # a last line cut short by a kill mid-write
     header = None  # the header of the run the records belong to (schema 2)

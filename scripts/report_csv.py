@@ -18,7 +18,6 @@ report.csv for them, and committed schema 1 reports keep it. Exit status: 0 writ
 (no such report, a malformed line, schema 1), nothing written.
 """
 import argparse
-import gzip
 import json
 import re
 import sys
@@ -30,16 +29,6 @@ import klab_report  # noqa: E402
 
 class UsageError(Exception):
     pass
-
-
-def read_lines(f):
-    try:
-        if f.name.endswith(".gz"):
-            with gzip.open(f, "rt", encoding="utf-8") as z:
-                return z.read().splitlines()
-        return f.read_text(encoding="utf-8").splitlines()
-    except (EOFError, gzip.BadGzipFile, OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{f}: cannot read it ({e})") from None
 
 
 class Literal(str):
@@ -135,9 +124,10 @@ def main(argv=None):
     try:
         try:
             f = klab_report.report_file(a.report)
+            lines = klab_report.read_text(f).splitlines()
         except klab_report.ReportError as e:
             raise UsageError(str(e)) from None
-        records = data_records(f, read_lines(f))
+        records = data_records(f, lines)
         out = Path(a.out) if a.out else f.parent
         if out.exists() and not out.is_dir():
             raise UsageError(f"--out {out}: not a directory")
