@@ -9,7 +9,6 @@ Definitions mirror klab's own, so that a peer's figures sit beside klab's in one
 """
 import json
 import math
-import os
 from pathlib import Path
 import sys
 
@@ -62,7 +61,7 @@ def finite(acc):
     return acc["nan"] == 0 and acc["inf"] == 0 and acc["unwritten"] == 0
 
 
-from klab_report import quantile_sorted  # noqa: E402  (scripts/: the harness's quantile, one definition)
+from klab_report import quantile_sorted, write_atomically  # noqa: E402  (scripts/: the harness's quantile and writer, one definition)
 import report_csv  # noqa: E402  (scripts/: the report CSVs as klab writes them, one definition)
 
 
@@ -232,17 +231,6 @@ def _nulls(x):
 
 
 # ---- merging into a report -----------------------------------------------------------------------
-
-def write_atomically(path, text):
-    path = Path(path)
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
-
 
 def csv_per_kind(report_dir, records):
     """REPORT/report-KIND.csv for each kind of `records` as klab writes them (scripts/report_csv.py;

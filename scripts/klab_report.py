@@ -1011,10 +1011,15 @@ def dist_order(d):
 
 
 def write_atomically(path, text):
+    """Writes text to a temporary file beside path, then renames it over path; a failed write leaves no temporary file."""
     path = Path(path)
     tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def main(argv=None):
