@@ -92,6 +92,12 @@ const Claim kFoldDepthPays{"fold-depth-pays", "the ring at depth=2 as the stacke
 const Claim kDepthAllBits{"depth-all-bitwise",
                           "the step's candidate with the stacked launch and out_proj on the ring at depth=2 (gdn::kRingDepth2) gives the candidate's bits"};
 const Claim kDepthAllPays{"depth-all-pays", "every q4 launch on the ring at depth=2 pays: the step's candidate is faster with it"};
+const Claim kFoldPaceBits{"fold-pace-bitwise",
+                          "the step's candidate with its stacked launch's main kernel the paced ring (gdn::kPace1, pace=1) gives the candidate's bits"};
+const Claim kFoldPacePays{"fold-pace-pays", "the paced ring as the stacked main kernel pays: the step's candidate is faster with it than with the ring (fold_ring)"};
+const Claim kPaceAllBits{"pace-all-bitwise",
+                         "the step's candidate with the stacked launch and out_proj on the paced ring (gdn::kPace1, pace=1) gives the candidate's bits"};
+const Claim kPaceAllPays{"pace-all-pays", "every q4 launch on the paced ring pays: the step's candidate is faster with it"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kConvRecBits{"conv-rec-bitwise",
@@ -152,6 +158,8 @@ struct Plan {
   std::string fold_ring;             // the candidate with its stacked main kernel the ring's (fold-ring-*)
   std::string fold_depth;            // fold_ring on the ring at depth=2 (fold-depth-*, against fold_ring)
   std::string depth_all;             // the candidate with every q4 launch on the ring at depth=2 (depth-all-*)
+  std::string fold_pace;             // fold_ring on the paced ring, pace=1 (fold-pace-*, against fold_ring)
+  std::string pace_all;              // the candidate with every q4 launch on the paced ring (pace-all-*)
 };
 Plan plan() {
   Plan p;
@@ -185,6 +193,8 @@ Plan plan() {
   p.fold_ring = gdn::fused_step_variant(t.fold_ring);
   p.fold_depth = gdn::fused_step_variant(t.fold_depth);
   p.depth_all = gdn::fused_step_variant(t.depth_all);
+  p.fold_pace = gdn::fused_step_variant(t.fold_pace);
+  p.pace_all = gdn::fused_step_variant(t.pace_all);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -305,6 +315,9 @@ void run_fused(Context& ctx) {
     twin_claims(find(ms, pl.fold_ring), find(ms, pl.fold_depth), pl.fold_ring, pl.fold_depth, kFoldDepthBits, kFoldDepthPays,
                 "with the ring at depth=2 as its stacked main kernel");
     twin_claims(cand, find(ms, pl.depth_all), pl.candidate, pl.depth_all, kDepthAllBits, kDepthAllPays, "with every q4 launch on the ring at depth=2");
+    twin_claims(find(ms, pl.fold_ring), find(ms, pl.fold_pace), pl.fold_ring, pl.fold_pace, kFoldPaceBits, kFoldPacePays,
+                "with the paced ring as its stacked main kernel");
+    twin_claims(cand, find(ms, pl.pace_all), pl.candidate, pl.pace_all, kPaceAllBits, kPaceAllPays, "with every q4 launch on the paced ring");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
     twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,

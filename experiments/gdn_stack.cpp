@@ -115,6 +115,12 @@ const Claim kFoldDepthInGraph{"fold-depth-in-graph",
 const Claim kDepthAllInGraph{"depth-all-in-graph",
                              "in the 48-layer graph, every q4 launch on the ring at depth=2 pays: q4-fast-depth (the candidate with its stacked "
                              "launch and out_proj on gdn::kRingDepth2) is faster per token than q4-fast"};
+const Claim kFoldPaceInGraph{"fold-pace-in-graph",
+                             "in the 48-layer graph, the paced ring as the stacked main kernel pays: q4-fast-fold-pace (fold_ring on "
+                             "gdn::kPace1) is faster per token than q4-fast-fold-ring"};
+const Claim kPaceAllInGraph{"pace-all-in-graph",
+                            "in the 48-layer graph, every q4 launch on the paced ring pays: q4-fast-pace (the candidate with its stacked "
+                            "launch and out_proj on gdn::kPace1) is faster per token than q4-fast"};
 const Claim kWarpInGraph{"warp-prep-in-graph",
                          "in the 48-layer graph, prep blocks of one warp pay: q4-fast-warp (the base on gdn::kWarpQ4, whose prep blocks fit "
                          "beside out_proj's) is faster per token than q4-fast-ba-own"};
@@ -189,6 +195,8 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-fold-ring", [] { return gdn::candidate_twins().fold_ring; }, &kFoldRingInGraph, true, "q4-fast"},
       {"q4-fast-fold-depth", [] { return gdn::candidate_twins().fold_depth; }, &kFoldDepthInGraph, true, "q4-fast-fold-ring"},
       {"q4-fast-depth", [] { return gdn::candidate_twins().depth_all; }, &kDepthAllInGraph, true, "q4-fast"},
+      {"q4-fast-fold-pace", [] { return gdn::candidate_twins().fold_pace; }, &kFoldPaceInGraph, true, "q4-fast-fold-ring"},
+      {"q4-fast-pace", [] { return gdn::candidate_twins().pace_all; }, &kPaceAllInGraph, true, "q4-fast"},
       {"q4-fast-fold-main-warp", [] { return gdn::candidate_twins().fold_main_warp1; }, &kFoldMainWarpInGraph, true, "q4-fast-fold-main"},
       {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
       {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},

@@ -190,7 +190,11 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(tw.fold_depth.stacked_kernel == gdn::kRingDepth2);
   CHECK(tw.depth_all.q4_kernel == gdn::kRingDepth2);
   CHECK(tw.depth_all.stacked_kernel.empty());
-  for (const auto& c : {tw.fold_depth, tw.depth_all}) {
+  // fold_pace and pace_all: the paced ring (pace=1) likewise.
+  CHECK(tw.fold_pace.stacked_kernel == gdn::kPace1);
+  CHECK(tw.pace_all.q4_kernel == gdn::kPace1);
+  CHECK(tw.pace_all.stacked_kernel.empty());
+  for (const auto& c : {tw.fold_depth, tw.depth_all, tw.fold_pace, tw.pace_all}) {
     CHECK(c.fold_ba);
     CHECK(registry().has_variant(gdn::fused_step_variant(c)));
     CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");

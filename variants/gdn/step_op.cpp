@@ -248,6 +248,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.fold_ring,
       t.fold_depth,
       t.depth_all,
+      t.fold_pace,
+      t.pace_all,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -388,6 +390,16 @@ CandidateTwins candidate_twins() {
   t.fold_depth.stacked_kernel = kRingDepth2;
   t.depth_all = candidate_of(t.ba_own);
   t.depth_all.q4_kernel = kRingDepth2;
+  // fold_pace, pace_all (2026-12-05, seventh session). Why (q4-prep-split on an H100, reports/h100/run-pace): pace=1's
+  // main kernel alone on x already prepared reaches 96.5 / 98.6 / 92.8 / 90.2% of that card's read ceiling at the four
+  // seed shapes (the ring's producer twin 99.0 / 90.2 / 77.0 / 78.8%, depth=2's ~89% at 5120x6144), and both of the
+  // candidate's q4 launches already run on x prepared by the launch before them. Predicted: fold_pace as fold_ring
+  // (the stacked launch is 16480 rows, where the ring alone is as fast), pace_all ~0.1-0.5 us a layer faster than
+  // depth_all (out_proj, 5120x6144).
+  t.fold_pace = t.fold_ring;
+  t.fold_pace.stacked_kernel = kPace1;
+  t.pace_all = candidate_of(t.ba_own);
+  t.pace_all.q4_kernel = kPace1;
   return t;
 }
 

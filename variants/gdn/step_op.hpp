@@ -80,6 +80,8 @@ std::vector<FusedStepConfig> fused_step_configs();
 inline constexpr const char* kStackedRing = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pdl=on,rows=8";
 // The ring filling at most 2 of its stages a block (q4_gemv's depth=2: fewer bytes in flight, the ring's bits).
 inline constexpr const char* kRingDepth2 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,pdl=on,rows=8";
+// The ring fed by a producer warp, one stage request in flight a block (q4_gemv's pace=1: the ring's bits).
+inline constexpr const char* kPace1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pace=1,pdl=on,rows=8";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -161,6 +163,8 @@ struct CandidateTwins {
   FusedStepConfig fold_ring;     // the candidate with its stacked launch's main kernel the ring's (kStackedRing, on in_prep_ba's x)
   FusedStepConfig fold_depth;    // fold_ring on kRingDepth2 (the ring at depth=2)
   FusedStepConfig depth_all;     // the candidate with every q4 launch on kRingDepth2 (the stacked launch and out_proj, x prepared for both)
+  FusedStepConfig fold_pace;     // fold_ring on kPace1 (the ring fed by a producer warp, pace=1)
+  FusedStepConfig pace_all;      // the candidate with every q4 launch on kPace1 (the stacked launch and out_proj, x prepared for both)
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
