@@ -258,6 +258,11 @@ constexpr std::size_t kDepthSplit0 = 80;
 // (reports/h200/run-pace): pace=1 90.4 / 76.0 / 58.3 / 53.5%, the goal at 17408x5120 held; depth=2 with xprep=warps the
 // fastest at 6144x5120 (59.5%); the same claims not held.
 constexpr std::size_t kPace0 = 82;
+// The rung 84: pace=1,xprep=block, rung 82 without its prep launch (each consumer thread quantises its block of x after
+// the wait). Why: the earlier xprep=block rungs lost with the ring's ~24 MB of requests in flight (61) or with 1-2 stages
+// a block buffered at the release (74, 75); pace=1 has its stages full and one request a block in flight there.
+// Predicted (before any run, 2026-12-05): faster than pace=1 at 6144x5120 and 5120x6144, within 3% at 17408x5120.
+constexpr std::size_t kPaceBlock = 84;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -389,6 +394,8 @@ std::vector<std::string> rungs() {
   for (std::size_t twin : kDepthTwins) out.push_back(inserted_after(out[twin], ",depth=" + std::string(twin == kDepth0 ? "2" : "3"), ",row-split=2"));
   // 82, 83: pace=1, pace=2, rung 11's twins (pace= goes after load=).
   for (const std::string pace : {"1", "2"}) out.push_back(inserted_after(out[11], ",load=bulk", ",pace=" + pace));
+  // 84: xprep=block, rung 82's twin.
+  out.push_back(replaced(out[kPace0], ",xprep=launch,", ",xprep=block,"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -523,10 +530,14 @@ Experiment q4_to_ceiling() {
                         "paced requests pay: grid=fill,xprep=launch,load=bulk,pace=1 and pace=2,rows=8,pdl=on (a producer warp keeps at most "
                         "1 or 2 of the ring's stage requests in flight a block, before the wait too) are faster than the ring without pace "
                         "(all its stages requested at once) at 6144x5120 and 5120x6144"};
+  const Claim pace_block_pays{"pace-block-pays",
+                              "one launch a call pays on the paced ring: grid=fill,xprep=block,load=bulk,pace=1,rows=8,pdl=on (each consumer "
+                              "thread quantises its block of x after the wait; no prep kernel) is faster than its xprep=launch twin at 6144x5120 "
+                              "and 5120x6144"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
-              late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays};
+              late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -686,8 +697,10 @@ Experiment q4_to_ceiling() {
         twins_pay(ring_warp_pays, "xprep=warp (for xprep=launch)", [](std::size_t i) { return kDepthTwins[i]; }, kRingWarp0, 2);
         twins_pay(ring_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t i) { return kDepthTwins[i]; }, kRingWarp0 + 2, 2);
         twins_pay(depth_split_pays, "row-split=2", [](std::size_t i) { return kDepthTwins[i]; }, kDepthSplit0, 2);
-        if ((s.m == 6144 && s.k == 5120) || (s.m == 5120 && s.k == 6144))
+        if ((s.m == 6144 && s.k == 5120) || (s.m == 5120 && s.k == 6144)) {
           twins_pay(pace_pays, "pace", [](std::size_t) { return kRingBulk8; }, kPace0, 2);
+          twins_pay(pace_block_pays, "xprep=block (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceBlock, 1);
+        }
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

@@ -1718,9 +1718,9 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
 // order: the ring's bits), a named barrier over the consumers in place of __syncthreads, then one arrive on the
 // stage's `empty`. Registered pace=1 and pace=2 (46 or 92 KB an SM in flight at most at k = 5120). k > 31744 (32
 // consumer warps and the producer would pass 1024 threads) runs the ring itself (launch_paced), the same bits.
-template <int P>
+template <int P, bool XB = false>
 __global__ void __launch_bounds__(kMaxWarps * 32)
-packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S) {
+packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S, const float* __restrict__ x) {
   static_assert(P >= 1 && P <= kRingMaxStages);
   constexpr int R = 8;
   asm volatile("griddepcontrol.launch_dependents;");
@@ -1762,7 +1762,22 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
   const bool active = b < nb;
   const int code0 = plan.code_at(warp, lane, 0), sc0 = plan.scales_at(warp, lane);
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
-  if (active) xe = __ldcg(&g_xq[b]), xo = __ldcg(&g_xq[kXqStride + b]), cd = __ldcg(&g_xq[2 * kXqStride + b]);
+  if constexpr (XB) {
+    if (active) {  // xprep=block: q8_prep of block b of x (xprep_kernel<q8>'s words), as packed_ring_kernel's XB
+      const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(b) * 8;
+      float xv[32];
+      for (int w = 0; w < 8; ++w) {
+        const float4 v = __ldcg(xb + w);
+        xv[4 * w] = v.x, xv[4 * w + 1] = v.y, xv[4 * w + 2] = v.z, xv[4 * w + 3] = v.w;
+      }
+      const Q8X X = q8_prep(xv);
+      xe = make_uint4(X.xe[0], X.xe[1], X.xe[2], X.xe[3]);
+      xo = make_uint4(X.xo[0], X.xo[1], X.xo[2], X.xo[3]);
+      cd = make_uint4(std::uint32_t(X.c), float_bits(X.d), 0, 0);
+    }
+  } else {
+    if (active) xe = __ldcg(&g_xq[b]), xo = __ldcg(&g_xq[kXqStride + b]), cd = __ldcg(&g_xq[2 * kXqStride + b]);
+  }
   const float d = __uint_as_float(cd.y);
   const unsigned consumers = unsigned(plan.W) * 32u;
   for (int n = 0; n < mine; ++n) {
@@ -1799,29 +1814,31 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
 }
 
 // pace=P's blocks an SM: the ring's stages and one producer warp beside the warps chunks.
-template <int P>
+template <int P, bool XB = false>
 int paced_blocks_per_sm(int warps) {
-  return ring_occupancy<packed_paced_kernel<P>, 8>(warps, (warps + 1) * 32);
+  return ring_occupancy<packed_paced_kernel<P, XB>, 8>(warps, (warps + 1) * 32);
 }
-template <int P>
+template <int P, bool XB = false>
 int resident_warps_paced() {
-  return paced_blocks_per_sm<P>(warps_for(5120)) * (warps_for(5120) + 1);
+  return paced_blocks_per_sm<P, XB>(warps_for(5120)) * (warps_for(5120) + 1);
 }
-// pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared, then the paced ring on the ring's stages.
-template <int P, bool Prepared = false>
+// pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
+// quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
+template <int P, bool Prepared = false, bool XB = false>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
-  if (W + 1 > kMaxWarps) return launch_ring<8, Load::bulk, true, false, false, 1, false, false, false, Prepared>(packed, x, y, m, k, stream);
+  if (W + 1 > kMaxWarps) return launch_ring<8, Load::bulk, true, false, false, 1, XB, false, false, Prepared>(packed, x, y, m, k, stream);
   RingPlan plan{W, 8, ring_stages(W, 8)};
   plan.groups = int((static_cast<long long>(m) + 7) / 8);
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P>(W)) * sm_count()));
-  if constexpr (!Prepared) {
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB>(W)) * sm_count()));
+  if constexpr (!Prepared && !XB) {
     launch_maybe_pdl(true, xprep_kernel<Form::q8, false, false, false>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
-  launch_maybe_pdl(true, packed_paced_kernel<P>, dim3(unsigned(plan.grid)), dim3(unsigned((W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(), stream,
-                   packed, y, m, k, plan.S);
+  launch_maybe_pdl(true, packed_paced_kernel<P, XB>, dim3(unsigned(plan.grid)), dim3(unsigned((W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+                   stream, packed, y, m, k, plan.S, x);
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
 }
 
@@ -2183,12 +2200,12 @@ Q4Kernel kernel_ring() {
 // named; 8 as grid=groups,xprep=cluster's).
 // grid=fill,pace=P (q8-dp4a, rows=8): the ring fed by a producer warp, at most P stage requests in flight a block
 // (packed_paced_kernel), with its prep launch; launch_prepared its main kernel alone.
-template <int P>
+template <int P, bool XB = false>
 Q4Kernel kernel_paced() {
-  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", "launch"}, {"load", load_name(Load::bulk)},
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : "launch"}, {"load", load_name(Load::bulk)},
                   {"pace", std::to_string(P)}, {"pdl", "on"}, {"rows", "8"}};
-  Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P>, &resident_warps_paced<P>, warps_for(5120) + 1);
-  kern.launch_prepared = &launch_paced<P, true>;
+  Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P, false, XB>, &resident_warps_paced<P, XB>, warps_for(5120) + 1);
+  if constexpr (!XB) kern.launch_prepared = &launch_paced<P, true>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -2616,6 +2633,17 @@ std::vector<Q4Kernel> packed_kernels() {
   // ring; pace=2 the ring's time.
   v.push_back(kernel_paced<1>());
   v.push_back(kernel_paced<2>());
+  // pace=1,xprep=block (2026-12-05, seventh session, written without a device): pace=1 without its prep launch, each
+  // consumer thread quantising its block of x after the wait (q8_prep on x through L2: xprep_kernel's words, so the
+  // ring's bits), one launch a call. Why: xprep=block lost on the ring (rung 61: every thread's x read behind the call's
+  // ~24 MB of stage requests) and at depth=1|2 (rungs 74, 75, x0.76..x0.87 on an H100: fewer requests in flight, but a
+  // block holds only 1 or 2 stages when its wait ends, so most of its bytes still stream after it). pace=1 keeps both
+  // conditions: its 4 stages are full at the release while one request a block is in flight, so the x read after the
+  // wait meets a short queue (`klab probe-hop`: ~390 ns beside 32-64 KB an SM in flight), and the prep launch's second
+  // grid completion (1.7-2.0 us a call on the H200, the ring's producer twin, run-fe10a61) is gone.
+  // Predicted (before any run): faster than pace=1 at 6144x5120 and 5120x6144 (toward its main kernel alone there),
+  // within 3% at 17408x5120.
+  v.push_back(kernel_paced<1, true>());
   return v;
 }
 
