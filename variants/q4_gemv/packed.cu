@@ -723,6 +723,21 @@ __device__ __forceinline__ void st_release_gpu(unsigned* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+// xprep=block's words of block b of x (xprep_kernel<q8>'s, kept in registers): its 32 activations read through L2
+// (ld.cg: a predecessor may have written them), q8_prep.
+__device__ __forceinline__ void q8_block_words(const float* __restrict__ x, int b, uint4& xe, uint4& xo, uint4& cd) {
+  const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(b) * 8;
+  float xv[32];
+  for (int w = 0; w < 8; ++w) {
+    const float4 v = __ldcg(xb + w);
+    xv[4 * w] = v.x, xv[4 * w + 1] = v.y, xv[4 * w + 2] = v.z, xv[4 * w + 3] = v.w;
+  }
+  const Q8X X = q8_prep(xv);
+  xe = make_uint4(X.xe[0], X.xe[1], X.xe[2], X.xe[3]);
+  xo = make_uint4(X.xo[0], X.xo[1], X.xo[2], X.xo[3]);
+  cd = make_uint4(std::uint32_t(X.c), float_bits(X.d), 0, 0);
+}
+
 // q8_prep of the 32 activations at xb (8 float4, read through L2) in two passes, so that it needs few
 // registers beside a thread's R code blocks: the amax by amax4 over the float4s (a max is exact in any
 // order), then each float4's codes by q8_part (xprep=cluster's split of q8_prep: float4 w is its `sub` w)
@@ -1268,18 +1283,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
     // Our reads of the others' memory are done (release orders them before the arrive).
     asm volatile("barrier.cluster.arrive.release;" ::: "memory");
   } else if constexpr (XB) {
-    if (active) {  // = xprep_kernel<q8> for block b, kept in registers
-      const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(b) * 8;
-      float xv[32];
-      for (int w = 0; w < 8; ++w) {
-        const float4 v = __ldcg(xb + w);
-        xv[4 * w] = v.x, xv[4 * w + 1] = v.y, xv[4 * w + 2] = v.z, xv[4 * w + 3] = v.w;
-      }
-      const Q8X X = q8_prep(xv);
-      xe = make_uint4(X.xe[0], X.xe[1], X.xe[2], X.xe[3]);
-      xo = make_uint4(X.xo[0], X.xo[1], X.xo[2], X.xo[3]);
-      cd = make_uint4(std::uint32_t(X.c), float_bits(X.d), 0, 0);
-    }
+    if (active) q8_block_words(x, b, xe, xo, cd);  // = xprep_kernel<q8> for block b, kept in registers
   } else if (WF && wf_self) {
     if (active) {  // q8_prep's words, as xprep=block's
       const Q8X X = q8_prep_two_pass(reinterpret_cast<const float4*>(x) + std::size_t(b) * 8);
@@ -1763,18 +1767,7 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
   const int code0 = plan.code_at(warp, lane, 0), sc0 = plan.scales_at(warp, lane);
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
   if constexpr (XB) {
-    if (active) {  // xprep=block: q8_prep of block b of x (xprep_kernel<q8>'s words), as packed_ring_kernel's XB
-      const float4* xb = reinterpret_cast<const float4*>(x) + std::size_t(b) * 8;
-      float xv[32];
-      for (int w = 0; w < 8; ++w) {
-        const float4 v = __ldcg(xb + w);
-        xv[4 * w] = v.x, xv[4 * w + 1] = v.y, xv[4 * w + 2] = v.z, xv[4 * w + 3] = v.w;
-      }
-      const Q8X X = q8_prep(xv);
-      xe = make_uint4(X.xe[0], X.xe[1], X.xe[2], X.xe[3]);
-      xo = make_uint4(X.xo[0], X.xo[1], X.xo[2], X.xo[3]);
-      cd = make_uint4(std::uint32_t(X.c), float_bits(X.d), 0, 0);
-    }
+    if (active) q8_block_words(x, b, xe, xo, cd);  // xprep=block, as packed_ring_kernel's XB
   } else {
     if (active) xe = __ldcg(&g_xq[b]), xo = __ldcg(&g_xq[kXqStride + b]), cd = __ldcg(&g_xq[2 * kXqStride + b]);
   }
