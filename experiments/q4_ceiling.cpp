@@ -263,6 +263,10 @@ constexpr std::size_t kPace0 = 82;
 // a block buffered at the release (74, 75); pace=1 has its stages full and one request a block in flight there.
 // Predicted (before any run, 2026-12-05): faster than pace=1 at 6144x5120 and 5120x6144, within 3% at 17408x5120.
 constexpr std::size_t kPaceBlock = 84;
+// The rung 85: pace=1,xprep=warps, rung 82 with its prep launch a warp per block of x. Why: on the depth rings xprep=warps
+// paid 0.5-2% on an H100 (x1.117 on depth=3 at 6144x5120) and depth=2 with it leads at 6144x5120 on the H200.
+// Predicted (before any run, 2026-12-05): x1.00..x1.03 over pace=1.
+constexpr std::size_t kPaceWarps = 85;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -396,6 +400,8 @@ std::vector<std::string> rungs() {
   for (const std::string pace : {"1", "2"}) out.push_back(inserted_after(out[11], ",load=bulk", ",pace=" + pace));
   // 84: xprep=block, rung 82's twin.
   out.push_back(replaced(out[kPace0], ",xprep=launch,", ",xprep=block,"));
+  // 85: xprep=warps, rung 82's twin.
+  out.push_back(replaced(out[kPace0], ",xprep=launch,", ",xprep=warps,"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -534,10 +540,14 @@ Experiment q4_to_ceiling() {
                               "one launch a call pays on the paced ring: grid=fill,xprep=block,load=bulk,pace=1,rows=8,pdl=on (each consumer "
                               "thread quantises its block of x after the wait; no prep kernel) is faster than its xprep=launch twin at 6144x5120 "
                               "and 5120x6144"};
+  const Claim pace_warps_pay{"pace-warps-pay",
+                             "the prep a warp per block of 32 pays on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,rows=8,pdl=on "
+                             "(prep blocks of 8 warps) is faster than its xprep=launch twin on the four seed shapes"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
-              late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays};
+              late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
+              pace_warps_pay};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -701,6 +711,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_pays, "pace", [](std::size_t) { return kRingBulk8; }, kPace0, 2);
           twins_pay(pace_block_pays, "xprep=block (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceBlock, 1);
         }
+        twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

@@ -1817,16 +1817,22 @@ int resident_warps_paced() {
 }
 // pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
 // quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
-template <int P, bool Prepared = false, bool XB = false>
+// Warps (xprep=warps: 8, as the depth rings' rungs 78, 79): the prep launch a warp per block of x (xprep_warps_kernel,
+// xprep_kernel's words) instead of xprep_kernel.
+template <int P, bool Prepared = false, bool XB = false, int Warps = 0>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
+  static_assert(Warps == 0 || (!Prepared && !XB), "xprep=warps: a prep launch");
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
-  if (W + 1 > kMaxWarps) return launch_ring<8, Load::bulk, true, false, false, 1, XB, false, false, Prepared>(packed, x, y, m, k, stream);
+  if (W + 1 > kMaxWarps)
+    return launch_ring<8, Load::bulk, true, false, false, 1, XB, false, false, Prepared, false, 0, false, false, Warps>(packed, x, y, m, k, stream);
   RingPlan plan{W, 8, ring_stages(W, 8)};
   plan.groups = int((static_cast<long long>(m) + 7) / 8);
   plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB>(W)) * sm_count()));
-  if constexpr (!Prepared && !XB) {
+  if constexpr (Warps > 0) {
+    launch_xprep_warps<true, Warps>(x, nb, stream);
+  } else if constexpr (!Prepared && !XB) {
     launch_maybe_pdl(true, xprep_kernel<Form::q8, false, false, false>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
     KLAB_CUDA_LAUNCH("xprep_kernel");
   }
@@ -2193,12 +2199,13 @@ Q4Kernel kernel_ring() {
 // named; 8 as grid=groups,xprep=cluster's).
 // grid=fill,pace=P (q8-dp4a, rows=8): the ring fed by a producer warp, at most P stage requests in flight a block
 // (packed_paced_kernel), with its prep launch; launch_prepared its main kernel alone.
-template <int P, bool XB = false>
+template <int P, bool XB = false, int Warps = 0>
 Q4Kernel kernel_paced() {
-  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : "launch"}, {"load", load_name(Load::bulk)},
-                  {"pace", std::to_string(P)}, {"pdl", "on"}, {"rows", "8"}};
-  Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P, false, XB>, &resident_warps_paced<P, XB>, warps_for(5120) + 1);
-  if constexpr (!XB) kern.launch_prepared = &launch_paced<P, true>;
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : Warps == 8 ? "warps" : "launch"},
+                  {"load", load_name(Load::bulk)}, {"pace", std::to_string(P)}, {"pdl", "on"}, {"rows", "8"}};
+  static_assert(Warps == 0 || Warps == 8);
+  Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P, false, XB, Warps>, &resident_warps_paced<P, XB>, warps_for(5120) + 1);
+  if constexpr (!XB && Warps == 0) kern.launch_prepared = &launch_paced<P, true>;  // xprep=warps: the same main kernel
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -2637,6 +2644,11 @@ std::vector<Q4Kernel> packed_kernels() {
   // Predicted (before any run): faster than pace=1 at 6144x5120 and 5120x6144 (toward its main kernel alone there),
   // within 3% at 17408x5120.
   v.push_back(kernel_paced<1, true>());
+  // pace=1,xprep=warps (the same session): pace=1 with its prep launch a warp per block of x (xprep_warps_kernel<8>,
+  // xprep_kernel's words: the same main kernel and bits). Why: on the depth rings xprep=warps was x1.005..x1.022 over
+  // xprep=launch on an H100 and x1.117 at 6144x5120 on depth=3 (reports/h100/run-pace); depth=2 with it is the
+  // fastest rung at 6144x5120 on the H200 (reports/h200/run-pace). Predicted: x1.00..x1.03 over pace=1.
+  v.push_back(kernel_paced<1, false, 8>());
   return v;
 }
 
