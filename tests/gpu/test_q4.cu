@@ -191,10 +191,11 @@ TEST_CASE("row-split=2|4, grid=fill,xprep=block and grid=fill,xprep=cluster: the
   }
 }
 
-TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blocks refill their stages through the empty barriers, past k = 31744 (the ring itself), and the model's; pace=1,xprep=block|warps's too") {
+TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blocks refill their stages through the empty barriers, past k = 31744 (the ring itself), and the model's; pace=1,xprep=block|warps|warp's too") {
   const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
   const std::string block = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,";
   const std::string warps = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,";
+  const std::string warp = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warp,load=bulk,";
   // 17408x5120: 8 or 9 groups a block through 4 stages (refills wait for the consumers' release); 5000x6144 ragged;
   // 300x6144: one or two groups a block (no refill); 2200x24576: W = 24, 2 stages (pace=2 is bounded by the releases
   // alone), 2 or 3 groups a block on 132 SMs; 40x32768: W = 32, the ring's own launch.
@@ -203,7 +204,8 @@ TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blo
     CAPTURE(c.what);
     const auto want = run_variant(ring + "pdl=on,rows=8", c);
     for (const std::string& name :
-         {ring + "pace=1,pdl=on,rows=8", ring + "pace=2,pdl=on,rows=8", block + "pace=1,pdl=on,rows=8", warps + "pace=1,pdl=on,rows=8"}) {
+         {ring + "pace=1,pdl=on,rows=8", ring + "pace=2,pdl=on,rows=8", block + "pace=1,pdl=on,rows=8", warps + "pace=1,pdl=on,rows=8",
+          warp + "pace=1,pdl=on,rows=8"}) {
       check_twin_bits(name, c, want, s.m * s.k <= 3'000'000);
       // Eight calls back to back on one stream (PDL: a call's producer warps and prep kernel overlap the call before):
       // the last y is the ring's, bit for bit.

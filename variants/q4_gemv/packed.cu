@@ -1817,7 +1817,7 @@ int resident_warps_paced() {
 }
 // pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
 // quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
-// Warps (xprep=warps: 8, as the depth rings' rungs 78, 79): the prep launch a warp per block of x (xprep_warps_kernel,
+// Warps (xprep=warps: 8, xprep=warp: 1, as the depth rings' rungs 76-79): the prep launch a warp per block of x (xprep_warps_kernel,
 // xprep_kernel's words) instead of xprep_kernel.
 template <int P, bool Prepared = false, bool XB = false, int Warps = 0>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
@@ -2201,9 +2201,9 @@ Q4Kernel kernel_ring() {
 // (packed_paced_kernel), with its prep launch; launch_prepared its main kernel alone.
 template <int P, bool XB = false, int Warps = 0>
 Q4Kernel kernel_paced() {
-  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : Warps == 8 ? "warps" : "launch"},
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch"},
                   {"load", load_name(Load::bulk)}, {"pace", std::to_string(P)}, {"pdl", "on"}, {"rows", "8"}};
-  static_assert(Warps == 0 || Warps == 8);
+  static_assert(Warps == 0 || Warps == 8 || Warps == 1);
   Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P, false, XB, Warps>, &resident_warps_paced<P, XB>, warps_for(5120) + 1);
   if constexpr (!XB && Warps == 0) kern.launch_prepared = &launch_paced<P, true>;  // xprep=warps: the same main kernel
   return kern;
@@ -2649,6 +2649,10 @@ std::vector<Q4Kernel> packed_kernels() {
   // xprep=launch on an H100 and x1.117 at 6144x5120 on depth=3 (reports/h100/run-pace); depth=2 with it is the
   // fastest rung at 6144x5120 on the H200 (reports/h200/run-pace). Predicted: x1.00..x1.03 over pace=1.
   v.push_back(kernel_paced<1, false, 8>());
+  // pace=1,xprep=warp (the same session, after an H100 put xprep=warps at x1.034 / x1.066 / x1.045 over pace=1 at the
+  // three smaller seed shapes, reports/h100/run-pace-warps): the prep blocks one warp each (160 blocks at k = 5120), so
+  // they spread over more SMs. Predicted: within 2% of xprep=warps (on grid=groups the two were x0.98..x1.03 apart).
+  v.push_back(kernel_paced<1, false, 1>());
   return v;
 }
 
