@@ -681,13 +681,14 @@ TEST_CASE("map=packed row-split=2|4: the ring's rows split over 2 or 4 threads a
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,tail=split,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,row-split=2,pdl=on,rows=8"});
-  // grid=fill,xprep=block: the twins of rung 32 and of its row-split=2, and of the depth=2|1 rings, without the prep
-  // kernel; the same model.
+  // grid=fill,xprep=block: the twins of rung 32 and of its row-split=2, of the depth=2|1 rings and of pace=1, without
+  // the prep kernel; the same model.
   CHECK(check_twins("grid=fill,xprep=block,", {}, "grid=fill,xprep=launch,") ==
         std::set<std::string>{"q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,pdl=on,rows=8",
                               "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8",
                               "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,depth=2,pdl=on,rows=8",
-                              "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,depth=1,pdl=on,rows=8"});
+                              "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,depth=1,pdl=on,rows=8",
+                              "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,pace=1,pdl=on,rows=8"});
   // The models against the ring's: ragged m, k not a multiple of 1024, k past 8192 (row-split=4 runs as 1 there)
   // and past 16384 (row-split=2 too); each share's butterfly of 4 or 2 rows against the 8-row one.
   std::vector<test::Q4Case> cases;
