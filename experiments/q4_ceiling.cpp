@@ -262,10 +262,12 @@ constexpr std::size_t kPace0 = 82;
 // the wait). Why: the earlier xprep=block rungs lost with the ring's ~24 MB of requests in flight (61) or with 1-2 stages
 // a block buffered at the release (74, 75); pace=1 has its stages full and one request a block in flight there.
 // Predicted (before any run, 2026-12-05): faster than pace=1 at 6144x5120 and 5120x6144, within 3% at 17408x5120.
+// Measured (H100, reports/h100/run-pace-warps): x0.72..x0.88 against pace=1. A negative result.
 constexpr std::size_t kPaceBlock = 84;
 // The rung 85: pace=1,xprep=warps, rung 82 with its prep launch a warp per block of x. Why: on the depth rings xprep=warps
 // paid 0.5-2% on an H100 (x1.117 on depth=3 at 6144x5120) and depth=2 with it leads at 6144x5120 on the H200.
-// Predicted (before any run, 2026-12-05): x1.00..x1.03 over pace=1.
+// Predicted (before any run, 2026-12-05): x1.00..x1.03 over pace=1. Measured (H100, reports/h100/run-pace-warps):
+// x1.000 / x1.034 / x1.066 / x1.045, the fastest rung at every seed shape on that card (98.2 / 95.3 / 80.6 / 71.0%).
 constexpr std::size_t kPaceWarps = 85;
 // The rung 86: pace=1,xprep=warp (prep blocks of one warp), rung 85's twin. Predicted (before any run, 2026-12-06):
 // within 2% of xprep=warps.

@@ -395,7 +395,9 @@ CandidateTwins candidate_twins() {
   // seed shapes (the ring's producer twin 99.0 / 90.2 / 77.0 / 78.8%, depth=2's ~89% at 5120x6144), and both of the
   // candidate's q4 launches already run on x prepared by the launch before them. Predicted: fold_pace as fold_ring
   // (the stacked launch is 16480 rows, where the ring alone is as fast), pace_all ~0.1-0.5 us a layer faster than
-  // depth_all (out_proj, 5120x6144).
+  // depth_all (out_proj, 5120x6144). Measured on an H100 (reports/h100/run-pace-warps, gdn-step-fused, which threw
+  // before its pace claims were listed; the steps were timed): the candidate 0.5018 ms, fold_ring 0.4928, fold_depth
+  // 0.4897, depth_all 0.4982, fold_pace 0.4615, pace_all 0.4565 (x1.099 over the candidate): the fastest q4 steps there.
   t.fold_pace = t.fold_ring;
   t.fold_pace.stacked_kernel = kPace1;
   t.pace_all = candidate_of(t.ba_own);

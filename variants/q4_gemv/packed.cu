@@ -2642,12 +2642,16 @@ std::vector<Q4Kernel> packed_kernels() {
   // wait meets a short queue (`klab probe-hop`: ~390 ns beside 32-64 KB an SM in flight), and the prep launch's second
   // grid completion (1.7-2.0 us a call on the H200, the ring's producer twin, run-fe10a61) is gone.
   // Predicted (before any run): faster than pace=1 at 6144x5120 and 5120x6144 (toward its main kernel alone there),
-  // within 3% at 17408x5120.
+  // within 3% at 17408x5120. Measured (H100, reports/h100/run-pace-warps, stream): x0.88 / x0.78 / x0.72 / x0.73 against
+  // pace=1 at the four seed shapes: every block's 20 KB of f32 x and its quantisation after the wait cost more than the
+  // prep's second grid completion. A negative result.
   v.push_back(kernel_paced<1, true>());
   // pace=1,xprep=warps (the same session): pace=1 with its prep launch a warp per block of x (xprep_warps_kernel<8>,
   // xprep_kernel's words: the same main kernel and bits). Why: on the depth rings xprep=warps was x1.005..x1.022 over
   // xprep=launch on an H100 and x1.117 at 6144x5120 on depth=3 (reports/h100/run-pace); depth=2 with it is the
-  // fastest rung at 6144x5120 on the H200 (reports/h200/run-pace). Predicted: x1.00..x1.03 over pace=1.
+  // fastest rung at 6144x5120 on the H200 (reports/h200/run-pace). Predicted: x1.00..x1.03 over pace=1. Measured (H100,
+  // reports/h100/run-pace-warps): x1.000 / x1.034 / x1.066 / x1.045 over pace=1, 98.2 / 95.3 / 80.6 / 71.0% of that
+  // card's read ceiling: the fastest rung at every seed shape there.
   v.push_back(kernel_paced<1, false, 8>());
   // pace=1,xprep=warp (the same session, after an H100 put xprep=warps at x1.034 / x1.066 / x1.045 over pace=1 at the
   // three smaller seed shapes, reports/h100/run-pace-warps): the prep blocks one warp each (160 blocks at k = 5120), so
