@@ -1817,8 +1817,8 @@ int resident_warps_paced() {
 }
 // pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
 // quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
-// Warps (xprep=warps: 8, xprep=warp: 1, as the depth rings' rungs 76-79): the prep launch a warp per block of x (xprep_warps_kernel,
-// xprep_kernel's words) instead of xprep_kernel.
+// Warps (xprep=warps: 8, xprep=warp: 1, as the depth rings' rungs 76-79): the prep launch a warp per block of x
+// (xprep_warps_kernel, xprep_kernel's words) instead of xprep_kernel.
 template <int P, bool Prepared = false, bool XB = false, int Warps = 0>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
@@ -2198,12 +2198,14 @@ Q4Kernel kernel_ring() {
 // grid=fill,xprep=cluster,load=bulk (q8-dp4a): the ring in clusters of C, x prepared in the launch (cluster=4
 // named; 8 as grid=groups,xprep=cluster's).
 // grid=fill,pace=P (q8-dp4a, rows=8): the ring fed by a producer warp, at most P stage requests in flight a block
-// (packed_paced_kernel), with its prep launch; launch_prepared its main kernel alone.
+// (packed_paced_kernel), with its prep launch (xprep=launch, or =warps|warp: Warps) or none (xprep=block: XB);
+// launch_prepared its main kernel alone (xprep=launch's only: the others' main kernel is the same or reads f32 x).
 template <int P, bool XB = false, int Warps = 0>
 Q4Kernel kernel_paced() {
-  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch"},
-                  {"load", load_name(Load::bulk)}, {"pace", std::to_string(P)}, {"pdl", "on"}, {"rows", "8"}};
   static_assert(Warps == 0 || Warps == 8 || Warps == 1);
+  const char* prep = XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch";
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", prep}, {"load", load_name(Load::bulk)},
+                  {"pace", std::to_string(P)}, {"pdl", "on"}, {"rows", "8"}};
   Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P, false, XB, Warps>, &resident_warps_paced<P, XB>, warps_for(5120) + 1);
   if constexpr (!XB && Warps == 0) kern.launch_prepared = &launch_paced<P, true>;  // xprep=warps: the same main kernel
   return kern;
