@@ -272,6 +272,10 @@ constexpr std::size_t kPaceWarps = 85;
 // The rung 86: pace=1,xprep=warp (prep blocks of one warp), rung 85's twin. Predicted (before any run, 2026-12-06):
 // within 2% of xprep=warps.
 constexpr std::size_t kPaceWarp = 86;
+// The rung 87: grid=groups,xprep=warps,load=bulk, rung 50 with its prep a warp per block of x. Why: rung 50 leads at
+// 5120x6144 on the H200; the warp prep paid x1.045 there on pace=1 (H100). Predicted (before any run, 2026-12-06):
+// x1.01..x1.05 over rung 50 at the 17.7 MB shapes.
+constexpr std::size_t kGroupsBulkWarps = 87;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -409,6 +413,8 @@ std::vector<std::string> rungs() {
   out.push_back(replaced(out[kPace0], ",xprep=launch,", ",xprep=warps,"));
   // 86: xprep=warp, rung 82's twin.
   out.push_back(replaced(out[kPace0], ",xprep=launch,", ",xprep=warp,"));
+  // 87: xprep=warps, rung 50's twin.
+  out.push_back(replaced(out[kRingGroups], ",xprep=launch,", ",xprep=warps,"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -553,11 +559,14 @@ Experiment q4_to_ceiling() {
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
+  const Claim groups_bulk_warps_pay{"groups-bulk-warps-pay",
+                                    "the prep a warp per block of 32 pays on grid=groups,load=bulk: grid=groups,xprep=warps,load=bulk,rows=8,"
+                                    "pdl=on is faster than its xprep=launch twin (rung 50) at 6144x5120 and 5120x6144"};
   e.claims = {accurate,  f32_bitwise, form_bitwise, ceiling,      beats_peers, pdl_pays_claim, exact_faster,     ring_pays, half_pays,     warp_pays,
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
-              pace_warps_pay, pace_warp_pays};
+              pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -723,6 +732,8 @@ Experiment q4_to_ceiling() {
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);
+        if ((s.m == 6144 && s.k == 5120) || (s.m == 5120 && s.k == 6144))
+          twins_pay(groups_bulk_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kRingGroups; }, kGroupsBulkWarps, 1);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));

@@ -470,8 +470,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
   // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1, the two trigger=late, depth=3,
   // the two xprep=block at depth=2|1, the four xprep=warp|warps at depth=2|3, the two row-split=2 at depth=2|3, pace=1|2,
-  // pace=1,xprep=block|warps|warp
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3);
+  // pace=1,xprep=block|warps|warp, grid=groups,xprep=warps,load=bulk
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);

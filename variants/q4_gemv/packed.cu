@@ -1974,13 +1974,18 @@ void launch_ring_groups_prepared(const std::uint8_t* packed, const float* x, flo
                    stream, packed, x, y, m, k, 1);
   KLAB_CUDA_LAUNCH("packed_ring_kernel");
 }
-// The prep kernel (xprep_kernel<q8>), then the ring kernel on its g_xq (as launch_xw before launch_xl_prepared).
-template <int R, bool Pdl>
+// The prep kernel (xprep_kernel<q8>; with Warps, xprep_warps_kernel<Warps>: the same words), then the ring kernel on
+// its g_xq (as launch_xw before launch_xl_prepared).
+template <int R, bool Pdl, int Warps = 0>
 void launch_ring_groups(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
   const int nb = k / ref::kQ4Block;
-  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
-  KLAB_CUDA_LAUNCH("xprep_kernel");
+  if constexpr (Warps > 0) {
+    launch_xprep_warps<Pdl, Warps>(x, nb, stream);
+  } else {
+    launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
+    KLAB_CUDA_LAUNCH("xprep_kernel");
+  }
   launch_ring_groups_prepared<R, Pdl>(packed, x, y, m, k, stream);
 }
 template <int R>
@@ -2219,13 +2224,15 @@ Q4Kernel kernel_ring_xc() {
   return q8_kernel<R>(with_xpf(axes, XPf, "xprep"), &launch_ring_xc<R, Pdl, XPf, C>, &resident_warps_ring_xc<R, XPf, C>);
 }
 
-// grid=groups,xprep=launch,load=bulk (q8-dp4a): one block per group, its weights by one TMA copy.
-template <int R, bool Pdl>
+// grid=groups,xprep=launch|warps,load=bulk (q8-dp4a): one block per group, its weights by one TMA copy; xprep=warps
+// (Warps = 8) its prep a warp per block of x (the same main kernel, so launch_prepared is xprep=launch's alone).
+template <int R, bool Pdl, int Warps = 0>
 Q4Kernel kernel_ring_groups() {
-  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", "launch"}, {"load", load_name(Load::bulk)},
+  static_assert(Warps == 0 || Warps == 8);
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "groups"}, {"xprep", Warps ? "warps" : "launch"}, {"load", load_name(Load::bulk)},
                   {"pdl", Pdl ? "on" : "off"}, {"rows", std::to_string(R)}};
-  Q4Kernel kern = q8_kernel<R>(axes, &launch_ring_groups<R, Pdl>, &resident_warps_ring_groups<R>);
-  kern.launch_prepared = &launch_ring_groups_prepared<R, Pdl>;
+  Q4Kernel kern = q8_kernel<R>(axes, &launch_ring_groups<R, Pdl, Warps>, &resident_warps_ring_groups<R>);
+  if constexpr (Warps == 0) kern.launch_prepared = &launch_ring_groups_prepared<R, Pdl>;
   return kern;
 }
 
@@ -2659,6 +2666,11 @@ std::vector<Q4Kernel> packed_kernels() {
   // three smaller seed shapes, reports/h100/run-pace-warps): the prep blocks one warp each (160 blocks at k = 5120), so
   // they spread over more SMs. Predicted: within 2% of xprep=warps (on grid=groups the two were x0.98..x1.03 apart).
   v.push_back(kernel_paced<1, false, 1>());
+  // grid=groups,xprep=warps,load=bulk (the same session, written after the device time was spent): rung 50 with its prep
+  // a warp per block of x. Why: rung 50 is the fastest at 5120x6144 on the H200 (57.9%, reports/h200/run-pace), and the
+  // prep a warp per block paid x1.045 at that shape on pace=1 (H100, reports/h100/run-pace-warps) and x1.020 on rung
+  // 10 (H200, run-4a53b8f). Predicted: x1.01..x1.05 over rung 50 at the 17.7 MB shapes. Not yet measured.
+  v.push_back(kernel_ring_groups<8, true, 8>());
   return v;
 }
 
