@@ -729,11 +729,10 @@ Experiment q4_to_ceiling() {
         if ((s.m == 6144 && s.k == 5120) || (s.m == 5120 && s.k == 6144)) {
           twins_pay(pace_pays, "pace", [](std::size_t) { return kRingBulk8; }, kPace0, 2);
           twins_pay(pace_block_pays, "xprep=block (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceBlock, 1);
+          twins_pay(groups_bulk_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kRingGroups; }, kGroupsBulkWarps, 1);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);
-        if ((s.m == 6144 && s.k == 5120) || (s.m == 5120 && s.k == 6144))
-          twins_pay(groups_bulk_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kRingGroups; }, kGroupsBulkWarps, 1);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);
         ctx.claim(exact_faster).settle(exact.verdict == Verdict::faster,
                       s.str() + ": today's " + speed(ms[0]) + "; " + short_name(*best_f32) + " " + speed(*best_f32) + " " + speedup_text(exact));
