@@ -378,6 +378,17 @@ void launch_xprep_warps(const float* x, int nb, cudaStream_t stream) {
   launch_maybe_pdl(Pdl, xprep_warps_kernel<WPB>, dim3(unsigned((nb + WPB - 1) / WPB)), dim3(unsigned(WPB * 32)), 0, stream, x, nb);
   KLAB_CUDA_LAUNCH("xprep_warps_kernel");
 }
+// The q8 prep launch of a main kernel reading g_xq: xprep_warps_kernel<Warps> (xprep=warps: 8, =warp: 1), else
+// xprep_kernel<q8> (xprep=launch: a thread a block of x, no prefetch); the same words either way.
+template <bool Pdl, int Warps = 0>
+void launch_q8_prep(const float* x, int nb, const std::uint8_t* packed, cudaStream_t stream) {
+  if constexpr (Warps > 0) {
+    launch_xprep_warps<Pdl, Warps>(x, nb, stream);
+  } else {
+    launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
+    KLAB_CUDA_LAUNCH("xprep_kernel");
+  }
+}
 
 // Stamp (the stamp probe, `klab probe-q4`: the ring, grid=fill,load=bulk, with no other axis but depth and a prepared
 // x; or grid=groups,xprep=launch,q8-dp4a's main kernel, xl_body): thread 0 of each block reads %globaltimer at
@@ -1500,12 +1511,7 @@ void launch_xl_rows(const std::uint8_t* packed, const float* x, float* y, int m,
   require(reinterpret_cast<std::uintptr_t>(w32) % 16 == 0, "q4_gemv launch_packed_rows: W32 must be 16-byte aligned (float4 loads)");
   require(!(y32 < y + m && y < y32 + m32), "q4_gemv launch_packed_rows: y32 overlaps y");
   const int nb = k / ref::kQ4Block, groups = (m + R - 1) / R;
-  if constexpr (Warps > 0) {
-    launch_xprep_warps<Pdl, Warps>(x, nb, stream);
-  } else {
-    launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
-    KLAB_CUDA_LAUNCH("xprep_kernel");
-  }
+  launch_q8_prep<Pdl, Warps>(x, nb, packed, stream);
   launch_maybe_pdl(Pdl, packed_xl_rows_kernel<R>, dim3(unsigned(groups + m32)), dim3(unsigned(warps_for(k) * 32)), 0, stream, packed, x, y, m, k, w32, y32);
   KLAB_CUDA_LAUNCH("packed_xl_rows_kernel");
 }
@@ -1576,8 +1582,7 @@ void launch_warp(const std::uint8_t* packed, const float* x, float* y, int m, in
   check_launch(packed, x, y, m, k);
   const int nb = k / ref::kQ4Block;
   const long long groups = (static_cast<long long>(m) + R - 1) / R;
-  launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
-  KLAB_CUDA_LAUNCH("xprep_kernel");
+  launch_q8_prep<Pdl>(x, nb, packed, stream);
   launch_maybe_pdl(Pdl, packed_warp_kernel<R, C>, dim3(unsigned((groups + kWarpBlockWarps - 1) / kWarpBlockWarps)),
                    dim3(unsigned(kWarpBlockWarps * 32)), 0, stream, packed, y, m, k);
   KLAB_CUDA_LAUNCH("packed_warp_kernel");
@@ -1830,12 +1835,7 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   RingPlan plan{W, 8, ring_stages(W, 8)};
   plan.groups = int((static_cast<long long>(m) + 7) / 8);
   plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB>(W)) * sm_count()));
-  if constexpr (Warps > 0) {
-    launch_xprep_warps<true, Warps>(x, nb, stream);
-  } else if constexpr (!Prepared && !XB) {
-    launch_maybe_pdl(true, xprep_kernel<Form::q8, false, false, false>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
-    KLAB_CUDA_LAUNCH("xprep_kernel");
-  }
+  if constexpr (!Prepared && !XB) launch_q8_prep<true, Warps>(x, nb, packed, stream);
   launch_maybe_pdl(true, packed_paced_kernel<P, XB>, dim3(unsigned(plan.grid)), dim3(unsigned((W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, y, m, k, plan.S, x);
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
@@ -1979,13 +1979,7 @@ void launch_ring_groups_prepared(const std::uint8_t* packed, const float* x, flo
 template <int R, bool Pdl, int Warps = 0>
 void launch_ring_groups(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   check_launch(packed, x, y, m, k);
-  const int nb = k / ref::kQ4Block;
-  if constexpr (Warps > 0) {
-    launch_xprep_warps<Pdl, Warps>(x, nb, stream);
-  } else {
-    launch_maybe_pdl(Pdl, xprep_kernel<Form::q8>, dim3(unsigned((nb + 31) / 32)), dim3(32), 0, stream, x, nb, packed, 0LL);
-    KLAB_CUDA_LAUNCH("xprep_kernel");
-  }
+  launch_q8_prep<Pdl, Warps>(x, k / ref::kQ4Block, packed, stream);
   launch_ring_groups_prepared<R, Pdl>(packed, x, y, m, k, stream);
 }
 template <int R>
