@@ -275,7 +275,15 @@ constexpr std::size_t kPaceWarp = 86;
 // The rung 87: grid=groups,xprep=warps,load=bulk, rung 50 with its prep a warp per block of x. Why: rung 50 leads at
 // 5120x6144 on the H200; the warp prep paid x1.045 there on pace=1 (H100). Predicted (before any run, 2026-12-06):
 // x1.01..x1.05 over rung 50 at the 17.7 MB shapes.
+// Measured (H100, reports/h100/run-pace-warp, a ladder slice): 86 within 1.5% of 85; 87 8.01 against rung 50's 7.99 us
+// at 6144x5120 and 8.39 against 7.77 at 5120x6144: negative results.
 constexpr std::size_t kGroupsBulkWarps = 87;
+// The rungs 88, 89: pace=1,xprep=warps,ilp=2|3, rung 85 with its consumers taking 2 or 3 full stages a step, the groups'
+// dot chains interleaved (packed.cu packed_paced_kernel's G; the ring's bits). Why: at the 17.7 MB shapes a block's
+// groups (at most 3) are all in its stages at the release, and what follows is each group's own work one after another
+// (`klab probe-q4`, the ring on an H100: 0.77 us for the first group, 1.02 for the next two, no wait for bytes).
+// Predicted (before any run, 2026-12-06): x1.03..x1.10 over rung 85 at 6144x5120 and 5120x6144, within 2% at 17408x5120.
+constexpr std::size_t kPaceIlp0 = 88;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -415,6 +423,8 @@ std::vector<std::string> rungs() {
   out.push_back(replaced(out[kPace0], ",xprep=launch,", ",xprep=warp,"));
   // 87: xprep=warps, rung 50's twin.
   out.push_back(replaced(out[kRingGroups], ",xprep=launch,", ",xprep=warps,"));
+  // 88, 89: ilp=2, ilp=3, rung 85's twins (ilp= goes after pace=).
+  for (const std::string g : {"2", "3"}) out.push_back(inserted_after(out[kPaceWarps], ",pace=1", ",ilp=" + g));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -556,6 +566,10 @@ Experiment q4_to_ceiling() {
   const Claim pace_warps_pay{"pace-warps-pay",
                              "the prep a warp per block of 32 pays on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,rows=8,pdl=on "
                              "(prep blocks of 8 warps) is faster than its xprep=launch twin on the four seed shapes"};
+  const Claim pace_ilp_pays{"pace-ilp-pays",
+                            "interleaved groups pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,ilp=2 and ilp=3,rows=8,pdl=on "
+                            "(the consumers take 2 or 3 full stages a step, their dot chains interleaved) are faster than rung 85 (one stage a "
+                            "step) at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -566,7 +580,7 @@ Experiment q4_to_ceiling() {
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
-              pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay};
+              pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -730,6 +744,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_pays, "pace", [](std::size_t) { return kRingBulk8; }, kPace0, 2);
           twins_pay(pace_block_pays, "xprep=block (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceBlock, 1);
           twins_pay(groups_bulk_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kRingGroups; }, kGroupsBulkWarps, 1);
+          twins_pay(pace_ilp_pays, "ilp", [](std::size_t) { return kPaceWarps; }, kPaceIlp0, 2);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

@@ -1727,15 +1727,25 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
 // order: the ring's bits), a named barrier over the consumers in place of __syncthreads, then one arrive on the
 // stage's `empty`. Registered pace=1 and pace=2 (46 or 92 KB an SM in flight at most at k = 5120). k > 31744 (32
 // consumer warps and the producer would pass 1024 threads) runs the ring itself (launch_paced), the same bits.
-template <int P, bool XB = false>
-__global__ void __launch_bounds__(kMaxWarps * 32)
+// ilp=G (G > 1): the consumers take G stages a step once all G are full (fewer at the end, and 1 when the ring holds
+// fewer than G stages), each thread forming the G groups' rows as independent chains, then G transposed butterflies, one
+// named barrier, G `empty` arrivals and the G groups' rows stored by threads r < G R. Every group's values and order are
+// the ring's (so its bits); only how many groups share a step changes. A step's G chains need more registers than the
+// launch bound of 1024 threads allows (64): the kernel is bound to kPacedIlpThreads, and its launcher takes it only up to
+// that many consumers and the producer (k <= 15360 at 512 threads), else G = 1's kernel (the same bits).
+constexpr int kPacedIlpThreads = 512;
+template <int G>
+constexpr int paced_bound() { return G == 1 ? kMaxWarps * 32 : kPacedIlpThreads; }
+template <int P, bool XB = false, int G = 1>
+__global__ void __launch_bounds__(paced_bound<G>())
 packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S, const float* __restrict__ x) {
   static_assert(P >= 1 && P <= kRingMaxStages);
+  static_assert(G >= 1 && G <= kRingMaxStages);
   constexpr int R = 8;
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
   __shared__ __align__(8) std::uint64_t full[kRingMaxStages], empty[kRingMaxStages];
-  __shared__ float part[2][kMaxWarps][R];  // (parity, warp, row)
+  __shared__ float part[2][G][kMaxWarps][R];  // (parity, group of the step, warp, row)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   RingPlan plan;
   plan.W = int(blockDim.x >> 5) - 1;  // consumer warps (chunks of 32 blocks); the last warp produces
@@ -1778,53 +1788,125 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
   }
   const float d = __uint_as_float(cd.y);
   const unsigned consumers = unsigned(plan.W) * 32u;
-  for (int n = 0; n < mine; ++n) {
-    const int s = n % S;
-    mbar_wait(&full[s], unsigned((n / S) & 1));
-    const std::uint8_t* st = ring + std::size_t(s) * stage_bytes;
-    float p[R];
-    if (active) {
-      Scales<R> sc;
-      sc.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
-      for (int r = 0; r < R; ++r) {  // = packed_ring_kernel's rows
-        const uint4 q = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
-        int se = int(cd.x), so = 0;
-        for (int w = 0; w < 4; ++w) q8_word(word_of(q, w), word_of(xe, w), word_of(xo, w), se, so);
-        p[r] = q8_finish(se, so, half_value(sc.get(r)), d);
+  if constexpr (G == 1) {  // the loop as before ilp= (its SASS unchanged)
+    for (int n = 0; n < mine; ++n) {
+      const int s = n % S;
+      mbar_wait(&full[s], unsigned((n / S) & 1));
+      const std::uint8_t* st = ring + std::size_t(s) * stage_bytes;
+      float p[R];
+      if (active) {
+        Scales<R> sc;
+        sc.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
+        for (int r = 0; r < R; ++r) {  // = packed_ring_kernel's rows
+          const uint4 q = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
+          int se = int(cd.x), so = 0;
+          for (int w = 0; w < 4; ++w) q8_word(word_of(q, w), word_of(xe, w), word_of(xo, w), se, so);
+          p[r] = q8_finish(se, so, half_value(sc.get(r)), d);
+        }
+      } else {
+        for (int r = 0; r < R; ++r) p[r] = 0.f;
       }
-    } else {
-      for (int r = 0; r < R; ++r) p[r] = 0.f;
+      const float t = warp_rows<R>(p, lane);
+      if ((lane & (32 / R - 1)) == 0) part[n & 1][0][warp][lane / (32 / R)] = t;
+      // Every consumer's reads of stage s are done and part[n & 1] is complete (as the ring's __syncthreads).
+      asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
+      if (tid == 0) mbar_arrive(&empty[s]);
+      if (tid < R) {
+        const std::int64_t row = plan.group_of(j, n) * R + tid;
+        if (row < m) {
+          float sum = part[n & 1][0][0][tid];
+          for (int w = 1; w < plan.W; ++w) sum = add_rn(sum, part[n & 1][0][w][tid]);
+          y[row] = sum;
+        }
+      }
     }
-    const float t = warp_rows<R>(p, lane);
-    if ((lane & (32 / R - 1)) == 0) part[n & 1][warp][lane / (32 / R)] = t;
-    // Every consumer's reads of stage s are done and part[n & 1] is complete (as the ring's __syncthreads).
-    asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
-    if (tid == 0) mbar_arrive(&empty[s]);
-    if (tid < R) {
-      const std::int64_t row = plan.group_of(j, n) * R + tid;
-      if (row < m) {
-        float sum = part[n & 1][0][tid];
-        for (int w = 1; w < plan.W; ++w) sum = add_rn(sum, part[n & 1][w][tid]);
-        y[row] = sum;
+  } else {
+    // ilp=G: the producer requests group n + G - 1 only after the group n + G - 1 - S of an earlier step released its stage:
+    // G stages a step need S >= G.
+    const int step = S >= G ? G : 1;
+    for (int n = 0, par = 0; n < mine; n += step, par ^= 1) {
+      const int g = mine - n < step ? mine - n : step;  // groups this step
+      float p[G][R];
+      for (int i = 0; i < G; ++i) {
+        if (i >= g) break;
+        const int s = (n + i) % S;
+        mbar_wait(&full[s], unsigned(((n + i) / S) & 1));
+      }
+      // Group i's rows from its stage (= packed_ring_kernel's rows), `gs` groups: G at once, straight-line, so that
+      // their chains interleave; a step of fewer groups (the last) one at a time, the rest zero.
+      auto dots = [&](auto gs, int from) {
+        constexpr int Gs = decltype(gs)::value;
+        const std::uint8_t* st[Gs];
+        Scales<R> sc[Gs];
+#pragma unroll
+        for (int i = 0; i < Gs; ++i) {
+          st[i] = ring + std::size_t((n + from + i) % S) * stage_bytes;
+          sc[i].v = *reinterpret_cast<const typename Scales<R>::V*>(st[i] + sc0);
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          uint4 q[Gs];
+#pragma unroll
+          for (int i = 0; i < Gs; ++i) q[i] = *reinterpret_cast<const uint4*>(st[i] + code0 + r * (kChunk * 16));
+#pragma unroll
+          for (int i = 0; i < Gs; ++i) {
+            int se = int(cd.x), so = 0;
+            for (int w = 0; w < 4; ++w) q8_word(word_of(q[i], w), word_of(xe, w), word_of(xo, w), se, so);
+            p[from + i][r] = q8_finish(se, so, half_value(sc[i].get(r)), d);
+          }
+        }
+      };
+#pragma unroll
+      for (int i = 0; i < G; ++i)
+        for (int r = 0; r < R; ++r) p[i][r] = 0.f;
+      if (active) {
+        if (g == G) {
+          dots(std::integral_constant<int, G>{}, 0);
+        } else {
+#pragma unroll
+          for (int i = 0; i < G; ++i)
+            if (i < g) dots(std::integral_constant<int, 1>{}, i);  // unrolled: p's index known at compile time
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < G; ++i) {
+        const float t = warp_rows<R>(p[i], lane);
+        if ((lane & (32 / R - 1)) == 0) part[par][i][warp][lane / (32 / R)] = t;
+      }
+      // Every consumer's reads of the step's stages are done and part[par] is complete (as the ring's __syncthreads);
+      // part[par] is written again two steps on, after the next step's barrier, which threads < G R pass only after
+      // reading it below.
+      asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
+      if (tid == 0)
+        for (int i = 0; i < g; ++i) mbar_arrive(&empty[(n + i) % S]);
+      if (tid < g * R) {
+        const int i = tid / R, r = tid % R;
+        const std::int64_t row = plan.group_of(j, n + i) * R + r;
+        if (row < m) {
+          float sum = part[par][i][0][r];
+          for (int w = 1; w < plan.W; ++w) sum = add_rn(sum, part[par][i][w][r]);
+          y[row] = sum;
+        }
       }
     }
   }
 }
 
 // pace=P's blocks an SM: the ring's stages and one producer warp beside the warps chunks.
-template <int P, bool XB = false>
+template <int P, bool XB = false, int G = 1>
 int paced_blocks_per_sm(int warps) {
-  return ring_occupancy<packed_paced_kernel<P, XB>, 8>(warps, (warps + 1) * 32);
+  return ring_occupancy<packed_paced_kernel<P, XB, G>, 8>(warps, (warps + 1) * 32);
 }
-template <int P, bool XB = false>
+template <int P, bool XB = false, int G = 1>
 int resident_warps_paced() {
-  return paced_blocks_per_sm<P, XB>(warps_for(5120)) * (warps_for(5120) + 1);
+  return paced_blocks_per_sm<P, XB, G>(warps_for(5120)) * (warps_for(5120) + 1);
 }
 // pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
 // quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
 // Warps (xprep=warps: 8, xprep=warp: 1, as the depth rings' rungs 76-79): the prep launch a warp per block of x
-// (xprep_warps_kernel, xprep_kernel's words) instead of xprep_kernel.
-template <int P, bool Prepared = false, bool XB = false, int Warps = 0>
+// (xprep_warps_kernel, xprep_kernel's words) instead of xprep_kernel. G (ilp=G): G stages a consumer step, up to
+// paced_bound<G>() threads a block (past it G = 1's kernel, the same bits).
+template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
   static_assert(Warps == 0 || (!Prepared && !XB), "xprep=warps: a prep launch");
@@ -1832,11 +1914,14 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   if (W + 1 > kMaxWarps)
     return launch_ring<8, Load::bulk, true, false, false, 1, XB, false, false, Prepared, false, 0, false, false, Warps>(packed, x, y, m, k, stream);
+  if constexpr (G > 1) {
+    if ((W + 1) * 32 > paced_bound<G>()) return launch_paced<P, Prepared, XB, Warps, 1>(packed, x, y, m, k, stream);
+  }
   RingPlan plan{W, 8, ring_stages(W, 8)};
   plan.groups = int((static_cast<long long>(m) + 7) / 8);
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB>(W)) * sm_count()));
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB, G>(W)) * sm_count()));
   if constexpr (!Prepared && !XB) launch_q8_prep<true, Warps>(x, nb, packed, stream);
-  launch_maybe_pdl(true, packed_paced_kernel<P, XB>, dim3(unsigned(plan.grid)), dim3(unsigned((W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G>, dim3(unsigned(plan.grid)), dim3(unsigned((W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, y, m, k, plan.S, x);
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
 }
@@ -2199,14 +2284,19 @@ Q4Kernel kernel_ring() {
 // grid=fill,pace=P (q8-dp4a, rows=8): the ring fed by a producer warp, at most P stage requests in flight a block
 // (packed_paced_kernel), with its prep launch (xprep=launch, or =warps|warp: Warps) or none (xprep=block: XB);
 // launch_prepared its main kernel alone (xprep=launch's only: the others' main kernel is the same or reads f32 x).
-template <int P, bool XB = false, int Warps = 0>
+// ilp=G (G > 1): G stages a consumer step (packed_paced_kernel); launch_prepared its main kernel alone (xprep=warps|warp
+// run the same main kernel as xprep=launch).
+template <int P, bool XB = false, int Warps = 0, int G = 1>
 Q4Kernel kernel_paced() {
   static_assert(Warps == 0 || Warps == 8 || Warps == 1);
   const char* prep = XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch";
-  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", prep}, {"load", load_name(Load::bulk)},
-                  {"pace", std::to_string(P)}, {"pdl", "on"}, {"rows", "8"}};
-  Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P, false, XB, Warps>, &resident_warps_paced<P, XB>, warps_for(5120) + 1);
+  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", prep}, {"load", load_name(Load::bulk)}, {"pace", std::to_string(P)}};
+  if (G > 1) axes.emplace_back("ilp", std::to_string(G));
+  axes.emplace_back("pdl", "on");
+  axes.emplace_back("rows", "8");
+  Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P, false, XB, Warps, G>, &resident_warps_paced<P, XB, G>, warps_for(5120) + 1);
   if constexpr (!XB && Warps == 0) kern.launch_prepared = &launch_paced<P, true>;  // xprep=warps: the same main kernel
+  if constexpr (!XB && G > 1) kern.launch_prepared = &launch_paced<P, true, false, 0, G>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -2663,8 +2753,20 @@ std::vector<Q4Kernel> packed_kernels() {
   // grid=groups,xprep=warps,load=bulk (the same session, written after the device time was spent): rung 50 with its prep
   // a warp per block of x. Why: rung 50 is the fastest at 5120x6144 on the H200 (57.9%, reports/h200/run-pace), and the
   // prep a warp per block paid x1.045 at that shape on pace=1 (H100, reports/h100/run-pace-warps) and x1.020 on rung
-  // 10 (H200, run-4a53b8f). Predicted: x1.01..x1.05 over rung 50 at the 17.7 MB shapes. Not yet measured.
+  // 10 (H200, run-4a53b8f). Predicted: x1.01..x1.05 over rung 50 at the 17.7 MB shapes. Measured (H100,
+  // reports/h100/run-pace-warp, a ladder slice): 8.01 against 7.99 us at 6144x5120, 8.39 against 7.77 at 5120x6144: not
+  // faster. A negative result.
   v.push_back(kernel_ring_groups<8, true, 8>());
+  // pace=1,xprep=warps,ilp=2|3 (2026-12-06, eighth session, written before any run): rung 85 with its consumers taking
+  // 2 or 3 stages a step (packed_paced_kernel's G), the ring's bits. Why: at the 17.7 MB shapes a block has at most 3
+  // groups and its 4 stages (3 at k = 6144) hold them all before the release, so what is left after it is latency, not
+  // bytes. `klab probe-q4` on an H100 (reports/h100/run-pace, the ring at 6144x5120): a block's first group takes
+  // 0.77 us of its own work after x arrives and the next two 1.02 us more, against no wait for bytes (0.19 us); pace=1's
+  // main kernel alone reaches 92.7% there (H100, reports/h100/run-pace-warp) but the call 78.6%. With G groups a step
+  // the G groups' dot chains, butterflies and the step's barrier overlap: 3 groups in 2 steps (ilp=2) or 1 (ilp=3).
+  // Predicted: x1.03..x1.10 over rung 85 at 6144x5120 and 5120x6144, within 2% at 17408x5120 (bandwidth-bound there).
+  v.push_back(kernel_paced<1, false, 8, 2>());
+  v.push_back(kernel_paced<1, false, 8, 3>());
   return v;
 }
 
