@@ -1832,8 +1832,8 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
         const int s = (n + i) % S;
         mbar_wait(&full[s], unsigned(((n + i) / S) & 1));
       }
-      // Group i's rows from its stage (= packed_ring_kernel's rows), `gs` groups: G at once, straight-line, so that
-      // their chains interleave; a step of fewer groups (the last) one at a time, the rest zero.
+      // The rows of the step's groups from their stages (= packed_ring_kernel's rows), `gs` groups at once,
+      // straight-line, so that their chains interleave; the rest zero.
       auto dots = [&](auto gs, int from) {
         constexpr int Gs = decltype(gs)::value;
         const std::uint8_t* st[Gs];
@@ -1859,15 +1859,10 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
 #pragma unroll
       for (int i = 0; i < G; ++i)
         for (int r = 0; r < R; ++r) p[i][r] = 0.f;
-      if (active) {
-        if (g == G) {
-          dots(std::integral_constant<int, G>{}, 0);
-        } else {
-#pragma unroll
-          for (int i = 0; i < G; ++i)
-            if (i < g) dots(std::integral_constant<int, 1>{}, i);  // unrolled: p's index known at compile time
-        }
-      }
+      if (active)  // g of them at once (the last step may have fewer than G)
+        [&]<int... I>(std::integer_sequence<int, I...>) {
+          ((g == I + 1 ? dots(std::integral_constant<int, I + 1>{}, 0) : void()), ...);
+        }(std::make_integer_sequence<int, G>{});
 #pragma unroll
       for (int i = 0; i < G; ++i) {
         const float t = warp_rows<R>(p[i], lane);
