@@ -98,6 +98,9 @@ const Claim kFoldPacePays{"fold-pace-pays", "the paced ring as the stacked main 
 const Claim kPaceAllBits{"pace-all-bitwise",
                          "the step's candidate with the stacked launch and out_proj on the paced ring (gdn::kPace1, pace=1) gives the candidate's bits"};
 const Claim kPaceAllPays{"pace-all-pays", "every q4 launch on the paced ring pays: the step's candidate is faster with it"};
+const Claim kPaceIlpBits{"pace-ilp-bitwise",
+                         "pace_all with out_proj on the paced ring taking up to 3 stages a step (gdn::kPace1Ilp3, ilp=3) gives pace_all's bits"};
+const Claim kPaceIlpPays{"pace-ilp-pays", "out_proj's groups interleaved pay: pace_all is faster with out_proj on gdn::kPace1Ilp3"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kConvRecBits{"conv-rec-bitwise",
@@ -160,6 +163,7 @@ struct Plan {
   std::string depth_all;             // the candidate with every q4 launch on the ring at depth=2 (depth-all-*)
   std::string fold_pace;             // fold_ring on the paced ring, pace=1 (fold-pace-*, against fold_ring)
   std::string pace_all;              // the candidate with every q4 launch on the paced ring (pace-all-*)
+  std::string pace_ilp;              // pace_all with out_proj on the paced ring at ilp=3 (pace-ilp-*, against pace_all)
 };
 Plan plan() {
   Plan p;
@@ -195,6 +199,7 @@ Plan plan() {
   p.depth_all = gdn::fused_step_variant(t.depth_all);
   p.fold_pace = gdn::fused_step_variant(t.fold_pace);
   p.pace_all = gdn::fused_step_variant(t.pace_all);
+  p.pace_ilp = gdn::fused_step_variant(t.pace_ilp);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -318,6 +323,8 @@ void run_fused(Context& ctx) {
     twin_claims(find(ms, pl.fold_ring), find(ms, pl.fold_pace), pl.fold_ring, pl.fold_pace, kFoldPaceBits, kFoldPacePays,
                 "with the paced ring as its stacked main kernel");
     twin_claims(cand, find(ms, pl.pace_all), pl.candidate, pl.pace_all, kPaceAllBits, kPaceAllPays, "with every q4 launch on the paced ring");
+    twin_claims(find(ms, pl.pace_all), find(ms, pl.pace_ilp), pl.pace_all, pl.pace_ilp, kPaceIlpBits, kPaceIlpPays,
+                "with out_proj's groups interleaved (ilp=3)");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
     twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
@@ -347,7 +354,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kConvRecBits, kConvRecPays,
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kConvRecBits, kConvRecPays,
                  kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });

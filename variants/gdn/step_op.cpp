@@ -250,6 +250,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.depth_all,
       t.fold_pace,
       t.pace_all,
+      t.pace_ilp,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -402,6 +403,13 @@ CandidateTwins candidate_twins() {
   t.fold_pace.stacked_kernel = kPace1;
   t.pace_all = candidate_of(t.ba_own);
   t.pace_all.q4_kernel = kPace1;
+  // pace_ilp (2026-12-06, eighth session, written before any run). Why: out_proj (5120x6144, 640 groups over 264 blocks)
+  // gives a block 2 or 3 groups, all in its 3 stages when its wait ends; with ilp=3 their dots are one step, not 2-3
+  // (q4_gemv's rungs 88, 89 say why). The stacked launch (~7.8 groups a block, bandwidth-bound) stays on kPace1, where
+  // a step of 3 stages would leave the producer one free stage. Predicted: 0.2-0.6 us a layer faster than pace_all.
+  t.pace_ilp = t.pace_all;
+  t.pace_ilp.q4_kernel = kPace1Ilp3;
+  t.pace_ilp.stacked_kernel = kPace1;
   return t;
 }
 

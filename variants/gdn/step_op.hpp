@@ -82,6 +82,9 @@ inline constexpr const char* kStackedRing = "q4_gemv/map=packed,dot=q8-dp4a,grid
 inline constexpr const char* kRingDepth2 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,pdl=on,rows=8";
 // The ring fed by a producer warp, one stage request in flight a block (q4_gemv's pace=1: the ring's bits).
 inline constexpr const char* kPace1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,pace=1,pdl=on,rows=8";
+// kPace1 with its consumers taking up to 3 full stages a step (q4_gemv's ilp=3: the groups' dot chains interleaved, the
+// ring's bits). The step runs its main kernel alone (launch_prepared), so its prep form (xprep=warps) does not enter.
+inline constexpr const char* kPace1Ilp3 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,ilp=3,pdl=on,rows=8";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -165,6 +168,7 @@ struct CandidateTwins {
   FusedStepConfig depth_all;     // the candidate with every q4 launch on kRingDepth2 (the stacked launch and out_proj, x prepared for both)
   FusedStepConfig fold_pace;     // fold_ring on kPace1 (the ring fed by a producer warp, pace=1)
   FusedStepConfig pace_all;      // the candidate with every q4 launch on kPace1 (the stacked launch and out_proj, x prepared for both)
+  FusedStepConfig pace_ilp;      // pace_all with out_proj on kPace1Ilp3 (its stacked launch still on kPace1)
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
