@@ -284,6 +284,12 @@ constexpr std::size_t kGroupsBulkWarps = 87;
 // (`klab probe-q4`, the ring on an H100: 0.77 us for the first group, 1.02 for the next two, no wait for bytes).
 // Predicted (before any run, 2026-12-06): x1.03..x1.10 over rung 85 at 6144x5120 and 5120x6144, within 2% at 17408x5120.
 constexpr std::size_t kPaceIlp0 = 88;
+// The rung 90: pace=1,xprep=warps,row-split=2, rung 85 with each block of 32 weights over two consumer threads (4 rows
+// each, twice the warps; the ring's bits). Why: the other way to shorten a group's work after the release; on the ring
+// row-split=2 took ~2 us off the main kernel's work after the wait but the prep queued behind its requests (run-split),
+// which pace=1 caps at one a block. Predicted (before any run, 2026-12-06): x1.02..x1.06 over rung 85 at the 17.7 MB
+// shapes, within 2% at 17408x5120.
+constexpr std::size_t kPaceSplit = 90;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -425,6 +431,8 @@ std::vector<std::string> rungs() {
   out.push_back(replaced(out[kRingGroups], ",xprep=launch,", ",xprep=warps,"));
   // 88, 89: ilp=2, ilp=3, rung 85's twins (ilp= goes after pace=).
   for (const std::string g : {"2", "3"}) out.push_back(inserted_after(out[kPaceWarps], ",pace=1", ",ilp=" + g));
+  // 90: row-split=2, rung 85's twin (row-split= goes after pace=).
+  out.push_back(inserted_after(out[kPaceWarps], ",pace=1", ",row-split=2"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -570,6 +578,9 @@ Experiment q4_to_ceiling() {
                             "interleaved groups pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,ilp=2 and ilp=3,rows=8,pdl=on "
                             "(the consumers take 2 or 3 full stages a step, their dot chains interleaved) are faster than rung 85 (one stage a "
                             "step) at 6144x5120 and 5120x6144"};
+  const Claim pace_split_pays{"pace-split-pays",
+                              "twice the warps pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,rows=8,pdl=on (each "
+                              "block of 32 weights over two threads, 4 rows each) is faster than rung 85 at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -580,7 +591,7 @@ Experiment q4_to_ceiling() {
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
-              pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays};
+              pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -745,6 +756,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_block_pays, "xprep=block (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceBlock, 1);
           twins_pay(groups_bulk_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kRingGroups; }, kGroupsBulkWarps, 1);
           twins_pay(pace_ilp_pays, "ilp", [](std::size_t) { return kPaceWarps; }, kPaceIlp0, 2);
+          twins_pay(pace_split_pays, "row-split=2", [](std::size_t) { return kPaceWarps; }, kPaceSplit, 1);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

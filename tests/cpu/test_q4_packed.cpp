@@ -470,8 +470,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
   // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1, the two trigger=late, depth=3,
   // the two xprep=block at depth=2|1, the four xprep=warp|warps at depth=2|3, the two row-split=2 at depth=2|3, pace=1|2,
-  // pace=1,xprep=block|warps|warp, grid=groups,xprep=warps,load=bulk, pace=1,xprep=warps,ilp=2|3
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2);
+  // pace=1,xprep=block|warps|warp, grid=groups,xprep=warps,load=bulk, pace=1,xprep=warps,ilp=2|3 and row-split=2
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -518,12 +518,13 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
     CHECK(static_cast<bool>(q4_gemv::q4_kernel(name).launch_prepared));
   }
-  // pace=1,xprep=warps,ilp=2|3: the same kernel taking 2 or 3 stages a step, the ring's model; its main kernel alone for
-  // the GDN step (launch_prepared).
-  for (const std::string g : {"2", "3"}) {
-    const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,ilp=" + g + ",pdl=on,rows=8";
+  // pace=1,xprep=warps,ilp=2|3: the same kernel taking 2 or 3 stages a step, and row-split=2 (twice the consumer warps),
+  // the ring's model; its main kernel alone for the GDN step (launch_prepared).
+  for (const std::string axis : {"ilp=2", "ilp=3", "row-split=2"}) {
+    const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1," + axis + ",pdl=on,rows=8";
     CAPTURE(name);
-    CHECK(q4_gemv::q4_kernel(name).warps_per_block == q4_gemv::q4_kernel(ring[0]).warps_per_block + 1);
+    const int consumers = axis == "row-split=2" ? 2 : 1;
+    CHECK(q4_gemv::q4_kernel(name).warps_per_block == consumers * q4_gemv::q4_kernel(ring[0]).warps_per_block + 1);
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
     CHECK(static_cast<bool>(q4_gemv::q4_kernel(name).launch_prepared));
   }
@@ -689,7 +690,8 @@ TEST_CASE("map=packed row-split=2|4: the ring's rows split over 2 or 4 threads a
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,xpf=l2,load=bulk,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,tail=split,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,row-split=2,pdl=on,rows=8",
-                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,row-split=2,pdl=on,rows=8"});
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,row-split=2,pdl=on,rows=8",
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,pdl=on,rows=8"});
   // grid=fill,xprep=block: the twins of rung 32 and of its row-split=2, of the depth=2|1 rings and of pace=1, without
   // the prep kernel; the same model.
   CHECK(check_twins("grid=fill,xprep=block,", {}, "grid=fill,xprep=launch,") ==

@@ -1734,21 +1734,24 @@ void launch_ring(const std::uint8_t* packed, const float* x, float* y, int m, in
 // launch bound of 1024 threads allows (64): the kernel is bound to kPacedIlpThreads, and its launcher takes it only up to
 // that many consumers and the producer (k <= 15360 at 512 threads), else G = 1's kernel (the same bits).
 constexpr int kPacedIlpThreads = 512;
-template <int G>
-constexpr int paced_bound() { return G == 1 ? kMaxWarps * 32 : kPacedIlpThreads; }
-template <int P, bool XB = false, int G = 1>
-__global__ void __launch_bounds__(paced_bound<G>())
+// row-split=Split (Split > 1): each block of 32 weights over Split threads, each taking R / Split of a group's rows (Split W
+// consumer warps, the ring's Split: the same bits), on ilp=G's path and bound.
+template <int G, int Split = 1>
+constexpr int paced_bound() { return G == 1 && Split == 1 ? kMaxWarps * 32 : kPacedIlpThreads; }
+template <int P, bool XB = false, int G = 1, int Split = 1>
+__global__ void __launch_bounds__(paced_bound<G, Split>())
 packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S, const float* __restrict__ x) {
   static_assert(P >= 1 && P <= kRingMaxStages);
   static_assert(G >= 1 && G <= kRingMaxStages);
-  constexpr int R = 8;
+  static_assert(Split == 1 || Split == 2 || Split == 4);
+  constexpr int R = 8, RS = R / Split;
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
   __shared__ __align__(8) std::uint64_t full[kRingMaxStages], empty[kRingMaxStages];
   __shared__ float part[2][G][kMaxWarps][R];  // (parity, group of the step, warp, row)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   RingPlan plan;
-  plan.W = int(blockDim.x >> 5) - 1;  // consumer warps (chunks of 32 blocks); the last warp produces
+  plan.W = (int(blockDim.x >> 5) - 1) / Split;  // chunks of 32 blocks (Split consumer warps each); the last warp produces
   plan.R = R;
   plan.S = S;
   plan.grid = int(gridDim.x);
@@ -1761,7 +1764,7 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   }
   __syncthreads();
-  if (warp == plan.W) {  // the producer
+  if (warp == plan.W * Split) {  // the producer
     if (lane == 0) {
       std::uint64_t policy;
       asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -1777,9 +1780,11 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
     return;  // the consumers wait for every stage it requested before they exit
   }
   asm volatile("griddepcontrol.wait;" ::: "memory");  // g_xq comes from the prep kernel, which waited for our predecessor
-  const int b = tid, nb = k / ref::kQ4Block;
+  const int h = Split == 1 ? 0 : warp / plan.W;          // the thread's share of the rows
+  const int cw = Split == 1 ? warp : warp - h * plan.W;  // its chunk
+  const int b = Split == 1 ? tid : cw * 32 + lane, nb = k / ref::kQ4Block;  // its block of 32 weights
   const bool active = b < nb;
-  const int code0 = plan.code_at(warp, lane, 0), sc0 = plan.scales_at(warp, lane);
+  const int code0 = plan.code_at(cw, lane, h * RS), sc0 = plan.scales_at(cw, lane) + 2 * h * RS;
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
   if constexpr (XB) {
     if (active) q8_block_words(x, b, xe, xo, cd);  // xprep=block, as packed_ring_kernel's XB
@@ -1787,8 +1792,8 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
     if (active) xe = __ldcg(&g_xq[b]), xo = __ldcg(&g_xq[kXqStride + b]), cd = __ldcg(&g_xq[2 * kXqStride + b]);
   }
   const float d = __uint_as_float(cd.y);
-  const unsigned consumers = unsigned(plan.W) * 32u;
-  if constexpr (G == 1) {  // the loop as before ilp= (its SASS unchanged)
+  const unsigned consumers = unsigned(Split * plan.W) * 32u;
+  if constexpr (G == 1 && Split == 1) {  // the loop as before ilp= (its SASS unchanged)
     for (int n = 0; n < mine; ++n) {
       const int s = n % S;
       mbar_wait(&full[s], unsigned((n / S) & 1));
@@ -1826,7 +1831,7 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
     const int step = S >= G ? G : 1;
     for (int n = 0, par = 0; n < mine; n += step, par ^= 1) {
       const int g = mine - n < step ? mine - n : step;  // groups this step
-      float p[G][R];
+      float p[G][RS];
       for (int i = 0; i < G; ++i) {
         if (i >= g) break;
         const int s = (n + i) % S;
@@ -1837,14 +1842,14 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
       auto dots = [&](auto gs, int from) {
         constexpr int Gs = decltype(gs)::value;
         const std::uint8_t* st[Gs];
-        Scales<R> sc[Gs];
+        Scales<RS> sc[Gs];
 #pragma unroll
         for (int i = 0; i < Gs; ++i) {
           st[i] = ring + std::size_t((n + from + i) % S) * stage_bytes;
-          sc[i].v = *reinterpret_cast<const typename Scales<R>::V*>(st[i] + sc0);
+          sc[i].v = *reinterpret_cast<const typename Scales<RS>::V*>(st[i] + sc0);
         }
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
+        for (int r = 0; r < RS; ++r) {
           uint4 q[Gs];
 #pragma unroll
           for (int i = 0; i < Gs; ++i) q[i] = *reinterpret_cast<const uint4*>(st[i] + code0 + r * (kChunk * 16));
@@ -1858,15 +1863,15 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
       };
 #pragma unroll
       for (int i = 0; i < G; ++i)
-        for (int r = 0; r < R; ++r) p[i][r] = 0.f;
+        for (int r = 0; r < RS; ++r) p[i][r] = 0.f;
       if (active)  // g of them at once (the last step may have fewer than G)
         [&]<int... I>(std::integer_sequence<int, I...>) {
           ((g == I + 1 ? dots(std::integral_constant<int, I + 1>{}, 0) : void()), ...);
         }(std::make_integer_sequence<int, G>{});
 #pragma unroll
       for (int i = 0; i < G; ++i) {
-        const float t = warp_rows<R>(p[i], lane);
-        if ((lane & (32 / R - 1)) == 0) part[par][i][warp][lane / (32 / R)] = t;
+        const float t = warp_rows<RS>(p[i], lane);
+        if ((lane & (32 / RS - 1)) == 0) part[par][i][cw][h * RS + lane / (32 / RS)] = t;
       }
       // Every consumer's reads of the step's stages are done and part[par] is complete (as the ring's __syncthreads);
       // part[par] is written again two steps on, after the next step's barrier, which threads < G R pass only after
@@ -1888,20 +1893,21 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
 }
 
 // pace=P's blocks an SM: the ring's stages and one producer warp beside the warps chunks.
-template <int P, bool XB = false, int G = 1>
+template <int P, bool XB = false, int G = 1, int Split = 1>
 int paced_blocks_per_sm(int warps) {
-  return ring_occupancy<packed_paced_kernel<P, XB, G>, 8>(warps, (warps + 1) * 32);
+  return ring_occupancy<packed_paced_kernel<P, XB, G, Split>, 8>(warps, (Split * warps + 1) * 32);
 }
-template <int P, bool XB = false, int G = 1>
+template <int P, bool XB = false, int G = 1, int Split = 1>
 int resident_warps_paced() {
-  return paced_blocks_per_sm<P, XB, G>(warps_for(5120)) * (warps_for(5120) + 1);
+  return paced_blocks_per_sm<P, XB, G, Split>(warps_for(5120)) * (Split * warps_for(5120) + 1);
 }
 // pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
 // quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
 // Warps (xprep=warps: 8, xprep=warp: 1, as the depth rings' rungs 76-79): the prep launch a warp per block of x
-// (xprep_warps_kernel, xprep_kernel's words) instead of xprep_kernel. G (ilp=G): G stages a consumer step, up to
-// paced_bound<G>() threads a block (past it G = 1's kernel, the same bits).
-template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1>
+// (xprep_warps_kernel, xprep_kernel's words) instead of xprep_kernel. G (ilp=G): G stages a consumer step; Split
+// (row-split): Split W consumer warps; either up to paced_bound threads a block (past it G = 1's kernel without
+// row-split, the same bits).
+template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
   static_assert(Warps == 0 || (!Prepared && !XB), "xprep=warps: a prep launch");
@@ -1909,14 +1915,14 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   if (W + 1 > kMaxWarps)
     return launch_ring<8, Load::bulk, true, false, false, 1, XB, false, false, Prepared, false, 0, false, false, Warps>(packed, x, y, m, k, stream);
-  if constexpr (G > 1) {
-    if ((W + 1) * 32 > paced_bound<G>()) return launch_paced<P, Prepared, XB, Warps, 1>(packed, x, y, m, k, stream);
+  if constexpr (G > 1 || Split > 1) {
+    if ((Split * W + 1) * 32 > paced_bound<G, Split>()) return launch_paced<P, Prepared, XB, Warps>(packed, x, y, m, k, stream);
   }
   RingPlan plan{W, 8, ring_stages(W, 8)};
   plan.groups = int((static_cast<long long>(m) + 7) / 8);
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB, G>(W)) * sm_count()));
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB, G, Split>(W)) * sm_count()));
   if constexpr (!Prepared && !XB) launch_q8_prep<true, Warps>(x, nb, packed, stream);
-  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G>, dim3(unsigned(plan.grid)), dim3(unsigned((W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, y, m, k, plan.S, x);
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
 }
@@ -2281,17 +2287,18 @@ Q4Kernel kernel_ring() {
 // launch_prepared its main kernel alone (xprep=launch's only: the others' main kernel is the same or reads f32 x).
 // ilp=G (G > 1): G stages a consumer step (packed_paced_kernel); launch_prepared its main kernel alone (xprep=warps|warp
 // run the same main kernel as xprep=launch).
-template <int P, bool XB = false, int Warps = 0, int G = 1>
+template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1>
 Q4Kernel kernel_paced() {
   static_assert(Warps == 0 || Warps == 8 || Warps == 1);
   const char* prep = XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch";
   Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", prep}, {"load", load_name(Load::bulk)}, {"pace", std::to_string(P)}};
   if (G > 1) axes.emplace_back("ilp", std::to_string(G));
+  if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   axes.emplace_back("pdl", "on");
   axes.emplace_back("rows", "8");
-  Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P, false, XB, Warps, G>, &resident_warps_paced<P, XB, G>, warps_for(5120) + 1);
+  Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P, false, XB, Warps, G, Split>, &resident_warps_paced<P, XB, G, Split>, Split * warps_for(5120) + 1);
   if constexpr (!XB && Warps == 0) kern.launch_prepared = &launch_paced<P, true>;  // xprep=warps: the same main kernel
-  if constexpr (!XB && G > 1) kern.launch_prepared = &launch_paced<P, true, false, 0, G>;
+  if constexpr (!XB && (G > 1 || Split > 1)) kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -2762,6 +2769,13 @@ std::vector<Q4Kernel> packed_kernels() {
   // Predicted: x1.03..x1.10 over rung 85 at 6144x5120 and 5120x6144, within 2% at 17408x5120 (bandwidth-bound there).
   v.push_back(kernel_paced<1, false, 8, 2>());
   v.push_back(kernel_paced<1, false, 8, 3>());
+  // pace=1,xprep=warps,row-split=2 (the same session, written before any run): rung 85 with each block of 32 weights over
+  // two consumer threads, 4 of a group's 8 rows each (packed_paced_kernel's Split; the ring's bits). Why: the other way
+  // to shorten a group's own work after the release (half the rows a thread, twice the warps); on the ring (run-split)
+  // row-split=2 took ~2 us off the main kernel's work after the wait at 17408x5120 but the prep then queued behind the
+  // ring's 24 MB of requests; pace=1 keeps at most one request a block in flight. Predicted: x1.02..x1.06 over rung 85 at
+  // the 17.7 MB shapes, within 2% at 17408x5120.
+  v.push_back(kernel_paced<1, false, 8, 1, 2>());
   return v;
 }
 
