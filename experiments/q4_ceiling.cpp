@@ -283,12 +283,13 @@ constexpr std::size_t kGroupsBulkWarps = 87;
 // groups (at most 3) are all in its stages at the release, and what follows is each group's own work one after another
 // (`klab probe-q4`, the ring on an H100: 0.77 us for the first group, 1.02 for the next two, no wait for bytes).
 // Predicted (before any run, 2026-12-06): x1.03..x1.10 over rung 85 at 6144x5120 and 5120x6144, within 2% at 17408x5120.
+// Measured (H100, reports/h100/run-ilp, a ladder slice): x0.90..x0.96 against rung 85 at every shape. Negative.
 constexpr std::size_t kPaceIlp0 = 88;
 // The rung 90: pace=1,xprep=warps,row-split=2, rung 85 with each block of 32 weights over two consumer threads (4 rows
 // each, twice the warps; the ring's bits). Why: the other way to shorten a group's work after the release; on the ring
 // row-split=2 took ~2 us off the main kernel's work after the wait but the prep queued behind its requests (run-split),
 // which pace=1 caps at one a block. Predicted (before any run, 2026-12-06): x1.02..x1.06 over rung 85 at the 17.7 MB
-// shapes, within 2% at 17408x5120.
+// shapes, within 2% at 17408x5120. Measured (H100, reports/h100/run-ilp): x1.007 / x1.010 / x0.956 / x1.005, rung 85's time.
 constexpr std::size_t kPaceSplit = 90;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -399,6 +399,9 @@ CandidateTwins candidate_twins() {
   // depth_all (out_proj, 5120x6144). Measured on an H100 (reports/h100/run-pace-warps, gdn-step-fused, which threw
   // before its pace claims were listed; the steps were timed): the candidate 0.5018 ms, fold_ring 0.4928, fold_depth
   // 0.4897, depth_all 0.4982, fold_pace 0.4615, pace_all 0.4565 (x1.099 over the candidate): the fastest q4 steps there.
+  // The whole GDN run twice more on an H100 (reports/h100/run-pace-warp, run-ilp): pace_all x1.099 / x1.098 per layer and
+  // x1.032 / x1.031 in the 48-layer graph (1.5436, 1.5456 against 1.5936, 1.5937 ms per token), fold_pace x1.030 over
+  // fold_ring there. The H200 has not run them: the candidate to promote once it agrees.
   t.fold_pace = t.fold_ring;
   t.fold_pace.stacked_kernel = kPace1;
   t.pace_all = candidate_of(t.ba_own);
@@ -407,6 +410,8 @@ CandidateTwins candidate_twins() {
   // gives a block 2 or 3 groups, all in its 3 stages when its wait ends; with ilp=3 their dots are one step, not 2-3
   // (q4_gemv's rungs 88, 89 say why). The stacked launch (~7.8 groups a block, bandwidth-bound) stays on kPace1, where
   // a step of 3 stages would leave the producer one free stage. Predicted: 0.2-0.6 us a layer faster than pace_all.
+  // Measured (H100, reports/h100/run-ilp): pace_all's bits, x0.975 per layer and x0.982 in the 48-layer graph (q4
+  // ilp=3 loses on its own too: a block's groups are not in its stages at the release). A negative result, kept.
   t.pace_ilp = t.pace_all;
   t.pace_ilp.q4_kernel = kPace1Ilp3;
   t.pace_ilp.stacked_kernel = kPace1;

@@ -2767,6 +2767,10 @@ std::vector<Q4Kernel> packed_kernels() {
   // main kernel alone reaches 92.7% there (H100, reports/h100/run-pace-warp) but the call 78.6%. With G groups a step
   // the G groups' dot chains, butterflies and the step's barrier overlap: 3 groups in 2 steps (ilp=2) or 1 (ilp=3).
   // Predicted: x1.03..x1.10 over rung 85 at 6144x5120 and 5120x6144, within 2% at 17408x5120 (bandwidth-bound there).
+  // Measured (H100, reports/h100/run-ilp, a ladder slice, stream): slower at every seed shape, ilp=2 x0.955 / x0.921 /
+  // x0.900 / x0.961 and ilp=3 x0.938 / x0.898 / x0.915 / x0.942 against rung 85. A block's groups are not all in its
+  // stages at the release: pace=1 requests a stage once the one before has arrived, so a step of several stages waits for
+  // the last of them. Negative results, kept.
   v.push_back(kernel_paced<1, false, 8, 2>());
   v.push_back(kernel_paced<1, false, 8, 3>());
   // pace=1,xprep=warps,row-split=2 (the same session, written before any run): rung 85 with each block of 32 weights over
@@ -2774,7 +2778,8 @@ std::vector<Q4Kernel> packed_kernels() {
   // to shorten a group's own work after the release (half the rows a thread, twice the warps); on the ring (run-split)
   // row-split=2 took ~2 us off the main kernel's work after the wait at 17408x5120 but the prep then queued behind the
   // ring's 24 MB of requests; pace=1 keeps at most one request a block in flight. Predicted: x1.02..x1.06 over rung 85 at
-  // the 17.7 MB shapes, within 2% at 17408x5120.
+  // the 17.7 MB shapes, within 2% at 17408x5120. Measured (H100, reports/h100/run-ilp): x1.007 / x1.010 / x0.956 / x1.005,
+  // rung 85's time. Kept.
   v.push_back(kernel_paced<1, false, 8, 1, 2>());
   return v;
 }
