@@ -291,6 +291,12 @@ constexpr std::size_t kPaceIlp0 = 88;
 // which pace=1 caps at one a block. Predicted (before any run, 2026-12-06): x1.02..x1.06 over rung 85 at the 17.7 MB
 // shapes, within 2% at 17408x5120. Measured (H100, reports/h100/run-ilp): x1.007 / x1.010 / x0.956 / x1.005, rung 85's time.
 constexpr std::size_t kPaceSplit = 90;
+// The rungs 91, 92: pace=2 and pace=1,xprep=warps,rows=4, rung 85 on groups of 4 rows (stages of half the bytes; pace=2
+// keeps rung 85's bytes in flight a block). Why: run-ilp showed pace=1's blocks waiting for their groups' bytes, and at
+// 5120x6144 640 groups of 8 over 264 blocks give 112 blocks 3 and 152 blocks 2 (81% of the blocks' time used; 1280 groups
+// of 4: 97%). Predicted (before any run, 2026-12-06): pace=2,rows=4 x1.05..x1.12 over rung 85 at 5120x6144, within 3%
+// elsewhere; pace=1,rows=4 slower at the large shapes.
+constexpr std::size_t kPaceRows4 = 91;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -434,6 +440,8 @@ std::vector<std::string> rungs() {
   for (const std::string g : {"2", "3"}) out.push_back(inserted_after(out[kPaceWarps], ",pace=1", ",ilp=" + g));
   // 90: row-split=2, rung 85's twin (row-split= goes after pace=).
   out.push_back(inserted_after(out[kPaceWarps], ",pace=1", ",row-split=2"));
+  // 91, 92: pace=2,rows=4 and pace=1,rows=4, rung 85's twins.
+  for (const std::string pace : {"2", "1"}) out.push_back(replaced(replaced(out[kPaceWarps], ",pace=1,", ",pace=" + pace + ","), ",rows=8", ",rows=4"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -582,6 +590,9 @@ Experiment q4_to_ceiling() {
   const Claim pace_split_pays{"pace-split-pays",
                               "twice the warps pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,rows=8,pdl=on (each "
                               "block of 32 weights over two threads, 4 rows each) is faster than rung 85 at 6144x5120 and 5120x6144"};
+  const Claim pace_rows4_pays{"pace-rows4-pays",
+                              "groups of 4 rows pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=2,rows=4,pdl=on (stages of half "
+                              "the bytes, two requests in flight a block: rung 85's bytes in flight) is faster than rung 85 at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -592,7 +603,7 @@ Experiment q4_to_ceiling() {
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
-              pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays};
+              pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -758,6 +769,7 @@ Experiment q4_to_ceiling() {
           twins_pay(groups_bulk_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kRingGroups; }, kGroupsBulkWarps, 1);
           twins_pay(pace_ilp_pays, "ilp", [](std::size_t) { return kPaceWarps; }, kPaceIlp0, 2);
           twins_pay(pace_split_pays, "row-split=2", [](std::size_t) { return kPaceWarps; }, kPaceSplit, 1);
+          twins_pay(pace_rows4_pays, "rows=4 at pace=2", [](std::size_t) { return kPaceWarps; }, kPaceRows4, 1);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

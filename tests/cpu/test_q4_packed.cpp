@@ -470,8 +470,9 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // the grid=half rungs 51-55 (last=regs, its xpf=l2 twin and rung 49's, last=l2, pre=1), the three row-split twins, the two grid=fill,xprep=block,
   // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1, the two trigger=late, depth=3,
   // the two xprep=block at depth=2|1, the four xprep=warp|warps at depth=2|3, the two row-split=2 at depth=2|3, pace=1|2,
-  // pace=1,xprep=block|warps|warp, grid=groups,xprep=warps,load=bulk, pace=1,xprep=warps,ilp=2|3 and row-split=2
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1);
+  // pace=1,xprep=block|warps|warp, grid=groups,xprep=warps,load=bulk, pace=1,xprep=warps,ilp=2|3 and row-split=2,
+  // pace=2|1,xprep=warps,rows=4
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1 + 2);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -525,6 +526,15 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     CAPTURE(name);
     const int consumers = axis == "row-split=2" ? 2 : 1;
     CHECK(q4_gemv::q4_kernel(name).warps_per_block == consumers * q4_gemv::q4_kernel(ring[0]).warps_per_block + 1);
+    CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
+    CHECK(static_cast<bool>(q4_gemv::q4_kernel(name).launch_prepared));
+  }
+  // pace=2|1,xprep=warps,rows=4: groups of 4 rows, the rows=4 ring's layout and every q8 rung's bits.
+  for (const std::string pace : {"2", "1"}) {
+    const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=" + pace + ",pdl=on,rows=4";
+    CAPTURE(name);
+    CHECK(q4_gemv::q4_kernel(name).layout == q4_gemv::q4_kernel(ring[1]).layout);
+    CHECK(q4_gemv::q4_kernel(name).warps_per_block == q4_gemv::q4_kernel(ring[1]).warps_per_block + 1);
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
     CHECK(static_cast<bool>(q4_gemv::q4_kernel(name).launch_prepared));
   }

@@ -1738,13 +1738,15 @@ constexpr int kPacedIlpThreads = 512;
 // consumer warps, the ring's Split: the same bits), on ilp=G's path and bound.
 template <int G, int Split = 1>
 constexpr int paced_bound() { return G == 1 && Split == 1 ? kMaxWarps * 32 : kPacedIlpThreads; }
-template <int P, bool XB = false, int G = 1, int Split = 1>
+// rows=R: R rows a group (8, or 4: stages of half the bytes, twice the groups; the ring's layout and bits at R).
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8>
 __global__ void __launch_bounds__(paced_bound<G, Split>())
 packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S, const float* __restrict__ x) {
   static_assert(P >= 1 && P <= kRingMaxStages);
   static_assert(G >= 1 && G <= kRingMaxStages);
   static_assert(Split == 1 || Split == 2 || Split == 4);
-  constexpr int R = 8, RS = R / Split;
+  static_assert(R == 8 || R == 4);
+  constexpr int RS = R / Split;
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
   __shared__ __align__(8) std::uint64_t full[kRingMaxStages], empty[kRingMaxStages];
@@ -1893,36 +1895,36 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
 }
 
 // pace=P's blocks an SM: the ring's stages and one producer warp beside the warps chunks.
-template <int P, bool XB = false, int G = 1, int Split = 1>
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8>
 int paced_blocks_per_sm(int warps) {
-  return ring_occupancy<packed_paced_kernel<P, XB, G, Split>, 8>(warps, (Split * warps + 1) * 32);
+  return ring_occupancy<packed_paced_kernel<P, XB, G, Split, R>, R>(warps, (Split * warps + 1) * 32);
 }
-template <int P, bool XB = false, int G = 1, int Split = 1>
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8>
 int resident_warps_paced() {
-  return paced_blocks_per_sm<P, XB, G, Split>(warps_for(5120)) * (Split * warps_for(5120) + 1);
+  return paced_blocks_per_sm<P, XB, G, Split, R>(warps_for(5120)) * (Split * warps_for(5120) + 1);
 }
 // pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
 // quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
 // Warps (xprep=warps: 8, xprep=warp: 1, as the depth rings' rungs 76-79): the prep launch a warp per block of x
 // (xprep_warps_kernel, xprep_kernel's words) instead of xprep_kernel. G (ilp=G): G stages a consumer step; Split
 // (row-split): Split W consumer warps; either up to paced_bound threads a block (past it G = 1's kernel without
-// row-split, the same bits).
-template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1>
+// row-split, the same bits). R: rows a group (rows=R), the ring's R past 31744.
+template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
   static_assert(Warps == 0 || (!Prepared && !XB), "xprep=warps: a prep launch");
   check_launch(packed, x, y, m, k);
   const int W = warps_for(k), nb = k / ref::kQ4Block;
   if (W + 1 > kMaxWarps)
-    return launch_ring<8, Load::bulk, true, false, false, 1, XB, false, false, Prepared, false, 0, false, false, Warps>(packed, x, y, m, k, stream);
+    return launch_ring<R, Load::bulk, true, false, false, 1, XB, false, false, Prepared, false, 0, false, false, Warps>(packed, x, y, m, k, stream);
   if constexpr (G > 1 || Split > 1) {
-    if ((Split * W + 1) * 32 > paced_bound<G, Split>()) return launch_paced<P, Prepared, XB, Warps>(packed, x, y, m, k, stream);
+    if ((Split * W + 1) * 32 > paced_bound<G, Split>()) return launch_paced<P, Prepared, XB, Warps, 1, 1, R>(packed, x, y, m, k, stream);
   }
-  RingPlan plan{W, 8, ring_stages(W, 8)};
-  plan.groups = int((static_cast<long long>(m) + 7) / 8);
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB, G, Split>(W)) * sm_count()));
+  RingPlan plan{W, R, ring_stages(W, R)};
+  plan.groups = int((static_cast<long long>(m) + R - 1) / R);
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB, G, Split, R>(W)) * sm_count()));
   if constexpr (!Prepared && !XB) launch_q8_prep<true, Warps>(x, nb, packed, stream);
-  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split, R>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, y, m, k, plan.S, x);
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
 }
@@ -2287,7 +2289,7 @@ Q4Kernel kernel_ring() {
 // launch_prepared its main kernel alone (xprep=launch's only: the others' main kernel is the same or reads f32 x).
 // ilp=G (G > 1): G stages a consumer step (packed_paced_kernel); launch_prepared its main kernel alone (xprep=warps|warp
 // run the same main kernel as xprep=launch).
-template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1>
+template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8>
 Q4Kernel kernel_paced() {
   static_assert(Warps == 0 || Warps == 8 || Warps == 1);
   const char* prep = XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch";
@@ -2295,10 +2297,10 @@ Q4Kernel kernel_paced() {
   if (G > 1) axes.emplace_back("ilp", std::to_string(G));
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   axes.emplace_back("pdl", "on");
-  axes.emplace_back("rows", "8");
-  Q4Kernel kern = q8_kernel<8>(axes, &launch_paced<P, false, XB, Warps, G, Split>, &resident_warps_paced<P, XB, G, Split>, Split * warps_for(5120) + 1);
-  if constexpr (!XB && Warps == 0) kern.launch_prepared = &launch_paced<P, true>;  // xprep=warps: the same main kernel
-  if constexpr (!XB && (G > 1 || Split > 1)) kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split>;
+  axes.emplace_back("rows", std::to_string(R));
+  Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R>, &resident_warps_paced<P, XB, G, Split, R>, Split * warps_for(5120) + 1);
+  if constexpr (!XB && Warps == 0 && R == 8) kern.launch_prepared = &launch_paced<P, true>;  // xprep=warps: the same main kernel
+  if constexpr (!XB && (G > 1 || Split > 1 || R != 8)) kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -2781,6 +2783,15 @@ std::vector<Q4Kernel> packed_kernels() {
   // the 17.7 MB shapes, within 2% at 17408x5120. Measured (H100, reports/h100/run-ilp): x1.007 / x1.010 / x0.956 / x1.005,
   // rung 85's time. Kept.
   v.push_back(kernel_paced<1, false, 8, 1, 2>());
+  // pace=1|2,xprep=warps,rows=4 (the same session, after run-ilp, written before any run): rung 85 on groups of 4 rows, so
+  // stages of half the bytes (11.5 KB at k = 5120, 8 of them), with one or two requests in flight a block (pace=2: rung
+  // 85's bytes in flight). The ring's bits (every q8 rung's). Why: run-ilp showed pace=1's blocks waiting for their
+  // groups' bytes, one loaded round trip a stage, and 5120x6144's 640 groups of 8 over 264 blocks leave 152 blocks with 2
+  // and 112 with 3 (the slowest sets the call: 81% of the blocks' time used), against 1280 groups of 4 (4 or 5 a block,
+  // 97%); 6144x5120 (768 groups: 2 or 3) 97% either way. Predicted: pace=2,rows=4 x1.05..x1.12 over rung 85 at
+  // 5120x6144, within 3% elsewhere; pace=1,rows=4 slower at the large shapes (half the bytes in flight).
+  v.push_back(kernel_paced<2, false, 8, 1, 1, 4>());
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 4>());
   return v;
 }
 
