@@ -297,6 +297,12 @@ constexpr std::size_t kPaceSplit = 90;
 // of 4: 97%). Predicted (before any run, 2026-12-06): pace=2,rows=4 x1.05..x1.12 over rung 85 at 5120x6144, within 3%
 // elsewhere; pace=1,rows=4 slower at the large shapes.
 constexpr std::size_t kPaceRows4 = 91;
+// The rungs 93, 94: pace=1-2,xprep=warps,rows=4|8: one request in flight a block until its consumers pass the wait, two
+// after. Why (H100, reports/h100/run-rows4, the whole ladder): pace=1 at rows=4 (half rung 85's bytes in flight) x1.095
+// over rung 85 at 5120x6144 but x0.90..x0.96 elsewhere, pace=2 at rows=4 slower everywhere; the bytes in flight before
+// the release cost the prep's chain, those after it feed the reads. Predicted (before any run, 2026-12-06): rows=4
+// x1.05..x1.10 over rung 85 at 5120x6144 and within 3% elsewhere.
+constexpr std::size_t kPaceLate0 = 93;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -442,6 +448,9 @@ std::vector<std::string> rungs() {
   out.push_back(inserted_after(out[kPaceWarps], ",pace=1", ",row-split=2"));
   // 91, 92: pace=2,rows=4 and pace=1,rows=4, rung 85's twins.
   for (const std::string pace : {"2", "1"}) out.push_back(replaced(replaced(out[kPaceWarps], ",pace=1,", ",pace=" + pace + ","), ",rows=8", ",rows=4"));
+  // 93, 94: pace=1-2 at rows=4 and rows=8, rung 85's twins.
+  out.push_back(replaced(out[kPaceRows4 + 1], ",pace=1,", ",pace=1-2,"));
+  out.push_back(replaced(out[kPaceWarps], ",pace=1,", ",pace=1-2,"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -593,6 +602,9 @@ Experiment q4_to_ceiling() {
   const Claim pace_rows4_pays{"pace-rows4-pays",
                               "groups of 4 rows pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=2,rows=4,pdl=on (stages of half "
                               "the bytes, two requests in flight a block: rung 85's bytes in flight) is faster than rung 85 at 6144x5120 and 5120x6144"};
+  const Claim pace_late_pays{"pace-late-pays",
+                             "more requests after the release pay: grid=fill,xprep=warps,load=bulk,pace=1-2,pdl=on,rows=4 and rows=8 (one stage "
+                             "request in flight a block until the consumers pass their wait, two after) are faster than rung 85 at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -603,7 +615,7 @@ Experiment q4_to_ceiling() {
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
-              pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays};
+              pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays, pace_late_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -770,6 +782,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_ilp_pays, "ilp", [](std::size_t) { return kPaceWarps; }, kPaceIlp0, 2);
           twins_pay(pace_split_pays, "row-split=2", [](std::size_t) { return kPaceWarps; }, kPaceSplit, 1);
           twins_pay(pace_rows4_pays, "rows=4 at pace=2", [](std::size_t) { return kPaceWarps; }, kPaceRows4, 1);
+          twins_pay(pace_late_pays, "pace=1-2", [](std::size_t) { return kPaceWarps; }, kPaceLate0, 2);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

@@ -471,8 +471,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // the two tail=split, the three grid=fill,xprep=cluster, the one wait=flag, the two depth=2|1, the two trigger=late, depth=3,
   // the two xprep=block at depth=2|1, the four xprep=warp|warps at depth=2|3, the two row-split=2 at depth=2|3, pace=1|2,
   // pace=1,xprep=block|warps|warp, grid=groups,xprep=warps,load=bulk, pace=1,xprep=warps,ilp=2|3 and row-split=2,
-  // pace=2|1,xprep=warps,rows=4
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1 + 2);
+  // pace=2|1,xprep=warps,rows=4, pace=1-2,xprep=warps,rows=4|8
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1 + 2 + 2);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -529,12 +529,14 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
     CHECK(static_cast<bool>(q4_gemv::q4_kernel(name).launch_prepared));
   }
-  // pace=2|1,xprep=warps,rows=4: groups of 4 rows, the rows=4 ring's layout and every q8 rung's bits.
-  for (const std::string pace : {"2", "1"}) {
-    const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=" + pace + ",pdl=on,rows=4";
+  // pace=2|1|1-2,xprep=warps,rows=4: groups of 4 rows, the rows=4 ring's layout and every q8 rung's bits; pace=1-2 at
+  // rows=8 the rows=8 ring's layout.
+  for (const std::string pace_rows : {"pace=2,pdl=on,rows=4", "pace=1,pdl=on,rows=4", "pace=1-2,pdl=on,rows=4", "pace=1-2,pdl=on,rows=8"}) {
+    const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk," + pace_rows;
     CAPTURE(name);
-    CHECK(q4_gemv::q4_kernel(name).layout == q4_gemv::q4_kernel(ring[1]).layout);
-    CHECK(q4_gemv::q4_kernel(name).warps_per_block == q4_gemv::q4_kernel(ring[1]).warps_per_block + 1);
+    const std::string& twin = pace_rows.back() == '4' ? ring[1] : ring[0];
+    CHECK(q4_gemv::q4_kernel(name).layout == q4_gemv::q4_kernel(twin).layout);
+    CHECK(q4_gemv::q4_kernel(name).warps_per_block == q4_gemv::q4_kernel(twin).warps_per_block + 1);
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
     CHECK(static_cast<bool>(q4_gemv::q4_kernel(name).launch_prepared));
   }

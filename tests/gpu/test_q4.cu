@@ -191,7 +191,7 @@ TEST_CASE("row-split=2|4, grid=fill,xprep=block and grid=fill,xprep=cluster: the
   }
 }
 
-TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blocks refill their stages through the empty barriers, past k = 31744 (the ring itself), and the model's; pace=1,xprep=block|warps|warp's ilp=2|3's, row-split=2's and rows=4's too") {
+TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blocks refill their stages through the empty barriers, past k = 31744 (the ring itself), and the model's; pace=1,xprep=block|warps|warp's ilp=2|3's, row-split=2's, rows=4's and pace=1-2's too") {
   const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
   const std::string block = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,";
   const std::string warps = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,";
@@ -209,7 +209,8 @@ TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blo
     for (const std::string& name :
          {ring + "pace=1,pdl=on,rows=8", ring + "pace=2,pdl=on,rows=8", block + "pace=1,pdl=on,rows=8", warps + "pace=1,pdl=on,rows=8",
           warp + "pace=1,pdl=on,rows=8", warps + "pace=1,ilp=2,pdl=on,rows=8", warps + "pace=1,ilp=3,pdl=on,rows=8",
-          warps + "pace=1,row-split=2,pdl=on,rows=8", warps + "pace=2,pdl=on,rows=4", warps + "pace=1,pdl=on,rows=4"}) {
+          warps + "pace=1,row-split=2,pdl=on,rows=8", warps + "pace=2,pdl=on,rows=4", warps + "pace=1,pdl=on,rows=4",
+          warps + "pace=1-2,pdl=on,rows=4", warps + "pace=1-2,pdl=on,rows=8"}) {
       check_twin_bits(name, c, want, s.m * s.k <= 3'000'000);
       // Eight calls back to back on one stream (PDL: a call's producer warps and prep kernel overlap the call before):
       // the last y is the ring's, bit for bit.

@@ -1739,13 +1739,17 @@ constexpr int kPacedIlpThreads = 512;
 template <int G, int Split = 1>
 constexpr int paced_bound() { return G == 1 && Split == 1 ? kMaxWarps * 32 : kPacedIlpThreads; }
 // rows=R: R rows a group (8, or 4: stages of half the bytes, twice the groups; the ring's layout and bits at R).
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8>
+// pace=P-PA (PA > 0): P requests in flight a block until the block's consumers have passed griddepcontrol.wait (thread 0
+// sets a shared flag after it), PA from then on; the producer reads the flag before each request. The arithmetic is
+// untouched (the ring's bits).
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0>
 __global__ void __launch_bounds__(paced_bound<G, Split>())
 packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S, const float* __restrict__ x) {
   static_assert(P >= 1 && P <= kRingMaxStages);
   static_assert(G >= 1 && G <= kRingMaxStages);
   static_assert(Split == 1 || Split == 2 || Split == 4);
   static_assert(R == 8 || R == 4);
+  static_assert(PA >= 0 && PA <= kRingMaxStages);
   constexpr int RS = R / Split;
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
@@ -1760,10 +1764,12 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
   plan.groups = (m + R - 1) / R;
   const int j = int(blockIdx.x), mine = plan.mine(j);
   const unsigned stage_bytes = unsigned(plan.stage_bytes());
+  __shared__ volatile int released;  // PA > 0: the consumers have passed their wait
   if (tid == 0) {
     for (int s = 0; s < S; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], 1);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    if constexpr (PA > 0) released = 0;
   }
   __syncthreads();
   if (warp == plan.W * Split) {  // the producer
@@ -1772,7 +1778,9 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
       asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
       for (int n = 0; n < mine; ++n) {
         const int s = n % S;
-        const PaceWaits pw = pace_waits(n, S, P);  // packed_ring.hpp: the stage's last use read, request n - P arrived
+        int pace = P;
+        if constexpr (PA > 0) pace = released ? PA : P;
+        const PaceWaits pw = pace_waits(n, S, pace);  // packed_ring.hpp: the stage's last use read, request n - pace arrived
         if (pw.empty) mbar_wait(&empty[pw.empty_stage], pw.empty_parity);
         if (pw.full) mbar_wait(&full[pw.full_stage], pw.full_parity);
         mbar_arrive_expect_tx(&full[s], stage_bytes);
@@ -1782,6 +1790,9 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
     return;  // the consumers wait for every stage it requested before they exit
   }
   asm volatile("griddepcontrol.wait;" ::: "memory");  // g_xq comes from the prep kernel, which waited for our predecessor
+  if constexpr (PA > 0) {
+    if (tid == 0) released = 1;
+  }
   const int h = Split == 1 ? 0 : warp / plan.W;          // the thread's share of the rows
   const int cw = Split == 1 ? warp : warp - h * plan.W;  // its chunk
   const int b = Split == 1 ? tid : cw * 32 + lane, nb = k / ref::kQ4Block;  // its block of 32 weights
@@ -1895,21 +1906,21 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
 }
 
 // pace=P's blocks an SM: the ring's stages and one producer warp beside the warps chunks.
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8>
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0>
 int paced_blocks_per_sm(int warps) {
-  return ring_occupancy<packed_paced_kernel<P, XB, G, Split, R>, R>(warps, (Split * warps + 1) * 32);
+  return ring_occupancy<packed_paced_kernel<P, XB, G, Split, R, PA>, R>(warps, (Split * warps + 1) * 32);
 }
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8>
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0>
 int resident_warps_paced() {
-  return paced_blocks_per_sm<P, XB, G, Split, R>(warps_for(5120)) * (Split * warps_for(5120) + 1);
+  return paced_blocks_per_sm<P, XB, G, Split, R, PA>(warps_for(5120)) * (Split * warps_for(5120) + 1);
 }
 // pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
 // quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
 // Warps (xprep=warps: 8, xprep=warp: 1, as the depth rings' rungs 76-79): the prep launch a warp per block of x
 // (xprep_warps_kernel, xprep_kernel's words) instead of xprep_kernel. G (ilp=G): G stages a consumer step; Split
 // (row-split): Split W consumer warps; either up to paced_bound threads a block (past it G = 1's kernel without
-// row-split, the same bits). R: rows a group (rows=R), the ring's R past 31744.
-template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8>
+// row-split, the same bits). R: rows a group (rows=R), the ring's R past 31744. PA: the pace after the release.
+template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
   static_assert(Warps == 0 || (!Prepared && !XB), "xprep=warps: a prep launch");
@@ -1918,13 +1929,13 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   if (W + 1 > kMaxWarps)
     return launch_ring<R, Load::bulk, true, false, false, 1, XB, false, false, Prepared, false, 0, false, false, Warps>(packed, x, y, m, k, stream);
   if constexpr (G > 1 || Split > 1) {
-    if ((Split * W + 1) * 32 > paced_bound<G, Split>()) return launch_paced<P, Prepared, XB, Warps, 1, 1, R>(packed, x, y, m, k, stream);
+    if ((Split * W + 1) * 32 > paced_bound<G, Split>()) return launch_paced<P, Prepared, XB, Warps, 1, 1, R, PA>(packed, x, y, m, k, stream);
   }
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB, G, Split, R>(W)) * sm_count()));
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB, G, Split, R, PA>(W)) * sm_count()));
   if constexpr (!Prepared && !XB) launch_q8_prep<true, Warps>(x, nb, packed, stream);
-  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split, R>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split, R, PA>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, y, m, k, plan.S, x);
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
 }
@@ -2289,18 +2300,21 @@ Q4Kernel kernel_ring() {
 // launch_prepared its main kernel alone (xprep=launch's only: the others' main kernel is the same or reads f32 x).
 // ilp=G (G > 1): G stages a consumer step (packed_paced_kernel); launch_prepared its main kernel alone (xprep=warps|warp
 // run the same main kernel as xprep=launch).
-template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8>
+template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0>
 Q4Kernel kernel_paced() {
   static_assert(Warps == 0 || Warps == 8 || Warps == 1);
   const char* prep = XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch";
-  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", prep}, {"load", load_name(Load::bulk)}, {"pace", std::to_string(P)}};
+  std::string pace = std::to_string(P);
+  if (PA > 0) pace.append(1, '-').append(std::to_string(PA));
+  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", prep}, {"load", load_name(Load::bulk)}, {"pace", pace}};
   if (G > 1) axes.emplace_back("ilp", std::to_string(G));
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   axes.emplace_back("pdl", "on");
   axes.emplace_back("rows", std::to_string(R));
-  Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R>, &resident_warps_paced<P, XB, G, Split, R>, Split * warps_for(5120) + 1);
-  if constexpr (!XB && Warps == 0 && R == 8) kern.launch_prepared = &launch_paced<P, true>;  // xprep=warps: the same main kernel
-  if constexpr (!XB && (G > 1 || Split > 1 || R != 8)) kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R>;
+  Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R, PA>, &resident_warps_paced<P, XB, G, Split, R, PA>,
+                                Split * warps_for(5120) + 1);
+  if constexpr (!XB && Warps == 0 && R == 8 && PA == 0) kern.launch_prepared = &launch_paced<P, true>;  // xprep=warps: the same main kernel
+  if constexpr (!XB && (G > 1 || Split > 1 || R != 8 || PA > 0)) kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -2792,6 +2806,16 @@ std::vector<Q4Kernel> packed_kernels() {
   // 5120x6144, within 3% elsewhere; pace=1,rows=4 slower at the large shapes (half the bytes in flight).
   v.push_back(kernel_paced<2, false, 8, 1, 1, 4>());
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4>());
+  // pace=1-2,xprep=warps,rows=4|8 (the same session, after the whole ladder on an H100, reports/h100/run-rows4, written
+  // before any run): one request in flight a block until its consumers pass their wait, two from then on. Why: on that
+  // card rows=4 at pace=1 (11.5 KB a block in flight) was x1.095 over rung 85 (23 KB) at 5120x6144 but x0.96 / x0.92 / x0.90
+  // at the other three shapes, and pace=2 at rows=4 (23 KB) lost at all four; pace=1's main kernel alone on prepared x
+  // reaches 92-94% at both 17.7 MB shapes there. So the bytes in flight while the prep kernel runs (before the release)
+  // cost the prep's chain, and the bytes in flight after it feed the reads: fewer before, more after. Predicted:
+  // rows=4 at pace=1-2 x1.05..x1.10 over rung 85 at 5120x6144, within 3% elsewhere; rows=8 at pace=1-2 between rung 85
+  // and pace=2 at the large shapes.
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 2>());
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 2>());
   return v;
 }
 
