@@ -295,7 +295,8 @@ constexpr std::size_t kPaceSplit = 90;
 // keeps rung 85's bytes in flight a block). Why: run-ilp showed pace=1's blocks waiting for their groups' bytes, and at
 // 5120x6144 640 groups of 8 over 264 blocks give 112 blocks 3 and 152 blocks 2 (81% of the blocks' time used; 1280 groups
 // of 4: 97%). Predicted (before any run, 2026-12-06): pace=2,rows=4 x1.05..x1.12 over rung 85 at 5120x6144, within 3%
-// elsewhere; pace=1,rows=4 slower at the large shapes.
+// elsewhere; pace=1,rows=4 slower at the large shapes. Measured (H100, reports/h100/run-rows4): pace=2,rows=4 slower at
+// all four (pace-rows4-pays not held); pace=1,rows=4 x1.095 at 5120x6144, x0.92..x0.96 elsewhere.
 constexpr std::size_t kPaceRows4 = 91;
 // The rungs 93, 94: pace=1-2,xprep=warps,rows=4|8: one request in flight a block until its consumers pass the wait, two
 // after. Why (H100, reports/h100/run-rows4, the whole ladder): pace=1 at rows=4 (half rung 85's bytes in flight) x1.095

@@ -2804,6 +2804,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // and 112 with 3 (the slowest sets the call: 81% of the blocks' time used), against 1280 groups of 4 (4 or 5 a block,
   // 97%); 6144x5120 (768 groups: 2 or 3) 97% either way. Predicted: pace=2,rows=4 x1.05..x1.12 over rung 85 at
   // 5120x6144, within 3% elsewhere; pace=1,rows=4 slower at the large shapes (half the bytes in flight).
+  // Measured (H100, reports/h100/run-rows4, the whole ladder): pace=2,rows=4 slower at all four (x0.80 / x0.86 at the 17.7
+  // MB shapes); pace=1,rows=4 x0.93 / x0.92 / x0.96 and **x1.095 at 5120x6144** (7.28 us, 77.8%: the fastest rung there on
+  // that card). Half stages alone do not pay; fewer bytes in flight a block does, where a block's stage is largest.
   v.push_back(kernel_paced<2, false, 8, 1, 1, 4>());
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4>());
   // pace=1-2,xprep=warps,rows=4|8 (the same session, after the whole ladder on an H100, reports/h100/run-rows4, written
