@@ -300,7 +300,7 @@ constexpr std::size_t kPaceSplit = 90;
 constexpr std::size_t kPaceRows4 = 91;
 // The rungs 93, 94: pace=1-2,xprep=warps,rows=4|8: one request in flight a block until its consumers pass the wait, two
 // after. Why (H100, reports/h100/run-rows4, the whole ladder): pace=1 at rows=4 (half rung 85's bytes in flight) x1.095
-// over rung 85 at 5120x6144 but x0.90..x0.96 elsewhere, pace=2 at rows=4 slower everywhere; the bytes in flight before
+// over rung 85 at 5120x6144 but x0.92..x0.96 elsewhere, pace=2 at rows=4 slower everywhere; the bytes in flight before
 // the release cost the prep's chain, those after it feed the reads. Predicted (before any run, 2026-12-06): rows=4
 // x1.05..x1.10 over rung 85 at 5120x6144 and within 3% elsewhere.
 constexpr std::size_t kPaceLate0 = 93;

@@ -2295,11 +2295,11 @@ Q4Kernel kernel_ring() {
 
 // grid=fill,xprep=cluster,load=bulk (q8-dp4a): the ring in clusters of C, x prepared in the launch (cluster=4
 // named; 8 as grid=groups,xprep=cluster's).
-// grid=fill,pace=P (q8-dp4a, rows=8): the ring fed by a producer warp, at most P stage requests in flight a block
+// grid=fill,pace=P (q8-dp4a, rows=8|4): the ring fed by a producer warp, at most P stage requests in flight a block
 // (packed_paced_kernel), with its prep launch (xprep=launch, or =warps|warp: Warps) or none (xprep=block: XB);
 // launch_prepared its main kernel alone (xprep=launch's only: the others' main kernel is the same or reads f32 x).
-// ilp=G (G > 1): G stages a consumer step (packed_paced_kernel); launch_prepared its main kernel alone (xprep=warps|warp
-// run the same main kernel as xprep=launch).
+// ilp=G, row-split=Split, rows=R (R = 4) and pace=P-PA (packed_paced_kernel): launch_prepared their main kernel alone
+// (for the GDN step's prepared x; their xprep=warps prep launch does not enter it).
 template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0>
 Q4Kernel kernel_paced() {
   static_assert(Warps == 0 || Warps == 8 || Warps == 1);
@@ -2811,7 +2811,7 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4>());
   // pace=1-2,xprep=warps,rows=4|8 (the same session, after the whole ladder on an H100, reports/h100/run-rows4, written
   // before any run): one request in flight a block until its consumers pass their wait, two from then on. Why: on that
-  // card rows=4 at pace=1 (11.5 KB a block in flight) was x1.095 over rung 85 (23 KB) at 5120x6144 but x0.96 / x0.92 / x0.90
+  // card rows=4 at pace=1 (11.5 KB a block in flight) was x1.095 over rung 85 (23 KB) at 5120x6144 but x0.93 / x0.92 / x0.96
   // at the other three shapes, and pace=2 at rows=4 (23 KB) lost at all four; pace=1's main kernel alone on prepared x
   // reaches 92-94% at both 17.7 MB shapes there. So the bytes in flight while the prep kernel runs (before the release)
   // cost the prep's chain, and the bytes in flight after it feed the reads: fewer before, more after. Predicted:
