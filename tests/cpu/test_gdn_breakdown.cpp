@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 61);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 63);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -198,7 +198,9 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(tw.pace_ilp.q4_kernel == gdn::kPace1Ilp3);
   CHECK(tw.pace_ilp.stacked_kernel == gdn::kPace1);
   CHECK(gdn::config_error(tw.pace_ilp, rg::qwen35_27b()) == "");
-  for (const auto& c : {tw.fold_depth, tw.depth_all, tw.fold_pace, tw.pace_all, tw.pace_ilp}) {
+  CHECK(tw.pace_late.q4_kernel == gdn::kPace1Late);
+  CHECK(tw.pace_late.stacked_kernel.empty());
+  for (const auto& c : {tw.fold_depth, tw.depth_all, tw.fold_pace, tw.pace_all, tw.pace_ilp, tw.pace_late}) {
     CHECK(c.fold_ba);
     CHECK(registry().has_variant(gdn::fused_step_variant(c)));
     CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");

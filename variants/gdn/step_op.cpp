@@ -251,6 +251,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.fold_pace,
       t.pace_all,
       t.pace_ilp,
+      t.pace_late,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -415,6 +416,13 @@ CandidateTwins candidate_twins() {
   t.pace_ilp = t.pace_all;
   t.pace_ilp.q4_kernel = kPace1Ilp3;
   t.pace_ilp.stacked_kernel = kPace1;
+  // pace_late (the same session, written after the device time was spent). Why: q4_gemv's pace=1-2 (rungs 93, 94) asks
+  // whether one request in flight a block before the release and two after beats pace=1 throughout; in the step both q4
+  // launches wait for a predecessor (in_prep_ba, the gated norm) whose chain the bytes in flight before the release slow.
+  // Predicted: within 2% of pace_all on an H100 per layer (pace=1 is at 96-98% of that card's ceiling at 16480 rows);
+  // on the H200 the rung's own result decides. Not yet measured.
+  t.pace_late = t.pace_all;
+  t.pace_late.q4_kernel = kPace1Late;
   return t;
 }
 

@@ -85,6 +85,9 @@ inline constexpr const char* kPace1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,
 // kPace1 with its consumers taking up to 3 full stages a step (q4_gemv's ilp=3: the groups' dot chains interleaved, the
 // ring's bits). The step runs its main kernel alone (launch_prepared), so its prep form (xprep=warps) does not enter.
 inline constexpr const char* kPace1Ilp3 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,ilp=3,pdl=on,rows=8";
+// kPace1 with two requests in flight a block once its consumers pass their wait (q4_gemv's pace=1-2, rows=8: the ring's
+// bits); its main kernel alone, as kPace1Ilp3's.
+inline constexpr const char* kPace1Late = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1-2,pdl=on,rows=8";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -169,6 +172,7 @@ struct CandidateTwins {
   FusedStepConfig fold_pace;     // fold_ring on kPace1 (the ring fed by a producer warp, pace=1)
   FusedStepConfig pace_all;      // the candidate with every q4 launch on kPace1 (the stacked launch and out_proj, x prepared for both)
   FusedStepConfig pace_ilp;      // pace_all with out_proj on kPace1Ilp3 (its stacked launch still on kPace1)
+  FusedStepConfig pace_late;     // pace_all with both q4 launches on kPace1Late
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
