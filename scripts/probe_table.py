@@ -11,10 +11,11 @@ exit -> the first release from the wait), the span after the release, a block's 
 enter, and the timer's smallest step; ns as the probe wrote them, shown in us. hop-under-load: the background (loads a
 thread x blocks an SM) and its bytes in flight an SM, its read rate alone and beside the foreground, the dependent hop
 of one block and of a grid (us a launch) and one dependent L2 load (ns). q4-stamps: the kernel (the ring and its depth,
-or grid=groups; with its prep launch or on prepared x), the period and the rate it makes of the weights' bytes, the
-hop, the span after the release, a block's phases from the release (x in; its bytes: the ring's first stage, grid=groups'
-whole group; its work: the ring's first group, grid=groups' dots; then the ring's other groups or grid=groups' barrier;
-the exit) and, for the ring, its waits for its stages' bytes (us, and their share of its span after the release).
+grid=groups or the paced ring; with its prep launch or on prepared x), the period and the rate it makes of the weights'
+bytes, the hop, the span after the release, a block's phases from the release (x in; its bytes: the ring's first stage,
+grid=groups' whole group; its work: the ring's first group, grid=groups' dots; then the ring's other groups or
+grid=groups' barrier; the exit) and, for the rings, their waits for their stages' bytes (us, and their share of the span
+after the release).
 
 Exit 0 with the tables on stdout (or in --out); 2, writing nothing, when the file cannot be read, a line is not a JSON
 object, or a line's probe is not one of the four (named in the message).
@@ -72,8 +73,9 @@ def q4_table(rows):
                  "exit", "waits for bytes (us)", "share")
     for r in rows:
         p = r["block_phase_ns"]
-        ring = r["grid"] == "fill"
-        kernel = ((f"ring, depth={r['depth']}" if r["depth"] else "ring") if ring else "grid=groups") + (", prepared x" if r["prepared"] else ", prep launch")
+        ring = r["grid"] in ("fill", "paced")  # the paced ring stamps the ring's points
+        name = {"fill": f"ring, depth={r['depth']}" if r["depth"] else "ring", "paced": "pace=1,xprep=warps"}.get(r["grid"], "grid=groups")
+        kernel = name + (", prepared x" if r["prepared"] else ", prep launch")
         phases = [p["first_bytes"], p["first_group"], p["rest"], p["last_group_exit"]] if ring else [p["bytes"], p["dots"], p["barrier"], p["store_exit"]]
         waits = f"{us(r['bytes_wait_ns'])} | {100 * r['bytes_wait_share']:.0f}%" if ring else "- | -"
         out.append(f"| {kernel} | {r['shape']} | {us(r['period_ns'])} | {r['period_gbps']:.0f} | {us(r['hop_ns'])} | "

@@ -410,11 +410,12 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
   CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=f32,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
 }
 
-TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D's and rung 10's bits, with their prep launch and on prepared x, and every block's stamps in order") {
+TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D's, rung 10's and rung 85's bits, with their prep launch and on prepared x, and every block's stamps in order") {
   namespace pk = q4_gemv::packed;
   const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
   std::vector<std::tuple<pk::StampGrid, int, std::string>> kernels{{pk::StampGrid::groups, 0, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8"}};
   for (int depth : pk::ring_stamp_depths()) kernels.emplace_back(pk::StampGrid::fill, depth, ring + (depth ? "depth=" + std::to_string(depth) + "," : "") + "pdl=on,rows=8");
+  kernels.emplace_back(pk::StampGrid::paced, 0, "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,pdl=on,rows=8");
   // 17408x5120: 8 or 9 groups a ring block; 300x6144: a group or two a ring block (the one-group path of points 5 and 6).
   for (const Shape s : std::vector<Shape>{{17408, 5120}, {300, 6144}}) {
     const auto c = test::q4_generated(s, Dist::student_t, 23);
@@ -455,6 +456,9 @@ TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D'
   // Only the ring's stages or depth=1|2|3 are instrumented; grid=groups has no depth.
   CHECK_THROWS_WITH_AS(pk::launch_q4_stamped(pk::StampGrid::fill, 4, false, nullptr, nullptr, nullptr, 8, 64, nullptr), doctest::Contains("depth 4"), Error);
   CHECK_THROWS_WITH_AS(pk::launch_q4_stamped(pk::StampGrid::groups, 2, false, nullptr, nullptr, nullptr, 8, 64, nullptr), doctest::Contains("no depth"), Error);
+  CHECK_THROWS_WITH_AS(pk::launch_q4_stamped(pk::StampGrid::paced, 2, false, nullptr, nullptr, nullptr, 8, 64, nullptr), doctest::Contains("no depth"), Error);
+  // Past 31 consumer warps pace=1 runs the ring: the paced probe says so rather than stamp another kernel.
+  CHECK_THROWS_WITH_AS(pk::q4_stamp_grid(pk::StampGrid::paced, 40, 32768), doctest::Contains("--grid fill"), Error);
 }
 
 namespace {

@@ -75,17 +75,20 @@ class ProbeTable(unittest.TestCase):
         groups = {k: v for k, v in Q4.items() if k not in ("bytes_wait_ns", "bytes_wait_share")}
         groups.update(grid="groups", depth=0, blocks=768, block_phase_ns={"request": 32.0, "wait": 1000.0, "x": 448.0, "bytes": 0.0,
                                                                           "dots": 704.0, "barrier": 160.0, "store_exit": 96.0})
-        p = run(self.write(json.dumps(Q4), json.dumps(prepared), json.dumps(groups)))
+        paced = dict(Q4, grid="paced", depth=0, bytes_wait_ns=2048.0, bytes_wait_share=0.5)  # the ring's points and waits
+        p = run(self.write(json.dumps(Q4), json.dumps(prepared), json.dumps(groups), json.dumps(paced)))
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = p.stdout.splitlines()
         self.assertIn("## q4-stamps (GPU X)", lines)
         first = "| ring, depth=2, prep launch | 6144x5120 | 7.04 | 2513 | 2.56 | 4.48 | 0.42 | 0.10 | 0.51 | 1.92 | 0.61 | 1.34 | 31% |"
         second = "| ring, prepared x | 6144x5120 | 5.50 | 3215 | 2.56 | 4.48 | 0.42 | 0.10 | 0.51 | 1.92 | 0.61 | 1.34 | 31% |"
         third = "| grid=groups, prep launch | 6144x5120 | 7.04 | 2513 | 2.56 | 4.48 | 0.45 | 0.00 | 0.70 | 0.16 | 0.10 | - | - |"
-        for line in (first, second, third):
+        fourth = "| pace=1,xprep=warps, prep launch | 6144x5120 | 7.04 | 2513 | 2.56 | 4.48 | 0.42 | 0.10 | 0.51 | 1.92 | 0.61 | 2.05 | 50% |"
+        for line in (first, second, third, fourth):
             self.assertIn(line, lines)
         self.assertLess(lines.index(first), lines.index(second))
         self.assertLess(lines.index(second), lines.index(third))
+        self.assertLess(lines.index(third), lines.index(fourth))
 
     def test_out_file(self):
         out = self.d / "t.md"

@@ -1742,7 +1742,9 @@ constexpr int paced_bound() { return G == 1 && Split == 1 ? kMaxWarps * 32 : kPa
 // pace=P-PA (PA > 0): P requests in flight a block until the block's consumers have passed griddepcontrol.wait (thread 0
 // sets a shared flag after it), PA from then on; the producer reads the flag before each request. The arithmetic is
 // untouched (the ring's bits).
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0>
+// Stamp: the stamp probe's paced kernel (launch_q4_stamped, StampGrid::paced; G = Split = 1 only): the ring's points,
+// thread 0 being the first consumer (1: the consumers at their wait, the producer's first request issued or on its way).
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false>
 __global__ void __launch_bounds__(paced_bound<G, Split>())
 packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S, const float* __restrict__ x) {
   static_assert(P >= 1 && P <= kRingMaxStages);
@@ -1750,7 +1752,10 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
   static_assert(Split == 1 || Split == 2 || Split == 4);
   static_assert(R == 8 || R == 4);
   static_assert(PA >= 0 && PA <= kRingMaxStages);
+  static_assert(!Stamp || (G == 1 && Split == 1), "the stamp probe's paced kernel: one stage a step, no row-split");
   constexpr int RS = R / Split;
+  Q4Stamper<Stamp> stamp;
+  stamp.start(packed);
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
   __shared__ __align__(8) std::uint64_t full[kRingMaxStages], empty[kRingMaxStages];
@@ -1789,7 +1794,9 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
     }
     return;  // the consumers wait for every stage it requested before they exit
   }
+  stamp.at(1);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // g_xq comes from the prep kernel, which waited for our predecessor
+  stamp.at(2);
   if constexpr (PA > 0) {
     if (tid == 0) released = 1;
   }
@@ -1805,11 +1812,16 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
     if (active) xe = __ldcg(&g_xq[b]), xo = __ldcg(&g_xq[kXqStride + b]), cd = __ldcg(&g_xq[2 * kXqStride + b]);
   }
   const float d = __uint_as_float(cd.y);
+  stamp.after(3, xe.x ^ xo.x ^ cd.y);
   const unsigned consumers = unsigned(Split * plan.W) * 32u;
   if constexpr (G == 1 && Split == 1) {  // the loop as before ilp= (its SASS unchanged)
     for (int n = 0; n < mine; ++n) {
       const int s = n % S;
+      stamp.wait_begins();
       mbar_wait(&full[s], unsigned((n / S) & 1));
+      stamp.wait_ends();
+      if (n == 0) stamp.at(4);
+      if (n == mine - 1 && n > 0) stamp.at(6);
       const std::uint8_t* st = ring + std::size_t(s) * stage_bytes;
       float p[R];
       if (active) {
@@ -1837,7 +1849,12 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
           y[row] = sum;
         }
       }
+      if (n == 0) {
+        stamp.at(5);
+        if (mine == 1) stamp.at(6);  // one group: its bytes are the last too
+      }
     }
+    stamp.finish();
   } else {
     // ilp=G: the producer requests group n + G - 1 only after the group n + G - 1 - S of an earlier step released its stage:
     // G stages a step need S >= G.
@@ -1906,9 +1923,9 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
 }
 
 // pace=P's blocks an SM: the ring's stages and one producer warp beside the warps chunks.
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0>
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false>
 int paced_blocks_per_sm(int warps) {
-  return ring_occupancy<packed_paced_kernel<P, XB, G, Split, R, PA>, R>(warps, (Split * warps + 1) * 32);
+  return ring_occupancy<packed_paced_kernel<P, XB, G, Split, R, PA, Stamp>, R>(warps, (Split * warps + 1) * 32);
 }
 template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0>
 int resident_warps_paced() {
@@ -2384,6 +2401,12 @@ int q4_stamp_grid(StampGrid g, int m, int k) {
   const int W = warps_for(k);
   const long long groups = (static_cast<long long>(m) + 7) / 8;
   if (g == StampGrid::groups) return int(groups);
+  if (g == StampGrid::paced) {
+    if (W + 1 > kMaxWarps)
+      throw Error("the stamp probe: --grid paced at k = " + std::to_string(k) + " (" + std::to_string(W) +
+                  " consumer warps and the producer pass 1024 threads; pace=1 runs the ring there: --grid fill)");
+    return int(std::min<long long>(groups, static_cast<long long>(paced_blocks_per_sm<1>(W)) * sm_count()));
+  }
   return int(std::min<long long>(groups, static_cast<long long>(ring_blocks_per_sm<8, Load::bulk>(W)) * sm_count()));
 }
 namespace {
@@ -2406,11 +2429,30 @@ void groups_stamped(bool prepared, const std::uint8_t* packed, const float* x, f
   launch_maybe_pdl(true, packed_xl_stamp_kernel<8>, dim3(unsigned((static_cast<long long>(m) + 7) / 8)), dim3(unsigned(threads)), 0, stream, packed, x, y, m, k);
   KLAB_CUDA_LAUNCH("packed_xl_stamp_kernel");
 }
+// pace=1,xprep=warps,rows=8 (rung 85): its prep launch a warp per block of x (unless prepared), then the stamped paced
+// kernel on the unstamped kernel's grid, refused where the stamps would change its blocks an SM.
+void paced_stamped(bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  check_launch(packed, x, y, m, k);
+  const int W = warps_for(k), nb = k / ref::kQ4Block;
+  const int grid = q4_stamp_grid(StampGrid::paced, m, k);
+  const int stamped = paced_blocks_per_sm<1, false, 1, 1, 8, 0, true>(W), plain = paced_blocks_per_sm<1>(W);
+  require(stamped == plain, "the stamp probe's paced kernel fits " + std::to_string(stamped) + " blocks an SM, rung 85's " + std::to_string(plain) +
+                                ": its launches would not be rung 85's");
+  const RingPlan plan{W, 8, ring_stages(W, 8)};
+  if (!prepared) launch_q8_prep<true, 8>(x, nb, packed, stream);
+  launch_maybe_pdl(true, packed_paced_kernel<1, false, 1, 1, 8, 0, true>, dim3(unsigned(grid)), dim3(unsigned((W + 1) * 32)),
+                   std::size_t(plan.S) * plan.stage_bytes(), stream, packed, y, m, k, plan.S, x);
+  KLAB_CUDA_LAUNCH("packed_paced_kernel (stamped)");
+}
 }  // namespace
 void launch_q4_stamped(StampGrid g, int depth, bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   if (g == StampGrid::groups) {
     if (depth != 0) throw Error("the stamp probe: grid=groups has no depth (" + std::to_string(depth) + ")");
     return groups_stamped(prepared, packed, x, y, m, k, stream);
+  }
+  if (g == StampGrid::paced) {
+    if (depth != 0) throw Error("the stamp probe: the paced ring has no depth (" + std::to_string(depth) + ")");
+    return paced_stamped(prepared, packed, x, y, m, k, stream);
   }
   switch (depth) {
     case 0: return stamped<0>(prepared, packed, x, y, m, k, stream);

@@ -43,9 +43,12 @@ std::int64_t ring_probe_bytes(int m, int k);
 //   StampGrid::groups: rung 10's main kernel (grid=groups,xprep=launch,pdl=on,rows=8; depth 0 only; waits stay 0).
 //   Points: entry, the group's loads issued, after the wait, x in registers, the weights in registers, the dots done,
 //   after the block's barrier, exit.
+//   StampGrid::paced: rung 85's (grid=fill,xprep=warps,load=bulk,pace=1,pdl=on,rows=8; depth 0 only; its prep launch a
+//   warp per block of x), thread 0 its first consumer: the ring's points and waits, point 1 the consumers at their wait
+//   (the producer warp requests on its own from the block's start). Refused where pace=1 runs the ring (k > 31744).
 // Either after its prep launch or, `prepared`, alone on the x in g_xq (launch_prepared's form). q4_stamp_grid: the
 // launch's blocks (refuses what the kernel would). Throw klab::Error or CudaError.
-enum class StampGrid { fill, groups };
+enum class StampGrid { fill, groups, paced };
 int q4_stamp_points();
 std::vector<int> ring_stamp_depths();
 int q4_stamp_grid(StampGrid g, int m, int k);
