@@ -1869,13 +1869,13 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
       }
       // The rows of the step's groups from their stages (= packed_ring_kernel's rows), `gs` groups at once,
       // straight-line, so that their chains interleave; the rest zero.
-      auto dots = [&](auto gs, int from) {
+      auto dots = [&](auto gs) {
         constexpr int Gs = decltype(gs)::value;
         const std::uint8_t* st[Gs];
         Scales<RS> sc[Gs];
 #pragma unroll
         for (int i = 0; i < Gs; ++i) {
-          st[i] = ring + std::size_t((n + from + i) % S) * stage_bytes;
+          st[i] = ring + std::size_t((n + i) % S) * stage_bytes;
           sc[i].v = *reinterpret_cast<const typename Scales<RS>::V*>(st[i] + sc0);
         }
 #pragma unroll
@@ -1887,7 +1887,7 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
           for (int i = 0; i < Gs; ++i) {
             int se = int(cd.x), so = 0;
             for (int w = 0; w < 4; ++w) q8_word(word_of(q[i], w), word_of(xe, w), word_of(xo, w), se, so);
-            p[from + i][r] = q8_finish(se, so, half_value(sc[i].get(r)), d);
+            p[i][r] = q8_finish(se, so, half_value(sc[i].get(r)), d);
           }
         }
       };
@@ -1896,7 +1896,7 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
         for (int r = 0; r < RS; ++r) p[i][r] = 0.f;
       if (active)  // g of them at once (the last step may have fewer than G)
         [&]<int... I>(std::integer_sequence<int, I...>) {
-          ((g == I + 1 ? dots(std::integral_constant<int, I + 1>{}, 0) : void()), ...);
+          ((g == I + 1 ? dots(std::integral_constant<int, I + 1>{}) : void()), ...);
         }(std::make_integer_sequence<int, G>{});
 #pragma unroll
       for (int i = 0; i < G; ++i) {
@@ -1937,7 +1937,9 @@ int resident_warps_paced() {
 // (xprep_warps_kernel, xprep_kernel's words) instead of xprep_kernel. G (ilp=G): G stages a consumer step; Split
 // (row-split): Split W consumer warps; either up to paced_bound threads a block (past it G = 1's kernel without
 // row-split, the same bits). R: rows a group (rows=R), the ring's R past 31744. PA: the pace after the release.
-template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0>
+// Stamp: the stamp probe's kernel (paced_stamped) on the grid of the kernel without stamps, refused where the stamps
+// would change its blocks an SM.
+template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
   static_assert(Warps == 0 || (!Prepared && !XB), "xprep=warps: a prep launch");
@@ -1950,9 +1952,15 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   }
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(paced_blocks_per_sm<P, XB, G, Split, R, PA>(W)) * sm_count()));
+  const int per_sm = paced_blocks_per_sm<P, XB, G, Split, R, PA>(W);
+  if constexpr (Stamp) {
+    const int stamped = paced_blocks_per_sm<P, XB, G, Split, R, PA, true>(W);
+    require(stamped == per_sm, "the stamp probe's paced kernel fits " + std::to_string(stamped) + " blocks an SM, its variant " +
+                                   std::to_string(per_sm) + ": its launches would not be the variant's");
+  }
+  plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(per_sm) * sm_count()));
   if constexpr (!Prepared && !XB) launch_q8_prep<true, Warps>(x, nb, packed, stream);
-  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split, R, PA>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split, R, PA, Stamp>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, y, m, k, plan.S, x);
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
 }
@@ -2330,8 +2338,9 @@ Q4Kernel kernel_paced() {
   axes.emplace_back("rows", std::to_string(R));
   Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R, PA>, &resident_warps_paced<P, XB, G, Split, R, PA>,
                                 Split * warps_for(5120) + 1);
-  if constexpr (!XB && Warps == 0 && R == 8 && PA == 0) kern.launch_prepared = &launch_paced<P, true>;  // xprep=warps: the same main kernel
-  if constexpr (!XB && (G > 1 || Split > 1 || R != 8 || PA > 0)) kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA>;
+  // The main kernel alone: xprep=launch's, and any other axis's but xprep=warps|warp at rung 82's main kernel (theirs
+  // is xprep=launch's) and xprep=block (no prepared form).
+  if constexpr (!XB && (Warps == 0 || G > 1 || Split > 1 || R != 8 || PA > 0)) kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -2429,20 +2438,12 @@ void groups_stamped(bool prepared, const std::uint8_t* packed, const float* x, f
   launch_maybe_pdl(true, packed_xl_stamp_kernel<8>, dim3(unsigned((static_cast<long long>(m) + 7) / 8)), dim3(unsigned(threads)), 0, stream, packed, x, y, m, k);
   KLAB_CUDA_LAUNCH("packed_xl_stamp_kernel");
 }
-// pace=1,xprep=warps,rows=8 (rung 85): its prep launch a warp per block of x (unless prepared), then the stamped paced
-// kernel on the unstamped kernel's grid, refused where the stamps would change its blocks an SM.
+// pace=1,xprep=warps,rows=8 (rung 85): launch_paced's Stamp, with its prep launch a warp per block of x or on prepared x.
+// q4_stamp_grid refuses first where pace=1 would run the ring (launch_paced's own fallback has no stamps).
 void paced_stamped(bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
-  check_launch(packed, x, y, m, k);
-  const int W = warps_for(k), nb = k / ref::kQ4Block;
-  const int grid = q4_stamp_grid(StampGrid::paced, m, k);
-  const int stamped = paced_blocks_per_sm<1, false, 1, 1, 8, 0, true>(W), plain = paced_blocks_per_sm<1>(W);
-  require(stamped == plain, "the stamp probe's paced kernel fits " + std::to_string(stamped) + " blocks an SM, rung 85's " + std::to_string(plain) +
-                                ": its launches would not be rung 85's");
-  const RingPlan plan{W, 8, ring_stages(W, 8)};
-  if (!prepared) launch_q8_prep<true, 8>(x, nb, packed, stream);
-  launch_maybe_pdl(true, packed_paced_kernel<1, false, 1, 1, 8, 0, true>, dim3(unsigned(grid)), dim3(unsigned((W + 1) * 32)),
-                   std::size_t(plan.S) * plan.stage_bytes(), stream, packed, y, m, k, plan.S, x);
-  KLAB_CUDA_LAUNCH("packed_paced_kernel (stamped)");
+  q4_stamp_grid(StampGrid::paced, m, k);
+  if (prepared) launch_paced<1, true, false, 0, 1, 1, 8, 0, true>(packed, x, y, m, k, stream);
+  else launch_paced<1, false, false, 8, 1, 1, 8, 0, true>(packed, x, y, m, k, stream);
 }
 }  // namespace
 void launch_q4_stamped(StampGrid g, int depth, bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
