@@ -18,6 +18,7 @@
 // not depend on it).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -236,6 +237,11 @@ nlohmann::json ms_json(const Timing& t) {
   return {{"median", t.summary.median}, {"ci95_lo", lo}, {"ci95_hi", hi}, {"min", t.summary.min}, {"max", t.summary.max}};
 }
 
+// The graph-vs-sequential check in words (gdn-stack's graph-bitwise evidence).
+std::string check_text(const std::string& tier, const StackCheck& c) {
+  return tier + fmt(": %g of %g elements (out, every layer's S and hist) differ", double(c.out_differ + c.S_differ + c.hist_differ), double(c.compared));
+}
+
 struct TierResult {
   std::vector<double> kept_ms;  // graph launches, ms per token
   double median = 0;
@@ -243,23 +249,34 @@ struct TierResult {
 
 // Tiers: "f32", "q4" (the device's defaults), "f32-fast" (gdn::step_f32_candidate()), "q4-fast" (the
 // q4 tier on gdn::step_candidate()) and the twins' (twin_tiers(), fast_config).
-void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
-              std::map<std::string, TierResult>& out) {
+// One tier's stack of nl layers: loaded, checked against the sequential enqueue (check_stack captures the
+// graph), then timed if the check holds; its record (kind `kind`) added either way. nullopt, with a skip,
+// when the tier's configuration is refused at w's geometry or the stack does not fit the free memory.
+struct TierRun {
+  StackCheck check;
+  bool timed = false;
+  Timing graph;           // the graph, one launch a repetition (timed only)
+  double seq_median = 0;  // the same chain enqueued, ms per token
+  double bytes = 0, gbps = 0, ceiling = 0;
+  int kernel_nodes = 0;
+  std::string what;       // fast tiers: the layer's kernels (projections, recurrence, b|a, prep, chain)
+};
+std::optional<TierRun> measure_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q,
+                                    const std::vector<float>& h, int nl, const char* kind) {
   const Geometry& g = w.g;
   const bool q4 = tier.rfind("f32", 0) != 0, fast = tier.find("-fast") != std::string::npos;
-  const bool full = !ctx.options().quick && nl == kLayers;
   const gdn::FusedStepConfig cfg = fast ? fast_config(tier) : gdn::FusedStepConfig{};
   if (fast)
     if (auto why = gdn::config_error(cfg, g); !why.empty()) {
       ctx.skip("gdn-stack " + tier + " at " + g.str(), why);
-      return;
+      return std::nullopt;
     }
   const StackNeed need = stack_need(w, q4 ? &q : nullptr, nl);
   std::size_t free_b = 0, total_b = 0;
   KLAB_CUDA(cudaMemGetInfo(&free_b, &total_b));
   if (auto why = stack_fit_error(need, std::int64_t(free_b), tier, g.str()); !why.empty()) {
     ctx.skip("gdn-stack " + tier, why);
-    return;
+    return std::nullopt;
   }
   ctx.log("gdn-stack " + tier + ": " + std::to_string(nl) + " layers at " + g.str() + fmt(", %.2f GB of device memory (%.1f GB free)", double(need.total()) / 1e9, double(free_b) / 1e9));
   GdnDevice dev(g, nl);
@@ -269,8 +286,14 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   if (fast) gdn::apply(cfg, dev);
   GdnStack stack(dev, ctx.timer().stream());
   stack.set_input(h);
-  const StackCheck c = check_stack(dev, stack);  // captures the graph
-  auto rec = ctx.record("gdn_stack");
+  TierRun run;
+  run.check = check_stack(dev, stack);  // captures the graph
+  const StackCheck& c = run.check;
+  run.kernel_nodes = stack.kernel_nodes();
+  if (fast)
+    run.what = !q4 ? dev.describe(0) + ", " + dev.recurrence_variant()
+                   : dev.q4_variant() + ", " + dev.recurrence_variant() + ", b|a " + dev.ba_variant() + ", fused prep" + (dev.pdl_chain() ? ", PDL chain" : "");
+  auto rec = ctx.record(kind);
   rec["tier"] = tier;
   rec["layers"] = nl;
   rec["geometry"] = to_json(g);
@@ -287,18 +310,11 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   rec["max_abs_by_layer"] = c.max_abs_by_layer;
   rec["device_bytes_needed"] = need.total();
   rec["device_bytes_free"] = std::int64_t(free_b);
-  const std::string ev_check = tier + fmt(": %g of %g elements (out, every layer's S and hist) differ", double(c.out_differ + c.S_differ + c.hist_differ),
-                                          double(c.compared));
-  ctx.claim(kBitwise).settle(tier, c.bitwise(), ev_check);
-  const double least = c.max_abs_by_layer.empty() ? 0.0 : *std::min_element(c.max_abs_by_layer.begin(), c.max_abs_by_layer.end());
-  ctx.claim(kFinite).settle(tier, c.finite && least > 0,
-                            tier + (c.finite ? fmt(": finite, max |value| %.4g (last layer), the smallest layer's max |value| %.4g", c.out_max_abs, least)
-                                             : std::string(": the output OVERFLOWED (NaN or Inf) after one token")));
   if (!c.bitwise()) {
     rec["timed"] = false;
-    rec["not_timed_why"] = "the graph differs from the sequential enqueue: " + ev_check;
+    rec["not_timed_why"] = "the graph differs from the sequential enqueue: " + check_text(tier, c);
     ctx.add(std::move(rec));
-    return;
+    return run;
   }
   // Cold by size, not by flushing: say how many times the L2 the weights are.
   TimingOptions opt = ctx.options().timing();
@@ -307,42 +323,61 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   auto graph = timer.launch_subject([&](cudaStream_t) { stack.launch(); });
   auto seq = timer.launch_subject([&](cudaStream_t) { stack.enqueue(); });
   const auto t = timer.time_interleaved({graph.get(), seq.get()}, opt);
-  const double bytes = nl * gdn::step_bytes(g, q4);  // the gdn_step op's traffic model, per layer and token
+  run.timed = true;
+  run.graph = t[0];
+  run.seq_median = t[1].summary.median;
+  run.bytes = nl * gdn::step_bytes(g, q4);  // the gdn_step op's traffic model, per layer and token
   const double med = t[0].summary.median;
-  const double gbps = bytes / (med * 1e-3) / 1e9;
-  const double ceiling = ctx.ceiling().read_gbps;
+  run.gbps = run.bytes / (med * 1e-3) / 1e9;
+  run.ceiling = ctx.ceiling().read_gbps;
   const double weights = double(nl) * double(need.weights), l2 = double(ctx.device().l2_bytes);
   rec["timed"] = true;
   rec["ms_per_token"] = ms_json(t[0]);
   rec["timing"] = to_json(t[0]);
   rec["sequential_ms_per_token"] = ms_json(t[1]);
   rec["graph_vs_sequential"] = to_json(compare_times(t[1].kept_ms, t[0].kept_ms));
-  rec["bytes_per_token"] = bytes;
-  rec["gbps"] = gbps;
-  rec["ceiling_gbps"] = ceiling;
-  rec["floor_ms"] = bytes / (ceiling * 1e9) * 1e3;
-  rec["pct_floor"] = 100.0 * gbps / ceiling;
+  rec["bytes_per_token"] = run.bytes;
+  rec["gbps"] = run.gbps;
+  rec["ceiling_gbps"] = run.ceiling;
+  rec["floor_ms"] = run.bytes / (run.ceiling * 1e9) * 1e3;
+  rec["pct_floor"] = 100.0 * run.gbps / run.ceiling;
   rec["cold"] = {{"flush", "none"}, {"weights_bytes", weights}, {"l2_bytes", l2}, {"weights_over_l2", l2 > 0 ? weights / l2 : 0.0},
                  {"how", "cold by size: every layer's weights are its own, read once per token; no flush between repetitions"}};
   rec["state"] = "carried over between repetitions (one token after another, the same input)";
   ctx.add(std::move(rec));
-  ctx.log("gdn-stack " + tier + fmt(": %.4f ms per token as one graph (%.4f ms enqueued), %.0f GB/s, %.1f%% of the byte floor", med, t[1].summary.median, gbps,
-                                    100.0 * gbps / ceiling));
-  out[tier] = TierResult{t[0].kept_ms, med};
+  ctx.log("gdn-stack " + tier + fmt(": %.4f ms per token as one graph (%.4f ms enqueued), %.0f GB/s, %.1f%% of the byte floor", med, run.seq_median, run.gbps,
+                                    100.0 * run.gbps / run.ceiling));
+  return run;
+}
+
+// measure_tier at nl layers, then gdn-stack's claims on it: the graph's bits and the output's range per tier,
+// and at the full 48 layers the tier's goal (its own claim, or none for a twin: run_stack settles those).
+void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q, const std::vector<float>& h, int nl,
+              std::map<std::string, TierResult>& out) {
+  const auto run = measure_tier(ctx, tier, w, q, h, nl, "gdn_stack");
+  if (!run) return;
+  const StackCheck& c = run->check;
+  ctx.claim(kBitwise).settle(tier, c.bitwise(), check_text(tier, c));
+  const double least = c.max_abs_by_layer.empty() ? 0.0 : *std::min_element(c.max_abs_by_layer.begin(), c.max_abs_by_layer.end());
+  ctx.claim(kFinite).settle(tier, c.finite && least > 0,
+                            tier + (c.finite ? fmt(": finite, max |value| %.4g (last layer), the smallest layer's max |value| %.4g", c.out_max_abs, least)
+                                             : std::string(": the output OVERFLOWED (NaN or Inf) after one token")));
+  if (!run->timed) return;
+  const double med = run->graph.summary.median;
+  out[tier] = TierResult{run->graph.kept_ms, med};
+  const bool full = !ctx.options().quick && nl == kLayers;
   if (!full) return;
-  const auto [lo, hi] = median_interval(t[0].kept_ms);
+  const bool q4 = tier.rfind("f32", 0) != 0, fast = tier.find("-fast") != std::string::npos;
+  const auto [lo, hi] = median_interval(run->graph.kept_ms);
+  const double pct = 100.0 * run->gbps / run->ceiling;
   const std::string ev = tier + fmt(": %.4f ms per token (95%% CI %.4f..%.4f), ", med, lo, hi) +
-                         fmt("%.4g GB per token, %.0f GB/s = %.1f%% of the byte floor", bytes / 1e9, gbps, 100.0 * gbps / ceiling) +
-                         fmt(" (read ceiling %.0f GB/s); %g kernel nodes", ceiling, double(stack.kernel_nodes()));
+                         fmt("%.4g GB per token, %.0f GB/s = %.1f%% of the byte floor", run->bytes / 1e9, run->gbps, pct) +
+                         fmt(" (read ceiling %.0f GB/s); %g kernel nodes", run->ceiling, double(run->kernel_nodes));
   if (twin_tier(tier)) return;  // in its twin's claim only
-  if (fast && !q4)
-    ctx.claim(kF32FastFloor).settle(kFullKey, 100.0 * gbps / ceiling >= 85.0, ev + "; " + dev.describe(0) + ", " + dev.recurrence_variant());
-  else if (fast)
-    ctx.claim(kFastMs).settle(kFullKey, med <= 1.0,
-                              ev + "; " + dev.q4_variant() + ", " + dev.recurrence_variant() + ", b|a " + dev.ba_variant() + ", fused prep" +
-                                  (dev.pdl_chain() ? ", PDL chain" : ""));
+  if (fast && !q4) ctx.claim(kF32FastFloor).settle(kFullKey, pct >= 85.0, ev + "; " + run->what);
+  else if (fast) ctx.claim(kFastMs).settle(kFullKey, med <= 1.0, ev + "; " + run->what);
   else if (q4) ctx.claim(kQ4Ms).settle(kFullKey, med <= 1.0, ev);
-  else ctx.claim(kF32Floor).settle(kFullKey, 100.0 * gbps / ceiling >= 85.0, ev);
+  else ctx.claim(kF32Floor).settle(kFullKey, pct >= 85.0, ev);
 }
 
 void run_stack(Context& ctx) {
@@ -386,6 +421,84 @@ void run_stack(Context& ctx) {
                               fmt("per token as one graph: f32 %.4f ms, q4 %.4f ms, q4 ", res["f32"].median, res["q4"].median) + speedup_text(cmp));
 }
 
+// ---- gdn-stack-layers: the graph's time against its layer count ----
+// Why (2026-12-06, ninth session, written before a run): the 48-layer graph costs more per layer than the step does in
+// stream mode, 1.3169 ms / 48 = 27.4 us against 25.30 us for the candidate on the H200 (reports/h200/run-pace) and
+// 1.5526 ms / 48 = 32.3 us against 28.5 us for q4-fast-pace on an H100 (reports/h100/run-gdn-pace-late). Either the graph
+// has a fixed part (its launch between the events, its first layer with no predecessor to overlap), or its cost per layer
+// grows with the layers' footprint (3.4 GB of weights at 48 layers against a few copies of one layer in stream mode:
+// TLB reach) or differs from the step's in stream mode as such. The graph of the two q4 candidates is timed at 4, 8, 16,
+// 32 and 48 layers (every layer its own weights, cold by size from 4 layers: ~280 MB) and a line fitted (fit_line): its
+// slope is the graph's cost per layer, its intercept the fixed part, and the residuals say whether the cost per layer
+// is constant. --quick: 1, 2 and 4 layers at the small geometry, no claim settled.
+constexpr int kSweepLayers[] = {4, 8, 16, 32, 48};
+constexpr int kQuickSweepLayers[] = {1, 2, 4};
+const char* const kSweepTiers[] = {"q4-fast", "q4-fast-pace"};
+const Claim kSweepBitwise{"graph-bitwise",
+                          "at every layer count, one token through the layers as one CUDA graph gives the output and every layer's S and conv "
+                          "history of the same layers enqueued one after another, bit for bit"};
+const Claim kLinear{"linear-in-layers",
+                    "the graph's time per token is linear in its layer count: each count's time within 2% of the least-squares line over 4..48 "
+                    "layers (q4-fast and q4-fast-pace), so its cost per layer does not grow with the layers' footprint"};
+const Claim kFixedSmall{"fixed-part-small",
+                        "the graph's fixed part (the line's intercept) is at most 5% of its time at 48 layers (q4-fast and q4-fast-pace): what "
+                        "the 48-layer graph costs over 48 steps is a cost per layer"};
+
+void run_stack_layers(Context& ctx) {
+  const Geometry g = geometry_for(ctx);
+  const bool quick = ctx.options().quick;
+  const std::vector<int> counts = quick ? std::vector<int>(std::begin(kQuickSweepLayers), std::end(kQuickSweepLayers))
+                                        : std::vector<int>(std::begin(kSweepLayers), std::end(kSweepLayers));
+  std::vector<std::string> keys;
+  for (const char* tier : kSweepTiers)
+    for (int nl : counts) keys.push_back(std::string(tier) + ",layers=" + std::to_string(nl));
+  ctx.claim(kSweepBitwise).needs(keys);
+  if (!quick)
+    for (const Claim* c : {&kLinear, &kFixedSmall}) ctx.claim(*c).needs({kSweepTiers[0], kSweepTiers[1]});
+  if (auto why = GdnDevice::can_implement(g, counts.back()); !why.empty()) throw Error("gdn-stack-layers: " + why);
+  if (auto why = rg::q4_geometry_error(g); !why.empty()) throw Error("gdn-stack-layers: no q4 tier at " + g.str() + ": " + why);
+  ctx.log("gdn-stack-layers: generating one layer's weights at " + g.str());
+  const auto w = rg::random_weights(g, ctx.options().seed);
+  const auto q = rg::quantize_projections(w);
+  const auto h = make_inputs(g, 1, ctx.options().seed);
+  for (const char* tier : kSweepTiers) {
+    std::vector<double> xs, ms;
+    for (int nl : counts) {
+      const auto run = measure_tier(ctx, tier, w, q, h, nl, "gdn_stack_layers");
+      if (!run) continue;
+      const std::string key = std::string(tier) + ",layers=" + std::to_string(nl);
+      ctx.claim(kSweepBitwise).settle(key, run->check.bitwise(), check_text(key, run->check));
+      if (!run->timed) continue;
+      xs.push_back(double(nl));
+      ms.push_back(run->graph.summary.median);
+    }
+    if (xs.size() != counts.size()) {
+      ctx.log(std::string("gdn-stack-layers ") + tier + ": not every layer count was timed; no line fitted");
+      continue;
+    }
+    const LineFit f = fit_line(xs, ms);
+    const double at_most = ms.back(), per_layer_at_most = 1e3 * at_most / xs.back();
+    auto rec = ctx.record("gdn_stack_layers_fit");
+    rec["tier"] = tier;
+    rec["layers"] = xs;
+    rec["ms_per_token"] = ms;
+    rec["fixed_us"] = 1e3 * f.a;
+    rec["us_per_layer"] = 1e3 * f.b;
+    rec["max_rel_residual"] = f.max_rel_residual;
+    rec["us_per_layer_at_most"] = per_layer_at_most;
+    ctx.add(std::move(rec));
+    std::string points;
+    for (std::size_t i = 0; i < xs.size(); ++i) points += (i ? ", " : "") + fmt("%g layers %.4f ms", xs[i], ms[i]);
+    const std::string ev = std::string(tier) + ": " + points + fmt("; the line: %.2f us a layer and %.1f us fixed, the largest residual %.2f%%; ", 1e3 * f.b, 1e3 * f.a,
+                                                                   100.0 * f.max_rel_residual) +
+                           fmt("%.2f us a layer at %g layers", per_layer_at_most, xs.back());
+    ctx.log("gdn-stack-layers " + ev);
+    if (quick) continue;
+    ctx.claim(kLinear).settle(tier, f.max_rel_residual <= 0.02, ev);
+    ctx.claim(kFixedSmall).settle(tier, f.a <= 0.05 * at_most, ev);
+  }
+}
+
 }  // namespace
 
 void register_gdn_stack(Registry& r) {
@@ -396,6 +509,13 @@ void register_gdn_stack(Registry& r) {
                  kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
                  kOutSmemInGraph, kFoldRingInGraph, kFoldDepthInGraph, kDepthAllInGraph, kFoldPaceInGraph, kPaceAllInGraph, kPaceIlpInGraph, kPaceLateInGraph},
       .run = run_stack,
+  });
+  r.add(Experiment{
+      .name = "gdn-stack-layers",
+      .description = "GDN: the one-graph token's time against its layer count (4..48 layers, q4-fast and q4-fast-pace): its cost per layer (a "
+                     "line's slope) against its fixed part, and whether the cost per layer grows with the layers",
+      .claims = {kSweepBitwise, kLinear, kFixedSmall},
+      .run = run_stack_layers,
   });
 }
 

@@ -55,6 +55,16 @@ void load_stack_f32(gdn::GdnDevice& dev, const ref::gdn::LayerWeights& w);
 // with w's small weights. Throws klab::Error naming the layer and why when a binding is refused.
 void load_stack_q4(gdn::GdnDevice& dev, const ref::gdn::LayerWeights& w, const ref::gdn::Q4Projections& q);
 
+// A least-squares line y = a + b x through the points (x[i], y[i]) (gdn-stack-layers: a graph's time
+// per token against its layer count, b its cost per layer and a its fixed part), and the largest
+// |y[i] - (a + b x[i])| / |y[i]| over the points. Throws klab::Error when the sizes differ, there are
+// fewer than two points, the x are all equal, or a value is not finite.
+struct LineFit {
+  double a = 0, b = 0;
+  double max_rel_residual = 0;
+};
+LineFit fit_line(std::span<const double> x, std::span<const double> y);
+
 // One token through every layer of a loaded GdnDevice, on `stream` (the device's stream is set to it).
 class GdnStack {
  public:

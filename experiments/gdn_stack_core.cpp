@@ -50,6 +50,27 @@ class Pinned {
 };
 }  // namespace
 
+LineFit fit_line(std::span<const double> x, std::span<const double> y) {
+  require(x.size() == y.size(), "fit_line: " + std::to_string(x.size()) + " x against " + std::to_string(y.size()) + " y");
+  require(x.size() >= 2, "fit_line: a line needs two points at least, got " + std::to_string(x.size()));
+  const double n = double(x.size());
+  double sx = 0, sy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    require(std::isfinite(x[i]) && std::isfinite(y[i]), "fit_line: point " + std::to_string(i) + " is not finite");
+    sx += x[i], sy += y[i];
+  }
+  const double mx = sx / n, my = sy / n;
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+  require(sxx > 0, "fit_line: every x is " + std::to_string(x[0]) + ": no slope to fit");
+  LineFit f;
+  f.b = sxy / sxx;
+  f.a = my - f.b * mx;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (y[i] != 0) f.max_rel_residual = std::max(f.max_rel_residual, std::abs(y[i] - (f.a + f.b * x[i])) / std::abs(y[i]));
+  return f;
+}
+
 StackNeed stack_need(const rg::LayerWeights& w, const rg::Q4Projections* q, int layers) {
   require(layers >= 1, "stack_need: at least one layer");
   const rg::Geometry& g = w.g;

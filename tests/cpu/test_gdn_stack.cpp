@@ -3,10 +3,12 @@
 // the q4 pool keys of the layers. The graph itself is tests/gpu/test_gdn_stack.cpp.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "gdn_stack.hpp"
 #include "klab/catalog.hpp"
@@ -113,4 +115,46 @@ TEST_CASE("gdn-stack is registered with its thirty-nine claims, and needs a devi
   std::set<std::string> ids;
   for (const auto& c : e.claims) ids.insert(c.id);
   CHECK(ids == std::set<std::string>{"graph-bitwise", "finite", "q4-1ms", "f32-85pct", "f32-fast-85pct", "f32-fast-faster", "f32-u8-in-graph", "f32-fold-main-in-graph", "f32-qkvz-in-graph", "f32-pdl-in-graph", "q4-faster", "q4-fast-1ms", "ring-in-graph", "prepared-in-graph", "warps-in-graph", "fold-in-graph", "rec-norm-in-graph", "fold-main-in-graph", "pf-out-in-graph", "pf-early-in-graph", "fork-z-in-graph", "f32-fork-z-in-graph", "norm-last-in-graph", "f32-norm-last-in-graph", "conv-rec-in-graph", "f32-conv-rec-in-graph", "four-in-graph", "f32-four-in-graph", "rows16-in-graph", "warp-prep-in-graph", "fold-main-warp-in-graph", "out-smem-in-graph", "fold-ring-in-graph", "fold-depth-in-graph", "depth-all-in-graph", "fold-pace-in-graph", "pace-all-in-graph", "pace-ilp-in-graph", "pace-late-in-graph"});
+}
+
+TEST_CASE("gdn-stack-layers' line: slope and intercept of points worked out by hand, and the largest residual") {
+  using experiments::fit_line;
+  // On a line: 4..48 layers at 25 us a layer and 40 us fixed.
+  const std::vector<double> x{4, 8, 16, 32, 48};
+  std::vector<double> y;
+  for (double l : x) y.push_back(0.040 + 0.025 * l);
+  const auto f = fit_line(x, y);
+  CHECK(f.a == doctest::Approx(0.040).epsilon(1e-12));
+  CHECK(f.b == doctest::Approx(0.025).epsilon(1e-12));
+  CHECK(f.max_rel_residual < 1e-12);
+  // Three points off a line: (0, 0), (1, 2), (2, 2): mean x 1, mean y 4/3, slope 1, intercept 1/3; residuals
+  // -1/3, 2/3, -1/3; relative to y the largest is (2/3) / 2 (the point at y = 0 is left out of the ratio).
+  const auto g = fit_line(std::vector<double>{0, 1, 2}, std::vector<double>{0, 2, 2});
+  CHECK(g.b == doctest::Approx(1.0));
+  CHECK(g.a == doctest::Approx(1.0 / 3));
+  CHECK(g.max_rel_residual == doctest::Approx(1.0 / 3));
+}
+
+TEST_CASE("gdn-stack-layers' line refuses what has no line, naming why") {
+  using experiments::fit_line;
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(contains(message([] { fit_line(std::vector<double>{1, 2}, std::vector<double>{1}); }), "2 x against 1 y"));
+  CHECK(contains(message([] { fit_line(std::vector<double>{1}, std::vector<double>{1}); }), "two points at least"));
+  CHECK(contains(message([] { fit_line(std::vector<double>{3, 3}, std::vector<double>{1, 2}); }), "no slope"));
+  CHECK(contains(message([] { fit_line(std::vector<double>{1, 2}, std::vector<double>{1, std::nan("")}); }), "point 1 is not finite"));
+}
+
+TEST_CASE("gdn-stack-layers is registered with its three claims, and needs a device") {
+  const auto& e = registry().experiment("gdn-stack-layers");
+  CHECK(e.needs_device);
+  std::set<std::string> ids;
+  for (const auto& c : e.claims) ids.insert(c.id);
+  CHECK(ids == std::set<std::string>{"graph-bitwise", "linear-in-layers", "fixed-part-small"});
 }

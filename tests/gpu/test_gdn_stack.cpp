@@ -5,10 +5,12 @@
 // same bits, so a graph that captured nothing, skipped a layer or read the wrong ping-pong buffer fails.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "../cpu/cli_util.hpp"
 #include "gdn/gdn_device.hpp"
 #include "gdn_stack.hpp"
 #include "gdn_util.hpp"
@@ -16,6 +18,7 @@
 #include "klab/metrics.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"
+#include "klab/report.hpp"
 
 using namespace klab;
 namespace rg = klab::ref::gdn;
@@ -99,4 +102,35 @@ TEST_CASE("gdn-stack: one token through the layers as one CUDA graph equals the 
       cudaStreamDestroy(s);
     }
   }
+}
+
+// gdn-stack-layers --quick (1, 2 and 4 layers at the small geometry): every count checked and timed for
+// q4-fast, and the fitted line's points are the timed counts' medians, the line through them.
+TEST_CASE("gdn-stack-layers --quick: each layer count checked and timed, the line through their medians") {
+  namespace fs = std::filesystem;
+  const fs::path out = klab::test::temp_out_dir("gpu-stack-layers");
+  const auto r = klab::test::klab_cli("run gdn-stack-layers --quick --reps 5 --out " + out.string());
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  std::vector<double> layers, medians;
+  nlohmann::json fit;
+  for (const auto& j : read_jsonl(out / "report.jsonl")) {
+    if (j.value("tier", std::string()) != "q4-fast") continue;
+    if (j.at("kind") == "gdn_stack_layers") {
+      CHECK(j.at("bitwise").at("out_differ") == 0);
+      REQUIRE(j.at("timed").get<bool>());
+      layers.push_back(j.at("layers").get<double>());
+      medians.push_back(j.at("ms_per_token").at("median").get<double>());
+    }
+    if (j.at("kind") == "gdn_stack_layers_fit") fit = j;
+  }
+  CHECK(layers == std::vector<double>{1, 2, 4});
+  REQUIRE_FALSE(fit.is_null());
+  CHECK(fit.at("layers").get<std::vector<double>>() == layers);
+  CHECK(fit.at("ms_per_token").get<std::vector<double>>() == medians);
+  const auto f = experiments::fit_line(layers, medians);
+  CHECK(fit.at("us_per_layer").get<double>() == doctest::Approx(1e3 * f.b));
+  CHECK(fit.at("fixed_us").get<double>() == doctest::Approx(1e3 * f.a));
+  CHECK(fit.at("us_per_layer").get<double>() > 0);
+  fs::remove_all(out);
 }
