@@ -145,6 +145,13 @@ _FIELDS = {
         ("pct_floor", "number or null", False), ("floor_ms", "number or null", False), ("cold", "object", False),
         ("not_timed_why", "string", False),
     ],
+    # gdn-stack-layers (experiments/gdn_stack.cpp): gdn_stack's record at each layer count of the sweep, and per
+    # tier the least-squares line through the counts' medians (ms per token against layers).
+    "gdn_stack_layers_fit": [
+        ("experiment", "string", True), ("tier", "string", True), ("layers", "list of numbers", True),
+        ("ms_per_token", "list of numbers", True), ("fixed_us", "number", True), ("us_per_layer", "number", True),
+        ("max_rel_residual", "number", True), ("us_per_layer_at_most", "number", True),
+    ],
     # gdn-state-drift (experiments/gdn_state_drift.cpp): one 64-token window of one subject (a storage model or a kernel).
     "state_drift": [
         ("experiment", "string", True), ("regime", "string", True), ("subject", "string", True), ("window", "integer", True),
@@ -181,6 +188,8 @@ _FIELDS = {
         ("projections", "string", False), ("timing", "object", False),
     ],
 }
+# gdn-stack-layers' record at one layer count is gdn-stack's record.
+_FIELDS["gdn_stack_layers"] = _FIELDS["gdn_stack"]
 # The report's own records (schema 2): the header (first line) and the closing record (last line).
 SCHEMA_VERSIONS = (1, 2)
 END_STATUSES = ("complete", "failed", "interrupted")

@@ -13,7 +13,8 @@ its measurements per problem (variant | median ms (min..max) | GB/s |
 headline's mode, % of attainable (vs a read of exactly the op's bytes in that mode) and, when the
 headline is not launch, a launch column, and name the variants timed in launch mode only), the seed ladder, error-budget and GDN tables where the report has those
 records (the GDN step per layer and token from gdn_step measurements, or schema-1 gdn_timing records;
-gdn-stack's layers per token as one CUDA graph from gdn_stack records, gdn-batch's batched slots from
+gdn-stack's layers per token as one CUDA graph from gdn_stack records (and gdn-stack-layers' counts and their line from
+gdn_stack_layers and gdn_stack_layers_fit records), gdn-batch's batched slots from
 gdn_batch records),
 the named outputs of ops that have several (per output max_rel and bits vs A), figures from
 REPORT/plots/ that exist, and what was skipped and why. Measurements are grouped by problem (the
@@ -365,6 +366,21 @@ def gdn_stack_lines(recs):
         table(("tier", "layers", "ms per token (95% CI)", "enqueued ms", "GB/s", "% of floor", "kernel nodes (all)", "graph vs enqueued"), rows)
 
 
+def stack_fit_lines(recs):
+    """gdn-stack-layers: per tier, the least-squares line through the graph's ms per token at each layer count: its
+    slope (us a layer), its intercept (us fixed), the largest residual (% of the count's time), and the time a layer at
+    the largest count (its time over its layers) for comparison."""
+    rows = []
+    for r in recs:
+        points = ", ".join(f"{kr.fmt_num(l)}: {m:.4g}" for l, m in zip(r["layers"], r["ms_per_token"]))
+        rows.append((r["tier"], points, f"{r['us_per_layer']:.2f}", f"{r['fixed_us']:.1f}", f"{100 * r['max_rel_residual']:.2f}",
+                     f"{r['us_per_layer_at_most']:.2f}"))
+    return ["The graph's time against its layer count (a least-squares line through the medians: its slope is the graph's cost "
+            "per layer, its intercept the fixed part):", ""] + \
+        table(("tier", "layers: ms per token", "us a layer (slope)", "us fixed (intercept)", "largest residual (%)",
+               "us a layer at the most layers"), rows)
+
+
 def gdn_batch_lines(recs):
     """gdn-batch: one token of B slots in one batched GDN step against the B slots' single steps, per B:
     us per token of each (median and its 95% bootstrap interval), us per slot, the speed-up of the
@@ -620,6 +636,10 @@ def summarize(report, plots):
             lines += gdn_timing_lines(report.of("gdn_timing", e))
         if report.of("gdn_stack", e):
             lines += gdn_stack_lines(report.of("gdn_stack", e))
+        if report.of("gdn_stack_layers", e):
+            lines += gdn_stack_lines(report.of("gdn_stack_layers", e))
+        if report.of("gdn_stack_layers_fit", e):
+            lines += stack_fit_lines(report.of("gdn_stack_layers_fit", e))
         if report.of("gdn_batch", e):
             lines += gdn_batch_lines(report.of("gdn_batch", e))
         if report.of("gdn_breakdown", e):

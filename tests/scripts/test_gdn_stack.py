@@ -11,6 +11,8 @@ The synthetic run (48 layers; the numbers are invented for the test, no GPU meas
   q4:  1.2 ms per token (CI 1.19..1.21), enqueued 2.4 ms, 3000 GB/s = 62.5 % of floor, 528 kernel nodes of 530,
        3 elements of S differ, output not finite (max |out| null)
   q4 on a second run: not timed (the graph differed), with its reason.
+gdn-stack-layers (invented too): q4-fast at 4 and 48 layers, 0.12 and 1.44 ms per token, so its line has slope
+(1.44 - 0.12) / 44 = 0.03 ms = 30.00 us a layer and intercept 0.12 - 4 * 0.03 = 0 us; 1.44 / 48 = 30.00 us a layer at 48.
 """
 import unittest
 
@@ -41,6 +43,11 @@ UNTIMED = rec("q4", timed=False, not_timed_why="the graph differs from the seque
               bitwise={"out_differ": 5, "S_differ": 0, "hist_differ": 0, "compared": 9})
 
 
+FIT = {"kind": "gdn_stack_layers_fit", "experiment": "gdn-stack-layers", "env": ENV, "tier": "q4-fast", "layers": [4, 48],
+       "ms_per_token": [0.12, 1.44], "us_per_layer": 30.0, "fixed_us": 0.0, "max_rel_residual": 0.0015, "us_per_layer_at_most": 30.0}
+AT4 = dict(F32, kind="gdn_stack_layers", experiment="gdn-stack-layers", tier="q4-fast", layers=4)
+
+
 class GdnStack(SummaryCase):
     def test_table_rows(self):
         md = self.summary([F32, Q4])
@@ -55,6 +62,16 @@ class GdnStack(SummaryCase):
         md = self.summary([UNTIMED])
         self.assertIn("| q4 | 48 | not timed: the graph differs from the sequential enqueue: q4: 5 of 9 differ |  |  |  | 480 (480) | "
                       "5 of 9 differ; max \\|out\\| 12.5 |", md)
+
+    def test_layers_sweep_tables(self):
+        md = self.summary([AT4, FIT])
+        self.assertIn("| q4-fast | 4 | 6 (5.9..6.1) | 6.5 | 4416 | 92 | 480 (480) | bitwise equal; max \\|out\\| 12.5 |", md)
+        self.assertIn("| tier | layers: ms per token | us a layer (slope) | us fixed (intercept) | largest residual (%) | us a layer at the most layers |", md)
+        self.assertIn("| q4-fast | 4: 0.12, 48: 1.44 | 30.00 | 0.0 | 0.15 | 30.00 |", md)
+        self.assertNotIn("Records of kinds this summary does not read", md)
+
+    def test_schema_refuses_a_line_without_its_slope(self):
+        self.assert_each_required(FIT, ("us_per_layer", "fixed_us", "layers"))
 
     def test_schema_refuses_a_record_without_its_check(self):
         self.assert_each_required(F32, ("bitwise", "tier", "kernel_nodes"))
