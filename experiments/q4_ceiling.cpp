@@ -302,7 +302,9 @@ constexpr std::size_t kPaceRows4 = 91;
 // after. Why (H100, reports/h100/run-rows4, the whole ladder): pace=1 at rows=4 (half rung 85's bytes in flight) x1.095
 // over rung 85 at 5120x6144 but x0.92..x0.96 elsewhere, pace=2 at rows=4 slower everywhere; the bytes in flight before
 // the release cost the prep's chain, those after it feed the reads. Predicted (before any run, 2026-12-06): rows=4
-// x1.05..x1.10 over rung 85 at 5120x6144 and within 3% elsewhere.
+// x1.05..x1.10 over rung 85 at 5120x6144 and within 3% elsewhere. Measured (H100, reports/h100/run-pace-late): rows=4
+// x1.075 over rung 85 at 5120x6144 but slower than pace=1 at rows=4 there (7.41 against 7.21 us); rows=8 rung 85's time
+// (x0.990 / x0.995 at the 17.7 MB shapes): pace-late-pays not held.
 constexpr std::size_t kPaceLate0 = 93;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -420,7 +420,8 @@ CandidateTwins candidate_twins() {
   // whether one request in flight a block before the release and two after beats pace=1 throughout; in the step both q4
   // launches wait for a predecessor (in_prep_ba, the gated norm) whose chain the bytes in flight before the release slow.
   // Predicted: within 2% of pace_all on an H100 per layer (pace=1 is at 96-98% of that card's ceiling at 16480 rows);
-  // on the H200 the rung's own result decides. Not yet measured.
+  // on the H200 the rung's own result decides. Measured (H100, reports/h100/run-gdn-pace-late): pace_all's bits, x0.989
+  // per layer and x0.987 in the 48-layer graph against pace_all. A negative result, kept.
   t.pace_late = t.pace_all;
   t.pace_late.q4_kernel = kPace1Late;
   return t;

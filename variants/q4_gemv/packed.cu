@@ -2860,6 +2860,10 @@ std::vector<Q4Kernel> packed_kernels() {
   // cost the prep's chain, and the bytes in flight after it feed the reads: fewer before, more after. Predicted:
   // rows=4 at pace=1-2 x1.05..x1.10 over rung 85 at 5120x6144, within 3% elsewhere; rows=8 at pace=1-2 between rung 85
   // and pace=2 at the large shapes.
+  // Measured (H100, reports/h100/run-pace-late, the whole ladder, 2026-12-06): rows=4 at pace=1-2 17.02 / 10.74 / 7.42 /
+  // 7.41 us against pace=1,rows=4's 17.04 / 10.56 / 7.27 / 7.21 (x1.075 over rung 85 at 5120x6144, short of rows=4 at
+  // pace=1); rows=8 at pace=1-2 rung 85's time (x0.990 / x0.995 at the 17.7 MB shapes). More requests after the release do
+  // not pay: negative results, kept.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 2>());
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 2>());
   return v;
