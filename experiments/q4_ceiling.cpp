@@ -306,6 +306,11 @@ constexpr std::size_t kPaceRows4 = 91;
 // x1.075 over rung 85 at 5120x6144 but slower than pace=1 at rows=4 there (7.41 against 7.21 us); rows=8 rung 85's time
 // (x0.990 / x0.995 at the 17.7 MB shapes): pace-late-pays not held.
 constexpr std::size_t kPaceLate0 = 93;
+// The rungs 95, 96: pace=1,xprep=warps,defer=4,rows=8|4: rung 85 and rung 92 (kPaceRows4 + 1) with each consumer warp
+// releasing its stage itself and the cross-warp sums of 4 groups after one barrier. Why: the paced ring's stamp probe
+// (H100, reports/h100/run-pace-late) puts the span after the release on a block's own chain (bytes waited for 5-8% of
+// it at the 17.7 MB shapes). Predicted (before any run, 2026-12-06): x1.03..x1.08 over their twins at the 17.7 MB shapes.
+constexpr std::size_t kPaceDefer0 = 95;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -454,6 +459,8 @@ std::vector<std::string> rungs() {
   // 93, 94: pace=1-2 at rows=4 and rows=8, rung 85's twins.
   out.push_back(replaced(out[kPaceRows4 + 1], ",pace=1,", ",pace=1-2,"));
   out.push_back(replaced(out[kPaceWarps], ",pace=1,", ",pace=1-2,"));
+  // 95, 96: defer=4, rung 85's and rung 92's twins (defer= goes after pace=).
+  for (std::size_t twin : {kPaceWarps, kPaceRows4 + 1}) out.push_back(inserted_after(out[twin], ",pace=1", ",defer=4"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -608,6 +615,10 @@ Experiment q4_to_ceiling() {
   const Claim pace_late_pays{"pace-late-pays",
                              "more requests after the release pay: grid=fill,xprep=warps,load=bulk,pace=1-2,pdl=on,rows=4 and rows=8 (one stage "
                              "request in flight a block until the consumers pass their wait, two after) are faster than rung 85 at 6144x5120 and 5120x6144"};
+  const Claim pace_defer_pays{"pace-defer-pays",
+                              "the warps' sums of 4 groups after one barrier pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,"
+                              "defer=4,pdl=on,rows=8 and rows=4 (each warp releasing its stage itself) are faster than rung 85 and pace=1 at "
+                              "rows=4 (rung 92) at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -618,7 +629,8 @@ Experiment q4_to_ceiling() {
               xpf_pays,  wpf_pays,    cluster_pays, warps_pay,    warp1_pays,  flag_pays,      smem_groups_pays, held_pays, half_xpf_pays, l2_pays,
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
-              pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays, pace_late_pays};
+              pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays, pace_late_pays,
+              pace_defer_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -786,6 +798,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_split_pays, "row-split=2", [](std::size_t) { return kPaceWarps; }, kPaceSplit, 1);
           twins_pay(pace_rows4_pays, "rows=4 at pace=2", [](std::size_t) { return kPaceWarps; }, kPaceRows4, 1);
           twins_pay(pace_late_pays, "pace=1-2", [](std::size_t) { return kPaceWarps; }, kPaceLate0, 2);
+          twins_pay(pace_defer_pays, "defer=4", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceRows4 + 1; }, kPaceDefer0, 2);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

@@ -1744,7 +1744,11 @@ constexpr int paced_bound() { return G == 1 && Split == 1 ? kMaxWarps * 32 : kPa
 // untouched (the ring's bits).
 // Stamp: the stamp probe's paced kernel (launch_q4_stamped, StampGrid::paced; G = Split = 1 only): the ring's points,
 // thread 0 being the first consumer (1: the consumers at their wait, the producer's first request issued or on its way).
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false>
+// defer=D (D > 0; G = Split = 1, no Stamp): each consumer warp releases a stage itself (its lane 0 arrives on `empty`,
+// whose count is then the W consumer warps) once its codes and scales are in registers, before its dots; the warps'
+// row totals of a window of D groups go to part[] and the cross-warp sums (in warp order: the ring's bits) follow one
+// named barrier a window, by the threads of warp 0 (D R <= 32), instead of one barrier and one sum a group.
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false, int D = 0>
 __global__ void __launch_bounds__(paced_bound<G, Split>())
 packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S, const float* __restrict__ x) {
   static_assert(P >= 1 && P <= kRingMaxStages);
@@ -1753,13 +1757,14 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
   static_assert(R == 8 || R == 4);
   static_assert(PA >= 0 && PA <= kRingMaxStages);
   static_assert(!Stamp || (G == 1 && Split == 1), "the stamp probe's paced kernel: one stage a step, no row-split");
+  static_assert(D == 0 || (G == 1 && Split == 1 && !Stamp && D * R <= 32), "defer=D: one stage a step, no row-split, no stamps, D R <= 32");
   constexpr int RS = R / Split;
   Q4Stamper<Stamp> stamp;
   stamp.start(packed);
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
   __shared__ __align__(8) std::uint64_t full[kRingMaxStages], empty[kRingMaxStages];
-  __shared__ float part[2][G][kMaxWarps][R];  // (parity, group of the step, warp, row)
+  __shared__ float part[D > 0 ? 2 * D : 2][G][kMaxWarps][R];  // (parity, group of the step, warp, row); defer=D: (parity D + group of the window, 0, ...)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   RingPlan plan;
   plan.W = (int(blockDim.x >> 5) - 1) / Split;  // chunks of 32 blocks (Split consumer warps each); the last warp produces
@@ -1771,7 +1776,7 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
   const unsigned stage_bytes = unsigned(plan.stage_bytes());
   __shared__ volatile int released;  // PA > 0: the consumers have passed their wait
   if (tid == 0) {
-    for (int s = 0; s < S; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], 1);
+    for (int s = 0; s < S; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], D > 0 ? unsigned(plan.W) : 1u);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     if constexpr (PA > 0) released = 0;
@@ -1814,7 +1819,7 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
   const float d = __uint_as_float(cd.y);
   stamp.after(3, xe.x ^ xo.x ^ cd.y);
   const unsigned consumers = unsigned(Split * plan.W) * 32u;
-  if constexpr (G == 1 && Split == 1) {  // the loop as before ilp= (its SASS unchanged)
+  if constexpr (G == 1 && Split == 1 && D == 0) {  // the loop as before ilp= (its SASS unchanged)
     for (int n = 0; n < mine; ++n) {
       const int s = n % S;
       stamp.wait_begins();
@@ -1855,6 +1860,49 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
       }
     }
     stamp.finish();
+  } else if constexpr (D > 0) {
+    for (int n = 0; n < mine; ++n) {
+      const int s = n % S;
+      mbar_wait(&full[s], unsigned((n / S) & 1));
+      const std::uint8_t* st = ring + std::size_t(s) * stage_bytes;
+      uint4 q[R];
+      Scales<R> sc;
+      if (active) {
+        sc.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
+        for (int r = 0; r < R; ++r) q[r] = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
+      }
+      // The warp's reads of stage s are done (ordered before lane 0's arrive, a release): the producer may refill it.
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[s]);
+      float p[R];
+      if (active) {
+        for (int r = 0; r < R; ++r) {  // = packed_ring_kernel's rows
+          int se = int(cd.x), so = 0;
+          for (int w = 0; w < 4; ++w) q8_word(word_of(q[r], w), word_of(xe, w), word_of(xo, w), se, so);
+          p[r] = q8_finish(se, so, half_value(sc.get(r)), d);
+        }
+      } else {
+        for (int r = 0; r < R; ++r) p[r] = 0.f;
+      }
+      const float t = warp_rows<R>(p, lane);
+      const int half = ((n / D) & 1) * D;
+      if ((lane & (32 / R - 1)) == 0) part[half + n % D][0][warp][lane / (32 / R)] = t;
+      if (n % D == D - 1 || n == mine - 1) {
+        // The window's part[half ..] is complete. It is written again two windows on, after the next window's barrier,
+        // which warp 0 passes only after reading it below.
+        asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
+        const int first = n - n % D;
+        if (tid < (n - first + 1) * R) {
+          const int i = tid / R, r = tid % R;
+          const std::int64_t row = plan.group_of(j, first + i) * R + r;
+          if (row < m) {
+            float sum = part[half + i][0][0][r];
+            for (int w = 1; w < plan.W; ++w) sum = add_rn(sum, part[half + i][0][w][r]);
+            y[row] = sum;
+          }
+        }
+      }
+    }
   } else {
     // ilp=G: the producer requests group n + G - 1 only after the group n + G - 1 - S of an earlier step released its stage:
     // G stages a step need S >= G.
@@ -1923,13 +1971,13 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
 }
 
 // pace=P's blocks an SM: the ring's stages and one producer warp beside the warps chunks.
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false>
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false, int D = 0>
 int paced_blocks_per_sm(int warps) {
-  return ring_occupancy<packed_paced_kernel<P, XB, G, Split, R, PA, Stamp>, R>(warps, (Split * warps + 1) * 32);
+  return ring_occupancy<packed_paced_kernel<P, XB, G, Split, R, PA, Stamp, D>, R>(warps, (Split * warps + 1) * 32);
 }
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0>
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0>
 int resident_warps_paced() {
-  return paced_blocks_per_sm<P, XB, G, Split, R, PA>(warps_for(5120)) * (Split * warps_for(5120) + 1);
+  return paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D>(warps_for(5120)) * (Split * warps_for(5120) + 1);
 }
 // pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
 // quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
@@ -1938,8 +1986,9 @@ int resident_warps_paced() {
 // (row-split): Split W consumer warps; either up to paced_bound threads a block (past it G = 1's kernel without
 // row-split, the same bits). R: rows a group (rows=R), the ring's R past 31744. PA: the pace after the release.
 // Stamp: the stamp probe's kernel (paced_stamped) on the grid of the kernel without stamps, refused where the stamps
-// would change its blocks an SM.
-template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false>
+// would change its blocks an SM. D: defer=D's kernel (packed_paced_kernel's D).
+template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false,
+          int D = 0>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
   static_assert(Warps == 0 || (!Prepared && !XB), "xprep=warps: a prep launch");
@@ -1952,7 +2001,7 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   }
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  const int per_sm = paced_blocks_per_sm<P, XB, G, Split, R, PA>(W);
+  const int per_sm = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D>(W);
   if constexpr (Stamp) {
     const int stamped = paced_blocks_per_sm<P, XB, G, Split, R, PA, true>(W);
     require(stamped == per_sm, "the stamp probe's paced kernel fits " + std::to_string(stamped) + " blocks an SM, its variant " +
@@ -1960,7 +2009,7 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   }
   plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(per_sm) * sm_count()));
   if constexpr (!Prepared && !XB) launch_q8_prep<true, Warps>(x, nb, packed, stream);
-  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split, R, PA, Stamp>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split, R, PA, Stamp, D>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, y, m, k, plan.S, x);
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
 }
@@ -2325,7 +2374,7 @@ Q4Kernel kernel_ring() {
 // launch_prepared its main kernel alone (xprep=launch's only: the others' main kernel is the same or reads f32 x).
 // ilp=G, row-split=Split, rows=R (R = 4) and pace=P-PA (packed_paced_kernel): launch_prepared their main kernel alone
 // (for the GDN step's prepared x; their xprep=warps prep launch does not enter it).
-template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0>
+template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0>
 Q4Kernel kernel_paced() {
   static_assert(Warps == 0 || Warps == 8 || Warps == 1);
   const char* prep = XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch";
@@ -2334,13 +2383,15 @@ Q4Kernel kernel_paced() {
   Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "fill"}, {"xprep", prep}, {"load", load_name(Load::bulk)}, {"pace", pace}};
   if (G > 1) axes.emplace_back("ilp", std::to_string(G));
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
+  if (D > 0) axes.emplace_back("defer", std::to_string(D));
   axes.emplace_back("pdl", "on");
   axes.emplace_back("rows", std::to_string(R));
-  Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R, PA>, &resident_warps_paced<P, XB, G, Split, R, PA>,
+  Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R, PA, false, D>, &resident_warps_paced<P, XB, G, Split, R, PA, D>,
                                 Split * warps_for(5120) + 1);
   // The main kernel alone: xprep=launch's, and any other axis's but xprep=warps|warp at rung 82's main kernel (theirs
   // is xprep=launch's) and xprep=block (no prepared form).
-  if constexpr (!XB && (Warps == 0 || G > 1 || Split > 1 || R != 8 || PA > 0)) kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA>;
+  if constexpr (!XB && (Warps == 0 || G > 1 || Split > 1 || R != 8 || PA > 0 || D > 0))
+    kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA, false, D>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -2866,6 +2917,16 @@ std::vector<Q4Kernel> packed_kernels() {
   // not pay: negative results, kept.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 2>());
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 2>());
+  // pace=1,xprep=warps,defer=4,rows=8|4 (2026-12-06, ninth session, written before any run): rung 85 and rung 92 with each
+  // consumer warp releasing a stage itself once its codes are in registers, and the cross-warp sums of 4 groups after one
+  // named barrier (packed_paced_kernel's D; the ring's bits). Why: the paced ring's stamp probe (H100,
+  // reports/h100/run-pace-late) puts a block's time after the release on its own chain at the 17.7 MB shapes (x in
+  // ~1 us, ~0.5 us a group, ~0.8 us to its exit; bytes waited for 5-8% of it), and a group's chain ends in a barrier over
+  // the block's warps and a serial sum of W partials by R threads before the next group's dots may start; a block has 2-3
+  // groups of 8 there (5-6 of 4). Predicted: x1.03..x1.08 over rung 85 at the 17.7 MB shapes (rows=4 over rung 92 by more:
+  // twice the groups), within 2% at the large shapes.
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 4>());
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 4>());
   return v;
 }
 

@@ -113,6 +113,9 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
     if (a["tail"] == "split")
       d += "the ring's last round of groups cut into pieces of fewer rows, one a block, so that no block takes a whole group more than the "
            "others (a piece copies its rows' codes and its group's scales; the same bits); ";
+    if (!a["defer"].empty())
+      d += "each consumer warp releases a stage itself once its codes are in registers, and the warps' sums of " + a["defer"] +
+           " groups follow one barrier (the same bits); ";
     if (!a["row-split"].empty())
       d += "each group's rows split over " + a["row-split"] + " threads per block of 32 weights (" + a["row-split"] + " times the warps, the same bits); ";
     if (a["regs"] == "48") d += "the main kernel at 48 registers a thread (8 blocks an SM at k = 5120 instead of 6); ";
