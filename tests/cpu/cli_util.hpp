@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -31,8 +32,15 @@ inline std::filesystem::path temp_out_dir(const std::string& tag) {
 
 inline bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// The klab binary: $KLAB_CLI where set (the suite run away from its build tree, e.g. on a lent GPU machine), else the
+// one built beside the tests.
+inline std::string klab_cli_path() {
+  const char* env = std::getenv("KLAB_CLI");
+  return env && *env ? std::string(env) : std::string(KLAB_CLI);
+}
+
 inline CliResult klab_cli(const std::string& args, bool stdout_only = false) {
-  const std::string cmd = std::string(KLAB_CLI) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
+  const std::string cmd = klab_cli_path() + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
   std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
   REQUIRE(p);
   std::string out;

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "../q4_cases.hpp"
+#include "cli_util.hpp"
 #include "baselines/baselines.hpp"
 #include "klab/catalog.hpp"
 #include "klab/error.hpp"
@@ -373,7 +374,7 @@ TEST_CASE("klab ab on q4 variants refuses K not a multiple of 32 and empty shape
   for (const auto& [shape, says] : std::vector<std::pair<std::string, std::string>>{{"4x33", "not a multiple of 32"}, {"0x32", "zero dimension"}}) {
     const auto dir = fs::temp_directory_path() / ("klab-q4-cli-" + std::to_string(::getpid()));
     fs::remove_all(dir);
-    const std::string cmd = std::string(KLAB_CLI) + " ab " + a + " " + b + " --shape " + shape + " --out " + dir.string() + " 2>&1";
+    const std::string cmd = test::klab_cli_path() + " ab " + a + " " + b + " --shape " + shape + " --out " + dir.string() + " 2>&1";
     std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
     REQUIRE(pipe);
     std::string out;

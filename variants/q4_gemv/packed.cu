@@ -1747,7 +1747,10 @@ constexpr int paced_bound() { return G == 1 && Split == 1 ? kMaxWarps * 32 : kPa
 // defer=D (D > 0; G = Split = 1, no Stamp): each consumer warp releases a stage itself (its lane 0 arrives on `empty`,
 // whose count is then the W consumer warps) once its codes and scales are in registers, before its dots; the warps'
 // row totals of a window of D groups go to part[] and the cross-warp sums (in warp order: the ring's bits) follow one
-// named barrier a window, by the threads of warp 0 (D R <= 32), instead of one barrier and one sum a group.
+// named barrier a window, by the threads of warp 0 (D R <= 32), instead of one barrier and one sum a group. Its part[]
+// holds kDeferMaxWarps warps (static shared memory within what kRingMaxSmem leaves a block): launch_paced runs D = 0's
+// kernel (the same bits) for more consumer warps (k > 16384).
+constexpr int kDeferMaxWarps = 16;
 template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false, int D = 0>
 __global__ void __launch_bounds__(paced_bound<G, Split>())
 packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S, const float* __restrict__ x) {
@@ -1764,7 +1767,8 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t ring[];  // S stages of plan.stage_bytes()
   __shared__ __align__(8) std::uint64_t full[kRingMaxStages], empty[kRingMaxStages];
-  __shared__ float part[D > 0 ? 2 * D : 2][G][kMaxWarps][R];  // (parity, group of the step, warp, row); defer=D: (parity D + group of the window, 0, ...)
+  // (parity, group of the step, warp, row); defer=D: (parity D + group of the window, 0, warp, row)
+  __shared__ float part[D > 0 ? 2 * D : 2][G][D > 0 ? kDeferMaxWarps : kMaxWarps][R];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   RingPlan plan;
   plan.W = (int(blockDim.x >> 5) - 1) / Split;  // chunks of 32 blocks (Split consumer warps each); the last warp produces
@@ -1998,6 +2002,9 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
     return launch_ring<R, Load::bulk, true, false, false, 1, XB, false, false, Prepared, false, 0, false, false, Warps>(packed, x, y, m, k, stream);
   if constexpr (G > 1 || Split > 1) {
     if ((Split * W + 1) * 32 > paced_bound<G, Split>()) return launch_paced<P, Prepared, XB, Warps, 1, 1, R, PA>(packed, x, y, m, k, stream);
+  }
+  if constexpr (D > 0) {
+    if (W > kDeferMaxWarps) return launch_paced<P, Prepared, XB, Warps, G, Split, R, PA, Stamp, 0>(packed, x, y, m, k, stream);
   }
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
