@@ -431,6 +431,10 @@ void run_stack(Context& ctx) {
 // 32 and 48 layers (every layer its own weights, cold by size from 4 layers: ~280 MB) and a line fitted (fit_line): its
 // slope is the graph's cost per layer, its intercept the fixed part, and the residuals say whether the cost per layer
 // is constant. --quick: 1, 2 and 4 layers at the small geometry, no claim settled.
+// Measured (H100, reports/h100/run-stack-layers, 2026-12-06): 33.43 and 33.11 us a layer, fixed parts -1.0 and -3.0 us
+// (fixed-part-small held); 33.0-33.7 us a layer from 8 layers on, 4 layers 2-4% under the line (their state fits the
+// L2), so linear-in-layers is not held by the smallest count. No fixed part, no footprint cost: the step's stream time
+// (T = 16 tokens through one layer, its state L2-resident) is what sits under the graph's, by 2-5 us a layer.
 constexpr int kSweepLayers[] = {4, 8, 16, 32, 48};
 constexpr int kQuickSweepLayers[] = {1, 2, 4};
 const char* const kSweepTiers[] = {"q4-fast", "q4-fast-pace"};
