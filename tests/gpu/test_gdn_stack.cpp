@@ -104,8 +104,8 @@ TEST_CASE("gdn-stack: one token through the layers as one CUDA graph equals the 
   }
 }
 
-// gdn-stack-layers --quick (1, 2 and 4 layers at the small geometry): every count checked and timed for
-// q4-fast, and the fitted line's points are the timed counts' medians, the line through them.
+// gdn-stack-layers --quick (1, 2 and 4 layers at the small geometry, the q4 tier): every count checked and timed, and
+// the fitted line's points are the timed counts' medians, the line through them.
 TEST_CASE("gdn-stack-layers --quick: each layer count checked and timed, the line through their medians") {
   namespace fs = std::filesystem;
   const fs::path out = klab::test::temp_out_dir("gpu-stack-layers");
@@ -115,7 +115,7 @@ TEST_CASE("gdn-stack-layers --quick: each layer count checked and timed, the lin
   std::vector<double> layers, medians;
   nlohmann::json fit;
   for (const auto& j : read_jsonl(out / "report.jsonl")) {
-    if (j.value("tier", std::string()) != "q4-fast") continue;
+    if (j.value("tier", std::string()) != "q4") continue;
     if (j.at("kind") == "gdn_stack_layers") {
       CHECK(j.at("bitwise").at("out_differ") == 0);
       REQUIRE(j.at("timed").get<bool>());
