@@ -310,6 +310,8 @@ constexpr std::size_t kPaceLate0 = 93;
 // releasing its stage itself and the cross-warp sums of 4 groups after one barrier. Why: the paced ring's stamp probe
 // (H100, reports/h100/run-pace-late) puts the span after the release on a block's own chain (bytes waited for 5-8% of
 // it at the 17.7 MB shapes). Predicted (before any run, 2026-12-06): x1.03..x1.08 over their twins at the 17.7 MB shapes.
+// Measured (H100, reports/h100/run-defer, a slice: the claim needs the whole ladder): rows=4 x1.060 / x1.037 over rung 92
+// (80.3 / 79.2%, the fastest there), rows=8 x0.99 / x0.98 against rung 85.
 constexpr std::size_t kPaceDefer0 = 95;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -2932,6 +2932,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // the block's warps and a serial sum of W partials by R threads before the next group's dots may start; a block has 2-3
   // groups of 8 there (5-6 of 4). Predicted: x1.03..x1.08 over rung 85 at the 17.7 MB shapes (rows=4 over rung 92 by more:
   // twice the groups), within 2% at the large shapes.
+  // Measured (H100, reports/h100/run-defer, a ladder slice, 2026-12-06): rows=4 **6.87 / 6.97 us at the 17.7 MB shapes
+  // (80.3 / 79.2%), the fastest rung there on that card**, x1.060 / x1.037 over rows=4 at pace=1 and x1.022 / x1.135 over
+  // rung 85; rows=8 rung 85's time or slower (x0.98..x0.99). The gpu case: the ring's bits. Not yet on the H200.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 4>());
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 4>());
   return v;
