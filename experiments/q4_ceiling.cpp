@@ -306,7 +306,7 @@ constexpr std::size_t kPaceRows4 = 91;
 // x1.075 over rung 85 at 5120x6144 but slower than pace=1 at rows=4 there (7.41 against 7.21 us); rows=8 rung 85's time
 // (x0.990 / x0.995 at the 17.7 MB shapes): pace-late-pays not held.
 constexpr std::size_t kPaceLate0 = 93;
-// The rungs 95, 96: pace=1,xprep=warps,defer=4,rows=8|4: rung 85 and rung 92 (kPaceRows4 + 1) with each consumer warp
+// The rungs 95, 96 (and 97: defer=8 at rows=4, rung 92's twin too): pace=1,xprep=warps,defer=4,rows=8|4: rung 85 and rung 92 (kPaceRows4 + 1) with each consumer warp
 // releasing its stage itself and the cross-warp sums of 4 groups after one barrier. Why: the paced ring's stamp probe
 // (H100, reports/h100/run-pace-late) puts the span after the release on a block's own chain (bytes waited for 5-8% of
 // it at the 17.7 MB shapes). Predicted (before any run, 2026-12-06): x1.03..x1.08 over their twins at the 17.7 MB shapes.
@@ -463,6 +463,8 @@ std::vector<std::string> rungs() {
   out.push_back(replaced(out[kPaceWarps], ",pace=1,", ",pace=1-2,"));
   // 95, 96: defer=4, rung 85's and rung 92's twins (defer= goes after pace=).
   for (std::size_t twin : {kPaceWarps, kPaceRows4 + 1}) out.push_back(inserted_after(out[twin], ",pace=1", ",defer=4"));
+  // 97: defer=8, rung 92's twin.
+  out.push_back(inserted_after(out[kPaceRows4 + 1], ",pace=1", ",defer=8"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -618,9 +620,9 @@ Experiment q4_to_ceiling() {
                              "more requests after the release pay: grid=fill,xprep=warps,load=bulk,pace=1-2,pdl=on,rows=4 and rows=8 (one stage "
                              "request in flight a block until the consumers pass their wait, two after) are faster than rung 85 at 6144x5120 and 5120x6144"};
   const Claim pace_defer_pays{"pace-defer-pays",
-                              "the warps' sums of 4 groups after one barrier pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,"
-                              "defer=4,pdl=on,rows=8 and rows=4 (each warp releasing its stage itself) are faster than rung 85 and pace=1 at "
-                              "rows=4 (rung 92) at 6144x5120 and 5120x6144"};
+                              "the warps' sums of a window of groups after one barrier pay on the paced ring: grid=fill,xprep=warps,load=bulk,"
+                              "pace=1,defer=4,pdl=on,rows=8, and rows=4 at defer=4 and defer=8 (each warp releasing its stage itself) are faster "
+                              "than rung 85 and pace=1 at rows=4 (rung 92) at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -800,7 +802,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_split_pays, "row-split=2", [](std::size_t) { return kPaceWarps; }, kPaceSplit, 1);
           twins_pay(pace_rows4_pays, "rows=4 at pace=2", [](std::size_t) { return kPaceWarps; }, kPaceRows4, 1);
           twins_pay(pace_late_pays, "pace=1-2", [](std::size_t) { return kPaceWarps; }, kPaceLate0, 2);
-          twins_pay(pace_defer_pays, "defer=4", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceRows4 + 1; }, kPaceDefer0, 2);
+          twins_pay(pace_defer_pays, "defer=4|8", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceRows4 + 1; }, kPaceDefer0, 3);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

@@ -191,7 +191,7 @@ TEST_CASE("row-split=2|4, grid=fill,xprep=block and grid=fill,xprep=cluster: the
   }
 }
 
-TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blocks refill their stages through the empty barriers, past k = 31744 (the ring itself), and the model's; pace=1,xprep=block|warps|warp's ilp=2|3's, row-split=2's, rows=4's, pace=1-2's and defer=4's too") {
+TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blocks refill their stages through the empty barriers, past k = 31744 (the ring itself), and the model's; pace=1,xprep=block|warps|warp's ilp=2|3's, row-split=2's, rows=4's, pace=1-2's and defer=4|8's too") {
   const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
   const std::string block = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=block,load=bulk,";
   const std::string warps = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,";
@@ -201,8 +201,8 @@ TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blo
   // alone), 2 or 3 groups a block on 132 SMs; 40x32768: W = 32, the ring's own launch. ilp=2|3: steps of 2 or 3 groups
   // with a shorter last (17408x5120, 5000x6144), a block's one or two groups (300x6144), 2 stages at 1000x8192 (ilp=3
   // one group a step), past 512 threads at 2200x24576 (ilp's launcher runs ilp=1's kernel; row-split=2's too, also at
-  // 1000x8192: 17 warps). defer=4: windows of 4 groups with a shorter last (17408x5120, 5000x6144), one window of one or
-  // two (300x6144).
+  // 1000x8192: 17 warps). defer=4|8: windows of 4 or 8 groups with a shorter last (17408x5120, 5000x6144), one window
+  // of one or two (300x6144); past 16 consumer warps (2200x24576) the kernel without defer.
   for (const Shape s : std::vector<Shape>{{17408, 5120}, {5000, 6144}, {300, 6144}, {1000, 8192}, {2200, 24576}, {40, 32768}}) {
     const auto c = test::q4_generated(s, Dist::student_t, 29);
     CAPTURE(c.what);
@@ -212,7 +212,7 @@ TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blo
           warp + "pace=1,pdl=on,rows=8", warps + "pace=1,ilp=2,pdl=on,rows=8", warps + "pace=1,ilp=3,pdl=on,rows=8",
           warps + "pace=1,row-split=2,pdl=on,rows=8", warps + "pace=2,pdl=on,rows=4", warps + "pace=1,pdl=on,rows=4",
           warps + "pace=1-2,pdl=on,rows=4", warps + "pace=1-2,pdl=on,rows=8", warps + "pace=1,defer=4,pdl=on,rows=8",
-          warps + "pace=1,defer=4,pdl=on,rows=4"}) {
+          warps + "pace=1,defer=4,pdl=on,rows=4", warps + "pace=1,defer=8,pdl=on,rows=4"}) {
       check_twin_bits(name, c, want, s.m * s.k <= 3'000'000);
       // Eight calls back to back on one stream (PDL: a call's producer warps and prep kernel overlap the call before):
       // the last y is the ring's, bit for bit.
