@@ -12,7 +12,11 @@ this prints, from the spans themselves:
     end minus the one before's (in a dependent chain, what each kernel adds to the period: at
     6144x5120 xprep=warps' prep ends 2.08 us after the main kernel before it, the next main kernel
     4.54 us after that, medians over 33 calls; reports/h200/run-c00d582);
+  - the chain's cycle: the pairs that recur once a cycle (as often as the most frequent pair, or once less: a chain of
+    n cycles has n - 1 pairs across its cycles' seams) and the sum of their median end after end, what one cycle of
+    the chain takes (a GDN layer in gdn-stack's graph: its six kernels' pairs; reports/h100/run-defer);
   - with --spans N, the first N kernels: start, end, duration, gap to the one before.
+A record with a layer count (gdn-stack, gdn-stack-layers) names it in the label (layers=N).
 
     scripts/kernel_trace.py REPORT [--match TEXT] [--spans N]
 
@@ -63,6 +67,8 @@ def label(record, where):
     p = klab_report.problem_of(record)
     if p:
         parts.append(p)
+    if isinstance(record.get("layers"), int):
+        parts.append(f"layers={record['layers']}")
     parts.append(where)
     return " ".join(parts)
 
@@ -91,6 +97,29 @@ def summary(spans):
     return span, names, pairs
 
 
+def cycle_of(pairs):
+    """The pairs that recur once a cycle (count >= the most frequent pair's - 1) with their median end after end, in
+    the pairs' order of the chain (each pair's `after` the next one's `before` where they link); [] when fewer than two
+    pairs recur (no chain of several kernels)."""
+    if not pairs:
+        return []
+    top = max(c for c, _, _ in pairs.values())
+    rec = {k: v[2] for k, v in pairs.items() if v[0] >= top - 1 and top > 1}
+    if len(rec) < 2:
+        return []
+    out, seen = [], set()
+    start = next(iter(sorted(rec, key=lambda k: -pairs[k][0])))
+    k = start
+    while k not in seen:
+        seen.add(k)
+        out.append((k, rec[k]))
+        k = next((n for n in rec if n[0] == k[1] and n not in seen), None)
+        if k is None:
+            break
+    out += [(k, v) for k, v in rec.items() if k not in seen]
+    return out
+
+
 def print_trace(record, where, timing, nspans, out):
     tr = timing["trace"]
     spans = spans_of(tr)
@@ -107,6 +136,10 @@ def print_trace(record, where, timing, nspans, out):
         out.write("\n| before -> after | count | median gap us | median end after end us |\n| --- | --- | --- | --- |\n")
         for (a, b), (c, g, ee) in sorted(pairs.items(), key=lambda kv: -kv[1][0]):
             out.write(f"| {a} -> {b} | {c} | {g:.3f} | {ee:.3f} |\n")
+        cycle = cycle_of(pairs)
+        if cycle:
+            out.write(f"\nThe chain's cycle: {sum(ee for _, ee in cycle):.3f} us (" +
+                      ", ".join(f"{a} -> {b} {ee:.3f}" for (a, b), ee in cycle) + ")\n")
     if nspans:
         out.write("\n| # | kernel | start us | end us | us | gap us |\n| --- | --- | --- | --- | --- | --- |\n")
         prev_end = None

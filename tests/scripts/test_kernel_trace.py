@@ -60,6 +60,8 @@ class TraceScript(unittest.TestCase):
             # gap: this start - the one before's end; end after end: this end - the one before's end
             self.assertIn("| prep -> main | 4 | -0.500 | 3.800 |", out)
             self.assertIn("| main -> prep | 3 | 0.200 | 1.200 |", out)
+            # the cycle: prep -> main (4 pairs) and main -> prep (3, once less): 3.8 + 1.2 us, the 5 us period
+            self.assertIn("The chain's cycle: 5.000 us (prep -> main 3.800, main -> prep 1.200)", out)
             # the first three kernels, with the gap to the one before
             self.assertIn("| 0 | prep | 0.000 | 1.000 | 1.000 |  |", out)
             self.assertIn("| 1 | main | 0.500 | 4.800 | 4.300 | -0.500 |", out)
@@ -80,6 +82,26 @@ class TraceScript(unittest.TestCase):
             self.assertIn(f"| 8 | 2.475 | {med:.4g} | main 4 x 4.3 us, every 5; prep 4 x 1 us, every 5 | main +3.8 after prep; prep +1.2 after main |",
                           p.stdout)
             self.assertIn("Kernel traces", p.stdout)
+
+    def test_layers_in_the_label_and_a_longer_cycle(self):
+        """A gdn-stack-layers record names its layer count; its chain of three kernels a layer sums to a layer's time."""
+        env = {"device": None, "git_commit": "0" * 40, "date": "2026-12-06T00:00:00Z", "command": "klab run gdn-stack-layers"}
+        spans = []
+        for i in range(3):  # a: 1 us, b ends 2 us after a, c 3 us after b; a layer every 6 us
+            t = 6.0 * i
+            spans += [[0, t, t + 1.0], [1, t + 0.5, t + 3.0], [2, t + 2.0, t + 6.0]]
+        r = {"kind": "gdn_stack_layers", "experiment": "gdn-stack-layers", "env": env, "tier": "q4-fast", "layers": 8, "timed": True,
+             "graph_nodes": 48, "kernel_nodes": 48, "out_finite": True, "out_max_abs": 1.0,
+             "bitwise": {"out_differ": 0, "S_differ": 0, "hist_differ": 0, "compared": 10},
+             "timing": {"mode": "launch", "launches": 1, "median_ms": 0.018,
+                        "trace": {"kernels": 9, "span_names": ["a", "b", "c"], "spans": spans}}}
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, [r])
+            p = run(d, "--match", "layers=8")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("## gdn-stack-layers q4-fast layers=8 timing", p.stdout)
+            # a -> b 3 times (2 us), b -> c 3 times (3 us), c -> a twice (1 us): 6 us a cycle
+            self.assertIn("The chain's cycle: 6.000 us (a -> b 2.000, b -> c 3.000, c -> a 1.000)", p.stdout)
 
     def test_gzipped_report(self):
         """A committed report kept as report.jsonl.gz reads as the plain one; a cut gzip file is refused."""
