@@ -128,6 +128,9 @@ const Claim kPaceIlpInGraph{"pace-ilp-in-graph",
 const Claim kPaceLateInGraph{"pace-late-in-graph",
                              "in the 48-layer graph, more requests after the release pay: q4-fast-pace-late (q4-fast-pace on gdn::kPace1Late, "
                              "pace=1-2) is faster per token than q4-fast-pace"};
+const Claim kPaceDeferInGraph{"pace-defer-in-graph",
+                              "in the 48-layer graph, out_proj's sums deferred pay: q4-fast-pace-defer (q4-fast-pace with out_proj on "
+                              "gdn::kPace1Defer4R4, defer=4, rows=4) is faster per token than q4-fast-pace"};
 const Claim kWarpInGraph{"warp-prep-in-graph",
                          "in the 48-layer graph, prep blocks of one warp pay: q4-fast-warp (the base on gdn::kWarpQ4, whose prep blocks fit "
                          "beside out_proj's) is faster per token than q4-fast-ba-own"};
@@ -206,6 +209,7 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-pace", [] { return gdn::candidate_twins().pace_all; }, &kPaceAllInGraph, true, "q4-fast"},
       {"q4-fast-pace-ilp", [] { return gdn::candidate_twins().pace_ilp; }, &kPaceIlpInGraph, true, "q4-fast-pace"},
       {"q4-fast-pace-late", [] { return gdn::candidate_twins().pace_late; }, &kPaceLateInGraph, true, "q4-fast-pace"},
+      {"q4-fast-pace-defer", [] { return gdn::candidate_twins().pace_defer; }, &kPaceDeferInGraph, true, "q4-fast-pace"},
       {"q4-fast-fold-main-warp", [] { return gdn::candidate_twins().fold_main_warp1; }, &kFoldMainWarpInGraph, true, "q4-fast-fold-main"},
       {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
       {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},
@@ -515,7 +519,8 @@ void register_gdn_stack(Registry& r) {
       .description = "GDN: a token through 48 layers (Qwen3.5-27B) as one CUDA graph, f32 and q4 tiers: bitwise vs sequential, ms per token, % of the byte floor",
       .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32U8InGraph, kF32FoldInGraph, kF32QkvzInGraph, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
                  kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
-                 kOutSmemInGraph, kFoldRingInGraph, kFoldDepthInGraph, kDepthAllInGraph, kFoldPaceInGraph, kPaceAllInGraph, kPaceIlpInGraph, kPaceLateInGraph},
+                 kOutSmemInGraph, kFoldRingInGraph, kFoldDepthInGraph, kDepthAllInGraph, kFoldPaceInGraph, kPaceAllInGraph, kPaceIlpInGraph, kPaceLateInGraph,
+                 kPaceDeferInGraph},
       .run = run_stack,
   });
   r.add(Experiment{

@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 63);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 65);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -200,7 +200,11 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(gdn::config_error(tw.pace_ilp, rg::qwen35_27b()) == "");
   CHECK(tw.pace_late.q4_kernel == gdn::kPace1Late);
   CHECK(tw.pace_late.stacked_kernel.empty());
-  for (const auto& c : {tw.fold_depth, tw.depth_all, tw.fold_pace, tw.pace_all, tw.pace_ilp, tw.pace_late}) {
+  // pace_defer: out_proj on rows=4 (tiles-r4), its stacked launch on kPace1 (tiles-r8): the stacked copy in its own layout.
+  CHECK(tw.pace_defer.q4_kernel == gdn::kPace1Defer4R4);
+  CHECK(tw.pace_defer.stacked_kernel == gdn::kPace1);
+  CHECK(q4_gemv::q4_kernel(gdn::kPace1Defer4R4).layout != q4_gemv::q4_kernel(gdn::kPace1).layout);
+  for (const auto& c : {tw.fold_depth, tw.depth_all, tw.fold_pace, tw.pace_all, tw.pace_ilp, tw.pace_late, tw.pace_defer}) {
     CHECK(c.fold_ba);
     CHECK(registry().has_variant(gdn::fused_step_variant(c)));
     CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");
@@ -385,14 +389,18 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   const gdn::FusedStepConfig stacked{false, base.q4_kernel, "", "", false, true};
   CHECK(gdn::config_error(stacked, rg::Geometry{256, 1, 4, 33, 32, 4, 1e-6}).find("conv_dim 194") != std::string::npos);
   CHECK(gdn::config_error(stacked, rg::qwen35_27b()) == "");
-  // The stacked launch on a kernel of its own is refused without the stacking or with a kernel of
-  // another layout (rows=4: tiles-r4 against the candidate's tiles-r8).
+  // The stacked launch on a kernel of its own is refused without the stacking or on a raw-layout kernel; one of
+  // another layout than the q4 kernel's is taken (rows=4: tiles-r4 beside the candidate's tiles-r8; its copy is
+  // packed in its own layout).
   auto loose = ring;
   loose.merged_in = false;
   CHECK(gdn::config_error(loose, rg::qwen35_27b()).find("without the stacked input projections") != std::string::npos);
   auto other = ring;
   other.stacked_kernel = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=4";
-  CHECK(gdn::config_error(other, rg::qwen35_27b()).find("does not read the layout") != std::string::npos);
+  CHECK(gdn::config_error(other, rg::qwen35_27b()) == "");
+  auto raw = ring;
+  raw.stacked_kernel = gdn::kDefaultQ4Variant;
+  CHECK(gdn::config_error(raw, rg::qwen35_27b()).find("raw layout") != std::string::npos);
   // A variant refuses, naming its kernel, a geometry one of the kernels it names cannot take: the
   // recurrence impl=fused,cols=16,rows=8 (8 row slots a warp) does not fit dk = 32 (4 row groups),
   // the op's quick geometry; the op's default (Qwen3.5-27B) it takes. The candidate's recurrence

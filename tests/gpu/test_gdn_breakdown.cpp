@@ -381,8 +381,9 @@ TEST_CASE("GDN stacked input projections (set_merged_in): in_proj_qkv and in_pro
     }
   }
   // The stacked launch on a kernel of its own (set_stacked_q4_variant): the TMA ring beside grid=groups,
-  // the same layout (tiles-r8) and dot form: the same bits. Another layout is refused, nothing changed;
-  // a later change of the q4 variant's layout is refused when the step is enqueued.
+  // the same layout (tiles-r8) and dot form: the same bits. Another layout (rows=4: tiles-r4) is taken, the
+  // stacked copy repacked in it: the same bits again. A raw-layout kernel is refused, nothing changed; a later
+  // change of the q4 variant's layout leaves the stacked copy in its kernel's.
   for (const auto& [why, g] : geometries()) {
     CAPTURE(why);
     const auto w = rg::random_weights(g, 74);
@@ -398,11 +399,16 @@ TEST_CASE("GDN stacked input projections (set_merged_in): in_proj_qkv and in_pro
     const TwinsDiff d = twins_diff(ring, apart, h, g, T);
     CHECK(d.out == 0);
     CHECK(d.mid + d.state == 0);
-    CHECK_THROWS_WITH_AS(ring.set_stacked_q4_variant("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=4"), doctest::Contains("tiles-r4"), Error);
-    CHECK(ring.stacked_q4_variant() == gdn::kStackedRing);
-    ring.set_q4_variant(gdn::kDefaultQ4Variant);  // the raw layout: the ring no longer reads the stacked copy
-    CHECK_THROWS_WITH_AS(ring.step(0, test::tok(h, g, 0)), doctest::Contains("set_stacked_q4_variant again"), Error);
-    ring.set_stacked_q4_variant("");
+    const std::string rows4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=4";
+    ring.set_stacked_q4_variant(rows4);
+    const TwinsDiff d4 = twins_diff(ring, apart, h, g, T);
+    CHECK(d4.out == 0);
+    CHECK(d4.mid + d4.state == 0);
+    CHECK_THROWS_WITH_AS(ring.set_stacked_q4_variant(gdn::kDefaultQ4Variant), doctest::Contains("raw layout"), Error);
+    CHECK(ring.stacked_q4_variant() == rows4);
+    ring.set_q4_variant(gdn::kDefaultQ4Variant);  // the raw layout for the others; the stacked copy stays in tiles-r4
+    CHECK_NOTHROW(ring.step(0, test::tok(h, g, 0)));
+    ring.set_stacked_q4_variant("");  // the stacked launch on the q4 variant again: its copy restacked raw
     CHECK_NOTHROW(ring.step(0, test::tok(h, g, 0)));
   }
   // f32 layers: one stacked launch of the layer's f32 kernel (F32Kernel::launch_stacked) over both weights, and with

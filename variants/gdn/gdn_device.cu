@@ -76,11 +76,13 @@ struct GdnDevice::Layer {
   DeviceBuffer<float> xcz;
   View xc, zv;
   DeviceBuffer<float> xcv, q, k, ba, beta, g, on, onn, out_y;
-  // set_merged_in: W_qkv's rows, then W_z's, as one q4 matrix (conv_dim + nv*dv, hidden), in the q4
-  // kernel's layout (packed) or raw (codes, scales) for a kernel without one; empty otherwise.
+  // set_merged_in: W_qkv's rows, then W_z's, as one q4 matrix (conv_dim + nv*dv, hidden), in the stacked
+  // launch's layout (stacked_layout(): its own kernel's, else the q4 kernel's; packed, `layout` naming it) or raw
+  // (codes, scales) for a kernel without one; empty otherwise.
   struct Stacked {
     DeviceBuffer<std::uint8_t> codes, packed;
     DeviceBuffer<std::uint16_t> scales;
+    const q4_gemv::Q4Layout* layout = nullptr;
   } in;
 };
 
@@ -277,11 +279,12 @@ std::string GdnDevice::describe(int layer) const {
 
 void GdnDevice::set_q4_variant(const std::string& variant) {
   const q4_gemv::Q4Kernel& k = q4_kernel_by_name(variant);  // an unknown name throws here, nothing changed
-  const q4_gemv::Q4Layout* before = q4_->kernel->layout;
+  const q4_gemv::Q4Layout* before = stacked_layout();
   q4_->pool.use_layout(k.layout);  // a kernel with a layout of its own (map=packed) reads packed copies
   q4_->kernel = &k;
-  if (merged_in_ && k.layout != before) stack_all_in_proj();  // the stacked copies follow the kernel's layout
+  if (merged_in_ && stacked_layout() != before) stack_all_in_proj();  // the stacked copies follow the stacked launch's layout
 }
+const q4_gemv::Q4Layout* GdnDevice::stacked_layout() const { return stacked_kernel_ ? stacked_kernel_->layout : q4_->kernel->layout; }
 
 std::string GdnDevice::merged_in_error(const Geometry& g) {
   if (g.conv_dim() % 4 != 0)
@@ -304,16 +307,15 @@ void GdnDevice::set_merged_in(bool on) {
 }
 
 void GdnDevice::set_stacked_q4_variant(const std::string& variant) {
-  if (variant.empty()) {
-    stacked_kernel_ = nullptr;
-    return;
+  const q4_gemv::Q4Kernel* k = nullptr;
+  if (!variant.empty()) {
+    k = &q4_kernel_by_name(variant);  // an unknown name throws here, nothing changed
+    require(k->layout != nullptr, "GdnDevice::set_stacked_q4_variant: " + variant +
+                                      " reads the raw layout: the stacked launch's own kernel is a map=packed one (its copy is packed in its layout)");
   }
-  const q4_gemv::Q4Kernel& k = q4_kernel_by_name(variant);  // an unknown name throws here, nothing changed
-  require(k.layout && k.layout == q4_->kernel->layout,
-          "GdnDevice::set_stacked_q4_variant: " + variant + " reads " + (k.layout ? k.layout->name : std::string("the raw layout")) + ", the q4 variant " +
-              q4_->kernel->name + " " + (q4_->kernel->layout ? q4_->kernel->layout->name : std::string("the raw layout")) +
-              ": the stacked copy is in the q4 variant's layout (a map=packed kernel of the same rows=)");
-  stacked_kernel_ = &k;
+  const q4_gemv::Q4Layout* before = stacked_layout();
+  stacked_kernel_ = k;
+  if (merged_in_ && stacked_layout() != before) stack_all_in_proj();  // the stacked copies follow the stacked launch's layout
 }
 std::string GdnDevice::stacked_q4_variant() const { return stacked_kernel_ ? stacked_kernel_->name : ""; }
 
@@ -335,7 +337,8 @@ void GdnDevice::stack_in_proj(Layer& L) {
   KLAB_CUDA(cudaMemcpy(st.codes.get() + C * H / 2, z.codes, std::size_t(V * H / 2), cudaMemcpyDeviceToDevice));
   KLAB_CUDA(cudaMemcpy(st.scales.get(), qkv.scales, std::size_t(C * H / 32) * 2, cudaMemcpyDeviceToDevice));
   KLAB_CUDA(cudaMemcpy(st.scales.get() + C * H / 32, z.scales, std::size_t(V * H / 32) * 2, cudaMemcpyDeviceToDevice));
-  if (const q4_gemv::Q4Layout* layout = q4_->kernel->layout) {
+  if (const q4_gemv::Q4Layout* layout = stacked_layout()) {
+    st.layout = layout;
     st.packed = DeviceBuffer<std::uint8_t>(layout->bytes(rows, H));
     layout->pack_device(st.codes.get(), st.scales.get(), int(rows), int(H), st.packed.get(), nullptr);
     KLAB_CUDA(cudaDeviceSynchronize());
@@ -700,11 +703,9 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
          H = g.hidden, fold, fold_main, xq = xq_, ba_rows = 2 * g.nv](cudaStream_t s) {
       for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(L->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (stacked)");
       const q4_gemv::Q4Kernel& k = own ? *own : *q4->kernel;
-      if (own && own->layout != q4->kernel->layout)
-        throw Error("GdnDevice: the stacked launch's kernel " + own->name + " no longer reads the q4 variant's layout (" + q4->kernel->name +
-                    "; set_stacked_q4_variant again)");
       if (k.layout) {
-        if (L->in.packed.size() != k.layout->bytes(all, H)) throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
+        if (L->in.layout != k.layout || L->in.packed.size() != k.layout->bytes(all, H))
+          throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
         if (fold_main) {  // set_fold_ba_main: b|a's rows in the stacked kernel's grid
           k.launch_packed_rows(L->in.packed.get(), d_h, L->xc.get(), rows, H, L->w_ba.get(), L->ba.get(), ba_rows, s);
           return;

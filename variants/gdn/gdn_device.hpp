@@ -202,11 +202,10 @@ class GdnDevice {
   // Why set_merged_in(true) refuses geometry g ("" when it takes it): conv_dim % 4 != 0. Pure host.
   static std::string merged_in_error(const Geometry& g);
   // The q4 kernel of the stacked launch (set_merged_in), by name; "" (the default): the q4 variant.
-  // It must read the q4 variant's layout (the stacked copy is packed in it): a map=packed kernel of
-  // the same rows= (e.g. grid=fill,xprep=launch,load=bulk beside grid=groups,xprep=launch). With the
-  // same dot form its bits are the q4 variant's (q4-to-ceiling: grid, xprep and pdl change no bit).
-  // klab::Error, nothing changed, for an unknown name or another layout; checked again when a step is
-  // enqueued (set_q4_variant may change the layout since).
+  // A map=packed kernel: the stacked copy is packed in its layout, which may differ from the q4 variant's
+  // (rows=4 beside rows=8: the copy is repacked when the layout the stacked launch reads changes, here or
+  // in set_q4_variant). With the same dot form its bits are the q4 variant's (q4-to-ceiling: grid, xprep,
+  // rows and pdl change no bit). klab::Error, nothing changed, for an unknown name or a raw-layout kernel.
   void set_stacked_q4_variant(const std::string& variant);
   std::string stacked_q4_variant() const;
   // out_proj without its x-prep launch from the next step on: the gated norm also writes onn's q8
@@ -402,6 +401,8 @@ class GdnDevice {
   std::string chain_error() const;
   // set_merged_in: the stacked copy of one q4 layer's in_proj_qkv and in_proj_z, and of every q4 layer.
   void stack_in_proj(Layer& L);
+  // The layout the stacked copies are packed in: the stacked launch's own kernel's, else the q4 kernel's (nullptr: raw).
+  const q4_gemv::Q4Layout* stacked_layout() const;
   void stack_all_in_proj();
   float* S_of(int layer, int slot) const;
   float* hist_of(int layer, int slot) const;

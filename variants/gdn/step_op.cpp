@@ -252,6 +252,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_all,
       t.pace_ilp,
       t.pace_late,
+      t.pace_defer,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -424,6 +425,15 @@ CandidateTwins candidate_twins() {
   // per layer and x0.987 in the 48-layer graph against pace_all. A negative result, kept.
   t.pace_late = t.pace_all;
   t.pace_late.q4_kernel = kPace1Late;
+  // pace_defer (2026-12-06, ninth session, written after the device time was spent). Why: q4_gemv's defer=4 at rows=4
+  // (rung 96) is the fastest 5120x6144 rung on an H100 (x1.135 over rung 85, reports/h100/run-defer), and the traced
+  // 48-layer graph puts out_proj's end 4.2 us after the gated norm's on pace_all, its bytes mostly in its stages by then
+  // (its blocks enter ~14 us early): what is left is its blocks' chain, which defer=4 shortens. The stacked launch stays
+  // on kPace1 (rows=8: defer=4 at rows=4 is x0.95 at 16-17K rows), its copy in its own layout (set_stacked_q4_variant).
+  // Predicted: 0.3-0.8 us a layer faster than pace_all. Not yet measured.
+  t.pace_defer = t.pace_all;
+  t.pace_defer.q4_kernel = kPace1Defer4R4;
+  t.pace_defer.stacked_kernel = kPace1;
   return t;
 }
 
@@ -431,8 +441,8 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
   if (!c.stacked_kernel.empty()) {
     if (!c.merged_in) return "a kernel of its own for the stacked launch (" + c.stacked_kernel + ") without the stacked input projections";
     const auto& own = q4_gemv::q4_kernel(c.stacked_kernel);
-    if (c.f32 || !own.layout || own.layout != q4_gemv::q4_kernel(c.q4_kernel).layout)
-      return c.stacked_kernel + " does not read the layout of " + (c.f32 ? std::string("the f32 tier") : c.q4_kernel) + " (the stacked copy's)";
+    if (c.f32) return "a q4 kernel for the stacked launch (" + c.stacked_kernel + ") on the f32 tier";
+    if (!own.layout) return c.stacked_kernel + " reads the raw layout: the stacked launch's own kernel is a map=packed one (its copy is packed in its layout)";
   }
   if (!c.recurrence.empty())
     if (auto why = GdnDevice::recurrence_error(gdn_recurrence::recurrence_kernel(c.recurrence), g); !why.empty())

@@ -88,6 +88,10 @@ inline constexpr const char* kPace1Ilp3 = "q4_gemv/map=packed,dot=q8-dp4a,grid=f
 // kPace1 with two requests in flight a block once its consumers pass their wait (q4_gemv's pace=1-2, rows=8: the ring's
 // bits); its main kernel alone, as kPace1Ilp3's.
 inline constexpr const char* kPace1Late = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1-2,pdl=on,rows=8";
+// The paced ring on groups of 4 rows with the warps' sums of 4 groups after one barrier (q4_gemv's rung 96, defer=4,
+// rows=4: the ring's bits; tiles-r4, so beside a rows=8 stacked kernel the stacked copy is packed in the stacked
+// kernel's own layout); its main kernel alone, as kPace1Ilp3's.
+inline constexpr const char* kPace1Defer4R4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,defer=4,pdl=on,rows=4";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -173,6 +177,7 @@ struct CandidateTwins {
   FusedStepConfig pace_all;      // the candidate with every q4 launch on kPace1 (the stacked launch and out_proj, x prepared for both)
   FusedStepConfig pace_ilp;      // pace_all with out_proj on kPace1Ilp3 (its stacked launch still on kPace1)
   FusedStepConfig pace_late;     // pace_all with both q4 launches on kPace1Late
+  FusedStepConfig pace_defer;    // pace_all with out_proj on kPace1Defer4R4 (its stacked launch still on kPace1)
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
