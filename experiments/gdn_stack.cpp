@@ -241,6 +241,28 @@ nlohmann::json ms_json(const Timing& t) {
   return {{"median", t.summary.median}, {"ci95_lo", lo}, {"ci95_hi", hi}, {"min", t.summary.min}, {"max", t.summary.max}};
 }
 
+// What a tier's name says: q4 (not "f32..."), fast (a candidate or its twin, "...-fast...").
+struct TierKind {
+  bool q4, fast;
+};
+TierKind kind_of(const std::string& tier) { return {tier.rfind("f32", 0) != 0, tier.find("-fast") != std::string::npos}; }
+
+// One layer's weights at g, their q4 form and the token, generated once for a stack of up to `layers` layers (each
+// layer gets its own device copy); klab::Error, naming `experiment`, for a geometry the stack or the q4 tier refuses.
+struct StackInputs {
+  rg::LayerWeights w;
+  rg::Q4Projections q;
+  std::vector<float> h;
+};
+StackInputs stack_inputs(Context& ctx, const Geometry& g, int layers, const std::string& experiment) {
+  if (auto why = GdnDevice::can_implement(g, layers); !why.empty()) throw Error(experiment + ": " + why);
+  if (auto why = rg::q4_geometry_error(g); !why.empty()) throw Error(experiment + ": no q4 tier at " + g.str() + ": " + why);
+  ctx.log(experiment + ": generating one layer's weights at " + g.str());
+  StackInputs in{rg::random_weights(g, ctx.options().seed), {}, make_inputs(g, 1, ctx.options().seed)};
+  in.q = rg::quantize_projections(in.w);
+  return in;
+}
+
 // The graph-vs-sequential check in words (gdn-stack's graph-bitwise evidence).
 std::string check_text(const std::string& tier, const StackCheck& c) {
   return tier + fmt(": %g of %g elements (out, every layer's S and hist) differ", double(c.out_differ + c.S_differ + c.hist_differ), double(c.compared));
@@ -260,7 +282,6 @@ struct TierRun {
   StackCheck check;
   bool timed = false;
   Timing graph;           // the graph, one launch a repetition (timed only)
-  double seq_median = 0;  // the same chain enqueued, ms per token
   double bytes = 0, gbps = 0, ceiling = 0;
   int kernel_nodes = 0;
   std::string what;       // fast tiers: the layer's kernels (projections, recurrence, b|a, prep, chain)
@@ -268,7 +289,7 @@ struct TierRun {
 std::optional<TierRun> measure_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, const rg::Q4Projections& q,
                                     const std::vector<float>& h, int nl, const char* kind) {
   const Geometry& g = w.g;
-  const bool q4 = tier.rfind("f32", 0) != 0, fast = tier.find("-fast") != std::string::npos;
+  const auto [q4, fast] = kind_of(tier);
   const gdn::FusedStepConfig cfg = fast ? fast_config(tier) : gdn::FusedStepConfig{};
   if (fast)
     if (auto why = gdn::config_error(cfg, g); !why.empty()) {
@@ -329,7 +350,6 @@ std::optional<TierRun> measure_tier(Context& ctx, const std::string& tier, const
   const auto t = timer.time_interleaved({graph.get(), seq.get()}, opt);
   run.timed = true;
   run.graph = t[0];
-  run.seq_median = t[1].summary.median;
   run.bytes = nl * gdn::step_bytes(g, q4);  // the gdn_step op's traffic model, per layer and token
   const double med = t[0].summary.median;
   run.gbps = run.bytes / (med * 1e-3) / 1e9;
@@ -349,7 +369,7 @@ std::optional<TierRun> measure_tier(Context& ctx, const std::string& tier, const
                  {"how", "cold by size: every layer's weights are its own, read once per token; no flush between repetitions"}};
   rec["state"] = "carried over between repetitions (one token after another, the same input)";
   ctx.add(std::move(rec));
-  ctx.log("gdn-stack " + tier + fmt(": %.4f ms per token as one graph (%.4f ms enqueued), %.0f GB/s, %.1f%% of the byte floor", med, run.seq_median, run.gbps,
+  ctx.log("gdn-stack " + tier + fmt(": %.4f ms per token as one graph (%.4f ms enqueued), %.0f GB/s, %.1f%% of the byte floor", med, t[1].summary.median, run.gbps,
                                     100.0 * run.gbps / run.ceiling));
   return run;
 }
@@ -371,7 +391,7 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
   out[tier] = TierResult{run->graph.kept_ms, med};
   const bool full = !ctx.options().quick && nl == kLayers;
   if (!full) return;
-  const bool q4 = tier.rfind("f32", 0) != 0, fast = tier.find("-fast") != std::string::npos;
+  const auto [q4, fast] = kind_of(tier);
   const auto [lo, hi] = median_interval(run->graph.kept_ms);
   const double pct = 100.0 * run->gbps / run->ceiling;
   const std::string ev = tier + fmt(": %.4f ms per token (95%% CI %.4f..%.4f), ", med, lo, hi) +
@@ -395,15 +415,9 @@ void run_stack(Context& ctx) {
   }
   ctx.claim(kBitwise).needs(tiers);
   ctx.claim(kFinite).needs(tiers);
-  if (auto why = GdnDevice::can_implement(g, nl); !why.empty()) throw Error("gdn-stack: " + why);
-  if (auto why = rg::q4_geometry_error(g); !why.empty()) throw Error("gdn-stack: no q4 tier at " + g.str() + ": " + why);
-  // One layer's weights, generated once; every layer gets its own device copy.
-  ctx.log("gdn-stack: generating one layer's weights at " + g.str());
-  const auto w = rg::random_weights(g, ctx.options().seed);
-  const auto q = rg::quantize_projections(w);
-  const auto h = make_inputs(g, 1, ctx.options().seed);
+  const StackInputs in = stack_inputs(ctx, g, nl, "gdn-stack");
   std::map<std::string, TierResult> res;
-  for (const auto& tier : tiers) run_tier(ctx, tier, w, q, h, nl, res);
+  for (const auto& tier : tiers) run_tier(ctx, tier, in.w, in.q, in.h, nl, res);
   for (const auto& t : twin_tiers()) {
     // B faster than A
     const std::string a = t.twin_faster ? t.base : t.tier, b = t.twin_faster ? t.tier : t.base;
@@ -461,24 +475,20 @@ void run_stack_layers(Context& ctx) {
                                         : std::vector<int>(std::begin(kSweepLayers), std::end(kSweepLayers));
   const std::vector<const char*> tiers = quick ? std::vector<const char*>(std::begin(kQuickSweepTiers), std::end(kQuickSweepTiers))
                                                 : std::vector<const char*>(std::begin(kSweepTiers), std::end(kSweepTiers));
+  auto key_of = [](const char* tier, int nl) { return std::string(tier) + ",layers=" + std::to_string(nl); };
   std::vector<std::string> keys;
   for (const char* tier : tiers)
-    for (int nl : counts) keys.push_back(std::string(tier) + ",layers=" + std::to_string(nl));
+    for (int nl : counts) keys.push_back(key_of(tier, nl));
   ctx.claim(kSweepBitwise).needs(keys);
   if (!quick)
     for (const Claim* c : {&kLinear, &kFixedSmall}) ctx.claim(*c).needs({kSweepTiers[0], kSweepTiers[1]});
-  if (auto why = GdnDevice::can_implement(g, counts.back()); !why.empty()) throw Error("gdn-stack-layers: " + why);
-  if (auto why = rg::q4_geometry_error(g); !why.empty()) throw Error("gdn-stack-layers: no q4 tier at " + g.str() + ": " + why);
-  ctx.log("gdn-stack-layers: generating one layer's weights at " + g.str());
-  const auto w = rg::random_weights(g, ctx.options().seed);
-  const auto q = rg::quantize_projections(w);
-  const auto h = make_inputs(g, 1, ctx.options().seed);
+  const StackInputs in = stack_inputs(ctx, g, counts.back(), "gdn-stack-layers");
   for (const char* tier : tiers) {
     std::vector<double> xs, ms;
     for (int nl : counts) {
-      const auto run = measure_tier(ctx, tier, w, q, h, nl, "gdn_stack_layers");
+      const auto run = measure_tier(ctx, tier, in.w, in.q, in.h, nl, "gdn_stack_layers");
       if (!run) continue;
-      const std::string key = std::string(tier) + ",layers=" + std::to_string(nl);
+      const std::string key = key_of(tier, nl);
       ctx.claim(kSweepBitwise).settle(key, run->check.bitwise(), check_text(key, run->check));
       if (!run->timed) continue;
       xs.push_back(double(nl));

@@ -108,8 +108,7 @@ def cycle_of(pairs):
     if len(rec) < 2:
         return []
     out, seen = [], set()
-    start = next(iter(sorted(rec, key=lambda k: -pairs[k][0])))
-    k = start
+    k = max(rec, key=lambda k: pairs[k][0])  # the first of the most frequent pairs
     while k not in seen:
         seen.add(k)
         out.append((k, rec[k]))
