@@ -1869,22 +1869,17 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
       const int s = n % S;
       mbar_wait(&full[s], unsigned((n / S) & 1));
       const std::uint8_t* st = ring + std::size_t(s) * stage_bytes;
-      uint4 q[R];
-      Scales<R> sc;
+      Buf<R> buf;
       if (active) {
-        sc.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
-        for (int r = 0; r < R; ++r) q[r] = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
+        buf.s.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
+        for (int r = 0; r < R; ++r) buf.q[r] = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
       }
       // The warp's reads of stage s are done (ordered before lane 0's arrive, a release): the producer may refill it.
       __syncwarp();
       if (lane == 0) mbar_arrive(&empty[s]);
       float p[R];
       if (active) {
-        for (int r = 0; r < R; ++r) {  // = packed_ring_kernel's rows
-          int se = int(cd.x), so = 0;
-          for (int w = 0; w < 4; ++w) q8_word(word_of(q[r], w), word_of(xe, w), word_of(xo, w), se, so);
-          p[r] = q8_finish(se, so, half_value(sc.get(r)), d);
-        }
+        q8_rows<R>(buf, xe, xo, int(cd.x), d, p);  // = packed_ring_kernel's rows
       } else {
         for (int r = 0; r < R; ++r) p[r] = 0.f;
       }
