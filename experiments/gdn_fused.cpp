@@ -109,6 +109,10 @@ const Claim kPaceDeferBits{"pace-defer-bitwise",
                            "pace_all with out_proj on the paced ring at defer=4, rows=4 (gdn::kPace1Defer4R4; its stacked launch on gdn::kPace1, "
                            "its copy in tiles-r8, out_proj's in tiles-r4) gives pace_all's bits"};
 const Claim kPaceDeferPays{"pace-defer-pays", "out_proj's sums deferred pay in the step: pace_all is faster with out_proj on gdn::kPace1Defer4R4"};
+const Claim kBaConvBits{"ba-conv-bitwise",
+                        "pace_all with b|a's rows in the conv_norm_bg launch (fold=ba-conv: split-row's arithmetic there, the stacked launch's "
+                        "prep kernel h's q8 form alone) gives pace_all's bits"};
+const Claim kBaConvPays{"ba-conv-pays", "b|a in the conv_norm_bg launch pays in the step: pace_all is faster with fold=ba-conv than with fold=ba"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kConvRecBits{"conv-rec-bitwise",
@@ -178,6 +182,7 @@ struct Plan {
   std::string pace_ilp;              // pace_all with out_proj on the paced ring at ilp=3 (pace-ilp-*, against pace_all)
   std::string pace_late;             // pace_all on the paced ring at pace=1-2 (pace-late-*, against pace_all)
   std::string pace_defer;            // pace_all with out_proj at defer=4, rows=4 (pace-defer-*, against pace_all)
+  std::string pace_ba_conv;          // pace_all with b|a in the conv_norm_bg launch (ba-conv-*, against pace_all)
 };
 Plan plan() {
   Plan p;
@@ -216,6 +221,7 @@ Plan plan() {
   p.pace_ilp = gdn::fused_step_variant(t.pace_ilp);
   p.pace_late = gdn::fused_step_variant(t.pace_late);
   p.pace_defer = gdn::fused_step_variant(t.pace_defer);
+  p.pace_ba_conv = gdn::fused_step_variant(t.pace_ba_conv);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -345,6 +351,8 @@ void run_fused(Context& ctx) {
                 "with two requests in flight after the release (pace=1-2)");
     twin_claims(find(ms, pl.pace_all), find(ms, pl.pace_defer), pl.pace_all, pl.pace_defer, kPaceDeferBits, kPaceDeferPays,
                 "with out_proj's sums deferred (defer=4, rows=4)");
+    twin_claims(find(ms, pl.pace_all), find(ms, pl.pace_ba_conv), pl.pace_all, pl.pace_ba_conv, kBaConvBits, kBaConvPays,
+                "with b|a's rows in the conv_norm_bg launch (fold=ba-conv)");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
     twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
@@ -376,7 +384,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kConvRecBits, kConvRecPays,
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kConvRecBits, kConvRecPays,
                  kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });

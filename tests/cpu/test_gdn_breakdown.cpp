@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 65);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 67);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*, ba-conv-*
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -204,6 +204,37 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(tw.pace_defer.q4_kernel == gdn::kPace1Defer4R4);
   CHECK(tw.pace_defer.stacked_kernel == gdn::kPace1);
   CHECK(q4_gemv::q4_kernel(gdn::kPace1Defer4R4).layout != q4_gemv::q4_kernel(gdn::kPace1).layout);
+  // pace_ba_conv: pace_all with b|a in the conv_norm_bg launch instead of the stacked launch's prep kernel; its own name.
+  CHECK_FALSE(tw.pace_ba_conv.fold_ba);
+  CHECK(tw.pace_ba_conv.fold_ba_conv);
+  CHECK(tw.pace_ba_conv.q4_kernel == tw.pace_all.q4_kernel);
+  CHECK(registry().has_variant(gdn::fused_step_variant(tw.pace_ba_conv)));
+  CHECK(gdn::fused_step_variant(tw.pace_ba_conv).find("fold=ba-conv") != std::string::npos);
+  CHECK(gdn::config_error(tw.pace_ba_conv, rg::qwen35_27b()) == "");
+  {  // what fold=ba-conv refuses, naming why: fold=ba beside it, no chain, pf=out, a prep=conv recurrence, the f32 tier,
+     // a geometry whose conv_norm_bg blocks (reduce_threads(dk)) do not divide split-row's 256
+    auto both = tw.pace_ba_conv;
+    both.fold_ba = true;
+    CHECK(gdn::config_error(both, rg::qwen35_27b()).find("b|a in two launches") != std::string::npos);
+    auto unchained = tw.pace_ba_conv;
+    unchained.chain = false;
+    CHECK(gdn::config_error(unchained, rg::qwen35_27b()).find("PDL chain") != std::string::npos);
+    auto pf = tw.pace_ba_conv;
+    pf.l2_prefetch = gdn::kernels::L2Prefetch::after;
+    CHECK(gdn::config_error(pf, rg::qwen35_27b()).find("pf=out") != std::string::npos);
+    auto conv = tw.pace_ba_conv;
+    conv.recurrence = gdn::kRecConv;
+    CHECK(gdn::config_error(conv, rg::qwen35_27b()).find("prep=conv") != std::string::npos);
+    auto apart = tw.pace_ba_conv;
+    apart.merged_in = false;
+    apart.stacked_kernel.clear();
+    CHECK(gdn::config_error(apart, rg::qwen35_27b()).find("set_merged_in") != std::string::npos);
+    rg::Geometry odd = rg::qwen35_27b();
+    odd.dk = 96;  // 96 threads a block: 256 / 96 is not whole
+    CHECK(gdn::kernels::conv_norm_ba_error(odd.dk, odd.nv, int(odd.hidden)).find("32, 64, 128 or 256") != std::string::npos);
+    CHECK(gdn::kernels::conv_norm_ba_error(128, 48, 5120) == "");
+    CHECK(gdn::kernels::conv_norm_ba_error(128, 48, 8196).find("exceeds") != std::string::npos);
+  }
   for (const auto& c : {tw.fold_depth, tw.depth_all, tw.fold_pace, tw.pace_all, tw.pace_ilp, tw.pace_late, tw.pace_defer}) {
     CHECK(c.fold_ba);
     CHECK(registry().has_variant(gdn::fused_step_variant(c)));
@@ -474,6 +505,34 @@ TEST_CASE("GDN breakdown, prep=conv: conv_recurrence in place of conv_norm_bg an
   // Not on the nine-operator list, nor with the gated norm in the recurrence.
   CHECK_THROWS_WITH_AS(gdn::step_operator_bytes(rg::qwen35_27b(), true, false, false, false, false, false, true), doctest::Contains("conv_rec"), Error);
   CHECK_THROWS_WITH_AS(gdn::step_operator_bytes(rg::qwen35_27b(), true, true, true, false, false, false, true), doctest::Contains("conv_rec"), Error);
+}
+
+TEST_CASE("GDN breakdown, fold=ba-conv: in_proj_ba inside conv_norm_bg as conv_norm_ba, the same weights + state, h read there too") {
+  for (const auto& g : {rg::qwen35_27b(), rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}})
+    for (bool fork : {false, true}) {
+      CAPTURE(g.str());
+      CAPTURE(fork);
+      const auto base = gdn::step_operator_bytes(g, true, true, false, true, false, fork);
+      const auto conv = gdn::step_operator_bytes(g, true, true, false, true, false, fork, false, false, true);
+      REQUIRE(conv.size() + 1 == base.size());
+      double model = 0;
+      for (const auto& m : conv) model += m.bytes.model();
+      CHECK(model == gdn::step_bytes(g, true));
+      const double H = g.hidden, nv = g.nv;
+      const auto& cb = bytes_of(conv, gdn::kConvNormBa);
+      CHECK(cb.weights == bytes_of(base, "conv_norm_bg").weights + 4.0 * 2 * nv * H);  // W_ba beside the fused prep's weights
+      CHECK(cb.state == bytes_of(base, "conv_norm_bg").state);
+      CHECK(cb.act == bytes_of(base, "conv_norm_bg").act + 4.0 * H);  // h in; b|a written instead of read
+      for (const auto& m : conv) {
+        CHECK(std::string(m.name) != "in_proj_ba");
+        CHECK(std::string(m.name) != "conv_norm_bg");
+      }
+      CHECK(std::string(conv[0].name) == (fork ? gdn::kForkStacked : gdn::kStackedInProj));
+    }
+  // Only with the stacked projections and the fused prep, without fold=ba and prep=conv.
+  CHECK_THROWS_WITH_AS(gdn::step_operator_bytes(rg::qwen35_27b(), true, true, false, false, false, false, false, false, true), doctest::Contains("ba_conv"), Error);
+  CHECK_THROWS_WITH_AS(gdn::step_operator_bytes(rg::qwen35_27b(), true, true, false, true, true, false, false, false, true), doctest::Contains("ba_conv"), Error);
+  CHECK_THROWS_WITH_AS(gdn::step_operator_bytes(rg::qwen35_27b(), true, false, false, true, false, false, false, false, true), doctest::Contains("ba_conv"), Error);
 }
 
 TEST_CASE("GDN breakdown, prep=conv with hist=ring: conv_recurrence reads ck-1 frames and writes one, the gated norm moves nothing, and with the gated norm in it conv_recurrence_norm and two operators fewer") {

@@ -8,9 +8,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -26,6 +28,7 @@
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"
 #include "klab/timing.hpp"
+#include "q4_gemv/prepared_x.cuh"
 
 using namespace klab;
 namespace rg = klab::ref::gdn;
@@ -521,6 +524,87 @@ TEST_CASE("GDN b|a in the stacked launch's prep kernel (set_fold_ba): the step's
   fold.set_merged_in(false);
   CHECK_THROWS_WITH_AS(fold.step(0, test::tok(h, g, 0)), doctest::Contains("set_merged_in"), Error);
   CHECK(bitwise_diff(fold.get(0, What::OUT), y_before) == 0);
+}
+
+TEST_CASE("GDN b|a in the conv_norm_bg launch (set_fold_ba_conv, pace_all's twin pace_ba_conv): pace_all's bits, the stacked launch's prep h's q8 form alone; the kernel gives in_prep_ba's and conv_norm_bg's bits at hidden 5120; refusals") {
+  constexpr int T = 8;
+  const auto [g, w, q, h] = qwen_case(T, 93);
+  const auto tw = gdn::candidate_twins();
+  GdnDevice base(g, 1), conv(g, 1);
+  setup_config(base, tw.pace_all, w, q);
+  setup_config(conv, tw.pace_ba_conv, w, q);
+  REQUIRE(conv.fold_ba_conv());
+  const TwinsDiff d = twins_diff(conv, base, h, g, T);
+  CHECK(d.out == 0);
+  CHECK(d.mid + d.state == 0);  // b|a, beta and g included (rg::all_whats)
+  CHECK(bitwise_diff(conv.get(0, What::B), std::vector<float>(std::size_t(g.nv), 0.0f)) > 0);  // b|a was written
+  const StepKernels k1 = step_kernels(conv, g), k2 = step_kernels(base, g);
+  REQUIRE(k1.ops.size() == k2.ops.size());
+  CHECK(k1.ops[0].first == gdn::kStackedInProj);
+  CHECK(k1.ops[0].second == 2);  // in_prep, the stacked kernel
+  CHECK(k1.ops[1].first == gdn::kConvNormBa);
+  CHECK(k1.ops[1].second == 1);
+  CHECK(k1.total == k2.total);
+  // Refused when enqueued, before any launch: fold=ba beside it, no chain.
+  const auto y_before = conv.get(0, What::OUT);
+  conv.set_fold_ba(true);
+  CHECK_THROWS_WITH_AS(conv.step(0, test::tok(h, g, 0)), doctest::Contains("two launches"), Error);
+  conv.set_fold_ba(false);
+  conv.set_pdl_chain(false);
+  CHECK_THROWS_WITH_AS(conv.step(0, test::tok(h, g, 0)), doctest::Contains("PDL chain"), Error);
+  CHECK(bitwise_diff(conv.get(0, What::OUT), y_before) == 0);
+
+  // The kernels alone at hidden 5120 (split-row's float4s over every one of its 256 threads' chains), at dk 128, 64
+  // and 32 (blocks of 128, 64, 32 threads: each standing for 2, 4, 8 of split-row's): conv_norm_ba against
+  // in_prep_ba then conv_norm_bg, both in the PDL chain, bit for bit in every output.
+  for (int dk : {128, 64, 32}) {
+    CAPTURE(dk);
+    const Geometry G{5120, 16, 48, dk, 128, 4, 1e-6};
+    const int C = int(G.conv_dim()), nv = G.nv, H = int(G.hidden);
+    auto filled = [](std::size_t n, std::uint64_t seed, float lo, float hi) {
+      std::vector<float> v(n);
+      std::uint64_t x = seed;
+      for (auto& e : v) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        e = lo + (hi - lo) * float(x >> 40) / float(1ull << 24);
+      }
+      return DeviceBuffer<float>::from(v);
+    };
+    const auto hh = filled(std::size_t(H), 1, -1.f, 1.f), wba = filled(std::size_t(2 * nv) * H, 2, -0.05f, 0.05f), xc = filled(std::size_t(C), 3, -1.f, 1.f),
+               cw = filled(std::size_t(C) * G.ck, 4, -0.5f, 0.5f), alog = filled(std::size_t(nv), 5, -1.f, 1.f), dtb = filled(std::size_t(nv), 6, -1.f, 1.f),
+               hist0 = filled(std::size_t(G.ck - 1) * C, 7, -1.f, 1.f);
+    struct Out {
+      DeviceBuffer<float> hist, xcv, q, k, ba, beta, g;
+    };
+    auto out = [&] {
+      Out o{DeviceBuffer<float>(hist0.size()), DeviceBuffer<float>(std::size_t(C)), DeviceBuffer<float>(std::size_t(G.key_dim())),
+            DeviceBuffer<float>(std::size_t(G.key_dim())), DeviceBuffer<float>(std::size_t(2 * nv)), DeviceBuffer<float>(std::size_t(nv)),
+            DeviceBuffer<float>(std::size_t(nv))};
+      KLAB_CUDA(cudaMemcpy(o.hist.get(), hist0.get(), hist0.bytes(), cudaMemcpyDeviceToDevice));
+      return o;
+    };
+    Out a = out(), b = out();
+    uint4* xq = q4_gemv::prepared_x();
+    cudaStream_t s = nullptr;
+    KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    gdn::kernels::in_prep_ba(hh.get(), xq, wba.get(), a.ba.get(), 2 * nv, H, s);
+    gdn::kernels::conv_norm_bg(xc.get(), cw.get(), a.hist.get(), a.xcv.get(), a.q.get(), a.k.get(), a.ba.get(), alog.get(), dtb.get(), a.beta.get(),
+                               a.g.get(), G.nk, G.dk, G.nv, G.dv, G.ck, s, true);
+    gdn::kernels::in_prep(hh.get(), xq, H, s);
+    gdn::kernels::conv_norm_ba(xc.get(), cw.get(), b.hist.get(), b.xcv.get(), b.q.get(), b.k.get(), wba.get(), hh.get(), b.ba.get(), alog.get(), dtb.get(),
+                               b.beta.get(), b.g.get(), G.nk, G.dk, G.nv, G.dv, G.ck, H, s);
+    KLAB_CUDA(cudaStreamSynchronize(s));
+    KLAB_CUDA(cudaStreamDestroy(s));
+    for (auto [x, y, what] : {std::tuple{&a.ba, &b.ba, "ba"}, {&a.beta, &b.beta, "beta"}, {&a.g, &b.g, "g"}, {&a.xcv, &b.xcv, "xcv"}, {&a.q, &b.q, "q"},
+                              {&a.k, &b.k, "k"}, {&a.hist, &b.hist, "hist"}}) {
+      CAPTURE(what);
+      CHECK(bitwise_diff(x->download(), y->download()) == 0);
+    }
+    CHECK(bitwise_diff(a.ba.download(), std::vector<float>(std::size_t(2 * nv), 0.0f)) == 2 * nv);  // every row written
+  }
+  CHECK_THROWS_WITH_AS(gdn::kernels::conv_norm_ba(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                  nullptr, 16, 96, 48, 128, 4, 5120, nullptr),
+                       doctest::Contains("32, 64, 128 or 256"), Error);
 }
 
 TEST_CASE("GDN the gated norm and out_proj's q8 x in the recurrence (cols=128,norm=gated with out=prepared): its own prep's bits, within 1e-5 of the candidate's norm, one launch fewer") {

@@ -13,46 +13,67 @@ namespace klab::f32_gemv::split_row {
 constexpr int kThreads = 256, kMaxPer = 8;
 constexpr int kMaxK = 4 * kThreads * kMaxPer;  // 8192
 
-// y[row] = W[row] . x for a block of T threads, a multiple of 32 up to 1024, with k / 4 <= kMaxPer T
-// (split_row_error's k at T = kThreads): thread t's fma chain over the float4s t, t + T, ... in order,
-// a butterfly over the warp, thread 0 adding the warps' sums in warp order. Pdl: dependents let go
-// first, the row's loads before griddepcontrol.wait, x after it (split_row.cu's contract).
-template <bool Pdl>
-__device__ __forceinline__ void body(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int k, int row, int T = kThreads) {
+// W[row] . x for a block of T threads standing for T Ways threads (T a multiple of 32, T Ways up to 1024),
+// with k / 4 <= kMaxPer T Ways (split_row_error's k at T Ways = kThreads): thread t runs the fma chains of
+// the threads t, t + T, ..., t + (Ways - 1) T of a block of T Ways, each over the float4s v, v + T Ways, ...
+// in order, a butterfly over the warp each (a warp's lanes are those threads' lanes), thread 0 adding the
+// T Ways / 32 warps' sums in warp order: the bits of T Ways threads; thread 0 then calls finish(total).
+// Pdl: dependents let go first, the row's loads before
+// griddepcontrol.wait, x after it (split_row.cu's contract).
+// Ways > 1: the GDN step's b|a rows in its conv_norm_bg launch of fewer threads (gdn_kernels.cu, fold=ba-conv),
+// in split-row's bits at kThreads.
+template <bool Pdl, int Ways = 1, class Finish>
+__device__ __forceinline__ void row_total(const float* __restrict__ w, const float* __restrict__ x, int k, int row, int T, Finish&& finish) {
   if constexpr (Pdl) asm volatile("griddepcontrol.launch_dependents;");
   __shared__ float part[32];
-  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5, V = T * Ways;
   const float4* w4 = reinterpret_cast<const float4*>(w + static_cast<std::size_t>(row) * k);
   const int n4 = k / 4;
-  float4 a[kMaxPer];
+  float4 a[Ways][kMaxPer];
 #pragma unroll
-  for (int i = 0; i < kMaxPer; ++i) {
-    const int j = t + T * i;
-    a[i] = j < n4 ? __ldcs(w4 + j) : make_float4(0.f, 0.f, 0.f, 0.f);
-  }
+  for (int v = 0; v < Ways; ++v)
+#pragma unroll
+    for (int i = 0; i < kMaxPer; ++i) {
+      const int j = t + T * v + V * i;
+      a[v][i] = j < n4 ? __ldcs(w4 + j) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
   // x may be the predecessor's output: from here on.
   if constexpr (Pdl) asm volatile("griddepcontrol.wait;" ::: "memory");
   const float4* x4 = reinterpret_cast<const float4*>(x);
-  float acc = 0.f;
+  float acc[Ways];
 #pragma unroll
-  for (int i = 0; i < kMaxPer; ++i) {
-    const int j = t + T * i;
-    if (j < n4) {
-      const float4 b = __ldcg(x4 + j);
-      acc = fmaf(a[i].x, b.x, acc);
-      acc = fmaf(a[i].y, b.y, acc);
-      acc = fmaf(a[i].z, b.z, acc);
-      acc = fmaf(a[i].w, b.w, acc);
+  for (int v = 0; v < Ways; ++v) {
+    acc[v] = 0.f;
+#pragma unroll
+    for (int i = 0; i < kMaxPer; ++i) {
+      const int j = t + T * v + V * i;
+      if (j < n4) {
+        const float4 b = __ldcg(x4 + j);
+        acc[v] = fmaf(a[v][i].x, b.x, acc[v]);
+        acc[v] = fmaf(a[v][i].y, b.y, acc[v]);
+        acc[v] = fmaf(a[v][i].z, b.z, acc[v]);
+        acc[v] = fmaf(a[v][i].w, b.w, acc[v]);
+      }
     }
   }
-  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0) part[warp] = acc;
+#pragma unroll
+  for (int v = 0; v < Ways; ++v)
+    for (int off = 16; off > 0; off /= 2) acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], off);
+  if (lane == 0)
+#pragma unroll
+    for (int v = 0; v < Ways; ++v) part[warp + v * (T / 32)] = acc[v];
   __syncthreads();
   if (t == 0) {
     float s = part[0];
-    for (int i = 1; i < T / 32; ++i) s += part[i];
-    y[row] = s;
+    for (int i = 1; i < V / 32; ++i) s += part[i];
+    finish(s);
   }
+}
+
+// y[row] = W[row] . x for a block of T threads (row_total at Ways = 1, written by thread 0).
+template <bool Pdl>
+__device__ __forceinline__ void body(const float* __restrict__ w, const float* __restrict__ x, float* __restrict__ y, int k, int row, int T = kThreads) {
+  row_total<Pdl>(w, x, k, row, T, [&](float s) { y[row] = s; });
 }
 
 }  // namespace klab::f32_gemv::split_row

@@ -482,6 +482,28 @@ std::string GdnDevice::fold_ba_error() const {
   return fold_ba_error(fold_ba_, fold_ba_main_, merged_in_, stacked, ba_kernel_, pdl_chain_, g_);
 }
 
+std::string GdnDevice::fold_ba_conv_error(bool conv, bool fold_other, bool merged_in, const q4_gemv::Q4Kernel* stacked, bool fused_prep,
+                                          const gdn_recurrence::RecurrenceKernel* rec, kernels::L2Prefetch pf, bool chain, const Geometry& g) {
+  if (!conv) return "";
+  const std::string what = "fold=ba-conv (set_fold_ba_conv: b|a in the conv_norm_bg launch) ";
+  if (fold_other) return what + "and fold=ba or fold=ba-main put b|a in two launches: one of them";
+  if (!merged_in) return what + "needs the stacked input projections (set_merged_in, in=qkvz) of the q4 tier";
+  if (!(stacked && stacked->launch_prepared))
+    return what + "needs a stacked kernel that takes its x prepared (its prep kernel is in_prep), not " + (stacked ? stacked->name : std::string("none"));
+  if (!fused_prep || (rec && rec->conv_prep))
+    return what + "needs the conv_norm_bg launch: the fused prep (set_fused_prep) without a recurrence that forms the conv itself (prep=conv)";
+  if (pf != kernels::L2Prefetch::none) return what + "and pf=out (set_l2_prefetch) are two variants of the conv_norm_bg launch: one of them";
+  if (!chain) return what + "is a PDL launch: it needs the PDL chain (set_pdl_chain)";
+  if (auto why = kernels::in_prep_ba_error(2 * g.nv, int(g.hidden)); !why.empty()) return what + "cannot take the geometry: " + why;
+  if (auto why = kernels::conv_norm_ba_error(g.dk, g.nv, int(g.hidden)); !why.empty()) return what + "cannot take the geometry: " + why;
+  return "";
+}
+
+void GdnDevice::set_fold_ba_conv(bool on) {
+  if (on) xq_ = q4_gemv::prepared_x();
+  fold_ba_conv_ = on;
+}
+
 void GdnDevice::set_fold_ba(bool on) {
   if (on) xq_ = q4_gemv::prepared_x();
   fold_ba_ = on;
@@ -663,6 +685,13 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   } else if (auto why = fold_ba_error(); !why.empty()) {
     throw Error("GdnDevice: " + why);
   }
+  if (fold_ba_conv_) {
+    if (L->tier != Layer::Tier::q4) throw Error("GdnDevice: " + layer_str(layer) + " is on the f32 tier: fold=ba-conv (set_fold_ba_conv) is the q4 tier's");
+    const q4_gemv::Q4Kernel* stacked = stacked_kernel_ ? stacked_kernel_ : q4_->kernel;
+    if (auto why = fold_ba_conv_error(true, fold_ba_ || fold_ba_main_, merged_in_, stacked, fused_prep_, rec_, l2_prefetch_, pdl_chain_, g_); !why.empty())
+      throw Error("GdnDevice: " + why);
+  }
+  const bool ba_conv = fold_ba_conv_;  // b|a in the conv_norm_bg launch, the stacked launch's prep kernel h's q8 form alone
   const bool fold = fold_ba_ || fold_ba_main_;  // b|a inside the stacked launch, one way or the other
   const bool fold_main = fold_ba_main_;
   const bool q4_layer = L->tier == Layer::Tier::q4;
@@ -671,7 +700,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   if (auto why = conv_prep_error(); !why.empty()) throw Error("GdnDevice: " + why);
   const bool conv_in_rec = rec_->conv_prep;  // the recurrence in conv_norm_bg's place (prep=conv)
   const bool ring = conv_in_rec && rec_->hist_ring;  // hist=ring: the recurrence writes the history's newest frame itself
-  const auto bytes = step_operator_bytes(g, q4_layer, fused_prep_, norm_in_rec, merged_in_, fold, fork, conv_in_rec, ring);
+  const auto bytes = step_operator_bytes(g, q4_layer, fused_prep_, norm_in_rec, merged_in_, fold, fork, conv_in_rec, ring, ba_conv);
   std::vector<StepOperator> ops;
   ops.reserve(bytes.size());
   auto add = [&](std::function<void(cudaStream_t)> f) {
@@ -700,7 +729,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     // the forked launch after it. A prefix of rows is the packed matrix of those rows: a row group's
     // offset depends on k alone (packed.hpp), and a group past the prefix's end is read, never written.
     add([L, d_h, q4 = q4_.get(), own = stacked_kernel_, all = int(g.conv_dim() + g.value_dim()), rows = int(g.conv_dim() + (fork ? 0 : g.value_dim())),
-         H = g.hidden, fold, fold_main, xq = xq_, ba_rows = 2 * g.nv](cudaStream_t s) {
+         H = g.hidden, fold, fold_main, ba_conv, xq = xq_, ba_rows = 2 * g.nv](cudaStream_t s) {
       for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(L->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (stacked)");
       const q4_gemv::Q4Kernel& k = own ? *own : *q4->kernel;
       if (k.layout) {
@@ -710,8 +739,9 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
           k.launch_packed_rows(L->in.packed.get(), d_h, L->xc.get(), rows, H, L->w_ba.get(), L->ba.get(), ba_rows, s);
           return;
         }
-        if (fold) {  // set_fold_ba: h's q8 form and b|a in one launch, then the stacked kernel on the prepared x
-          kernels::in_prep_ba(d_h, xq, L->w_ba.get(), L->ba.get(), ba_rows, int(H), s);
+        if (fold || ba_conv) {  // set_fold_ba: h's q8 form and b|a in one launch (fold=ba-conv: h's q8 form alone), then the stacked kernel on it
+          if (ba_conv) kernels::in_prep(d_h, xq, int(H), s);
+          else kernels::in_prep_ba(d_h, xq, L->w_ba.get(), L->ba.get(), ba_rows, int(H), s);
           k.launch_prepared(L->in.packed.get(), d_h, L->xc.get(), rows, H, s);
           return;
         }
@@ -731,7 +761,7 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     add([L, d_h](cudaStream_t s) { L->z->enqueue(d_h, L->zv.get(), s); });
   }
   if (fork) ops.back().forked = true;  // z, right after the stacked launch
-  if (!fold)
+  if (!fold && !ba_conv)
     add([L, d_h, rows = 2 * std::int64_t(g.nv), cols = std::int64_t(g.hidden), ba = ba_kernel_](cudaStream_t s) {
       enqueue_f32_matvec(L->w_ba.get(), d_h, L->ba.get(), rows, cols, s, ba);
     });
@@ -742,7 +772,13 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   if (auto why = l2_prefetch_error(l2_prefetch_, fused_prep_, q4_ ? q4_->kernel : nullptr); !why.empty()) throw Error("GdnDevice: " + why);
   if (l2_prefetch_ != kernels::L2Prefetch::none)
     require(L->tier == Layer::Tier::q4, "GdnDevice: " + layer_str(layer) + " is on the f32 tier: pf=out (set_l2_prefetch) prefetches a q4 out_proj");
-  if (fused_prep_ && !conv_in_rec) {
+  if (ba_conv) {
+    // 1a's b|a + 1b + 2 + 3-4 in one launch, fold=ba's bits (set_fold_ba_conv)
+    add([L, d_h, hist = hist_of(layer, slot), g](cudaStream_t s) {
+      kernels::conv_norm_ba(L->xc.get(), L->conv_w.get(), hist, L->xcv.get(), L->q.get(), L->k.get(), L->w_ba.get(), d_h, L->ba.get(), L->a_log.get(),
+                            L->dt_bias.get(), L->beta.get(), L->g.get(), g.nk, g.dk, g.nv, g.dv, g.ck, int(g.hidden), s);
+    });
+  } else if (fused_prep_ && !conv_in_rec) {
     // 1b + 2 + 3-4 in one launch, the same bits (set_fused_prep); set_l2_prefetch: out_proj's weights into L2 besides
     add([L, hist = hist_of(layer, slot), g, chain, pf = l2_prefetch_, q4 = q4_.get()](cudaStream_t s) {
       const void* pf_base = nullptr;

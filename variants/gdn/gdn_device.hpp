@@ -250,6 +250,20 @@ class GdnDevice {
   // own (the q4 tier's), fold=ba-main without in=qkvz, in=qkvz on a kernel without the stacked launch.
   // Pure host; config_error asks it too.
   static std::string f32_stacked_error(bool fold_prep, bool fold_main, bool merged_in, bool stacked_kernel, const std::string& f32_kernel);
+  // b|a's rows in the conv_norm_bg launch instead (fold=ba-conv; kernels::conv_norm_ba): the stacked
+  // launch's prep kernel writes h's q8 form alone (kernels::in_prep: 20 blocks at hidden 5120, not in_prep_ba's
+  // 116), and conv_norm_bg's launch computes b|a = W_ba h (its row weights loaded before its wait, long before
+  // the stacked launch ends) and beta/g from it. The same bits as fold=ba (split-row's arithmetic at 256
+  // threads; tests/gpu/test_gdn_breakdown.cpp); the operators are kStackedInProj and kConvNormBa. Needs, checked
+  // when a step is enqueued (fold_ba_conv_error): the q4 tier's stacked input projections on a kernel that takes
+  // its x prepared, the fused prep in its own launch (no prep=conv recurrence, no pf=out), the PDL chain, neither
+  // fold=ba nor fold=ba-main, a geometry conv_norm_ba takes. enqueue_batch does not use it. Default off.
+  void set_fold_ba_conv(bool on);
+  bool fold_ba_conv() const { return fold_ba_conv_; }
+  // Why a step cannot run with fold_ba_conv at these settings ("" when it can, or when it is off). Pure host;
+  // config_error asks it too.
+  static std::string fold_ba_conv_error(bool conv, bool fold_other, bool merged_in, const q4_gemv::Q4Kernel* stacked, bool fused_prep,
+                                        const gdn_recurrence::RecurrenceKernel* rec, kernels::L2Prefetch pf, bool chain, const Geometry& g);
   // Why a step cannot run with fold_ba or fold_ba_main now ("" when it can, or when both are off).
   std::string fold_ba_error() const;
   // The same for the two settings, the stacked input projections on or off, the stacked launch's
@@ -432,6 +446,7 @@ class GdnDevice {
   bool norm_q8_ = false;
   bool fold_ba_ = false;
   bool fold_ba_main_ = false;
+  bool fold_ba_conv_ = false;
   kernels::L2Prefetch l2_prefetch_ = kernels::L2Prefetch::none;
   bool fork_z_ = false;
   struct Branch;                    // set_fork_z: the second stream and the fork and join events

@@ -249,11 +249,38 @@ __global__ void __launch_bounds__(f32_gemv::split_row::kThreads)
   q4_gemv::prepare_q8_warps(h, xq, nb, int(blockIdx.x));
 }
 
+// conv_norm_ba (gdn_kernels.hpp): conv_norm_bg's blocks [0, 2 nk + vblocks) as they are (in the PDL chain), then
+// block 2 nk + vblocks + r row r of b|a; Ways = 256 / blockDim.x (split_row::row_total).
+template <int Ways>
+__global__ void conv_norm_ba_kernel(const float* __restrict__ xc, const float* __restrict__ conv_w, float* __restrict__ hist, float* xcv,
+                                    float* __restrict__ q, float* __restrict__ k, const float* __restrict__ w_ba, const float* __restrict__ h,
+                                    float* __restrict__ ba, const float* __restrict__ a_log, const float* __restrict__ dt_bias, float* __restrict__ beta,
+                                    float* __restrict__ g, int nk, int dk, int nv, int dv, int ck, int vblocks, int hidden) {
+  const int first = 2 * nk + vblocks;
+  if (int(blockIdx.x) < first) {
+    conv_norm_bg_block<true>(xc, conv_w, hist, xcv, q, k, ba, a_log, dt_bias, beta, g, nk, dk, nv, dv, ck, vblocks);
+    return;
+  }
+  const int r = int(blockIdx.x) - first;
+  f32_gemv::split_row::row_total<true, Ways>(w_ba, h, hidden, r, int(blockDim.x), [&](float s) {  // beta_g_one's formulas on the row's total
+    ba[r] = s;
+    if (r < nv) beta[r] = gdn_recurrence::beta_of(s);
+    else g[r - nv] = gdn_recurrence::g_of(s, a_log[r - nv], dt_bias[r - nv]);
+  });
+}
+
+}  // namespace
+
+namespace {
+std::string prep_error(int hidden) {
+  if (hidden % 32 != 0 || hidden / 32 > q4_gemv::kPreparedStride)
+    return "hidden = " + std::to_string(hidden) + ": the prepared x takes blocks of 32, at most " + std::to_string(32 * q4_gemv::kPreparedStride);
+  return "";
+}
 }  // namespace
 
 std::string in_prep_ba_error(int ba_rows, int hidden) {
-  if (hidden % 32 != 0 || hidden / 32 > q4_gemv::kPreparedStride)
-    return "hidden = " + std::to_string(hidden) + ": the prepared x takes blocks of 32, at most " + std::to_string(32 * q4_gemv::kPreparedStride);
+  if (auto why = prep_error(hidden); !why.empty()) return why;
   if (auto why = f32_gemv::split_row_error(ba_rows, hidden); !why.empty()) return "b|a (" + std::to_string(ba_rows) + " x " + std::to_string(hidden) + "): " + why;
   return "";
 }
@@ -266,6 +293,47 @@ void in_prep_ba(const float* h, uint4* xq, const float* w_ba, float* ba, int ba_
   launch_maybe_pdl(true, in_prep_ba_kernel, dim3(unsigned(prep + ba_rows)), dim3(unsigned(f32_gemv::split_row::kThreads)), 0, stream, h, xq, nb, prep, w_ba, ba,
                    hidden);
   KLAB_CUDA_LAUNCH("in_prep_ba_kernel");
+}
+
+void in_prep(const float* h, uint4* xq, int hidden, cudaStream_t stream) {
+  if (auto why = prep_error(hidden); !why.empty()) throw Error("in_prep: " + why);
+  require(h && xq, "in_prep: a null buffer");
+  require(reinterpret_cast<std::uintptr_t>(h) % 16 == 0, "in_prep: h must be 16-byte aligned");
+  const int nb = hidden / 32, prep = (nb + 7) / 8;  // in_prep_ba's prep blocks, no b|a rows after them
+  launch_maybe_pdl(true, in_prep_ba_kernel, dim3(unsigned(prep)), dim3(unsigned(f32_gemv::split_row::kThreads)), 0, stream, h, xq, nb, prep,
+                   static_cast<const float*>(nullptr), static_cast<float*>(nullptr), hidden);
+  KLAB_CUDA_LAUNCH("in_prep_ba_kernel");
+}
+
+std::string conv_norm_ba_error(int dk, int nv, int hidden) {
+  const int threads = reduce_threads(dk);
+  if (f32_gemv::split_row::kThreads % threads != 0)
+    return "dk = " + std::to_string(dk) + ": conv_norm_bg's blocks of " + std::to_string(threads) + " threads do not divide split-row's " +
+           std::to_string(f32_gemv::split_row::kThreads) + " (each b|a row stands for 256 threads): dk rounded up to 32 must be 32, 64, 128 or 256";
+  if (auto why = f32_gemv::split_row_error(2 * std::int64_t(nv), hidden); !why.empty())
+    return "b|a (" + std::to_string(2 * nv) + " x " + std::to_string(hidden) + "): " + why;
+  return "";
+}
+
+void conv_norm_ba(const float* xc, const float* conv_w, float* hist, float* xcv, float* q, float* k, const float* w_ba, const float* h, float* ba,
+                  const float* a_log, const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, int hidden,
+                  cudaStream_t stream) {
+  if (auto why = conv_norm_ba_error(dk, nv, hidden); !why.empty()) throw Error("kernels::conv_norm_ba: " + why);
+  require(w_ba && h && ba, "kernels::conv_norm_ba: a null buffer");
+  require(reinterpret_cast<std::uintptr_t>(h) % 16 == 0 && reinterpret_cast<std::uintptr_t>(w_ba) % 16 == 0,
+          "kernels::conv_norm_ba: h and W_ba must be 16-byte aligned");
+  const int threads = reduce_threads(dk);  // conv_norm_bg's block: the same conv and norm bits
+  const int vblocks = (nv * dv + threads - 1) / threads;
+  auto kernel = conv_norm_ba_kernel<1>;
+  switch (f32_gemv::split_row::kThreads / threads) {
+    case 2: kernel = conv_norm_ba_kernel<2>; break;
+    case 4: kernel = conv_norm_ba_kernel<4>; break;
+    case 8: kernel = conv_norm_ba_kernel<8>; break;
+    default: break;
+  }
+  launch_maybe_pdl(true, kernel, dim3(unsigned(2 * nk + vblocks + 2 * nv)), dim3(unsigned(threads)), 0, stream, xc, conv_w, hist, xcv, q, k, w_ba, h, ba,
+                   a_log, dt_bias, beta, g, nk, dk, nv, dv, ck, vblocks, hidden);
+  KLAB_CUDA_LAUNCH("conv_norm_ba_kernel");
 }
 
 void beta_g(const float* ba, const float* a_log, const float* dt_bias, float* beta, float* g, int nv, cudaStream_t stream) {

@@ -104,6 +104,24 @@ void gated_norm_q8(const float* o, const float* z, const float* norm_w, float* o
 void in_prep_ba(const float* h, uint4* xq, const float* w_ba, float* ba, int ba_rows, int hidden, cudaStream_t stream);
 // Why in_prep_ba cannot take (ba_rows, hidden) ("" when it can).
 std::string in_prep_ba_error(int ba_rows, int hidden);
+// fold=ba-conv (GdnDevice::set_fold_ba_conv): the stacked launch's prep kernel alone (in_prep_ba's first
+// blocks: h's q8 form into xq, no b|a rows), and b|a in the conv_norm_bg launch instead (conv_norm_ba).
+// Refuses (klab::Error) a hidden that is not a multiple of 32 or past the prepared array (in_prep_ba_error's first check).
+void in_prep(const float* h, uint4* xq, int hidden, cudaStream_t stream);
+// conv_norm_bg (pdl, no pf) with its beta/g block replaced by one block a row of b|a (2 nv more blocks of
+// its T = reduce_threads(dk) threads): ba[r] = W_ba[r] . h, then beta_g's formula for the row's head, beta
+// from b's row, g from a's. b|a's arithmetic is f32_gemv/impl=split-row's at 256 threads (each thread
+// runs the chains of 256 / T of them: split_row::row_total), so ba, beta and g are bit for bit in_prep_ba's
+// and beta_g's, and the step's bits are fold=ba's. Why: b|a needs only h, which the layer's input
+// already holds when the stacked launch begins; here its rows' weights are loaded long before (the launch
+// is resident beside the stacked kernel, its loads before the wait), and the stacked launch's prep kernel
+// is 20 blocks, not 116. Refuses (klab::Error, before any launch) what conv_norm_ba_error names.
+void conv_norm_ba(const float* xc, const float* conv_w, float* hist, float* xcv, float* q, float* k, const float* w_ba, const float* h, float* ba,
+                  const float* a_log, const float* dt_bias, float* beta, float* g, int nk, int dk, int nv, int dv, int ck, int hidden,
+                  cudaStream_t stream);
+// Why conv_norm_ba cannot take the geometry ("" when it can): T must divide 256 (dk rounded up to 32 is
+// 32, 64, 128 or 256), and split-row must take (2 nv, hidden).
+std::string conv_norm_ba_error(int dk, int nv, int hidden);
 // Why gated_norm_q8 cannot take (nv, dv) ("" when it can): a thread per element, so dv a multiple
 // of 32 and at most 256 (gated_norm's block); nv dv / 32 blocks of 32 within the prepared array.
 std::string gated_norm_q8_error(int nv, int dv);

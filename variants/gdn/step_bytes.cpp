@@ -8,11 +8,13 @@
 namespace klab::gdn {
 
 std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep, bool fused_norm, bool merged_in, bool fold_ba,
-                                               bool fork_z, bool conv_rec, bool hist_ring) {
+                                               bool fork_z, bool conv_rec, bool hist_ring, bool ba_conv) {
   require(!conv_rec || fused_prep, "step_operator_bytes: conv_rec (prep=conv) is on the fused prep's list");
   require(!(conv_rec && fused_norm) || hist_ring,
           "step_operator_bytes: conv_rec (prep=conv) with the gated norm in the recurrence leaves no launch to shift the history: only with hist_ring");
   require(!hist_ring || conv_rec, "step_operator_bytes: hist_ring is the history of conv_rec (prep=conv)");
+  require(!ba_conv || (merged_in && fused_prep && !fold_ba && !conv_rec),
+          "step_operator_bytes: ba_conv (b|a in the fused prep's launch) needs merged_in and fused_prep, without fold_ba and conv_rec");
   // Sizes in elements; every activation and small weight is f32 (4 bytes).
   const double H = g.hidden, C = g.conv_dim(), V = g.value_dim(), K = g.key_dim(), nv = g.nv;
   const double big = q4 ? 0.5625 : 4.0;  // bytes per weight of the big three
@@ -64,6 +66,12 @@ std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool
                                                m[b].bytes.state + m[b + 1].bytes.state + m[b + 2].bytes.state, f * (2 * nv + C + C + 2 * K + 2 * nv)}};
   m.erase(m.begin() + long(b), m.begin() + long(b) + 3);
   m.insert(m.begin() + long(b), fused);
+  if (ba_conv) {  // in_proj_ba (b - 1) inside it: its weights, h in, b|a out (read back by nothing)
+    const OperatorBytes ba = m[b - 1].bytes;
+    m[b] = {kConvNormBa, {m[b].bytes.weights + ba.weights, m[b].bytes.state, m[b].bytes.act - f * 2 * nv + f * (H + 2 * nv)}};
+    m.erase(m.begin() + long(b) - 1);
+    return m;
+  }
   if (!conv_rec) return m;
   if (hist_ring) {
     // conv_norm_bg (b) + recurrence (b + 1, with fused_norm recurrence_norm): ck-1 frames read, the newest

@@ -51,6 +51,10 @@ inline constexpr const char* kConvRecurrence = "conv_recurrence";
 // recurrence and gated_norm as the one operator kConvRecurrenceNorm.
 inline constexpr const char* kConvRecurrenceNorm = "conv_recurrence_norm";
 
+// With b|a's rows in the fused prep's launch (GdnDevice::set_fold_ba_conv), in_proj_ba and conv_norm_bg
+// are the one operator kConvNormBa.
+inline constexpr const char* kConvNormBa = "conv_norm_ba";
+
 struct OperatorModel {
   const char* name;
   OperatorBytes bytes;
@@ -73,8 +77,10 @@ struct OperatorModel {
 // the fused prep list's; with fused_norm too (norm=last) conv_norm_bg, the recurrence and the gated norm
 // are kConvRecurrenceNorm, with kConvRecurrence's bytes and the gated norm's weights, z in and onn out.
 // Its history costs (ck-2) conv_dim floats less than step_bytes' read and write of ck-1 frames.
+// ba_conv (with merged_in and fused_prep, without fold_ba and conv_rec): in_proj_ba inside the fused prep's
+// launch as kConvNormBa, with b|a's weights beside the three it already has, as act h in and b|a out too.
 std::vector<OperatorModel> step_operator_bytes(const ref::gdn::Geometry& g, bool q4, bool fused_prep = false, bool fused_norm = false,
                                                bool merged_in = false, bool fold_ba = false, bool fork_z = false, bool conv_rec = false,
-                                               bool hist_ring = false);
+                                               bool hist_ring = false, bool ba_conv = false);
 
 }  // namespace klab::gdn

@@ -253,6 +253,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_ilp,
       t.pace_late,
       t.pace_defer,
+      t.pace_ba_conv,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -434,6 +435,16 @@ CandidateTwins candidate_twins() {
   t.pace_defer = t.pace_all;
   t.pace_defer.q4_kernel = kPace1Defer4R4;
   t.pace_defer.stacked_kernel = kPace1;
+  // pace_ba_conv (2026-12-06, tenth session). Why (the traced 48-layer graph on an H100, reports/h100/run-call35 and
+  // run-defer): on pace_all in_prep_ba ends 6.7 us after out_proj, though its work is 20 blocks quantising h and 96
+  // rows of a 2 MB mat-vec; its b|a rows read h only after out_proj completes, beside the stacked kernel's first
+  // stage requests. b|a needs nothing from the stacked launch: here its rows are conv_norm_bg's extra blocks
+  // (resident from early in the stacked launch, their weights loaded before their wait), and the stacked launch's
+  // prep is the 20 quantising blocks alone. The same bits (split-row's arithmetic). Predicted: 1-4 us a layer less in
+  // the graph on an H100 (the hop between out_proj and the stacked kernel's first dots shortens).
+  t.pace_ba_conv = t.pace_all;
+  t.pace_ba_conv.fold_ba = false;
+  t.pace_ba_conv.fold_ba_conv = true;
   return t;
 }
 
@@ -460,6 +471,15 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
   if (!c.f32 && (c.fold_ba || c.fold_ba_main)) {  // the f32 tier's: f32_stacked_error above
     const q4_gemv::Q4Kernel& stacked = q4_gemv::q4_kernel(c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel);
     if (auto why = GdnDevice::fold_ba_error(c.fold_ba, c.fold_ba_main, c.merged_in, &stacked, c.ba.empty() ? kDefaultF32Variant : c.ba, c.chain, g);
+        !why.empty())
+      return why;
+  }
+  if (c.fold_ba_conv) {
+    if (c.f32) return "fold=ba-conv (b|a in the conv_norm_bg launch) on the f32 tier: it is the q4 tier's";
+    const q4_gemv::Q4Kernel& stacked = q4_gemv::q4_kernel(c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel);
+    if (auto why = GdnDevice::fold_ba_conv_error(true, c.fold_ba || c.fold_ba_main, c.merged_in, &stacked, true,
+                                                 c.recurrence.empty() ? nullptr : &gdn_recurrence::recurrence_kernel(c.recurrence), c.l2_prefetch,
+                                                 c.chain, g);
         !why.empty())
       return why;
   }
@@ -499,6 +519,7 @@ void apply(const FusedStepConfig& c, GdnDevice& dev) {
   dev.set_fold_ba_main(c.fold_ba_main);
   dev.set_l2_prefetch(c.l2_prefetch);
   dev.set_fork_z(c.fork_z);
+  dev.set_fold_ba_conv(c.fold_ba_conv);
 }
 
 namespace {
@@ -522,6 +543,7 @@ std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStep
   if (c.norm_q8) axes.push_back({"out", "prepared"});
   if (c.fold_ba) axes.push_back({"fold", "ba"});
   if (c.fold_ba_main) axes.push_back({"fold", "ba-main"});
+  if (c.fold_ba_conv) axes.push_back({"fold", "ba-conv"});
   if (c.l2_prefetch != kernels::L2Prefetch::none) axes.push_back({"pf", c.l2_prefetch == kernels::L2Prefetch::after ? "out" : "out-early"});
   if (c.fork_z) axes.push_back({"fork", "z"});
   return axes;
@@ -583,7 +605,8 @@ void register_all(Registry& r) {
                       (c.recurrence.empty() ? std::string() : ", the recurrence " + c.recurrence) + (c.ba.empty() ? std::string() : ", b|a on " + c.ba) +
                       (c.chain ? ", the small kernels in the PDL chain" : "") + (c.merged_in ? ", in_proj_qkv and in_proj_z as one launch" : "") +
                       (c.stacked_kernel.empty() ? std::string() : " on " + c.stacked_kernel) +
-                      (c.fork_z ? ", in_proj_z forked beside conv_norm_bg and the recurrence" : "") + ", one device-resident run of T tokens",
+                      (c.fork_z ? ", in_proj_z forked beside conv_norm_bg and the recurrence" : "") +
+                      (c.fold_ba_conv ? ", b|a's rows in the conv_norm_bg launch" : "") + ", one device-resident run of T tokens",
                   tol));
   }
 }

@@ -72,6 +72,7 @@ struct FusedStepConfig {
   kernels::L2Prefetch l2_prefetch = kernels::L2Prefetch::none;
   std::string f32_kernel = "";  // with f32: GdnDevice::set_f32_variant for the big three ("": kDefaultF32Variant; axis proj=)
   bool fork_z = false;          // GdnDevice::set_fork_z: in_proj_z on a branch of its own beside conv_norm_bg and the recurrence (axis fork=z)
+  bool fold_ba_conv = false;    // GdnDevice::set_fold_ba_conv: b|a in the conv_norm_bg launch (axis fold=ba-conv)
 };
 // The f32_gemv kernel of c's big three on the f32 tier: c.f32_kernel, or kDefaultF32Variant where empty.
 std::string f32_kernel_of(const FusedStepConfig& c);
@@ -178,6 +179,7 @@ struct CandidateTwins {
   FusedStepConfig pace_ilp;      // pace_all with out_proj on kPace1Ilp3 (its stacked launch still on kPace1)
   FusedStepConfig pace_late;     // pace_all with both q4 launches on kPace1Late
   FusedStepConfig pace_defer;    // pace_all with out_proj on kPace1Defer4R4 (its stacked launch still on kPace1)
+  FusedStepConfig pace_ba_conv;  // pace_all with b|a in the conv_norm_bg launch (fold=ba-conv, not fold=ba)
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on
