@@ -113,6 +113,10 @@ const Claim kBaConvBits{"ba-conv-bitwise",
                         "pace_all with b|a's rows in the conv_norm_bg launch (fold=ba-conv: split-row's arithmetic there, the stacked launch's "
                         "prep kernel h's q8 form alone) gives pace_all's bits"};
 const Claim kBaConvPays{"ba-conv-pays", "b|a in the conv_norm_bg launch pays in the step: pace_all is faster with fold=ba-conv than with fold=ba"};
+const Claim kOut1Bits{"out-per-sm1-bitwise",
+                      "pace_all with out_proj on the paced ring at one block an SM (gdn::kPace1PerSm1, per-sm=1; its stacked launch on "
+                      "gdn::kPace1) gives pace_all's bits"};
+const Claim kOut1Pays{"out-per-sm1-pays", "out_proj on one block an SM pays in the step: pace_all is faster with out_proj on gdn::kPace1PerSm1"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kConvRecBits{"conv-rec-bitwise",
@@ -183,6 +187,7 @@ struct Plan {
   std::string pace_late;             // pace_all on the paced ring at pace=1-2 (pace-late-*, against pace_all)
   std::string pace_defer;            // pace_all with out_proj at defer=4, rows=4 (pace-defer-*, against pace_all)
   std::string pace_ba_conv;          // pace_all with b|a in the conv_norm_bg launch (ba-conv-*, against pace_all)
+  std::string pace_out1;             // pace_all with out_proj on one block an SM (out-per-sm1-*, against pace_all)
 };
 Plan plan() {
   Plan p;
@@ -222,6 +227,7 @@ Plan plan() {
   p.pace_late = gdn::fused_step_variant(t.pace_late);
   p.pace_defer = gdn::fused_step_variant(t.pace_defer);
   p.pace_ba_conv = gdn::fused_step_variant(t.pace_ba_conv);
+  p.pace_out1 = gdn::fused_step_variant(t.pace_out1);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -353,6 +359,8 @@ void run_fused(Context& ctx) {
                 "with out_proj's sums deferred (defer=4, rows=4)");
     twin_claims(find(ms, pl.pace_all), find(ms, pl.pace_ba_conv), pl.pace_all, pl.pace_ba_conv, kBaConvBits, kBaConvPays,
                 "with b|a's rows in the conv_norm_bg launch (fold=ba-conv)");
+    twin_claims(find(ms, pl.pace_all), find(ms, pl.pace_out1), pl.pace_all, pl.pace_out1, kOut1Bits, kOut1Pays,
+                "with out_proj on one block an SM (per-sm=1)");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
     twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
@@ -384,7 +392,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kConvRecBits, kConvRecPays,
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kConvRecBits, kConvRecPays,
                  kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });

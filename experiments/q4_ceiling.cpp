@@ -313,6 +313,10 @@ constexpr std::size_t kPaceLate0 = 93;
 // Measured (H100, reports/h100/run-defer, a slice: the claim needs the whole ladder): rows=4 x1.060 / x1.037 over rung 92
 // (80.3 / 79.2%, the fastest there), rows=8 x0.99 / x0.98 against rung 85.
 constexpr std::size_t kPaceDefer0 = 95;
+// The rung 98: pace=1,xprep=warps,per-sm=1,rows=8: rung 85's kernel on a grid of one block an SM (packed.cu says why: the
+// GDN layer's out_proj leaving room for the next stacked launch's blocks). Predicted (before any run, 2026-12-06): slower
+// than rung 85 alone (half its bytes in flight), x0.8..x0.95 at the 17.7 MB shapes.
+constexpr std::size_t kPacePerSm1 = 98;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -465,6 +469,8 @@ std::vector<std::string> rungs() {
   for (std::size_t twin : {kPaceWarps, kPaceRows4 + 1}) out.push_back(inserted_after(out[twin], ",pace=1", ",defer=4"));
   // 97: defer=8, rung 92's twin.
   out.push_back(inserted_after(out[kPaceRows4 + 1], ",pace=1", ",defer=8"));
+  // 98: per-sm=1, rung 85's twin (per-sm= goes after pace=).
+  out.push_back(inserted_after(out[kPaceWarps], ",pace=1", ",per-sm=1"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -623,6 +629,9 @@ Experiment q4_to_ceiling() {
                               "the warps' sums of a window of groups after one barrier pay on the paced ring: grid=fill,xprep=warps,load=bulk,"
                               "pace=1,defer=4,pdl=on,rows=8, and rows=4 at defer=4 and defer=8 (each warp releasing its stage itself) are faster "
                               "than rung 85 and pace=1 at rows=4 (rung 92) at 6144x5120 and 5120x6144"};
+  const Claim pace_per_sm1_pays{"pace-per-sm1-pays",
+                                "one block an SM pays on the paced ring alone: grid=fill,xprep=warps,load=bulk,pace=1,per-sm=1,rows=8,pdl=on "
+                                "(rung 85's kernel on half its grid) is faster than rung 85 at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -634,7 +643,7 @@ Experiment q4_to_ceiling() {
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
               pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays, pace_late_pays,
-              pace_defer_pays};
+              pace_defer_pays, pace_per_sm1_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -803,6 +812,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_rows4_pays, "rows=4 at pace=2", [](std::size_t) { return kPaceWarps; }, kPaceRows4, 1);
           twins_pay(pace_late_pays, "pace=1-2", [](std::size_t) { return kPaceWarps; }, kPaceLate0, 2);
           twins_pay(pace_defer_pays, "defer=4|8", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceRows4 + 1; }, kPaceDefer0, 3);
+          twins_pay(pace_per_sm1_pays, "per-sm=1", [](std::size_t) { return kPaceWarps; }, kPacePerSm1, 1);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

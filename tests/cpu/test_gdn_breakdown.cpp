@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 67);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*, ba-conv-*
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 69);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*, ba-conv-*, out-per-sm1-*
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -235,7 +235,11 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK(gdn::kernels::conv_norm_ba_error(128, 48, 5120) == "");
     CHECK(gdn::kernels::conv_norm_ba_error(128, 48, 8196).find("exceeds") != std::string::npos);
   }
-  for (const auto& c : {tw.fold_depth, tw.depth_all, tw.fold_pace, tw.pace_all, tw.pace_ilp, tw.pace_late, tw.pace_defer}) {
+  // pace_out1: out_proj on kPace1's kernel at one block an SM (the same layout, tiles-r8), its stacked launch on kPace1.
+  CHECK(tw.pace_out1.q4_kernel == gdn::kPace1PerSm1);
+  CHECK(tw.pace_out1.stacked_kernel == gdn::kPace1);
+  CHECK(q4_gemv::q4_kernel(gdn::kPace1PerSm1).layout == q4_gemv::q4_kernel(gdn::kPace1).layout);
+  for (const auto& c : {tw.fold_depth, tw.depth_all, tw.fold_pace, tw.pace_all, tw.pace_ilp, tw.pace_late, tw.pace_defer, tw.pace_out1}) {
     CHECK(c.fold_ba);
     CHECK(registry().has_variant(gdn::fused_step_variant(c)));
     CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");

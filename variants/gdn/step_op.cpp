@@ -254,6 +254,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_late,
       t.pace_defer,
       t.pace_ba_conv,
+      t.pace_out1,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -445,6 +446,16 @@ CandidateTwins candidate_twins() {
   t.pace_ba_conv = t.pace_all;
   t.pace_ba_conv.fold_ba = false;
   t.pace_ba_conv.fold_ba_conv = true;
+  // pace_out1 (2026-12-06, tenth session). Why (the traces of reports/h100/run-ba-conv): out_proj's blocks enter ~13 us
+  // before its release and fill two 96 KB rings an SM, so the next layer's stacked launch (47 MB) places no block and
+  // requests no byte until they leave: from out_proj's end to the stacked kernel's end 19.1 us (2.5 TB/s on an H100),
+  // whatever its prep does (fold=ba-conv moved that hop 2.7 us earlier and the stacked end 0.3 us). On one block an SM
+  // (kPace1PerSm1, 132 blocks) out_proj leaves room for one stacked block an SM, whose ring (12 MB in all) fills while
+  // the small kernels run. Predicted: 1-4 us a layer less in the graph on an H100 (12 MB at ~3 TB/s less after out_proj,
+  // out_proj itself slower by its bytes past its rings: 5.7 MB).
+  t.pace_out1 = t.pace_all;
+  t.pace_out1.q4_kernel = kPace1PerSm1;
+  t.pace_out1.stacked_kernel = kPace1;
   return t;
 }
 

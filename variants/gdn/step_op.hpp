@@ -93,6 +93,10 @@ inline constexpr const char* kPace1Late = "q4_gemv/map=packed,dot=q8-dp4a,grid=f
 // rows=4: the ring's bits; tiles-r4, so beside a rows=8 stacked kernel the stacked copy is packed in the stacked
 // kernel's own layout); its main kernel alone, as kPace1Ilp3's.
 inline constexpr const char* kPace1Defer4R4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,defer=4,pdl=on,rows=4";
+// kPace1's kernel on a grid of one block an SM (q4_gemv's per-sm=1, rung 98: the ring's bits), so that the next
+// layer's stacked launch places one block an SM beside out_proj's and fills its ring before out_proj ends; its main
+// kernel alone, as kPace1Ilp3's.
+inline constexpr const char* kPace1PerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,per-sm=1,pdl=on,rows=8";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -180,6 +184,7 @@ struct CandidateTwins {
   FusedStepConfig pace_late;     // pace_all with both q4 launches on kPace1Late
   FusedStepConfig pace_defer;    // pace_all with out_proj on kPace1Defer4R4 (its stacked launch still on kPace1)
   FusedStepConfig pace_ba_conv;  // pace_all with b|a in the conv_norm_bg launch (fold=ba-conv, not fold=ba)
+  FusedStepConfig pace_out1;     // pace_all with out_proj on kPace1PerSm1 (one block an SM; its stacked launch still on kPace1)
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on

@@ -1974,9 +1974,10 @@ template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 
 int paced_blocks_per_sm(int warps) {
   return ring_occupancy<packed_paced_kernel<P, XB, G, Split, R, PA, Stamp, D>, R>(warps, (Split * warps + 1) * 32);
 }
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0>
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0, int PerSm = 0>
 int resident_warps_paced() {
-  return paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D>(warps_for(5120)) * (Split * warps_for(5120) + 1);
+  const int fit = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D>(warps_for(5120));
+  return (PerSm > 0 && PerSm < fit ? PerSm : fit) * (Split * warps_for(5120) + 1);
 }
 // pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
 // quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
@@ -1985,9 +1986,10 @@ int resident_warps_paced() {
 // (row-split): Split W consumer warps; either up to paced_bound threads a block (past it G = 1's kernel without
 // row-split, the same bits). R: rows a group (rows=R), the ring's R past 31744. PA: the pace after the release.
 // Stamp: the stamp probe's kernel (paced_stamped) on the grid of the kernel without stamps, refused where the stamps
-// would change its blocks an SM. D: defer=D's kernel (packed_paced_kernel's D).
+// would change its blocks an SM. D: defer=D's kernel (packed_paced_kernel's D). PerSm (per-sm=N, N > 0): a grid of
+// at most N blocks an SM (the same kernel and bits; only the grid shrinks), so that a later kernel's blocks fit beside.
 template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false,
-          int D = 0>
+          int D = 0, int PerSm = 0>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
   static_assert(Warps == 0 || (!Prepared && !XB), "xprep=warps: a prep launch");
@@ -2003,11 +2005,11 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   }
   RingPlan plan{W, R, ring_stages(W, R)};
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  const int per_sm = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D>(W);
+  const int fit = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D>(W), per_sm = PerSm > 0 && PerSm < fit ? PerSm : fit;
   if constexpr (Stamp) {
     const int stamped = paced_blocks_per_sm<P, XB, G, Split, R, PA, true>(W);
-    require(stamped == per_sm, "the stamp probe's paced kernel fits " + std::to_string(stamped) + " blocks an SM, its variant " +
-                                   std::to_string(per_sm) + ": its launches would not be the variant's");
+    require(stamped == fit, "the stamp probe's paced kernel fits " + std::to_string(stamped) + " blocks an SM, its variant " +
+                                std::to_string(fit) + ": its launches would not be the variant's");
   }
   plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(per_sm) * sm_count()));
   if constexpr (!Prepared && !XB) launch_q8_prep<true, Warps>(x, nb, packed, stream);
@@ -2376,7 +2378,7 @@ Q4Kernel kernel_ring() {
 // launch_prepared its main kernel alone (xprep=launch's only: the others' main kernel is the same or reads f32 x).
 // ilp=G, row-split=Split, rows=R (R = 4) and pace=P-PA (packed_paced_kernel): launch_prepared their main kernel alone
 // (for the GDN step's prepared x; their xprep=warps prep launch does not enter it).
-template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0>
+template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0, int PerSm = 0>
 Q4Kernel kernel_paced() {
   static_assert(Warps == 0 || Warps == 8 || Warps == 1);
   const char* prep = XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch";
@@ -2386,14 +2388,15 @@ Q4Kernel kernel_paced() {
   if (G > 1) axes.emplace_back("ilp", std::to_string(G));
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   if (D > 0) axes.emplace_back("defer", std::to_string(D));
+  if (PerSm > 0) axes.emplace_back("per-sm", std::to_string(PerSm));
   axes.emplace_back("pdl", "on");
   axes.emplace_back("rows", std::to_string(R));
-  Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R, PA, false, D>, &resident_warps_paced<P, XB, G, Split, R, PA, D>,
-                                Split * warps_for(5120) + 1);
+  Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R, PA, false, D, PerSm>,
+                               &resident_warps_paced<P, XB, G, Split, R, PA, D, PerSm>, Split * warps_for(5120) + 1);
   // The main kernel alone: xprep=launch's, and any other axis's but xprep=warps|warp at rung 82's main kernel (theirs
   // is xprep=launch's) and xprep=block (no prepared form).
-  if constexpr (!XB && (Warps == 0 || G > 1 || Split > 1 || R != 8 || PA > 0 || D > 0))
-    kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA, false, D>;
+  if constexpr (!XB && (Warps == 0 || G > 1 || Split > 1 || R != 8 || PA > 0 || D > 0 || PerSm > 0))
+    kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA, false, D, PerSm>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -2936,6 +2939,14 @@ std::vector<Q4Kernel> packed_kernels() {
   // of 4, so that a block of the 17.7 MB shapes (5-6 groups) sums once, after its last group. Predicted: x1.00..x1.03
   // over defer=4 at rows=4 there (one barrier and sum fewer a block), within 2% elsewhere. Not yet measured.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 8>());
+  // pace=1,xprep=warps,per-sm=1,rows=8 (2026-12-06, tenth session): rung 85's kernel and bits on a grid of one block an SM
+  // (132 on the H100 and the H200, not 264). Why: in the GDN layer out_proj's blocks fill the SMs' shared memory (two of
+  // 96 KB an SM) from ~13 us before its release to its end, so the next layer's stacked input projections (47 MB) can
+  // place no block, and request no byte, until out_proj's blocks leave; traced on an H100 (reports/h100/run-ba-conv) the
+  // stacked launch then takes 19.1 us from out_proj's end, 2.5 TB/s. With out_proj on one block an SM, one stacked block
+  // an SM fits beside it and fills its ring (12 MB in all) while the small kernels run. Alone it has half the bytes in
+  // flight of rung 85: predicted slower there (x0.8..x0.95 at the 17.7 MB shapes); the GDN twin pace_split decides.
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 1>());
   return v;
 }
 

@@ -364,7 +364,7 @@ std::vector<Q4ModelEntry> packed_models() {
     // last=regs: the block's last group read from registers, not a stage; last=l2: the later groups
     // prefetched into L2 first; pre=1: the ring's first stage alone filled before the wait. The same
     // bytes and arithmetic in the same order, so the ring's model (the GPU suite holds the kernel to it).
-    if (!per_sm.empty()) {
+    if (!per_sm.empty() && grid == "half") {  // grid=fill,pace=P,per-sm=N: the paced ring's model below (its bits on any grid)
       require(load == load_name(Load::bulk) && rows == "8" && (per_sm == "1" || per_sm == "2") && (last.empty() || last == "regs" || last == "l2") &&
                   (pre.empty() || pre == "1") && (split.empty() || (split == "2" && per_sm == "2" && last.empty())),
               "q4_gemv models: no grid=half model for " + kern.name);

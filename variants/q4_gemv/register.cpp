@@ -108,6 +108,8 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
     if (!a["pace"].empty())
       d += "a producer warp requests the ring's stages, at most " + a["pace"] +
            " in flight a block (before the wait too), so that the buffer fills without a burst (the same shared memory, grid and bits); ";
+    if (!a["pace"].empty() && !a["per-sm"].empty())
+      d += "on a grid of at most " + a["per-sm"] + " block(s) an SM, so that a later launch's blocks fit beside its own (the same kernel and bits); ";
     if (!a["depth"].empty())
       d += "at most " + a["depth"] + " of the ring's stages filled a block (fewer bytes in flight an SM; the same shared memory, grid and bits); ";
     if (a["tail"] == "split")
