@@ -117,6 +117,11 @@ const Claim kOut1Bits{"out-per-sm1-bitwise",
                       "pace_all with out_proj on the paced ring at one block an SM (gdn::kPace1PerSm1, per-sm=1; its stacked launch on "
                       "gdn::kPace1) gives pace_all's bits"};
 const Claim kOut1Pays{"out-per-sm1-pays", "out_proj on one block an SM pays in the step: pace_all is faster with out_proj on gdn::kPace1PerSm1"};
+const Claim kOut1S4Bits{"out-stages4-bitwise",
+                        "pace_out1 with out_proj's ring 4 stages (gdn::kPace1PerSm1S4, stages=4) gives pace_out1's bits"};
+const Claim kOut1S4Pays{"out-stages4-pays", "a deeper out_proj ring pays beside the stacked block: pace_out1 is faster with out_proj on gdn::kPace1PerSm1S4"};
+const Claim kOut1BaBits{"out1-ba-conv-bitwise", "pace_out1 with b|a's rows in the conv_norm_bg launch (fold=ba-conv) gives pace_out1's bits"};
+const Claim kOut1BaPays{"out1-ba-conv-pays", "b|a in the conv_norm_bg launch pays beside out_proj on one block an SM: pace_out1 is faster with fold=ba-conv"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kConvRecBits{"conv-rec-bitwise",
@@ -188,6 +193,7 @@ struct Plan {
   std::string pace_defer;            // pace_all with out_proj at defer=4, rows=4 (pace-defer-*, against pace_all)
   std::string pace_ba_conv;          // pace_all with b|a in the conv_norm_bg launch (ba-conv-*, against pace_all)
   std::string pace_out1;             // pace_all with out_proj on one block an SM (out-per-sm1-*, against pace_all)
+  std::string pace_out1_s4, pace_out1_ba;  // pace_out1 with out_proj's ring 4 stages, with fold=ba-conv (against pace_out1)
 };
 Plan plan() {
   Plan p;
@@ -228,6 +234,8 @@ Plan plan() {
   p.pace_defer = gdn::fused_step_variant(t.pace_defer);
   p.pace_ba_conv = gdn::fused_step_variant(t.pace_ba_conv);
   p.pace_out1 = gdn::fused_step_variant(t.pace_out1);
+  p.pace_out1_s4 = gdn::fused_step_variant(t.pace_out1_s4);
+  p.pace_out1_ba = gdn::fused_step_variant(t.pace_out1_ba);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -361,6 +369,10 @@ void run_fused(Context& ctx) {
                 "with b|a's rows in the conv_norm_bg launch (fold=ba-conv)");
     twin_claims(find(ms, pl.pace_all), find(ms, pl.pace_out1), pl.pace_all, pl.pace_out1, kOut1Bits, kOut1Pays,
                 "with out_proj on one block an SM (per-sm=1)");
+    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_s4), pl.pace_out1, pl.pace_out1_s4, kOut1S4Bits, kOut1S4Pays,
+                "with out_proj's ring 4 stages (stages=4)");
+    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_ba), pl.pace_out1, pl.pace_out1_ba, kOut1BaBits, kOut1BaPays,
+                "with b|a's rows in the conv_norm_bg launch (fold=ba-conv)");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
     twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
@@ -392,7 +404,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kConvRecBits, kConvRecPays,
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kConvRecBits, kConvRecPays,
                  kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });

@@ -137,6 +137,12 @@ const Claim kBaConvInGraph{"ba-conv-in-graph",
 const Claim kOut1InGraph{"out-per-sm1-in-graph",
                          "in the 48-layer graph, out_proj on one block an SM pays: q4-fast-pace-out1 (q4-fast-pace with out_proj on "
                          "gdn::kPace1PerSm1, room for the next stacked launch's blocks beside it) is faster per token than q4-fast-pace"};
+const Claim kOut1S4InGraph{"out-stages4-in-graph",
+                           "in the 48-layer graph, a deeper out_proj ring pays: q4-fast-pace-out1-s4 (q4-fast-pace-out1 with out_proj on "
+                           "gdn::kPace1PerSm1S4, stages=4) is faster per token than q4-fast-pace-out1"};
+const Claim kOut1BaInGraph{"out1-ba-conv-in-graph",
+                           "in the 48-layer graph, b|a in the conv_norm_bg launch pays beside out_proj on one block an SM: q4-fast-pace-out1-ba "
+                           "(q4-fast-pace-out1 with fold=ba-conv) is faster per token than q4-fast-pace-out1"};
 const Claim kWarpInGraph{"warp-prep-in-graph",
                          "in the 48-layer graph, prep blocks of one warp pay: q4-fast-warp (the base on gdn::kWarpQ4, whose prep blocks fit "
                          "beside out_proj's) is faster per token than q4-fast-ba-own"};
@@ -218,6 +224,8 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-pace-defer", [] { return gdn::candidate_twins().pace_defer; }, &kPaceDeferInGraph, true, "q4-fast-pace"},
       {"q4-fast-pace-ba-conv", [] { return gdn::candidate_twins().pace_ba_conv; }, &kBaConvInGraph, true, "q4-fast-pace"},
       {"q4-fast-pace-out1", [] { return gdn::candidate_twins().pace_out1; }, &kOut1InGraph, true, "q4-fast-pace"},
+      {"q4-fast-pace-out1-s4", [] { return gdn::candidate_twins().pace_out1_s4; }, &kOut1S4InGraph, true, "q4-fast-pace-out1"},
+      {"q4-fast-pace-out1-ba", [] { return gdn::candidate_twins().pace_out1_ba; }, &kOut1BaInGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-fold-main-warp", [] { return gdn::candidate_twins().fold_main_warp1; }, &kFoldMainWarpInGraph, true, "q4-fast-fold-main"},
       {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
       {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},
@@ -464,17 +472,17 @@ void run_stack(Context& ctx) {
 // (T = 16 tokens through one layer, its state L2-resident) is what sits under the graph's, by 2-5 us a layer.
 constexpr int kSweepLayers[] = {4, 8, 16, 32, 48};
 constexpr int kQuickSweepLayers[] = {1, 2, 4};
-const char* const kSweepTiers[] = {"q4-fast", "q4-fast-pace", "q4-fast-pace-ba-conv", "q4-fast-pace-out1"};
+const char* const kSweepTiers[] = {"q4-fast-pace", "q4-fast-pace-out1", "q4-fast-pace-out1-s4", "q4-fast-pace-out1-ba"};
 const char* const kQuickSweepTiers[] = {"q4"};
 const Claim kSweepBitwise{"graph-bitwise",
                           "at every layer count, one token through the layers as one CUDA graph gives the output and every layer's S and conv "
                           "history of the same layers enqueued one after another, bit for bit"};
 const Claim kLinear{"linear-in-layers",
                     "the graph's time per token is linear in its layer count: each count's time within 2% of the least-squares line over 4..48 "
-                    "layers (q4-fast, q4-fast-pace, q4-fast-pace-ba-conv and q4-fast-pace-out1), so its cost per layer does not grow with the layers' footprint"};
+                    "layers (q4-fast-pace and the out1 tiers), so its cost per layer does not grow with the layers' footprint"};
 const Claim kFixedSmall{"fixed-part-small",
-                        "the graph's fixed part (the line's intercept) is at most 5% of its time at 48 layers (q4-fast, q4-fast-pace, "
-                        "q4-fast-pace-ba-conv and q4-fast-pace-out1): what "
+                        "the graph's fixed part (the line's intercept) is at most 5% of its time at 48 layers (q4-fast-pace and the out1 "
+                        "tiers): what "
                         "the 48-layer graph costs over 48 steps is a cost per layer"};
 
 void run_stack_layers(Context& ctx) {
@@ -539,12 +547,12 @@ void register_gdn_stack(Registry& r) {
       .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32U8InGraph, kF32FoldInGraph, kF32QkvzInGraph, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
                  kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
                  kOutSmemInGraph, kFoldRingInGraph, kFoldDepthInGraph, kDepthAllInGraph, kFoldPaceInGraph, kPaceAllInGraph, kPaceIlpInGraph, kPaceLateInGraph,
-                 kPaceDeferInGraph, kBaConvInGraph, kOut1InGraph},
+                 kPaceDeferInGraph, kBaConvInGraph, kOut1InGraph, kOut1S4InGraph, kOut1BaInGraph},
       .run = run_stack,
   });
   r.add(Experiment{
       .name = "gdn-stack-layers",
-      .description = "GDN: the one-graph token's time against its layer count (4..48 layers, q4-fast, q4-fast-pace, q4-fast-pace-ba-conv, q4-fast-pace-out1): its cost per layer (a "
+      .description = "GDN: the one-graph token's time against its layer count (4..48 layers, q4-fast-pace and its out1 twins): its cost per layer (a "
                      "line's slope) against its fixed part, and whether the cost per layer grows with the layers",
       .claims = {kSweepBitwise, kLinear, kFixedSmall},
       .run = run_stack_layers,

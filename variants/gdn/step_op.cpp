@@ -255,6 +255,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_defer,
       t.pace_ba_conv,
       t.pace_out1,
+      t.pace_out1_s4,
+      t.pace_out1_ba,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -456,6 +458,19 @@ CandidateTwins candidate_twins() {
   t.pace_out1 = t.pace_all;
   t.pace_out1.q4_kernel = kPace1PerSm1;
   t.pace_out1.stacked_kernel = kPace1;
+  // Measured (H100, reports/h100/run-out1): pace_all's bits; 28.5 -> 27.2 us a layer in the step (x1.044), 1.5426 ->
+  // 1.4274 ms per token through 48 layers (x1.081, 77.0% of the byte floor), the fastest q4 layer on that card. Traced:
+  // in_prep_ba 2.0 us after out_proj (6.6), the stacked kernel 13.6 us after it, out_proj 5.5 us after the gated norm (4.3).
+  // pace_out1_s4, pace_out1_ba (the same session, after run-out1). Why: out_proj now ends 5.5 us after the gated norm,
+  // its rings holding 10.9 of its 17.7 MB (3 stages at k = 6144); 4 stages hold 14.6 MB with the stacked block still
+  // beside them (kPace1PerSm1S4). And fold=ba-conv moved in_prep_ba's end but not the layer's on pace_all, where the
+  // stacked blocks' burst at out_proj's end held the bytes back; beside pace_out1 the hop may count. Predicted: each
+  // 0.3-1 us a layer faster than pace_out1.
+  t.pace_out1_s4 = t.pace_out1;
+  t.pace_out1_s4.q4_kernel = kPace1PerSm1S4;
+  t.pace_out1_ba = t.pace_out1;
+  t.pace_out1_ba.fold_ba = false;
+  t.pace_out1_ba.fold_ba_conv = true;
   return t;
 }
 

@@ -97,6 +97,8 @@ inline constexpr const char* kPace1Defer4R4 = "q4_gemv/map=packed,dot=q8-dp4a,gr
 // layer's stacked launch places one block an SM beside out_proj's and fills its ring before out_proj ends; its main
 // kernel alone, as kPace1Ilp3's.
 inline constexpr const char* kPace1PerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,per-sm=1,pdl=on,rows=8";
+// kPace1PerSm1 with a ring of 4 stages (q4_gemv's stages=4, rung 99): at out_proj's k = 6144 110 KB a block, not 83.
+inline constexpr const char* kPace1PerSm1S4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,per-sm=1,stages=4,pdl=on,rows=8";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -185,6 +187,8 @@ struct CandidateTwins {
   FusedStepConfig pace_defer;    // pace_all with out_proj on kPace1Defer4R4 (its stacked launch still on kPace1)
   FusedStepConfig pace_ba_conv;  // pace_all with b|a in the conv_norm_bg launch (fold=ba-conv, not fold=ba)
   FusedStepConfig pace_out1;     // pace_all with out_proj on kPace1PerSm1 (one block an SM; its stacked launch still on kPace1)
+  FusedStepConfig pace_out1_s4;  // pace_out1 with out_proj on kPace1PerSm1S4 (its ring 4 stages)
+  FusedStepConfig pace_out1_ba;  // pace_out1 with fold=ba-conv
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on

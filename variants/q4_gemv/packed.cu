@@ -1988,8 +1988,10 @@ int resident_warps_paced() {
 // Stamp: the stamp probe's kernel (paced_stamped) on the grid of the kernel without stamps, refused where the stamps
 // would change its blocks an SM. D: defer=D's kernel (packed_paced_kernel's D). PerSm (per-sm=N, N > 0): a grid of
 // at most N blocks an SM (the same kernel and bits; only the grid shrinks), so that a later kernel's blocks fit beside.
+// St (stages=N, N > 0): a ring of N stages where N of them fit kRingMaxSmem (else ring_stages'), for per-sm=1's one block
+// an SM to hold more of its bytes (the same kernel and bits; the stages are a launch argument).
 template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false,
-          int D = 0, int PerSm = 0>
+          int D = 0, int PerSm = 0, int St = 0>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
   static_assert(Warps == 0 || (!Prepared && !XB), "xprep=warps: a prep launch");
@@ -2004,6 +2006,7 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
     if (W > kDeferMaxWarps) return launch_paced<P, Prepared, XB, Warps, G, Split, R, PA, Stamp, 0>(packed, x, y, m, k, stream);
   }
   RingPlan plan{W, R, ring_stages(W, R)};
+  if (St > 0 && St <= kRingMaxStages && std::size_t(St) * RingPlan{W, R, St}.stage_bytes() <= std::size_t(kRingMaxSmem)) plan.S = St;
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
   const int fit = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D>(W), per_sm = PerSm > 0 && PerSm < fit ? PerSm : fit;
   if constexpr (Stamp) {
@@ -2378,7 +2381,7 @@ Q4Kernel kernel_ring() {
 // launch_prepared its main kernel alone (xprep=launch's only: the others' main kernel is the same or reads f32 x).
 // ilp=G, row-split=Split, rows=R (R = 4) and pace=P-PA (packed_paced_kernel): launch_prepared their main kernel alone
 // (for the GDN step's prepared x; their xprep=warps prep launch does not enter it).
-template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0, int PerSm = 0>
+template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0, int PerSm = 0, int St = 0>
 Q4Kernel kernel_paced() {
   static_assert(Warps == 0 || Warps == 8 || Warps == 1);
   const char* prep = XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch";
@@ -2389,14 +2392,15 @@ Q4Kernel kernel_paced() {
   if (Split > 1) axes.emplace_back("row-split", std::to_string(Split));
   if (D > 0) axes.emplace_back("defer", std::to_string(D));
   if (PerSm > 0) axes.emplace_back("per-sm", std::to_string(PerSm));
+  if (St > 0) axes.emplace_back("stages", std::to_string(St));
   axes.emplace_back("pdl", "on");
   axes.emplace_back("rows", std::to_string(R));
-  Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R, PA, false, D, PerSm>,
+  Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R, PA, false, D, PerSm, St>,
                                &resident_warps_paced<P, XB, G, Split, R, PA, D, PerSm>, Split * warps_for(5120) + 1);
   // The main kernel alone: xprep=launch's, and any other axis's but xprep=warps|warp at rung 82's main kernel (theirs
   // is xprep=launch's) and xprep=block (no prepared form).
   if constexpr (!XB && (Warps == 0 || G > 1 || Split > 1 || R != 8 || PA > 0 || D > 0 || PerSm > 0))
-    kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA, false, D, PerSm>;
+    kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA, false, D, PerSm, St>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -2947,6 +2951,12 @@ std::vector<Q4Kernel> packed_kernels() {
   // an SM fits beside it and fills its ring (12 MB in all) while the small kernels run. Alone it has half the bytes in
   // flight of rung 85: predicted slower there (x0.8..x0.95 at the 17.7 MB shapes); the GDN twin pace_split decides.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 1>());
+  // pace=1,xprep=warps,per-sm=1,stages=4,rows=8 (the same session, after reports/h100/run-out1): rung 98 with a ring of 4
+  // stages, which at k = 6144 (3 stages by ring_stages) holds 110 KB: 14.6 MB of out_proj's 17.7 in 132 blocks before
+  // the release, not 10.9, and one 96 KB block of the stacked launch still fits beside it. Why: as the GDN layer's
+  // out_proj (the twin pace_out1) it ends 5.5 us after the gated norm, against 4.3 on two blocks an SM, its bytes past its
+  // rings streamed after the release. At k = 5120 it is rung 98 (4 stages either way).
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 1, 4>());
   return v;
 }
 
