@@ -122,6 +122,12 @@ const Claim kOut1S4Bits{"out-stages4-bitwise",
 const Claim kOut1S4Pays{"out-stages4-pays", "a deeper out_proj ring pays beside the stacked block: pace_out1 is faster with out_proj on gdn::kPace1PerSm1S4"};
 const Claim kOut1BaBits{"out1-ba-conv-bitwise", "pace_out1 with b|a's rows in the conv_norm_bg launch (fold=ba-conv) gives pace_out1's bits"};
 const Claim kOut1BaPays{"out1-ba-conv-pays", "b|a in the conv_norm_bg launch pays beside out_proj on one block an SM: pace_out1 is faster with fold=ba-conv"};
+const Claim kOut1LateBits{"out1-late-bitwise", "pace_out1 with out_proj at pace=1-2 (gdn::kPace1LatePerSm1) gives pace_out1's bits"};
+const Claim kOut1LatePays{"out1-late-pays", "two requests after the release pay for out_proj on one block an SM: pace_out1 is faster on gdn::kPace1LatePerSm1"};
+const Claim kOut1DeferBits{"out1-defer-bitwise",
+                           "pace_out1 with out_proj at defer=4, rows=4 on one block an SM (gdn::kPace1Defer4R4PerSm1; its copy in tiles-r4, the "
+                           "stacked one in tiles-r8) gives pace_out1's bits"};
+const Claim kOut1DeferPays{"out1-defer-pays", "out_proj's sums deferred pay on one block an SM: pace_out1 is faster on gdn::kPace1Defer4R4PerSm1"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kConvRecBits{"conv-rec-bitwise",
@@ -194,6 +200,7 @@ struct Plan {
   std::string pace_ba_conv;          // pace_all with b|a in the conv_norm_bg launch (ba-conv-*, against pace_all)
   std::string pace_out1;             // pace_all with out_proj on one block an SM (out-per-sm1-*, against pace_all)
   std::string pace_out1_s4, pace_out1_ba;  // pace_out1 with out_proj's ring 4 stages, with fold=ba-conv (against pace_out1)
+  std::string pace_out1_late, pace_out1_defer;  // pace_out1 with out_proj at pace=1-2, at defer=4,rows=4 (against pace_out1)
 };
 Plan plan() {
   Plan p;
@@ -236,6 +243,8 @@ Plan plan() {
   p.pace_out1 = gdn::fused_step_variant(t.pace_out1);
   p.pace_out1_s4 = gdn::fused_step_variant(t.pace_out1_s4);
   p.pace_out1_ba = gdn::fused_step_variant(t.pace_out1_ba);
+  p.pace_out1_late = gdn::fused_step_variant(t.pace_out1_late);
+  p.pace_out1_defer = gdn::fused_step_variant(t.pace_out1_defer);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -373,6 +382,10 @@ void run_fused(Context& ctx) {
                 "with out_proj's ring 4 stages (stages=4)");
     twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_ba), pl.pace_out1, pl.pace_out1_ba, kOut1BaBits, kOut1BaPays,
                 "with b|a's rows in the conv_norm_bg launch (fold=ba-conv)");
+    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_late), pl.pace_out1, pl.pace_out1_late, kOut1LateBits, kOut1LatePays,
+                "with out_proj at pace=1-2");
+    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_defer), pl.pace_out1, pl.pace_out1_defer, kOut1DeferBits, kOut1DeferPays,
+                "with out_proj at defer=4, rows=4");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
     twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
@@ -404,7 +417,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kConvRecBits, kConvRecPays,
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kOut1LateBits, kOut1LatePays, kOut1DeferBits, kOut1DeferPays, kConvRecBits, kConvRecPays,
                  kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });

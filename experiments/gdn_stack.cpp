@@ -143,6 +143,12 @@ const Claim kOut1S4InGraph{"out-stages4-in-graph",
 const Claim kOut1BaInGraph{"out1-ba-conv-in-graph",
                            "in the 48-layer graph, b|a in the conv_norm_bg launch pays beside out_proj on one block an SM: q4-fast-pace-out1-ba "
                            "(q4-fast-pace-out1 with fold=ba-conv) is faster per token than q4-fast-pace-out1"};
+const Claim kOut1LateInGraph{"out1-late-in-graph",
+                             "in the 48-layer graph, two requests after the release pay for out_proj on one block an SM: q4-fast-pace-out1-late "
+                             "(q4-fast-pace-out1 with out_proj on gdn::kPace1LatePerSm1) is faster per token than q4-fast-pace-out1"};
+const Claim kOut1DeferInGraph{"out1-defer-in-graph",
+                              "in the 48-layer graph, out_proj's sums deferred pay on one block an SM: q4-fast-pace-out1-defer (q4-fast-pace-out1 "
+                              "with out_proj on gdn::kPace1Defer4R4PerSm1) is faster per token than q4-fast-pace-out1"};
 const Claim kWarpInGraph{"warp-prep-in-graph",
                          "in the 48-layer graph, prep blocks of one warp pay: q4-fast-warp (the base on gdn::kWarpQ4, whose prep blocks fit "
                          "beside out_proj's) is faster per token than q4-fast-ba-own"};
@@ -226,6 +232,8 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-pace-out1", [] { return gdn::candidate_twins().pace_out1; }, &kOut1InGraph, true, "q4-fast-pace"},
       {"q4-fast-pace-out1-s4", [] { return gdn::candidate_twins().pace_out1_s4; }, &kOut1S4InGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-pace-out1-ba", [] { return gdn::candidate_twins().pace_out1_ba; }, &kOut1BaInGraph, true, "q4-fast-pace-out1"},
+      {"q4-fast-pace-out1-late", [] { return gdn::candidate_twins().pace_out1_late; }, &kOut1LateInGraph, true, "q4-fast-pace-out1"},
+      {"q4-fast-pace-out1-defer", [] { return gdn::candidate_twins().pace_out1_defer; }, &kOut1DeferInGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-fold-main-warp", [] { return gdn::candidate_twins().fold_main_warp1; }, &kFoldMainWarpInGraph, true, "q4-fast-fold-main"},
       {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
       {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},
@@ -472,7 +480,7 @@ void run_stack(Context& ctx) {
 // (T = 16 tokens through one layer, its state L2-resident) is what sits under the graph's, by 2-5 us a layer.
 constexpr int kSweepLayers[] = {4, 8, 16, 32, 48};
 constexpr int kQuickSweepLayers[] = {1, 2, 4};
-const char* const kSweepTiers[] = {"q4-fast-pace", "q4-fast-pace-out1", "q4-fast-pace-out1-s4", "q4-fast-pace-out1-ba"};
+const char* const kSweepTiers[] = {"q4-fast-pace", "q4-fast-pace-out1", "q4-fast-pace-out1-late", "q4-fast-pace-out1-defer"};
 const char* const kQuickSweepTiers[] = {"q4"};
 const Claim kSweepBitwise{"graph-bitwise",
                           "at every layer count, one token through the layers as one CUDA graph gives the output and every layer's S and conv "
@@ -547,7 +555,8 @@ void register_gdn_stack(Registry& r) {
       .claims = {kBitwise, kFinite, kQ4Ms, kF32Floor, kF32FastFloor, kF32FastFaster, kF32U8InGraph, kF32FoldInGraph, kF32QkvzInGraph, kF32PdlInGraph, kQ4Faster, kFastMs, kRingInGraph, kPreparedInGraph, kWarpsInGraph, kFoldInGraph, kRecNormInGraph, kFoldMainInGraph, kPfInGraph,
                  kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
                  kOutSmemInGraph, kFoldRingInGraph, kFoldDepthInGraph, kDepthAllInGraph, kFoldPaceInGraph, kPaceAllInGraph, kPaceIlpInGraph, kPaceLateInGraph,
-                 kPaceDeferInGraph, kBaConvInGraph, kOut1InGraph, kOut1S4InGraph, kOut1BaInGraph},
+                 kPaceDeferInGraph, kBaConvInGraph, kOut1InGraph, kOut1S4InGraph, kOut1BaInGraph,
+                 kOut1LateInGraph, kOut1DeferInGraph},
       .run = run_stack,
   });
   r.add(Experiment{

@@ -257,6 +257,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_out1,
       t.pace_out1_s4,
       t.pace_out1_ba,
+      t.pace_out1_late,
+      t.pace_out1_defer,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -471,6 +473,15 @@ CandidateTwins candidate_twins() {
   t.pace_out1_ba = t.pace_out1;
   t.pace_out1_ba.fold_ba = false;
   t.pace_out1_ba.fold_ba_conv = true;
+  // Measured (H100, reports/h100/run-out1b): both give pace_out1's bits and lose, x0.982 / x0.960 per layer and x0.979 /
+  // x0.964 in the 48-layer graph (stages=4: the stacked block's neighbour grows; fold=ba-conv: conv_norm_ba ends 1 us later).
+  // pace_out1_late, pace_out1_defer (the same session, after run-out1b). Why: out_proj on rung 98 ends 5.5 us after the
+  // gated norm, ~2 groups a block past its rings requested one at a time after the release (q4_gemv's rungs 100, 101 say
+  // more). Predicted: 0.3-1 us a layer faster than pace_out1.
+  t.pace_out1_late = t.pace_out1;
+  t.pace_out1_late.q4_kernel = kPace1LatePerSm1;
+  t.pace_out1_defer = t.pace_out1;
+  t.pace_out1_defer.q4_kernel = kPace1Defer4R4PerSm1;
   return t;
 }
 

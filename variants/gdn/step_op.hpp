@@ -99,6 +99,10 @@ inline constexpr const char* kPace1Defer4R4 = "q4_gemv/map=packed,dot=q8-dp4a,gr
 inline constexpr const char* kPace1PerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,per-sm=1,pdl=on,rows=8";
 // kPace1PerSm1 with a ring of 4 stages (q4_gemv's stages=4, rung 99): at out_proj's k = 6144 110 KB a block, not 83.
 inline constexpr const char* kPace1PerSm1S4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,per-sm=1,stages=4,pdl=on,rows=8";
+// kPace1PerSm1 with two requests in flight a block after the release (pace=1-2, rung 100), and defer=4 at rows=4 on one
+// block an SM (rung 101; tiles-r4, so the stacked copy in kPace1's own layout).
+inline constexpr const char* kPace1LatePerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1-2,per-sm=1,pdl=on,rows=8";
+inline constexpr const char* kPace1Defer4R4PerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,defer=4,per-sm=1,pdl=on,rows=4";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -189,6 +193,8 @@ struct CandidateTwins {
   FusedStepConfig pace_out1;     // pace_all with out_proj on kPace1PerSm1 (one block an SM; its stacked launch still on kPace1)
   FusedStepConfig pace_out1_s4;  // pace_out1 with out_proj on kPace1PerSm1S4 (its ring 4 stages)
   FusedStepConfig pace_out1_ba;  // pace_out1 with fold=ba-conv
+  FusedStepConfig pace_out1_late;   // pace_out1 with out_proj on kPace1LatePerSm1 (two requests in flight after the release)
+  FusedStepConfig pace_out1_defer;  // pace_out1 with out_proj on kPace1Defer4R4PerSm1 (defer=4, rows=4, one block an SM)
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on

@@ -2957,6 +2957,15 @@ std::vector<Q4Kernel> packed_kernels() {
   // out_proj (the twin pace_out1) it ends 5.5 us after the gated norm, against 4.3 on two blocks an SM, its bytes past its
   // rings streamed after the release. At k = 5120 it is rung 98 (4 stages either way).
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 1, 4>());
+  // Measured (H100, reports/h100/run-out1, run-out1b, 2026-12-06): rung 98 alone 84.6 / 78.9 / 73.2 / 71.1% (rung 85 96.1 /
+  // 93.4 / 78.8 / 69.1%), rung 99 the same but 76.3% at 5120x6144; as the GDN layer's out_proj rung 98 makes the 48-layer
+  // graph x1.08 faster (pace_out1), rung 99 x0.98 against it.
+  // pace=1-2,per-sm=1 and defer=4,per-sm=1,rows=4 (the same session, after run-out1b): as out_proj beside the stacked
+  // block, rung 98 ends 5.5 us after the gated norm, its rings holding 10.9 of 17.7 MB: the rest (about 2 groups a block)
+  // follows the release one request at a time. Two requests in flight after the release (pace=1-2), or the window sums of
+  // defer=4 at rows=4 (the fastest rung alone at 5120x6144), may shorten that tail. Predicted: 0.3-1 us a layer.
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 2, 0, 1>());
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 4, 1>());
   return v;
 }
 
