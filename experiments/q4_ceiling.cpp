@@ -315,13 +315,15 @@ constexpr std::size_t kPaceLate0 = 93;
 constexpr std::size_t kPaceDefer0 = 95;
 // The rung 98: pace=1,xprep=warps,per-sm=1,rows=8: rung 85's kernel on a grid of one block an SM (packed.cu says why: the
 // GDN layer's out_proj leaving room for the next stacked launch's blocks). Predicted (before any run, 2026-12-06): slower
-// than rung 85 alone (half its bytes in flight), x0.8..x0.95 at the 17.7 MB shapes.
+// than rung 85 alone (half its bytes in flight), x0.8..x0.95 at the 17.7 MB shapes. Measured (H100, reports/h100/run-out1):
+// x0.93 at 6144x5120, x1.02 at 5120x6144 (84.8 / 79.0 / 73.3 / 71.2%); as the GDN layer's out_proj the graph x1.08.
 constexpr std::size_t kPacePerSm1 = 98;
 // The rung 99: rung 98 with a ring of 4 stages (stages=4: at k = 6144 110 KB, not 3 stages' 83 KB). Predicted: rung 98's
 // time at k = 5120 (the same ring there), within 3% of it at 5120x6144. Measured (H100, reports/h100/run-out1b): rung 98's
 // time at k = 5120, x1.073 over it at 5120x6144 (7.23 us, 76.3%).
 // The rungs 100, 101: rung 98 at pace=1-2, and defer=4 at rows=4 (rung 96) on one block an SM. Predicted: slower than
 // rung 85 alone, as rung 98; they are out_proj's candidates in the GDN layer (the twins pace_out1_late, pace_out1_defer).
+// Measured (H100, reports/h100/run-out1c): 72.8 and 64.9% at 5120x6144 (rung 85 69.6%), slower elsewhere.
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");

@@ -436,7 +436,8 @@ CandidateTwins candidate_twins() {
   // 48-layer graph puts out_proj's end 4.2 us after the gated norm's on pace_all, its bytes mostly in its stages by then
   // (its blocks enter ~14 us early): what is left is its blocks' chain, which defer=4 shortens. The stacked launch stays
   // on kPace1 (rows=8: defer=4 at rows=4 is x0.95 at 16-17K rows), its copy in its own layout (set_stacked_q4_variant).
-  // Predicted: 0.3-0.8 us a layer faster than pace_all. Not yet measured.
+  // Predicted: 0.3-0.8 us a layer faster than pace_all. Measured (H100, reports/h100/run-ba-conv): pace_all's bits, x1.00 per
+  // layer and x0.999 in the 48-layer graph: out_proj's bytes are in its stages long before its release. A twin, no gain.
   t.pace_defer = t.pace_all;
   t.pace_defer.q4_kernel = kPace1Defer4R4;
   t.pace_defer.stacked_kernel = kPace1;
@@ -446,7 +447,9 @@ CandidateTwins candidate_twins() {
   // stage requests. b|a needs nothing from the stacked launch: here its rows are conv_norm_bg's extra blocks
   // (resident from early in the stacked launch, their weights loaded before their wait), and the stacked launch's
   // prep is the 20 quantising blocks alone. The same bits (split-row's arithmetic). Predicted: 1-4 us a layer less in
-  // the graph on an H100 (the hop between out_proj and the stacked kernel's first dots shortens).
+  // the graph on an H100 (the hop between out_proj and the stacked kernel's first dots shortens). Measured (H100,
+  // reports/h100/run-ba-conv): pace_all's bits, x0.974 per layer, x0.993 in the graph; traced, in_prep ends 3.9 us after
+  // out_proj (6.6) but the stacked kernel 15.2 us after it (12.7). A negative result, kept.
   t.pace_ba_conv = t.pace_all;
   t.pace_ba_conv.fold_ba = false;
   t.pace_ba_conv.fold_ba_conv = true;
@@ -477,7 +480,9 @@ CandidateTwins candidate_twins() {
   // x0.964 in the 48-layer graph (stages=4: the stacked block's neighbour grows; fold=ba-conv: conv_norm_ba ends 1 us later).
   // pace_out1_late, pace_out1_defer (the same session, after run-out1b). Why: out_proj on rung 98 ends 5.5 us after the
   // gated norm, ~2 groups a block past its rings requested one at a time after the release (q4_gemv's rungs 100, 101 say
-  // more). Predicted: 0.3-1 us a layer faster than pace_out1.
+  // more). Predicted: 0.3-1 us a layer faster than pace_out1. Measured (H100, reports/h100/run-out1c): pace_out1's bits,
+  // x0.995 / x0.954 per layer and x0.994 / x0.952 in the graph (out_proj's tail 5.5 us after the gated norm either way at
+  // pace=1-2; 6.9 us at defer=4, rows=4, its 4-row stages one request in flight). Negative results, kept.
   t.pace_out1_late = t.pace_out1;
   t.pace_out1_late.q4_kernel = kPace1LatePerSm1;
   t.pace_out1_defer = t.pace_out1;

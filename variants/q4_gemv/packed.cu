@@ -2941,7 +2941,8 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 4>());
   // pace=1,xprep=warps,defer=8,rows=4 (the same session, after run-defer, written without a device): a window of 8 groups
   // of 4, so that a block of the 17.7 MB shapes (5-6 groups) sums once, after its last group. Predicted: x1.00..x1.03
-  // over defer=4 at rows=4 there (one barrier and sum fewer a block), within 2% elsewhere. Not yet measured.
+  // over defer=4 at rows=4 there (one barrier and sum fewer a block), within 2% elsewhere. Measured (H100,
+  // reports/h100/run-call35, run-out1c): 6.84 / 6.90 us, 80.7 / 80.0% at the 17.7 MB shapes, defer=4's time or a hair under.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 8>());
   // pace=1,xprep=warps,per-sm=1,rows=8 (2026-12-06, tenth session): rung 85's kernel and bits on a grid of one block an SM
   // (132 on the H100 and the H200, not 264). Why: in the GDN layer out_proj's blocks fill the SMs' shared memory (two of
@@ -2964,6 +2965,8 @@ std::vector<Q4Kernel> packed_kernels() {
   // block, rung 98 ends 5.5 us after the gated norm, its rings holding 10.9 of 17.7 MB: the rest (about 2 groups a block)
   // follows the release one request at a time. Two requests in flight after the release (pace=1-2), or the window sums of
   // defer=4 at rows=4 (the fastest rung alone at 5120x6144), may shorten that tail. Predicted: 0.3-1 us a layer.
+  // Measured (H100, reports/h100/run-out1c): alone 75.3 / 75.7 / 74.0 / 72.8% and 68.9 / 66.4 / 61.3 / 64.9%; as out_proj
+  // in the GDN layer x0.994 and x0.952 in the 48-layer graph against rung 98. Negative results, kept.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 2, 0, 1>());
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 4, 1>());
   return v;
