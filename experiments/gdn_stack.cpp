@@ -149,6 +149,9 @@ const Claim kOut1LateInGraph{"out1-late-in-graph",
 const Claim kOut1DeferInGraph{"out1-defer-in-graph",
                               "in the 48-layer graph, out_proj's sums deferred pay on one block an SM: q4-fast-pace-out1-defer (q4-fast-pace-out1 "
                               "with out_proj on gdn::kPace1Defer4R4PerSm1) is faster per token than q4-fast-pace-out1"};
+const Claim kOut1L2InGraph{"out1-l2-in-graph",
+                           "in the 48-layer graph, out_proj's later groups in the L2 pay: q4-fast-pace-out1-l2 (q4-fast-pace-out1 with out_proj on "
+                           "gdn::kPace1PerSm1L2, rest=l2) is faster per token than q4-fast-pace-out1"};
 const Claim kWarpInGraph{"warp-prep-in-graph",
                          "in the 48-layer graph, prep blocks of one warp pay: q4-fast-warp (the base on gdn::kWarpQ4, whose prep blocks fit "
                          "beside out_proj's) is faster per token than q4-fast-ba-own"};
@@ -234,6 +237,7 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-pace-out1-ba", [] { return gdn::candidate_twins().pace_out1_ba; }, &kOut1BaInGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-pace-out1-late", [] { return gdn::candidate_twins().pace_out1_late; }, &kOut1LateInGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-pace-out1-defer", [] { return gdn::candidate_twins().pace_out1_defer; }, &kOut1DeferInGraph, true, "q4-fast-pace-out1"},
+      {"q4-fast-pace-out1-l2", [] { return gdn::candidate_twins().pace_out1_l2; }, &kOut1L2InGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-fold-main-warp", [] { return gdn::candidate_twins().fold_main_warp1; }, &kFoldMainWarpInGraph, true, "q4-fast-fold-main"},
       {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
       {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},
@@ -480,7 +484,7 @@ void run_stack(Context& ctx) {
 // (T = 16 tokens through one layer, its state L2-resident) is what sits under the graph's, by 2-5 us a layer.
 constexpr int kSweepLayers[] = {4, 8, 16, 32, 48};
 constexpr int kQuickSweepLayers[] = {1, 2, 4};
-const char* const kSweepTiers[] = {"q4-fast-pace", "q4-fast-pace-out1", "q4-fast-pace-out1-late", "q4-fast-pace-out1-defer"};
+const char* const kSweepTiers[] = {"q4-fast-pace", "q4-fast-pace-out1", "q4-fast-pace-out1-l2"};
 const char* const kQuickSweepTiers[] = {"q4"};
 const Claim kSweepBitwise{"graph-bitwise",
                           "at every layer count, one token through the layers as one CUDA graph gives the output and every layer's S and conv "
@@ -556,7 +560,7 @@ void register_gdn_stack(Registry& r) {
                  kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
                  kOutSmemInGraph, kFoldRingInGraph, kFoldDepthInGraph, kDepthAllInGraph, kFoldPaceInGraph, kPaceAllInGraph, kPaceIlpInGraph, kPaceLateInGraph,
                  kPaceDeferInGraph, kBaConvInGraph, kOut1InGraph, kOut1S4InGraph, kOut1BaInGraph,
-                 kOut1LateInGraph, kOut1DeferInGraph},
+                 kOut1LateInGraph, kOut1DeferInGraph, kOut1L2InGraph},
       .run = run_stack,
   });
   r.add(Experiment{

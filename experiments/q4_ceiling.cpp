@@ -324,6 +324,8 @@ constexpr std::size_t kPacePerSm1 = 98;
 // The rungs 100, 101: rung 98 at pace=1-2, and defer=4 at rows=4 (rung 96) on one block an SM. Predicted: slower than
 // rung 85 alone, as rung 98; they are out_proj's candidates in the GDN layer (the twins pace_out1_late, pace_out1_defer).
 // Measured (H100, reports/h100/run-out1c): 72.8 and 64.9% at 5120x6144 (rung 85 69.6%), slower elsewhere.
+// The rung 102: rung 98 with rest=l2 (the block's groups past its ring prefetched into L2 before the release). Predicted:
+// within 3% of rung 98 alone; it is out_proj's candidate in the GDN layer (the twin pace_out1_l2).
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -483,6 +485,8 @@ std::vector<std::string> rungs() {
   // 100: pace=1-2 on rung 98; 101: per-sm=1 on rung 96 (per-sm= goes after defer=).
   out.push_back(replaced(out[kPacePerSm1], ",pace=1,", ",pace=1-2,"));
   out.push_back(inserted_after(out[kPaceDefer0 + 1], ",defer=4", ",per-sm=1"));
+  // 102: rest=l2 on rung 98 (rest= goes after per-sm=).
+  out.push_back(inserted_after(out[kPacePerSm1], ",per-sm=1", ",rest=l2"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -643,7 +647,7 @@ Experiment q4_to_ceiling() {
                               "than rung 85 and pace=1 at rows=4 (rung 92) at 6144x5120 and 5120x6144"};
   const Claim pace_per_sm1_pays{"pace-per-sm1-pays",
                                 "one block an SM pays on the paced ring alone: grid=fill,xprep=warps,load=bulk,pace=1,per-sm=1,rows=8,pdl=on "
-                                "(rung 85's kernel on half its grid), with and without stages=4, at pace=1-2, and defer=4,rows=4 on one block an SM, "
+                                "(rung 85's kernel on half its grid), with and without stages=4, at pace=1-2, with rest=l2, and defer=4,rows=4 on one block an SM, "
                                 "are faster than rung 85 at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
@@ -825,7 +829,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_rows4_pays, "rows=4 at pace=2", [](std::size_t) { return kPaceWarps; }, kPaceRows4, 1);
           twins_pay(pace_late_pays, "pace=1-2", [](std::size_t) { return kPaceWarps; }, kPaceLate0, 2);
           twins_pay(pace_defer_pays, "defer=4|8", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceRows4 + 1; }, kPaceDefer0, 3);
-          twins_pay(pace_per_sm1_pays, "per-sm=1", [](std::size_t) { return kPaceWarps; }, kPacePerSm1, 4);
+          twins_pay(pace_per_sm1_pays, "per-sm=1", [](std::size_t) { return kPaceWarps; }, kPacePerSm1, 5);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

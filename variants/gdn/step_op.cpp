@@ -259,6 +259,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_out1_ba,
       t.pace_out1_late,
       t.pace_out1_defer,
+      t.pace_out1_l2,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -487,6 +488,12 @@ CandidateTwins candidate_twins() {
   t.pace_out1_late.q4_kernel = kPace1LatePerSm1;
   t.pace_out1_defer = t.pace_out1;
   t.pace_out1_defer.q4_kernel = kPace1Defer4R4PerSm1;
+  // pace_out1_l2 (the same session, after run-out1c). Why: out_proj's 6.8 MB past its rings are requested only after the
+  // release, one stage a block at a time from the DRAM (its tail 5.5 us after the gated norm), while the DRAM has room in
+  // the small kernels' ~8 us before it; rest=l2 (rung 102) asks the L2 for them once the ring's first requests are out.
+  // Predicted: 1-2 us a layer faster than pace_out1.
+  t.pace_out1_l2 = t.pace_out1;
+  t.pace_out1_l2.q4_kernel = kPace1PerSm1L2;
   return t;
 }
 

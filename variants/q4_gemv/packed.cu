@@ -1751,7 +1751,10 @@ constexpr int paced_bound() { return G == 1 && Split == 1 ? kMaxWarps * 32 : kPa
 // holds kDeferMaxWarps warps (static shared memory within what kRingMaxSmem leaves a block): launch_paced runs D = 0's
 // kernel (the same bits) for more consumer warps (k > 16384).
 constexpr int kDeferMaxWarps = 16;
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false, int D = 0>
+// RestL2 (rest=l2): once the producer has requested the ring's first S groups (its last request before it must wait for
+// a stage to be released), it asks the L2 for the block's remaining groups (cp.async.bulk.prefetch.L2, a hint: nothing
+// waits on it), so that their refills after the release read the L2. The arithmetic is untouched (the ring's bits).
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false, int D = 0, bool RestL2 = false>
 __global__ void __launch_bounds__(paced_bound<G, Split>())
 packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int S, const float* __restrict__ x) {
   static_assert(P >= 1 && P <= kRingMaxStages);
@@ -1799,6 +1802,11 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
         if (pw.full) mbar_wait(&full[pw.full_stage], pw.full_parity);
         mbar_arrive_expect_tx(&full[s], stage_bytes);
         bulk_g2s(ring + std::size_t(s) * stage_bytes, packed + plan.group_offset(plan.group_of(j, n)), stage_bytes, &full[s], policy);
+        if constexpr (RestL2) {
+          if (n == S - 1)
+            for (int r = S; r < mine; ++r)
+              asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(packed + plan.group_offset(plan.group_of(j, r))), "r"(stage_bytes) : "memory");
+        }
       }
     }
     return;  // the consumers wait for every stage it requested before they exit
@@ -1991,7 +1999,7 @@ int resident_warps_paced() {
 // St (stages=N, N > 0): a ring of N stages where N of them fit kRingMaxSmem (else ring_stages'), for per-sm=1's one block
 // an SM to hold more of its bytes (the same kernel and bits; the stages are a launch argument).
 template <int P, bool Prepared = false, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false,
-          int D = 0, int PerSm = 0, int St = 0>
+          int D = 0, int PerSm = 0, int St = 0, bool RestL2 = false>
 void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
   static_assert(Warps == 0 || (!Prepared && !XB), "xprep=warps: a prep launch");
@@ -2016,7 +2024,8 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   }
   plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(per_sm) * sm_count()));
   if constexpr (!Prepared && !XB) launch_q8_prep<true, Warps>(x, nb, packed, stream);
-  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split, R, PA, Stamp, D>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
+  // rest=l2 (RestL2): the same resources as its kernel without (paced_blocks_per_sm's), so the same grid
+  launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split, R, PA, Stamp, D, RestL2>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, y, m, k, plan.S, x);
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
 }
@@ -2381,7 +2390,8 @@ Q4Kernel kernel_ring() {
 // launch_prepared its main kernel alone (xprep=launch's only: the others' main kernel is the same or reads f32 x).
 // ilp=G, row-split=Split, rows=R (R = 4) and pace=P-PA (packed_paced_kernel): launch_prepared their main kernel alone
 // (for the GDN step's prepared x; their xprep=warps prep launch does not enter it).
-template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0, int PerSm = 0, int St = 0>
+template <int P, bool XB = false, int Warps = 0, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0, int PerSm = 0, int St = 0,
+          bool RestL2 = false>
 Q4Kernel kernel_paced() {
   static_assert(Warps == 0 || Warps == 8 || Warps == 1);
   const char* prep = XB ? "block" : Warps == 8 ? "warps" : Warps == 1 ? "warp" : "launch";
@@ -2393,14 +2403,15 @@ Q4Kernel kernel_paced() {
   if (D > 0) axes.emplace_back("defer", std::to_string(D));
   if (PerSm > 0) axes.emplace_back("per-sm", std::to_string(PerSm));
   if (St > 0) axes.emplace_back("stages", std::to_string(St));
+  if (RestL2) axes.emplace_back("rest", "l2");
   axes.emplace_back("pdl", "on");
   axes.emplace_back("rows", std::to_string(R));
-  Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R, PA, false, D, PerSm, St>,
+  Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R, PA, false, D, PerSm, St, RestL2>,
                                &resident_warps_paced<P, XB, G, Split, R, PA, D, PerSm>, Split * warps_for(5120) + 1);
   // The main kernel alone: xprep=launch's, and any other axis's but xprep=warps|warp at rung 82's main kernel (theirs
   // is xprep=launch's) and xprep=block (no prepared form).
-  if constexpr (!XB && (Warps == 0 || G > 1 || Split > 1 || R != 8 || PA > 0 || D > 0 || PerSm > 0))
-    kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA, false, D, PerSm, St>;
+  if constexpr (!XB && (Warps == 0 || G > 1 || Split > 1 || R != 8 || PA > 0 || D > 0 || PerSm > 0 || RestL2))
+    kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA, false, D, PerSm, St, RestL2>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -2969,6 +2980,12 @@ std::vector<Q4Kernel> packed_kernels() {
   // in the GDN layer x0.994 and x0.952 in the 48-layer graph against rung 98. Negative results, kept.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 2, 0, 1>());
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 4, 1>());
+  // pace=1,per-sm=1,rest=l2,rows=8 (the same session, after run-out1c): rung 98 whose producer, once its ring's first
+  // requests are out, asks the L2 for the block's remaining groups. Why: as out_proj beside the stacked block rung 98 ends
+  // 5.5 us after the gated norm, 6.8 of its 17.7 MB requested only after the release, one stage a block at a time from
+  // the DRAM, while the DRAM has room in the ~8 us before it (the small kernels). Predicted: out_proj's tail 1-2 us
+  // shorter in the GDN layer (the twin pace_out1_l2); alone within 3% of rung 98.
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 1, 0, true>());
   return v;
 }
 

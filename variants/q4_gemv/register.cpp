@@ -111,6 +111,8 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
     if (!a["pace"].empty() && !a["per-sm"].empty())
       d += "on a grid of at most " + a["per-sm"] + " block(s) an SM, so that a later launch's blocks fit beside its own (the same kernel and bits); ";
     if (!a["stages"].empty()) d += "a ring of " + a["stages"] + " stages where they fit (the same kernel and bits); ";
+    if (a["rest"] == "l2")
+      d += "the block's groups past its ring asked of the L2 once the ring's first requests are out (TMA prefetches; the same bits); ";
     if (!a["depth"].empty())
       d += "at most " + a["depth"] + " of the ring's stages filled a block (fewer bytes in flight an SM; the same shared memory, grid and bits); ";
     if (a["tail"] == "split")
