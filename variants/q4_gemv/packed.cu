@@ -1978,9 +1978,10 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
 }
 
 // pace=P's blocks an SM: the ring's stages and one producer warp beside the warps chunks.
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false, int D = 0>
+// (ring_occupancy also opts the kernel into the ring's shared memory: every launched kernel asks it once.)
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, bool Stamp = false, int D = 0, bool RestL2 = false>
 int paced_blocks_per_sm(int warps) {
-  return ring_occupancy<packed_paced_kernel<P, XB, G, Split, R, PA, Stamp, D>, R>(warps, (Split * warps + 1) * 32);
+  return ring_occupancy<packed_paced_kernel<P, XB, G, Split, R, PA, Stamp, D, RestL2>, R>(warps, (Split * warps + 1) * 32);
 }
 template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0, int PerSm = 0>
 int resident_warps_paced() {
@@ -2016,7 +2017,7 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   RingPlan plan{W, R, ring_stages(W, R)};
   if (St > 0 && St <= kRingMaxStages && std::size_t(St) * RingPlan{W, R, St}.stage_bytes() <= std::size_t(kRingMaxSmem)) plan.S = St;
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  const int fit = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D>(W), per_sm = PerSm > 0 && PerSm < fit ? PerSm : fit;
+  const int fit = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D, RestL2>(W), per_sm = PerSm > 0 && PerSm < fit ? PerSm : fit;
   if constexpr (Stamp) {
     const int stamped = paced_blocks_per_sm<P, XB, G, Split, R, PA, true>(W);
     require(stamped == fit, "the stamp probe's paced kernel fits " + std::to_string(stamped) + " blocks an SM, its variant " +
@@ -2024,7 +2025,6 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   }
   plan.grid = int(std::min<long long>(plan.groups, static_cast<long long>(per_sm) * sm_count()));
   if constexpr (!Prepared && !XB) launch_q8_prep<true, Warps>(x, nb, packed, stream);
-  // rest=l2 (RestL2): the same resources as its kernel without (paced_blocks_per_sm's), so the same grid
   launch_maybe_pdl(true, packed_paced_kernel<P, XB, G, Split, R, PA, Stamp, D, RestL2>, dim3(unsigned(plan.grid)), dim3(unsigned((Split * W + 1) * 32)), std::size_t(plan.S) * plan.stage_bytes(),
                    stream, packed, y, m, k, plan.S, x);
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
