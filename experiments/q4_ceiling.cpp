@@ -325,7 +325,8 @@ constexpr std::size_t kPacePerSm1 = 98;
 // rung 85 alone, as rung 98; they are out_proj's candidates in the GDN layer (the twins pace_out1_late, pace_out1_defer).
 // Measured (H100, reports/h100/run-out1c): 72.8 and 64.9% at 5120x6144 (rung 85 69.6%), slower elsewhere.
 // The rung 102: rung 98 with rest=l2 (the block's groups past its ring prefetched into L2 before the release). Predicted:
-// within 3% of rung 98 alone; it is out_proj's candidate in the GDN layer (the twin pace_out1_l2).
+// within 3% of rung 98 alone; it is out_proj's candidate in the GDN layer (the twin pace_out1_l2). Measured only in the GDN
+// layer (H100, reports/h100/run-out1-l2: x0.957 in the graph); its ladder slice stopped at a refused launch, since mended.
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");

@@ -491,7 +491,9 @@ CandidateTwins candidate_twins() {
   // pace_out1_l2 (the same session, after run-out1c). Why: out_proj's 6.8 MB past its rings are requested only after the
   // release, one stage a block at a time from the DRAM (its tail 5.5 us after the gated norm), while the DRAM has room in
   // the small kernels' ~8 us before it; rest=l2 (rung 102) asks the L2 for them once the ring's first requests are out.
-  // Predicted: 1-2 us a layer faster than pace_out1.
+  // Predicted: 1-2 us a layer faster than pace_out1. Measured (H100, reports/h100/run-out1-l2): pace_out1's bits, x0.976 per
+  // layer, x0.957 in the graph: out_proj still ends 5.5 us after the gated norm (its tail is its blocks' chain, 5 groups a
+  // block, not bytes) and conv_norm_bg, beside the prefetches, 2 us later. A negative result, kept.
   t.pace_out1_l2 = t.pace_out1;
   t.pace_out1_l2.q4_kernel = kPace1PerSm1L2;
   return t;

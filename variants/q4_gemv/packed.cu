@@ -2984,7 +2984,8 @@ std::vector<Q4Kernel> packed_kernels() {
   // requests are out, asks the L2 for the block's remaining groups. Why: as out_proj beside the stacked block rung 98 ends
   // 5.5 us after the gated norm, 6.8 of its 17.7 MB requested only after the release, one stage a block at a time from
   // the DRAM, while the DRAM has room in the ~8 us before it (the small kernels). Predicted: out_proj's tail 1-2 us
-  // shorter in the GDN layer (the twin pace_out1_l2); alone within 3% of rung 98.
+  // shorter in the GDN layer (the twin pace_out1_l2); alone within 3% of rung 98. Measured (H100, reports/h100/run-out1-l2):
+  // the ring's bits (gpu case); as out_proj x0.957 in the 48-layer graph, its tail unchanged: the blocks' chain, not bytes.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 1, 0, true>());
   return v;
 }
