@@ -482,19 +482,22 @@ void run_stack(Context& ctx) {
 // (fixed-part-small held); 33.0-33.7 us a layer from 8 layers on, 4 layers 2-4% under the line (their state fits the
 // L2), so linear-in-layers is not held by the smallest count. No fixed part, no footprint cost: the step's stream time
 // (T = 16 tokens through one layer, its state L2-resident) is what sits under the graph's, by 2-5 us a layer.
+// With pace_out1 (H100, reports/h100/run-out1, run-out1b, run-out1c, run-out1-l2): 29.98-31.81 us a layer against
+// q4-fast-pace's 34.91-35.30 in the same runs.
 constexpr int kSweepLayers[] = {4, 8, 16, 32, 48};
 constexpr int kQuickSweepLayers[] = {1, 2, 4};
-const char* const kSweepTiers[] = {"q4-fast-pace", "q4-fast-pace-out1", "q4-fast-pace-out1-l2"};
+// The candidate, pace_all and pace_out1 (the fastest on an H100, reports/h100/run-out1*): the three the H200 owes.
+const char* const kSweepTiers[] = {"q4-fast", "q4-fast-pace", "q4-fast-pace-out1"};
 const char* const kQuickSweepTiers[] = {"q4"};
 const Claim kSweepBitwise{"graph-bitwise",
                           "at every layer count, one token through the layers as one CUDA graph gives the output and every layer's S and conv "
                           "history of the same layers enqueued one after another, bit for bit"};
 const Claim kLinear{"linear-in-layers",
                     "the graph's time per token is linear in its layer count: each count's time within 2% of the least-squares line over 4..48 "
-                    "layers (q4-fast-pace and the out1 tiers), so its cost per layer does not grow with the layers' footprint"};
+                    "layers (q4-fast, q4-fast-pace and q4-fast-pace-out1), so its cost per layer does not grow with the layers' footprint"};
 const Claim kFixedSmall{"fixed-part-small",
-                        "the graph's fixed part (the line's intercept) is at most 5% of its time at 48 layers (q4-fast-pace and the out1 "
-                        "tiers): what "
+                        "the graph's fixed part (the line's intercept) is at most 5% of its time at 48 layers (q4-fast, q4-fast-pace and "
+                        "q4-fast-pace-out1): what "
                         "the 48-layer graph costs over 48 steps is a cost per layer"};
 
 void run_stack_layers(Context& ctx) {
@@ -565,7 +568,7 @@ void register_gdn_stack(Registry& r) {
   });
   r.add(Experiment{
       .name = "gdn-stack-layers",
-      .description = "GDN: the one-graph token's time against its layer count (4..48 layers, q4-fast-pace and its out1 twins): its cost per layer (a "
+      .description = "GDN: the one-graph token's time against its layer count (4..48 layers, q4-fast, q4-fast-pace and q4-fast-pace-out1): its cost per layer (a "
                      "line's slope) against its fixed part, and whether the cost per layer grows with the layers",
       .claims = {kSweepBitwise, kLinear, kFixedSmall},
       .run = run_stack_layers,
