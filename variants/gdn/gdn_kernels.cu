@@ -269,14 +269,13 @@ __global__ void conv_norm_ba_kernel(const float* __restrict__ xc, const float* _
   });
 }
 
-}  // namespace
-
-namespace {
+// Why h's q8 form cannot be prepared at `hidden` ("" when it can): in_prep_ba's first check, in_prep's only one.
 std::string prep_error(int hidden) {
   if (hidden % 32 != 0 || hidden / 32 > q4_gemv::kPreparedStride)
     return "hidden = " + std::to_string(hidden) + ": the prepared x takes blocks of 32, at most " + std::to_string(32 * q4_gemv::kPreparedStride);
   return "";
 }
+
 }  // namespace
 
 std::string in_prep_ba_error(int ba_rows, int hidden) {
