@@ -130,6 +130,11 @@ const Claim kOut1DeferBits{"out1-defer-bitwise",
 const Claim kOut1DeferPays{"out1-defer-pays", "out_proj's sums deferred pay on one block an SM: pace_out1 is faster on gdn::kPace1Defer4R4PerSm1"};
 const Claim kOut1L2Bits{"out1-l2-bitwise", "pace_out1 with out_proj's groups past its ring asked of the L2 early (gdn::kPace1PerSm1L2, rest=l2) gives pace_out1's bits"};
 const Claim kOut1L2Pays{"out1-l2-pays", "out_proj's later groups in the L2 pay: pace_out1 is faster with out_proj on gdn::kPace1PerSm1L2"};
+const Claim kOut1IlpBits{"out1-ilp-bitwise", "pace_out1 with out_proj taking up to 3 stages a step (gdn::kPace1Ilp3PerSm1, ilp=3) gives pace_out1's bits"};
+const Claim kOut1IlpPays{"out1-ilp-pays", "out_proj's groups interleaved pay on one block an SM: pace_out1 is faster with out_proj on gdn::kPace1Ilp3PerSm1"};
+const Claim kOut1SplitBits{"out1-split-bitwise",
+                           "pace_out1 with out_proj's rows over two threads a block of 32 weights (gdn::kPace1SplitPerSm1, row-split=2) gives pace_out1's bits"};
+const Claim kOut1SplitPays{"out1-split-pays", "twice the warps pay for out_proj on one block an SM: pace_out1 is faster with out_proj on gdn::kPace1SplitPerSm1"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kConvRecBits{"conv-rec-bitwise",
@@ -204,6 +209,7 @@ struct Plan {
   std::string pace_out1_s4, pace_out1_ba;  // pace_out1 with out_proj's ring 4 stages, with fold=ba-conv (against pace_out1)
   std::string pace_out1_late, pace_out1_defer;  // pace_out1 with out_proj at pace=1-2, at defer=4,rows=4 (against pace_out1)
   std::string pace_out1_l2;                     // pace_out1 with out_proj at rest=l2 (against pace_out1)
+  std::string pace_out1_ilp, pace_out1_split;   // pace_out1 with out_proj at ilp=3, at row-split=2 (against pace_out1)
 };
 Plan plan() {
   Plan p;
@@ -249,6 +255,8 @@ Plan plan() {
   p.pace_out1_late = gdn::fused_step_variant(t.pace_out1_late);
   p.pace_out1_defer = gdn::fused_step_variant(t.pace_out1_defer);
   p.pace_out1_l2 = gdn::fused_step_variant(t.pace_out1_l2);
+  p.pace_out1_ilp = gdn::fused_step_variant(t.pace_out1_ilp);
+  p.pace_out1_split = gdn::fused_step_variant(t.pace_out1_split);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -392,6 +400,10 @@ void run_fused(Context& ctx) {
                 "with out_proj at defer=4, rows=4");
     twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_l2), pl.pace_out1, pl.pace_out1_l2, kOut1L2Bits, kOut1L2Pays,
                 "with out_proj's later groups asked of the L2 early (rest=l2)");
+    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_ilp), pl.pace_out1, pl.pace_out1_ilp, kOut1IlpBits, kOut1IlpPays,
+                "with out_proj at ilp=3");
+    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_split), pl.pace_out1, pl.pace_out1_split, kOut1SplitBits, kOut1SplitPays,
+                "with out_proj at row-split=2");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
     twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
@@ -423,7 +435,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kOut1LateBits, kOut1LatePays, kOut1DeferBits, kOut1DeferPays, kOut1L2Bits, kOut1L2Pays, kConvRecBits, kConvRecPays,
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kOut1LateBits, kOut1LatePays, kOut1DeferBits, kOut1DeferPays, kOut1L2Bits, kOut1L2Pays, kOut1IlpBits, kOut1IlpPays, kOut1SplitBits, kOut1SplitPays, kConvRecBits, kConvRecPays,
                  kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });

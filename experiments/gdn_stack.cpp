@@ -152,6 +152,12 @@ const Claim kOut1DeferInGraph{"out1-defer-in-graph",
 const Claim kOut1L2InGraph{"out1-l2-in-graph",
                            "in the 48-layer graph, out_proj's later groups in the L2 pay: q4-fast-pace-out1-l2 (q4-fast-pace-out1 with out_proj on "
                            "gdn::kPace1PerSm1L2, rest=l2) is faster per token than q4-fast-pace-out1"};
+const Claim kOut1IlpInGraph{"out1-ilp-in-graph",
+                            "in the 48-layer graph, out_proj's groups interleaved pay on one block an SM: q4-fast-pace-out1-ilp (q4-fast-pace-out1 "
+                            "with out_proj on gdn::kPace1Ilp3PerSm1) is faster per token than q4-fast-pace-out1"};
+const Claim kOut1SplitInGraph{"out1-split-in-graph",
+                              "in the 48-layer graph, twice the warps pay for out_proj on one block an SM: q4-fast-pace-out1-split "
+                              "(q4-fast-pace-out1 with out_proj on gdn::kPace1SplitPerSm1) is faster per token than q4-fast-pace-out1"};
 const Claim kWarpInGraph{"warp-prep-in-graph",
                          "in the 48-layer graph, prep blocks of one warp pay: q4-fast-warp (the base on gdn::kWarpQ4, whose prep blocks fit "
                          "beside out_proj's) is faster per token than q4-fast-ba-own"};
@@ -238,6 +244,8 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-pace-out1-late", [] { return gdn::candidate_twins().pace_out1_late; }, &kOut1LateInGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-pace-out1-defer", [] { return gdn::candidate_twins().pace_out1_defer; }, &kOut1DeferInGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-pace-out1-l2", [] { return gdn::candidate_twins().pace_out1_l2; }, &kOut1L2InGraph, true, "q4-fast-pace-out1"},
+      {"q4-fast-pace-out1-ilp", [] { return gdn::candidate_twins().pace_out1_ilp; }, &kOut1IlpInGraph, true, "q4-fast-pace-out1"},
+      {"q4-fast-pace-out1-split", [] { return gdn::candidate_twins().pace_out1_split; }, &kOut1SplitInGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-fold-main-warp", [] { return gdn::candidate_twins().fold_main_warp1; }, &kFoldMainWarpInGraph, true, "q4-fast-fold-main"},
       {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
       {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},
@@ -563,7 +571,7 @@ void register_gdn_stack(Registry& r) {
                  kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
                  kOutSmemInGraph, kFoldRingInGraph, kFoldDepthInGraph, kDepthAllInGraph, kFoldPaceInGraph, kPaceAllInGraph, kPaceIlpInGraph, kPaceLateInGraph,
                  kPaceDeferInGraph, kBaConvInGraph, kOut1InGraph, kOut1S4InGraph, kOut1BaInGraph,
-                 kOut1LateInGraph, kOut1DeferInGraph, kOut1L2InGraph},
+                 kOut1LateInGraph, kOut1DeferInGraph, kOut1L2InGraph, kOut1IlpInGraph, kOut1SplitInGraph},
       .run = run_stack,
   });
   r.add(Experiment{

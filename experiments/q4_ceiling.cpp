@@ -327,6 +327,8 @@ constexpr std::size_t kPacePerSm1 = 98;
 // The rung 102: rung 98 with rest=l2 (the block's groups past its ring prefetched into L2 before the release). Predicted:
 // within 3% of rung 98 alone; it is out_proj's candidate in the GDN layer (the twin pace_out1_l2). Measured only in the GDN
 // layer (H100, reports/h100/run-out1-l2: x0.957 in the graph); its ladder slice stopped at a refused launch, since mended.
+// The rungs 103, 104: ilp=3 and row-split=2 on one block an SM (rung 89's and rung 90's kernels on rung 98's grid).
+// Predicted: slower than rung 85 alone, as rung 98; out_proj's candidates (the twins pace_out1_ilp, pace_out1_split).
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -488,6 +490,9 @@ std::vector<std::string> rungs() {
   out.push_back(inserted_after(out[kPaceDefer0 + 1], ",defer=4", ",per-sm=1"));
   // 102: rest=l2 on rung 98 (rest= goes after per-sm=).
   out.push_back(inserted_after(out[kPacePerSm1], ",per-sm=1", ",rest=l2"));
+  // 103, 104: per-sm=1 on rung 89 (ilp=3) and rung 90 (row-split=2) (per-sm= goes after ilp= and row-split=).
+  out.push_back(inserted_after(out[kPaceIlp0 + 1], ",ilp=3", ",per-sm=1"));
+  out.push_back(inserted_after(out[kPaceSplit], ",row-split=2", ",per-sm=1"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -648,7 +653,8 @@ Experiment q4_to_ceiling() {
                               "than rung 85 and pace=1 at rows=4 (rung 92) at 6144x5120 and 5120x6144"};
   const Claim pace_per_sm1_pays{"pace-per-sm1-pays",
                                 "one block an SM pays on the paced ring alone: grid=fill,xprep=warps,load=bulk,pace=1,per-sm=1,rows=8,pdl=on "
-                                "(rung 85's kernel on half its grid), with and without stages=4, at pace=1-2, with rest=l2, and defer=4,rows=4 on one block an SM, "
+                                "(rung 85's kernel on half its grid), with and without stages=4, at pace=1-2, with rest=l2, and defer=4,rows=4, ilp=3 and "
+                                "row-split=2 on one block an SM, "
                                 "are faster than rung 85 at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
@@ -830,7 +836,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_rows4_pays, "rows=4 at pace=2", [](std::size_t) { return kPaceWarps; }, kPaceRows4, 1);
           twins_pay(pace_late_pays, "pace=1-2", [](std::size_t) { return kPaceWarps; }, kPaceLate0, 2);
           twins_pay(pace_defer_pays, "defer=4|8", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceRows4 + 1; }, kPaceDefer0, 3);
-          twins_pay(pace_per_sm1_pays, "per-sm=1", [](std::size_t) { return kPaceWarps; }, kPacePerSm1, 5);
+          twins_pay(pace_per_sm1_pays, "per-sm=1", [](std::size_t) { return kPaceWarps; }, kPacePerSm1, 7);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

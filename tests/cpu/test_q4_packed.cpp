@@ -472,8 +472,9 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // the two xprep=block at depth=2|1, the four xprep=warp|warps at depth=2|3, the two row-split=2 at depth=2|3, pace=1|2,
   // pace=1,xprep=block|warps|warp, grid=groups,xprep=warps,load=bulk, pace=1,xprep=warps,ilp=2|3 and row-split=2,
   // pace=2|1,xprep=warps,rows=4, pace=1-2,xprep=warps,rows=4|8, pace=1,xprep=warps,defer=4,rows=8|4 and defer=8,rows=4,
-  // pace=1,xprep=warps,per-sm=1 and per-sm=1,stages=4, pace=1-2,per-sm=1, defer=4,per-sm=1,rows=4, per-sm=1,rest=l2
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1 + 2 + 2 + 3 + 5);
+  // pace=1,xprep=warps,per-sm=1 and per-sm=1,stages=4, pace=1-2,per-sm=1, defer=4,per-sm=1,rows=4, per-sm=1,rest=l2,
+  // ilp=3,per-sm=1 and row-split=2,per-sm=1
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1 + 2 + 2 + 3 + 7);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -522,10 +523,11 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   }
   // pace=1,xprep=warps,ilp=2|3: the same kernel taking 2 or 3 stages a step, and row-split=2 (twice the consumer warps),
   // the ring's model; its main kernel alone for the GDN step (launch_prepared).
-  for (const std::string axis : {"ilp=2", "ilp=3", "row-split=2"}) {
+  // The same on one block an SM (per-sm=1: the grid alone changes).
+  for (const std::string axis : {"ilp=2", "ilp=3", "row-split=2", "ilp=3,per-sm=1", "row-split=2,per-sm=1"}) {
     const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1," + axis + ",pdl=on,rows=8";
     CAPTURE(name);
-    const int consumers = axis == "row-split=2" ? 2 : 1;
+    const int consumers = axis.rfind("row-split=2", 0) == 0 ? 2 : 1;
     CHECK(q4_gemv::q4_kernel(name).warps_per_block == consumers * q4_gemv::q4_kernel(ring[0]).warps_per_block + 1);
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
     CHECK(static_cast<bool>(q4_gemv::q4_kernel(name).launch_prepared));

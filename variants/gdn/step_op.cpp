@@ -260,6 +260,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_out1_late,
       t.pace_out1_defer,
       t.pace_out1_l2,
+      t.pace_out1_ilp,
+      t.pace_out1_split,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -496,6 +498,14 @@ CandidateTwins candidate_twins() {
   // block, not bytes) and conv_norm_bg, beside the prefetches, 2 us later. A negative result, kept.
   t.pace_out1_l2 = t.pace_out1;
   t.pace_out1_l2.q4_kernel = kPace1PerSm1L2;
+  // pace_out1_ilp, pace_out1_split (the same session, written after the device time was spent). Why: that trace puts
+  // out_proj's tail (5.5 us after the gated norm) on its blocks' chain, 5 groups a block, 3 in its stages at the release.
+  // ilp=3 takes those 3 in one step (rung 103), row-split=2 halves each group's rows a thread (rung 104). Predicted:
+  // 0.5-1.5 us a layer faster than pace_out1. Not yet measured.
+  t.pace_out1_ilp = t.pace_out1;
+  t.pace_out1_ilp.q4_kernel = kPace1Ilp3PerSm1;
+  t.pace_out1_split = t.pace_out1;
+  t.pace_out1_split.q4_kernel = kPace1SplitPerSm1;
   return t;
 }
 

@@ -105,6 +105,9 @@ inline constexpr const char* kPace1LatePerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,
 inline constexpr const char* kPace1Defer4R4PerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,defer=4,per-sm=1,pdl=on,rows=4";
 // kPace1PerSm1 whose producer asks the L2 for the block's groups past its ring before the release (rest=l2, rung 102).
 inline constexpr const char* kPace1PerSm1L2 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,per-sm=1,rest=l2,pdl=on,rows=8";
+// kPace1PerSm1 taking up to 3 stages a step (ilp=3, rung 103) and with each group's rows over two threads (row-split=2, rung 104).
+inline constexpr const char* kPace1Ilp3PerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,ilp=3,per-sm=1,pdl=on,rows=8";
+inline constexpr const char* kPace1SplitPerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,per-sm=1,pdl=on,rows=8";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -198,6 +201,8 @@ struct CandidateTwins {
   FusedStepConfig pace_out1_late;   // pace_out1 with out_proj on kPace1LatePerSm1 (two requests in flight after the release)
   FusedStepConfig pace_out1_defer;  // pace_out1 with out_proj on kPace1Defer4R4PerSm1 (defer=4, rows=4, one block an SM)
   FusedStepConfig pace_out1_l2;     // pace_out1 with out_proj on kPace1PerSm1L2 (its groups past the ring into L2 early)
+  FusedStepConfig pace_out1_ilp;    // pace_out1 with out_proj on kPace1Ilp3PerSm1
+  FusedStepConfig pace_out1_split;  // pace_out1 with out_proj on kPace1SplitPerSm1
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on

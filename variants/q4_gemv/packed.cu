@@ -2009,10 +2009,11 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   if (W + 1 > kMaxWarps)
     return launch_ring<R, Load::bulk, true, false, false, 1, XB, false, false, Prepared, false, 0, false, false, Warps>(packed, x, y, m, k, stream);
   if constexpr (G > 1 || Split > 1) {
-    if ((Split * W + 1) * 32 > paced_bound<G, Split>()) return launch_paced<P, Prepared, XB, Warps, 1, 1, R, PA>(packed, x, y, m, k, stream);
+    if ((Split * W + 1) * 32 > paced_bound<G, Split>())
+      return launch_paced<P, Prepared, XB, Warps, 1, 1, R, PA, false, 0, PerSm, St, RestL2>(packed, x, y, m, k, stream);
   }
   if constexpr (D > 0) {
-    if (W > kDeferMaxWarps) return launch_paced<P, Prepared, XB, Warps, G, Split, R, PA, Stamp, 0>(packed, x, y, m, k, stream);
+    if (W > kDeferMaxWarps) return launch_paced<P, Prepared, XB, Warps, G, Split, R, PA, Stamp, 0, PerSm, St, RestL2>(packed, x, y, m, k, stream);
   }
   RingPlan plan{W, R, ring_stages(W, R)};
   if (St > 0 && St <= kRingMaxStages && std::size_t(St) * RingPlan{W, R, St}.stage_bytes() <= std::size_t(kRingMaxSmem)) plan.S = St;
@@ -2987,6 +2988,13 @@ std::vector<Q4Kernel> packed_kernels() {
   // shorter in the GDN layer (the twin pace_out1_l2); alone within 3% of rung 98. Measured (H100, reports/h100/run-out1-l2):
   // the ring's bits (gpu case); as out_proj x0.957 in the 48-layer graph, its tail unchanged: the blocks' chain, not bytes.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 1, 0, true>());
+  // pace=1,ilp=3,per-sm=1 and pace=1,row-split=2,per-sm=1 (the same session, after run-out1-l2, written after the device
+  // time was spent): as out_proj beside the stacked block rung 98's tail after the gated norm (5.5 us) is its blocks'
+  // chain, 5 groups a block at 5120x6144, 3 of them in its stages at the release; ilp=3 takes those 3 in one step (rung
+  // 89's kernel), row-split=2 halves each group's rows a thread (rung 90's kernel, 12 consumer warps at k = 6144).
+  // Predicted: 0.5-1.5 us a layer faster than pace_out1 (the twins pace_out1_ilp, pace_out1_split). Not yet measured.
+  v.push_back(kernel_paced<1, false, 8, 3, 1, 8, 0, 0, 1>());
+  v.push_back(kernel_paced<1, false, 8, 1, 2, 8, 0, 0, 1>());
   return v;
 }
 
