@@ -709,7 +709,8 @@ TEST_CASE("map=packed row-split=2|4: the ring's rows split over 2 or 4 threads a
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,tail=split,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,row-split=2,pdl=on,rows=8",
-                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,pdl=on,rows=8"});
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,pdl=on,rows=8",
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,per-sm=1,pdl=on,rows=8"});
   // grid=fill,xprep=block: the twins of rung 32 and of its row-split=2, of the depth=2|1 rings and of pace=1, without
   // the prep kernel; the same model.
   CHECK(check_twins("grid=fill,xprep=block,", {}, "grid=fill,xprep=launch,") ==
