@@ -1983,10 +1983,12 @@ template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 
 int paced_blocks_per_sm(int warps) {
   return ring_occupancy<packed_paced_kernel<P, XB, G, Split, R, PA, Stamp, D, RestL2>, R>(warps, (Split * warps + 1) * 32);
 }
-template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0, int PerSm = 0>
+// per-sm=PerSm's blocks an SM where `fit` fit (PerSm = 0: all of them).
+template <int PerSm>
+constexpr int per_sm_of(int fit) { return PerSm > 0 && PerSm < fit ? PerSm : fit; }
+template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0, int PerSm = 0, bool RestL2 = false>
 int resident_warps_paced() {
-  const int fit = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D>(warps_for(5120));
-  return (PerSm > 0 && PerSm < fit ? PerSm : fit) * (Split * warps_for(5120) + 1);
+  return per_sm_of<PerSm>(paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D, RestL2>(warps_for(5120))) * (Split * warps_for(5120) + 1);
 }
 // pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
 // quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
@@ -2016,9 +2018,9 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
     if (W > kDeferMaxWarps) return launch_paced<P, Prepared, XB, Warps, G, Split, R, PA, Stamp, 0, PerSm, St, RestL2>(packed, x, y, m, k, stream);
   }
   RingPlan plan{W, R, ring_stages(W, R)};
-  if (St > 0 && St <= kRingMaxStages && std::size_t(St) * RingPlan{W, R, St}.stage_bytes() <= std::size_t(kRingMaxSmem)) plan.S = St;
+  if (St > 0 && St <= kRingMaxStages && std::size_t(St) * plan.stage_bytes() <= std::size_t(kRingMaxSmem)) plan.S = St;
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  const int fit = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D, RestL2>(W), per_sm = PerSm > 0 && PerSm < fit ? PerSm : fit;
+  const int fit = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D, RestL2>(W), per_sm = per_sm_of<PerSm>(fit);
   if constexpr (Stamp) {
     const int stamped = paced_blocks_per_sm<P, XB, G, Split, R, PA, true>(W);
     require(stamped == fit, "the stamp probe's paced kernel fits " + std::to_string(stamped) + " blocks an SM, its variant " +
@@ -2408,7 +2410,7 @@ Q4Kernel kernel_paced() {
   axes.emplace_back("pdl", "on");
   axes.emplace_back("rows", std::to_string(R));
   Q4Kernel kern = q8_kernel<R>(axes, &launch_paced<P, false, XB, Warps, G, Split, R, PA, false, D, PerSm, St, RestL2>,
-                               &resident_warps_paced<P, XB, G, Split, R, PA, D, PerSm>, Split * warps_for(5120) + 1);
+                               &resident_warps_paced<P, XB, G, Split, R, PA, D, PerSm, RestL2>, Split * warps_for(5120) + 1);
   // The main kernel alone: xprep=launch's, and any other axis's but xprep=warps|warp at rung 82's main kernel (theirs
   // is xprep=launch's) and xprep=block (no prepared form).
   if constexpr (!XB && (Warps == 0 || G > 1 || Split > 1 || R != 8 || PA > 0 || D > 0 || PerSm > 0 || RestL2))
