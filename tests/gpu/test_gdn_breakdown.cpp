@@ -25,6 +25,7 @@
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
 #include "klab/metrics.hpp"
+#include "klab/problem.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"
 #include "klab/timing.hpp"
@@ -561,18 +562,11 @@ TEST_CASE("GDN b|a in the conv_norm_bg launch (set_fold_ba_conv, pace_all's twin
     CAPTURE(dk);
     const Geometry G{5120, 16, 48, dk, 128, 4, 1e-6};
     const int C = int(G.conv_dim()), nv = G.nv, H = int(G.hidden);
-    auto filled = [](std::size_t n, std::uint64_t seed, float lo, float hi) {
-      std::vector<float> v(n);
-      std::uint64_t x = seed;
-      for (auto& e : v) {
-        x = x * 6364136223846793005ull + 1442695040888963407ull;
-        e = lo + (hi - lo) * float(x >> 40) / float(1ull << 24);
-      }
-      return DeviceBuffer<float>::from(v);
-    };
-    const auto hh = filled(std::size_t(H), 1, -1.f, 1.f), wba = filled(std::size_t(2 * nv) * H, 2, -0.05f, 0.05f), xc = filled(std::size_t(C), 3, -1.f, 1.f),
-               cw = filled(std::size_t(C) * G.ck, 4, -0.5f, 0.5f), alog = filled(std::size_t(nv), 5, -1.f, 1.f), dtb = filled(std::size_t(nv), 6, -1.f, 1.f),
-               hist0 = filled(std::size_t(G.ck - 1) * C, 7, -1.f, 1.f);
+    // uniform in [-scale, scale), each tensor its own stream
+    auto filled = [](std::size_t n, std::uint64_t stream, double scale) { return DeviceBuffer<float>::from(generate(Dist::uniform, n, 93, stream, scale)); };
+    const auto hh = filled(std::size_t(H), 1, 1.0), wba = filled(std::size_t(2 * nv) * H, 2, 0.05), xc = filled(std::size_t(C), 3, 1.0),
+               cw = filled(std::size_t(C) * G.ck, 4, 0.5), alog = filled(std::size_t(nv), 5, 1.0), dtb = filled(std::size_t(nv), 6, 1.0),
+               hist0 = filled(std::size_t(G.ck - 1) * C, 7, 1.0);
     struct Out {
       DeviceBuffer<float> hist, xcv, q, k, ba, beta, g;
     };

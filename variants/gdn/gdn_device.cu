@@ -284,7 +284,8 @@ void GdnDevice::set_q4_variant(const std::string& variant) {
   q4_->kernel = &k;
   if (merged_in_ && stacked_layout() != before) stack_all_in_proj();  // the stacked copies follow the stacked launch's layout
 }
-const q4_gemv::Q4Layout* GdnDevice::stacked_layout() const { return stacked_kernel_ ? stacked_kernel_->layout : q4_->kernel->layout; }
+const q4_gemv::Q4Kernel* GdnDevice::stacked_launch_kernel() const { return stacked_kernel_ ? stacked_kernel_ : (q4_ ? q4_->kernel : nullptr); }
+const q4_gemv::Q4Layout* GdnDevice::stacked_layout() const { return stacked_launch_kernel()->layout; }
 
 std::string GdnDevice::merged_in_error(const Geometry& g) {
   if (g.conv_dim() % 4 != 0)
@@ -478,8 +479,11 @@ std::string GdnDevice::f32_stacked_error(bool fold_prep, bool fold_main, bool me
 }
 
 std::string GdnDevice::fold_ba_error() const {
-  const q4_gemv::Q4Kernel* stacked = stacked_kernel_ ? stacked_kernel_ : (q4_ ? q4_->kernel : nullptr);
-  return fold_ba_error(fold_ba_, fold_ba_main_, merged_in_, stacked, ba_kernel_, pdl_chain_, g_);
+  return fold_ba_error(fold_ba_, fold_ba_main_, merged_in_, stacked_launch_kernel(), ba_kernel_, pdl_chain_, g_);
+}
+
+std::string GdnDevice::fold_ba_conv_error() const {
+  return fold_ba_conv_error(fold_ba_conv_, fold_ba_ || fold_ba_main_, merged_in_, stacked_launch_kernel(), fused_prep_, rec_, l2_prefetch_, pdl_chain_, g_);
 }
 
 std::string GdnDevice::fold_ba_conv_error(bool conv, bool fold_other, bool merged_in, const q4_gemv::Q4Kernel* stacked, bool fused_prep,
@@ -685,12 +689,9 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
   } else if (auto why = fold_ba_error(); !why.empty()) {
     throw Error("GdnDevice: " + why);
   }
-  if (fold_ba_conv_) {
-    if (L->tier != Layer::Tier::q4) throw Error("GdnDevice: " + layer_str(layer) + " is on the f32 tier: fold=ba-conv (set_fold_ba_conv) is the q4 tier's");
-    const q4_gemv::Q4Kernel* stacked = stacked_kernel_ ? stacked_kernel_ : q4_->kernel;
-    if (auto why = fold_ba_conv_error(true, fold_ba_ || fold_ba_main_, merged_in_, stacked, fused_prep_, rec_, l2_prefetch_, pdl_chain_, g_); !why.empty())
-      throw Error("GdnDevice: " + why);
-  }
+  if (fold_ba_conv_ && L->tier != Layer::Tier::q4)
+    throw Error("GdnDevice: " + layer_str(layer) + " is on the f32 tier: fold=ba-conv (set_fold_ba_conv) is the q4 tier's");
+  if (auto why = fold_ba_conv_error(); !why.empty()) throw Error("GdnDevice: " + why);
   const bool ba_conv = fold_ba_conv_;  // b|a in the conv_norm_bg launch, the stacked launch's prep kernel h's q8 form alone
   const bool fold = fold_ba_ || fold_ba_main_;  // b|a inside the stacked launch, one way or the other
   const bool fold_main = fold_ba_main_;

@@ -260,8 +260,9 @@ class GdnDevice {
   // fold=ba nor fold=ba-main, a geometry conv_norm_ba takes. enqueue_batch does not use it. Default off.
   void set_fold_ba_conv(bool on);
   bool fold_ba_conv() const { return fold_ba_conv_; }
-  // Why a step cannot run with fold_ba_conv at these settings ("" when it can, or when it is off). Pure host;
-  // config_error asks it too.
+  // Why a step cannot run with fold_ba_conv now ("" when it can, or when it is off), as fold_ba_error().
+  std::string fold_ba_conv_error() const;
+  // The same for the settings it depends on, at g ("" when conv is off): what config_error asks. Pure host.
   static std::string fold_ba_conv_error(bool conv, bool fold_other, bool merged_in, const q4_gemv::Q4Kernel* stacked, bool fused_prep,
                                         const gdn_recurrence::RecurrenceKernel* rec, kernels::L2Prefetch pf, bool chain, const Geometry& g);
   // Why a step cannot run with fold_ba or fold_ba_main now ("" when it can, or when both are off).
@@ -415,6 +416,8 @@ class GdnDevice {
   std::string chain_error() const;
   // set_merged_in: the stacked copy of one q4 layer's in_proj_qkv and in_proj_z, and of every q4 layer.
   void stack_in_proj(Layer& L);
+  // The stacked launch's kernel: its own (set_stacked_q4_variant), else the q4 kernel (nullptr: no q4 kernel set).
+  const q4_gemv::Q4Kernel* stacked_launch_kernel() const;
   // The layout the stacked copies are packed in: the stacked launch's own kernel's, else the q4 kernel's (nullptr: raw).
   const q4_gemv::Q4Layout* stacked_layout() const;
   void stack_all_in_proj();

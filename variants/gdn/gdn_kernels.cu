@@ -276,6 +276,14 @@ std::string prep_error(int hidden) {
   return "";
 }
 
+// in_prep_ba_kernel's launch, checked by its callers: its prep blocks for h's q8 form, then ba_rows rows of b|a (0: none).
+void launch_in_prep(const float* h, uint4* xq, const float* w_ba, float* ba, int ba_rows, int hidden, cudaStream_t stream) {
+  const int nb = hidden / 32, prep = (nb + 7) / 8;
+  launch_maybe_pdl(true, in_prep_ba_kernel, dim3(unsigned(prep + ba_rows)), dim3(unsigned(f32_gemv::split_row::kThreads)), 0, stream, h, xq, nb, prep, w_ba, ba,
+                   hidden);
+  KLAB_CUDA_LAUNCH("in_prep_ba_kernel");
+}
+
 }  // namespace
 
 std::string in_prep_ba_error(int ba_rows, int hidden) {
@@ -288,20 +296,14 @@ void in_prep_ba(const float* h, uint4* xq, const float* w_ba, float* ba, int ba_
   if (auto why = in_prep_ba_error(ba_rows, hidden); !why.empty()) throw Error("in_prep_ba: " + why);
   require(h && xq && w_ba && ba, "in_prep_ba: a null buffer");
   require(reinterpret_cast<std::uintptr_t>(h) % 16 == 0 && reinterpret_cast<std::uintptr_t>(w_ba) % 16 == 0, "in_prep_ba: h and W_ba must be 16-byte aligned");
-  const int nb = hidden / 32, prep = (nb + 7) / 8;
-  launch_maybe_pdl(true, in_prep_ba_kernel, dim3(unsigned(prep + ba_rows)), dim3(unsigned(f32_gemv::split_row::kThreads)), 0, stream, h, xq, nb, prep, w_ba, ba,
-                   hidden);
-  KLAB_CUDA_LAUNCH("in_prep_ba_kernel");
+  launch_in_prep(h, xq, w_ba, ba, ba_rows, hidden, stream);
 }
 
 void in_prep(const float* h, uint4* xq, int hidden, cudaStream_t stream) {
   if (auto why = prep_error(hidden); !why.empty()) throw Error("in_prep: " + why);
   require(h && xq, "in_prep: a null buffer");
   require(reinterpret_cast<std::uintptr_t>(h) % 16 == 0, "in_prep: h must be 16-byte aligned");
-  const int nb = hidden / 32, prep = (nb + 7) / 8;  // in_prep_ba's prep blocks, no b|a rows after them
-  launch_maybe_pdl(true, in_prep_ba_kernel, dim3(unsigned(prep)), dim3(unsigned(f32_gemv::split_row::kThreads)), 0, stream, h, xq, nb, prep,
-                   static_cast<const float*>(nullptr), static_cast<float*>(nullptr), hidden);
-  KLAB_CUDA_LAUNCH("in_prep_ba_kernel");
+  launch_in_prep(h, xq, nullptr, nullptr, 0, hidden, stream);
 }
 
 std::string conv_norm_ba_error(int dk, int nv, int hidden) {

@@ -529,16 +529,13 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
                                             c.recurrence.empty() ? nullptr : &gdn_recurrence::recurrence_kernel(c.recurrence), g);
         !why.empty())
       return why;
-  if (!c.f32 && (c.fold_ba || c.fold_ba_main)) {  // the f32 tier's: f32_stacked_error above
+  if (c.f32 && c.fold_ba_conv) return "fold=ba-conv (b|a in the conv_norm_bg launch) on the f32 tier: it is the q4 tier's";
+  if (!c.f32 && (c.fold_ba || c.fold_ba_main || c.fold_ba_conv)) {  // the f32 tier's: f32_stacked_error above
     const q4_gemv::Q4Kernel& stacked = q4_gemv::q4_kernel(c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel);
     if (auto why = GdnDevice::fold_ba_error(c.fold_ba, c.fold_ba_main, c.merged_in, &stacked, c.ba.empty() ? kDefaultF32Variant : c.ba, c.chain, g);
         !why.empty())
       return why;
-  }
-  if (c.fold_ba_conv) {
-    if (c.f32) return "fold=ba-conv (b|a in the conv_norm_bg launch) on the f32 tier: it is the q4 tier's";
-    const q4_gemv::Q4Kernel& stacked = q4_gemv::q4_kernel(c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel);
-    if (auto why = GdnDevice::fold_ba_conv_error(true, c.fold_ba || c.fold_ba_main, c.merged_in, &stacked, true,
+    if (auto why = GdnDevice::fold_ba_conv_error(c.fold_ba_conv, c.fold_ba || c.fold_ba_main, c.merged_in, &stacked, true,
                                                  c.recurrence.empty() ? nullptr : &gdn_recurrence::recurrence_kernel(c.recurrence), c.l2_prefetch,
                                                  c.chain, g);
         !why.empty())
