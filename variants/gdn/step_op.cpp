@@ -501,7 +501,9 @@ CandidateTwins candidate_twins() {
   // pace_out1_ilp, pace_out1_split (the same session, written after the device time was spent). Why: that trace puts
   // out_proj's tail (5.5 us after the gated norm) on its blocks' chain, 5 groups a block, 3 in its stages at the release.
   // ilp=3 takes those 3 in one step (rung 103), row-split=2 halves each group's rows a thread (rung 104). Predicted:
-  // 0.5-1.5 us a layer faster than pace_out1. Not yet measured.
+  // 0.5-1.5 us a layer faster than pace_out1. Measured (H100, reports/h100/run-call44, 2026-12-06): pace_out1's bits;
+  // ilp=3 x0.916 per layer and x0.930 in the 48-layer graph, row-split=2 x1.017 per layer and x0.996 (same) in the graph,
+  // where pace_out1 took 1.4283 ms per token (its fifth H100 run). Negative results, kept.
   t.pace_out1_ilp = t.pace_out1;
   t.pace_out1_ilp.q4_kernel = kPace1Ilp3PerSm1;
   t.pace_out1_split = t.pace_out1;

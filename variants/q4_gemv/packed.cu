@@ -2994,7 +2994,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // time was spent): as out_proj beside the stacked block rung 98's tail after the gated norm (5.5 us) is its blocks'
   // chain, 5 groups a block at 5120x6144, 3 of them in its stages at the release; ilp=3 takes those 3 in one step (rung
   // 89's kernel), row-split=2 halves each group's rows a thread (rung 90's kernel, 12 consumer warps at k = 6144).
-  // Predicted: 0.5-1.5 us a layer faster than pace_out1 (the twins pace_out1_ilp, pace_out1_split). Not yet measured.
+  // Predicted: 0.5-1.5 us a layer faster than pace_out1 (the twins pace_out1_ilp, pace_out1_split). Measured as out_proj
+  // (H100, reports/h100/run-call44): the ring's bits; ilp=3 x0.930 and row-split=2 x0.996 in the 48-layer graph (negative);
+  // alone at the seed shapes not yet raced (the ladder on an H200 owes them).
   v.push_back(kernel_paced<1, false, 8, 3, 1, 8, 0, 0, 1>());
   v.push_back(kernel_paced<1, false, 8, 1, 2, 8, 0, 0, 1>());
   return v;
