@@ -135,6 +135,11 @@ const Claim kOut1IlpPays{"out1-ilp-pays", "out_proj's groups interleaved pay on 
 const Claim kOut1SplitBits{"out1-split-bitwise",
                            "pace_out1 with out_proj's rows over two threads a block of 32 weights (gdn::kPace1SplitPerSm1, row-split=2) gives pace_out1's bits"};
 const Claim kOut1SplitPays{"out1-split-pays", "twice the warps pay for out_proj on one block an SM: pace_out1 is faster with out_proj on gdn::kPace1SplitPerSm1"};
+const Claim kSpan2Bits{"span2-bitwise",
+                       "pace_out1 with out_proj and the next token's input side as one persistent launch (GdnDevice::set_span, pace 2) gives pace_out1's bits"};
+const Claim kSpan2Pays{"span2-pays", "one ring across out_proj and the next stacked launch pays: pace_out1 is faster with the span at pace 2"};
+const Claim kSpan3Bits{"span3-bitwise", "pace_out1 with the span at pace 3 gives pace_out1's bits"};
+const Claim kSpan3Pays{"span3-pays", "one ring across out_proj and the next stacked launch pays at pace 3: pace_out1 is faster with the span at pace 3"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kConvRecBits{"conv-rec-bitwise",
@@ -210,6 +215,7 @@ struct Plan {
   std::string pace_out1_late, pace_out1_defer;  // pace_out1 with out_proj at pace=1-2, at defer=4,rows=4 (against pace_out1)
   std::string pace_out1_l2;                     // pace_out1 with out_proj at rest=l2 (against pace_out1)
   std::string pace_out1_ilp, pace_out1_split;   // pace_out1 with out_proj at ilp=3, at row-split=2 (against pace_out1)
+  std::string pace_span2, pace_span3;           // pace_out1 with the span at pace 2, 3 (against pace_out1)
 };
 Plan plan() {
   Plan p;
@@ -257,6 +263,8 @@ Plan plan() {
   p.pace_out1_l2 = gdn::fused_step_variant(t.pace_out1_l2);
   p.pace_out1_ilp = gdn::fused_step_variant(t.pace_out1_ilp);
   p.pace_out1_split = gdn::fused_step_variant(t.pace_out1_split);
+  p.pace_span2 = gdn::fused_step_variant(t.pace_span2);
+  p.pace_span3 = gdn::fused_step_variant(t.pace_span3);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -404,6 +412,9 @@ void run_fused(Context& ctx) {
                 "with out_proj at ilp=3");
     twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_split), pl.pace_out1, pl.pace_out1_split, kOut1SplitBits, kOut1SplitPays,
                 "with out_proj at row-split=2");
+    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_span2), pl.pace_out1, pl.pace_span2, kSpan2Bits, kSpan2Pays,
+                "with the span at pace 2 (out_proj and the next token's input side one launch)");
+    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_span3), pl.pace_out1, pl.pace_span3, kSpan3Bits, kSpan3Pays, "with the span at pace 3");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
     twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
@@ -435,7 +446,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kOut1LateBits, kOut1LatePays, kOut1DeferBits, kOut1DeferPays, kOut1L2Bits, kOut1L2Pays, kOut1IlpBits, kOut1IlpPays, kOut1SplitBits, kOut1SplitPays, kConvRecBits, kConvRecPays,
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kOut1LateBits, kOut1LatePays, kOut1DeferBits, kOut1DeferPays, kOut1L2Bits, kOut1L2Pays, kOut1IlpBits, kOut1IlpPays, kOut1SplitBits, kOut1SplitPays, kSpan2Bits, kSpan2Pays, kSpan3Bits, kSpan3Pays, kConvRecBits, kConvRecPays,
                  kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });

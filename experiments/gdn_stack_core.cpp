@@ -144,6 +144,12 @@ void GdnStack::set_input(std::span<const float> h) {
 void GdnStack::enqueue_layer(int l) { dev_.enqueue_operators(dev_.step_operators(l, in_.get(), ping_[l % 2].get()), stream_); }
 
 void GdnStack::enqueue() {
+  if (dev_.span() > 0) {  // the span (GdnDevice::set_span): each out_proj launch carries the next layer's input side
+    std::vector<gdn::GdnDevice::StepRef> steps;
+    for (int l = 0; l < dev_.layers(); ++l) steps.push_back({l, 0, in_.get(), ping_[l % 2].get()});
+    dev_.enqueue_operators(dev_.chain_operators(steps), stream_);
+    return;
+  }
   for (int l = 0; l < dev_.layers(); ++l) enqueue_layer(l);
 }
 

@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 83);  // with conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*, ba-conv-*, out-per-sm1-*, out-stages4-*, out1-ba-conv-*, out1-late-*, out1-defer-*, out1-l2-*, out1-ilp-*, out1-split-*
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 87);  // with span2-*, span3-*, conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*, ba-conv-*, out-per-sm1-*, out-stages4-*, out1-ba-conv-*, out1-late-*, out1-defer-*, out1-l2-*, out1-ilp-*, out1-split-*
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -245,10 +245,36 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(gdn::config_error(tw.pace_out1_ba, rg::qwen35_27b()) == "");
   CHECK(registry().has_variant(gdn::fused_step_variant(tw.pace_out1_ba)));
   for (const auto& c : {tw.fold_depth, tw.depth_all, tw.fold_pace, tw.pace_all, tw.pace_ilp, tw.pace_late, tw.pace_defer, tw.pace_out1, tw.pace_out1_s4, tw.pace_out1_late,
-                        tw.pace_out1_defer, tw.pace_out1_l2, tw.pace_out1_ilp, tw.pace_out1_split}) {
+                        tw.pace_out1_defer, tw.pace_out1_l2, tw.pace_out1_ilp, tw.pace_out1_split, tw.pace_span2, tw.pace_span3}) {
     CHECK(c.fold_ba);
     CHECK(registry().has_variant(gdn::fused_step_variant(c)));
     CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");
+  }
+  // The span: pace_out1 with set_span at pace 2 and 3, named by its axis; refused where its needs are not met, naming them.
+  {
+    auto with = tw.pace_out1;
+    with.span = 2;
+    CHECK(gdn::fused_step_variant(tw.pace_span2) == gdn::fused_step_variant(with));
+    CHECK(gdn::fused_step_variant(tw.pace_span2) == gdn::fused_step_variant(tw.pace_out1) + ",span=2");
+    CHECK(tw.pace_span3.span == 3);
+    auto no_q8 = tw.pace_span2;
+    no_q8.norm_q8 = false;
+    CHECK(gdn::config_error(no_q8, rg::qwen35_27b()).find("set_norm_q8") != std::string::npos);
+    auto unchained = tw.pace_span2;
+    unchained.chain = false;
+    CHECK(gdn::config_error(unchained, rg::qwen35_27b()).find("PDL chain") != std::string::npos);
+    auto no_fold = tw.pace_span2;
+    no_fold.fold_ba = false;
+    CHECK(gdn::config_error(no_fold, rg::qwen35_27b()).find("set_fold_ba") != std::string::npos);
+    auto rows4 = tw.pace_span2;
+    rows4.q4_kernel = gdn::kPace1Defer4R4PerSm1;  // tiles-r4
+    CHECK(gdn::config_error(rows4, rg::qwen35_27b()).find("tiles-r8") != std::string::npos);
+    auto fast = tw.pace_span2;
+    fast.span = 5;
+    CHECK(gdn::config_error(fast, rg::qwen35_27b()).find("1 to 4") != std::string::npos);
+    auto f32 = gdn::step_f32_candidate();
+    f32.span = 2;
+    CHECK(gdn::config_error(f32, rg::qwen35_27b()).find("f32 tier") != std::string::npos);
   }
   auto apart = base;
   apart.merged_in = false;

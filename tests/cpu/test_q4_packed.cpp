@@ -20,6 +20,7 @@
 #include "q4_gemv/packed_kernels.hpp"
 #include "q4_gemv/packed_ring.hpp"
 #include "q4_gemv/q4_gemv.hpp"
+#include "q4_gemv/span.hpp"
 
 using namespace klab;
 namespace pk = klab::q4_gemv::packed;
@@ -1017,4 +1018,41 @@ TEST_CASE("pace=P's protocol: under any order of requests, arrivals and consumpt
   CHECK(pk::pace_waits(1, 4, 1).full);
   CHECK(pk::pace_waits(1, 4, 1).full_stage == 0);
   CHECK_FALSE(pk::pace_waits(1, 4, 1).empty);
+}
+
+TEST_CASE("span: the stages of its ring, and the shapes, paces and buffers it refuses, each by name, before any CUDA call") {
+  using q4_gemv::SpanCall;
+  // The GDN layer's out_proj (5120 x 6144) and stacked input projections (16480 x 5120): the larger group is out_proj's
+  // (6 warps x 8 rows x (512 + 64) bytes = 27648), 6 of them in kSpanSmem (168 KB), room left beside for the small kernels.
+  CHECK(q4_gemv::span_stages(6144, 5120) == 6);
+  CHECK(q4_gemv::span_stages(5120, 5120) == 7);  // 23040-byte groups
+  CHECK(q4_gemv::span_stages(1024, 1024) == 8);  // the ring's most
+  SpanCall c;
+  c.out_m = 5120, c.out_k = 6144, c.in_m = 16480, c.in_k = 5120, c.ba_rows = 96;
+  CHECK(q4_gemv::span_error(c, 2) == "");
+  CHECK(q4_gemv::span_error(c, 0).find("1 to 4") != std::string::npos);
+  CHECK(q4_gemv::span_error(c, 5).find("1 to 4") != std::string::npos);
+  auto odd = c;
+  odd.out_k = 6100;
+  CHECK(q4_gemv::span_error(odd, 2).find("out_proj") != std::string::npos);
+  auto wide = c;
+  wide.in_k = 32768 + 32;
+  CHECK(q4_gemv::span_error(wide, 2).find("stacked") != std::string::npos);
+  auto big = c;
+  big.in_k = 31 * 1024;  // 31 consumer warps and the producer: 1024 threads; its groups exceed half the ring
+  CHECK(q4_gemv::span_error(big, 2).find("half of the span's ring") != std::string::npos);
+  auto ba = c;
+  ba.in_k = 12288;  // b|a in split-row's order: k up to 8192
+  CHECK(q4_gemv::span_error(ba, 2).find("split-row") != std::string::npos);
+  auto no_ba = ba;
+  no_ba.ba_rows = 0;
+  CHECK(q4_gemv::span_error(no_ba, 2) == "");  // without b|a rows: 12 warps x 4608 = 55 KB groups, 3 of them in the ring
+  CHECK(q4_gemv::span_stages(6144, 12288) == 3);
+  // Buffers: refused by name before anything is launched (no device needed to get there).
+  CHECK_THROWS_WITH_AS(q4_gemv::launch_span(c, 2, nullptr), doctest::Contains("null out_proj buffer"), Error);
+  static std::uint8_t w[64] alignas(16);
+  static float y[64];
+  c.out_packed = w, c.out_y = y;
+  CHECK_THROWS_WITH_AS(q4_gemv::launch_span(c, 2, nullptr), doctest::Contains("null buffer"), Error);
+  CHECK_THROWS_WITH_AS(q4_gemv::launch_span(c, 9, nullptr), doctest::Contains("1 to 4"), Error);
 }

@@ -955,6 +955,37 @@ TEST_CASE("GDN the conv history as a ring (hist=ring): the candidates' bits with
   CHECK_THROWS_WITH_AS(dev.enqueue_batch(0, 0, 2, nullptr, nullptr, nullptr), doctest::Contains("hist=ring"), Error);
 }
 
+TEST_CASE("GDN span (set_span): pace_out1's bits with out_proj and the next token's or layer's input side as one persistent launch, token by token, chained through a run and as a graph of layers; two launches fewer a step after the first") {
+  constexpr int T = 8, kLayers = 3;
+  const auto [g, w, q, h] = qwen_case(T, 107);
+  const gdn::FusedStepConfig base = gdn::candidate_twins().pace_out1;
+  for (const gdn::FusedStepConfig& span : {gdn::candidate_twins().pace_span2, gdn::candidate_twins().pace_span3}) {
+    CAPTURE(span.span);
+    GdnDevice a(g, 1), b(g, 1);
+    setup_config(a, base, w, q);
+    setup_config(b, span, w, q);
+    // Token by token (step()): each out_proj a span with no next.
+    const TwinsDiff d = twins_diff(b, a, h, g, T);
+    CHECK(d.out == 0);
+    CHECK(d.mid + d.state == 0);
+    // T tokens as one run: each out_proj carries the next token's h's q8 form, b|a and stacked projections.
+    a.reset();
+    b.reset();
+    const std::vector<float> ya = a.run(0, T, h), yb = b.run(0, T, h);
+    CHECK(bitwise_diff(yb, ya) == 0);
+    std::int64_t rest = 0;
+    for (What wh : rg::all_whats()) rest += bitwise_diff(b.get(0, wh), a.get(0, wh));
+    CHECK(rest == 0);
+    CHECK(bitwise_diff(yb, std::vector<float>(yb.size(), 0.0f)) > 0);
+    // The layers as one graph (each out_proj carrying the next layer's input side) against the same layers one by one.
+    const GraphTwins gt = graph_twins(base, span, kLayers, w, q, test::tok(h, g, 0));
+    CHECK(gt.a_bitwise);
+    CHECK(gt.b_bitwise);
+    CHECK(gt.out_diff == 0);
+    CHECK(gt.b_kernels == gt.a_kernels - 2 * (kLayers - 1));  // in_prep_ba and the stacked kernel, inside the span before
+  }
+}
+
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
   cudaStream_t s = nullptr;
   KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -22,7 +22,9 @@ constexpr int kMaxK = 4 * kThreads * kMaxPer;  // 8192
 // griddepcontrol.wait, x after it (split_row.cu's contract).
 // Ways > 1: the GDN step's b|a rows in its conv_norm_bg launch of fewer threads (gdn_kernels.cu, fold=ba-conv),
 // in split-row's bits at kThreads.
-template <bool Pdl, int Ways = 1, class Finish>
+// Bar > 0: the block's threads 0 .. T - 1 meet at named barrier Bar (bar.sync Bar, T) instead of __syncthreads, for a
+// kernel whose other warps do other work meanwhile (q4_gemv's span kernel: its b|a rows by 128 of its consumer threads).
+template <bool Pdl, int Ways = 1, int Bar = 0, class Finish>
 __device__ __forceinline__ void row_total(const float* __restrict__ w, const float* __restrict__ x, int k, int row, int T, Finish&& finish) {
   if constexpr (Pdl) asm volatile("griddepcontrol.launch_dependents;");
   __shared__ float part[32];
@@ -62,7 +64,8 @@ __device__ __forceinline__ void row_total(const float* __restrict__ w, const flo
   if (lane == 0)
 #pragma unroll
     for (int v = 0; v < Ways; ++v) part[warp + v * (T / 32)] = acc[v];
-  __syncthreads();
+  if constexpr (Bar == 0) __syncthreads();
+  else asm volatile("bar.sync %0, %1;" ::"n"(Bar), "r"(T) : "memory");
   if (t == 0) {
     float s = part[0];
     for (int i = 1; i < V / 32; ++i) s += part[i];

@@ -14,6 +14,7 @@
 #include "q4_gemm/op.hpp"
 #include "q4_gemv/prepared_x.cuh"
 #include "q4_gemv/q4_gemv.hpp"
+#include "q4_gemv/span.hpp"
 
 namespace klab::gdn {
 
@@ -679,7 +680,63 @@ void GdnDevice::unload_projections(int layer) {
   L.tier = Layer::Tier::none;
 }
 
-std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot, const float* d_h, float* d_y) const {
+std::string GdnDevice::span_error(int pace, bool norm_q8, bool chain, bool merged_in, bool fold_ba, bool fork, const q4_gemv::Q4Kernel* out,
+                                  const q4_gemv::Q4Kernel* stacked, const Geometry& g) {
+  if (pace == 0) return "";
+  if (!norm_q8) return "span=" + std::to_string(pace) + " runs out_proj on the prepared x: it needs set_norm_q8";
+  if (!chain) return "span=" + std::to_string(pace) + " is a PDL launch: it needs the PDL chain (set_pdl_chain)";
+  if (!merged_in || !fold_ba || fork)
+    return "span=" + std::to_string(pace) + " runs the next step's stacked input projections with b|a: it needs set_merged_in and set_fold_ba, without fork=z";
+  for (const q4_gemv::Q4Kernel* k : {out, stacked})
+    if (k == nullptr || k->layout == nullptr || k->layout->name != "tiles-r8")
+      return "span=" + std::to_string(pace) + " reads the paced ring's layout (tiles-r8): " + (k ? k->name : std::string("no q4 kernel")) + " packs " +
+             (k && k->layout ? k->layout->name : std::string("no layout"));
+  q4_gemv::SpanCall c;
+  c.out_m = int(g.hidden), c.out_k = int(g.value_dim());
+  c.in_m = int(g.conv_dim() + g.value_dim()), c.in_k = int(g.hidden), c.ba_rows = 2 * g.nv;
+  if (auto why = q4_gemv::span_error(c, pace); !why.empty()) return "span=" + std::to_string(pace) + ": " + why;
+  return "";
+}
+
+std::string GdnDevice::span_error() const {
+  return span_error(span_, norm_q8_, pdl_chain_, merged_in_, fold_ba_, fork_z_, q4_ ? q4_->kernel : nullptr, q4_ ? stacked_launch_kernel() : nullptr, g_);
+}
+
+std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot, const float* d_h, float* d_y, bool own_input, const StepRef* next) const {
+  require(span_ > 0 || (own_input && next == nullptr), "GdnDevice: internal: a step without its input side or with a next one needs the span (set_span)");
+  std::vector<StepOperator> ops = step_list(layer, slot, d_h, d_y);
+  if (span_ == 0) return ops;
+  if (auto why = span_error(); !why.empty()) throw Error("GdnDevice: " + why);
+  const Layer* L = layers_[std::size_t(layer)].get();
+  if (L->tier != Layer::Tier::q4) throw Error("GdnDevice: " + layer_str(layer) + " is on the f32 tier: the span (set_span) is the q4 tier's");
+  // The list is [the stacked launch (in_prep_ba, then the q4 kernel), conv_norm_bg, the recurrence, the gated norm, out_proj] (span_error).
+  const OperatorBytes input = ops.front().bytes;
+  if (!own_input) ops.erase(ops.begin());
+  const Layer* N = next ? layers_[std::size_t(next->layer)].get() : nullptr;
+  if (N && N->tier != Layer::Tier::q4) throw Error("GdnDevice: " + layer_str(next->layer) + " is on the f32 tier: the span (set_span) is the q4 tier's");
+  StepOperator& out = ops.back();
+  if (N) {
+    out.name = "out_proj+next_in_proj";
+    out.bytes.weights += input.weights, out.bytes.state += input.state, out.bytes.act += input.act;  // the next step's: the same geometry
+  }
+  out.enqueue = [L, N, d_y, d_h_next = next ? next->d_h : nullptr, q4 = q4_.get(), stacked = stacked_launch_kernel(), pace = span_, g = g_](cudaStream_t s) {
+    const Q4Pool::Tensor t = packed_of(q4->pool, *q4->kernel, L->q4, BigProj::out, "span");
+    q4_gemv::SpanCall c;
+    c.out_packed = t.packed, c.out_y = d_y, c.out_m = int(t.shape.rows), c.out_k = int(t.shape.cols);
+    if (N) {
+      for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(N->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (span)");
+      const int all = int(g.conv_dim() + g.value_dim());
+      if (N->in.layout != stacked->layout || N->in.packed.size() != stacked->layout->bytes(all, g.hidden))
+        throw Error("GdnDevice: internal: the stacked input projections are not in " + stacked->layout->name);
+      c.in_packed = N->in.packed.get(), c.in_y = N->xc.get(), c.in_m = all, c.in_k = int(g.hidden), c.h = d_h_next;
+      c.w_ba = N->w_ba.get(), c.ba = N->ba.get(), c.ba_rows = 2 * g.nv;
+    }
+    q4_gemv::launch_span(c, pace, s);
+  };
+  return ops;
+}
+
+std::vector<GdnDevice::StepOperator> GdnDevice::step_list(int layer, int slot, const float* d_h, float* d_y) const {
   const Layer* L = layers_[std::size_t(layer)].get();
   const Geometry& g = g_;
   const bool norm_in_rec = rec_->gated_norm;  // the recurrence runs the gated norm as its epilogue
@@ -881,14 +938,32 @@ void GdnDevice::enqueue_operators(const std::vector<StepOperator>& ops, cudaStre
   }
 }
 
-std::vector<GdnDevice::StepOperator> GdnDevice::step_operators(int layer, const float* d_h, float* d_y, int slot) const {
-  ready(layer, "step_operators");
-  check_slot(slot, "step_operators");
-  require(d_h != nullptr && d_y != nullptr, "GdnDevice::step_operators: " + layer_str(layer) + ": null buffer");
-  require(reinterpret_cast<std::uintptr_t>(d_h) % 16 == 0, "GdnDevice::step_operators: " + layer_str(layer) + ": input not 16-byte aligned");
+void GdnDevice::check_step(int layer, int slot, const float* d_h, const float* d_y, const char* what) const {
+  ready(layer, what);
+  check_slot(slot, what);
+  const std::string who = std::string("GdnDevice::") + what + ": " + layer_str(layer);
+  require(d_h != nullptr && d_y != nullptr, who + ": null buffer");
+  require(reinterpret_cast<std::uintptr_t>(d_h) % 16 == 0, who + ": input not 16-byte aligned");
   const std::int64_t H = g_.hidden;
-  require(!(d_y < d_h + H && d_h < d_y + H), "GdnDevice::step_operators: " + layer_str(layer) + ": output overlaps input");
+  require(!(d_y < d_h + H && d_h < d_y + H), who + ": output overlaps input");
+}
+
+std::vector<GdnDevice::StepOperator> GdnDevice::step_operators(int layer, const float* d_h, float* d_y, int slot) const {
+  check_step(layer, slot, d_h, d_y, "step_operators");
   return operators_of(layer, slot, d_h, d_y);
+}
+
+std::vector<GdnDevice::StepOperator> GdnDevice::chain_operators(const std::vector<StepRef>& steps) const {
+  require(!steps.empty(), "GdnDevice::chain_operators: no step");
+  for (const StepRef& r : steps) check_step(r.layer, r.slot, r.d_h, r.d_y, "chain_operators");
+  std::vector<StepOperator> all;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const StepRef& r = steps[i];
+    const bool span = span_ > 0;
+    auto ops = operators_of(r.layer, r.slot, r.d_h, r.d_y, !span || i == 0, span && i + 1 < steps.size() ? &steps[i + 1] : nullptr);
+    for (auto& op : ops) all.push_back(std::move(op));
+  }
+  return all;
 }
 
 void GdnDevice::step(int layer, std::span<const float> h, std::span<float> y, int slot) {
@@ -941,7 +1016,13 @@ void GdnDevice::enqueue_run(int layer, int T, const float* d_h_seq, float* d_y_s
   const std::int64_t H = g_.hidden, n = std::int64_t(T) * H;
   const bool overlap = d_y_seq < d_h_seq + n && d_h_seq < d_y_seq + n;
   require(!overlap, "GdnDevice::enqueue_run: " + layer_str(layer) + ": output overlaps input");
-  for (int t = 0; t < T; ++t) enqueue_step(layer, slot, d_h_seq + t * H, d_y_seq + t * H, stream);
+  if (span_ > 0) {  // the span carries each token's input side in the out_proj launch before it
+    std::vector<StepRef> steps;
+    for (int t = 0; t < T; ++t) steps.push_back(StepRef{layer, slot, d_h_seq + t * H, d_y_seq + t * H});
+    enqueue_operators(chain_operators(steps), stream);
+  } else {
+    for (int t = 0; t < T; ++t) enqueue_step(layer, slot, d_h_seq + t * H, d_y_seq + t * H, stream);
+  }
   // get(OUT) reads the last step's output, as after step().
   KLAB_CUDA(cudaMemcpyAsync(L.out_y.get(), d_y_seq + (T - 1) * H, std::size_t(H) * kF, cudaMemcpyDeviceToDevice, stream));
 }

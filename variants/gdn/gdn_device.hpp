@@ -186,6 +186,21 @@ class GdnDevice {
   // (RecurrenceKernel::state_before_wait: impl=fused,...,pdl=on; pdl=early is the chain's). Default off.
   void set_pdl_chain(bool on) { pdl_chain_ = on; }
   bool pdl_chain() const { return pdl_chain_; }
+  // span (q4_gemv/span.hpp; issue 14): from the next operators built on, a step's out_proj and the NEXT step's input
+  // side (h's q8 form, b|a and the stacked input projections) as ONE persistent launch, whose ring streams both
+  // matrices without a break, its blocks entering beside the small kernels, at pace P (1 to 4 group requests in flight
+  // a block; 0: off). The same bits as without it (every q4 row in the paced ring's arithmetic, which the q4 kernels of
+  // rows=8 share; b|a in split-row's). Consecutive steps run it through chain_operators; a step alone (enqueue_step,
+  // step_operators) runs its out_proj as a span with no next. Needs, checked when operators are built (klab::Error
+  // naming the reason, before any launch): span_error. Default 0.
+  void set_span(int pace) { span_ = pace; }
+  int span() const { return span_; }
+  // Why the span cannot run with these settings ("" when it can, or pace 0): q4 out_proj on the prepared x (set_norm_q8)
+  // in the PDL chain, the stacked launch with b|a in its prep (set_merged_in, set_fold_ba; no fork=z), both q4 kernels
+  // in the paced ring's layout (tiles-r8), the geometry within q4_gemv::span_error.
+  static std::string span_error(int pace, bool norm_q8, bool chain, bool merged_in, bool fold_ba, bool fork, const q4_gemv::Q4Kernel* out,
+                                const q4_gemv::Q4Kernel* stacked, const Geometry& g);
+  std::string span_error() const;
   // in_proj_qkv and in_proj_z as ONE q4 launch from the next step on (issue 14: "b|a folded into the
   // input projections' launch"; b|a stays f32, its own launch): both read h, so the q4 kernel runs once
   // over their rows stacked (W_qkv's conv_dim rows, then W_z's nv*dv) and writes xc and z, which lie
@@ -378,6 +393,16 @@ class GdnDevice {
   // stream at a time: the branch's stream and events are this device's. klab::Error before anything is
   // enqueued when a forked operator has no later join or this device has no branch (set_fork_z).
   void enqueue_operators(const std::vector<StepOperator>& ops, cudaStream_t stream) const;
+  // One step of a chain: `layer` in `slot` on d_h -> d_y (as step_operators takes them).
+  struct StepRef {
+    int layer = 0, slot = 0;
+    const float* d_h = nullptr;
+    float* d_y = nullptr;
+  };
+  // The operators of consecutive steps, in order (each checked as step_operators checks it). With the span on,
+  // steps[0] runs its own input side, step i's out_proj carries step i + 1's (so step i + 1's list starts with its
+  // conv) and the last step's out_proj runs alone; off, the concatenation of the steps' step_operators.
+  std::vector<StepOperator> chain_operators(const std::vector<StepRef>& steps) const;
 
   // Zeroes the state (S and hist) of every layer of every slot, or of one layer of one slot.
   // Enqueued on stream() (no sync). Intermediates are left as they are.
@@ -403,7 +428,13 @@ class GdnDevice {
   // It runs operators_of() in order, nothing else.
   void enqueue_step(int layer, int slot, const float* d_h, float* d_y, cudaStream_t stream);
   // The step's operators without the checks of step_operators (the callers made them).
-  std::vector<StepOperator> operators_of(int layer, int slot, const float* d_h, float* d_y) const;
+  // With the span on: own_input false leaves out the step's input side (the span before it ran it); next, when
+  // given, is the step whose input side this step's out_proj runs.
+  std::vector<StepOperator> operators_of(int layer, int slot, const float* d_h, float* d_y, bool own_input = true, const StepRef* next = nullptr) const;
+  // The step's operators as the settings other than the span make them (operators_of's list before the span's changes).
+  std::vector<StepOperator> step_list(int layer, int slot, const float* d_h, float* d_y) const;
+  // The checks of step_operators on one step.
+  void check_step(int layer, int slot, const float* d_h, const float* d_y, const char* what) const;
   void check_layer(int layer, const char* what) const;         // range
   void check_slot(int slot, const char* what) const;           // range
   const Layer& hit(int layer, const char* what) const;         // range + loaded (hit-only)
@@ -450,6 +481,7 @@ class GdnDevice {
   bool fold_ba_ = false;
   bool fold_ba_main_ = false;
   bool fold_ba_conv_ = false;
+  int span_ = 0;  // set_span: the pace, 0 off
   kernels::L2Prefetch l2_prefetch_ = kernels::L2Prefetch::none;
   bool fork_z_ = false;
   struct Branch;                    // set_fork_z: the second stream and the fork and join events

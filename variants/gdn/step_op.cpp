@@ -262,6 +262,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_out1_l2,
       t.pace_out1_ilp,
       t.pace_out1_split,
+      t.pace_span2,
+      t.pace_span3,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -508,6 +510,17 @@ CandidateTwins candidate_twins() {
   t.pace_out1_ilp.q4_kernel = kPace1Ilp3PerSm1;
   t.pace_out1_split = t.pace_out1;
   t.pace_out1_split.q4_kernel = kPace1SplitPerSm1;
+  // pace_span2, pace_span3 (2026-12-06, eleventh session). Why (pace_out1's traced cycle, reports/h100/run-call44): 29.4 us
+  // a layer, of which out_proj ends 5.5 us after the gated norm, in_prep_ba 2.0 after it and the next stacked launch
+  // 13.7 after that, while the ~8 us of small kernels before out_proj leave the DRAM mostly idle: each q4 launch is a
+  // ring that starts empty and ends with its grid. The span (q4_gemv/span.hpp) is one ring for out_proj and the next
+  // step's input side: its blocks (one an SM, a 166 KB ring at k = 6144) fill with out_proj's bytes while the small
+  // kernels run, and request the next stacked bytes through out_proj's dots, its grid barrier and the next prep.
+  // Predicted: 4-7 us a layer less in the 48-layer graph on an H100 (the stacked launch's ~36 MB past the ring at the
+  // read rate after the barrier, out_proj's dots from a full ring); in gdn-step-fused the same where the T tokens chain.
+  t.pace_span2 = t.pace_span3 = t.pace_out1;
+  t.pace_span2.span = 2;
+  t.pace_span3.span = 3;
   return t;
 }
 
@@ -562,6 +575,14 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
     if (const auto& k = f32_gemv::f32_kernel(c.ba); k.can_implement)
       if (auto why = k.can_implement(2 * std::int64_t(g.nv), g.hidden); !why.empty())
         return c.ba + " (b|a, " + std::to_string(2 * g.nv) + " x " + std::to_string(g.hidden) + "): " + why;
+  if (c.span != 0) {
+    if (c.f32) return "span=" + std::to_string(c.span) + " on the f32 tier: it is the q4 tier's";
+    const q4_gemv::Q4Kernel& out = q4_gemv::q4_kernel(c.q4_kernel);
+    if (auto why = GdnDevice::span_error(c.span, c.norm_q8, c.chain, c.merged_in, c.fold_ba, c.fork_z, &out,
+                                         &q4_gemv::q4_kernel(c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel), g);
+        !why.empty())
+      return why;
+  }
   return "";
 }
 
@@ -580,6 +601,7 @@ void apply(const FusedStepConfig& c, GdnDevice& dev) {
   dev.set_l2_prefetch(c.l2_prefetch);
   dev.set_fork_z(c.fork_z);
   dev.set_fold_ba_conv(c.fold_ba_conv);
+  dev.set_span(c.span);
 }
 
 namespace {
@@ -606,6 +628,7 @@ std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStep
   if (c.fold_ba_conv) axes.push_back({"fold", "ba-conv"});
   if (c.l2_prefetch != kernels::L2Prefetch::none) axes.push_back({"pf", c.l2_prefetch == kernels::L2Prefetch::after ? "out" : "out-early"});
   if (c.fork_z) axes.push_back({"fork", "z"});
+  if (c.span > 0) axes.push_back({"span", std::to_string(c.span)});
   return axes;
 }
 

@@ -55,6 +55,7 @@
 #include "q4_gemv/packed_ring.hpp"
 #include "f32_gemv/split_row.cuh"
 #include "q4_gemv/prepared_x.cuh"
+#include "q4_gemv/span.hpp"
 
 namespace klab::q4_gemv::packed {
 
@@ -727,7 +728,7 @@ constexpr unsigned kXfSpins = 1u << 16;  // ~50 ms of polls through L2
 
 __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
   unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 __device__ __forceinline__ void st_release_gpu(unsigned* p, unsigned v) {
@@ -2033,6 +2034,136 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
 }
 
+// ---- span (span.hpp): out_proj and the next stacked launch as one persistent ring ----
+// The span's grid-wide barrier: sync[0] counts arrivals, sync[1] is the generation. Self-resetting (the last arriver
+// zeroes the count before it bumps the generation), so one zeroed pair serves every launch in stream order: a launch
+// arrives only after its griddepcontrol.wait, when the launch before it is complete.
+__device__ unsigned g_span_sync[2];
+__device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+// Block j's groups of one matrix, as packed_paced_kernel's G = 1 loop consumes them (its values in its order), on the
+// span's stage counter c (stage c % S, parity (c / S) & 1), continued across the span's phases.
+template <int R>
+__device__ __forceinline__ void span_consume(const RingPlan& plan, int j, int mine, std::uint8_t* ring, unsigned slot, std::uint64_t* full,
+                                             std::uint64_t* empty, float (*part)[kMaxWarps][R], int& c, int S, float* __restrict__ y, int m,
+                                             const uint4& xe, const uint4& xo, const uint4& cd, bool active, unsigned consumers) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int code0 = plan.code_at(warp, lane, 0), sc0 = plan.scales_at(warp, lane);
+  const float d = __uint_as_float(cd.y);
+  for (int n = 0; n < mine; ++n, ++c) {
+    const int s = c % S;
+    mbar_wait(&full[s], unsigned((c / S) & 1));
+    const std::uint8_t* st = ring + std::size_t(s) * slot;
+    float p[R];
+    if (active) {
+      Scales<R> sc;
+      sc.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
+      for (int r = 0; r < R; ++r) {
+        const uint4 q = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
+        int se = int(cd.x), so = 0;
+        for (int w = 0; w < 4; ++w) q8_word(word_of(q, w), word_of(xe, w), word_of(xo, w), se, so);
+        p[r] = q8_finish(se, so, half_value(sc.get(r)), d);
+      }
+    } else {
+      for (int r = 0; r < R; ++r) p[r] = 0.f;
+    }
+    const float t = warp_rows<R>(p, lane);
+    if ((lane & (32 / R - 1)) == 0) part[c & 1][warp][lane / (32 / R)] = t;
+    asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
+    if (tid == 0) mbar_arrive(&empty[s]);
+    if (tid < R) {
+      const std::int64_t row = plan.group_of(j, n) * R + tid;
+      if (row < m) {
+        float sum = part[c & 1][0][tid];
+        for (int w = 1; w < plan.W; ++w) sum = add_rn(sum, part[c & 1][w][tid]);
+        y[row] = sum;
+      }
+    }
+  }
+}
+constexpr int kSpanBaThreads = 128;  // b|a rows by consumer threads 0..127, standing for split-row's 256 (Ways 2)
+__device__ __forceinline__ int span_warps(int k) { return (k / ref::kQ4Block + 31) / 32; }
+template <int P>
+__global__ void __launch_bounds__(kMaxWarps * 32) packed_span_kernel(SpanCall a, int S, unsigned slot) {
+  constexpr int R = 8;
+  asm volatile("griddepcontrol.launch_dependents;");
+  extern __shared__ __align__(128) std::uint8_t ring[];  // S slots of `slot` bytes (the larger group)
+  __shared__ __align__(8) std::uint64_t full[kRingMaxStages], empty[kRingMaxStages];
+  __shared__ float part[2][kMaxWarps][R];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, cw = int(blockDim.x >> 5) - 1;  // the last warp produces
+  const int j = int(blockIdx.x), grid = int(gridDim.x);
+  RingPlan p1{span_warps(a.out_k), R, S, grid, (a.out_m + R - 1) / R};
+  RingPlan p2{span_warps(a.in_k), R, S, grid, (a.in_m + R - 1) / R};
+  if (tid == 0) {
+    for (int s = 0; s < S; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  if (warp == cw) {  // the producer: out_proj's groups, then the stacked matrix's, on one stage counter
+    if (lane == 0) {
+      std::uint64_t policy;
+      asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+      int c = 0;
+      for (int phase = 0; phase < 2; ++phase) {
+        const RingPlan& plan = phase == 0 ? p1 : p2;
+        const std::uint8_t* base = phase == 0 ? a.out_packed : a.in_packed;
+        const unsigned bytes = unsigned(plan.stage_bytes());
+        const int mine = plan.mine(j);
+        for (int n = 0; n < mine; ++n, ++c) {
+          const int s = c % S;
+          const PaceWaits pw = pace_waits(c, S, P);
+          if (pw.empty) mbar_wait(&empty[pw.empty_stage], pw.empty_parity);
+          if (pw.full) mbar_wait(&full[pw.full_stage], pw.full_parity);
+          mbar_arrive_expect_tx(&full[s], bytes);
+          bulk_g2s(ring + std::size_t(s) * slot, base + plan.group_offset(plan.group_of(j, n)), bytes, &full[s], policy);
+        }
+      }
+    }
+    return;  // the consumers wait for every stage it requested before they exit
+  }
+  const unsigned consumers = unsigned(cw) * 32u;
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the prepared x: written by our predecessor
+  int c = 0;
+  {
+    const bool active = tid < a.out_k / ref::kQ4Block;
+    uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
+    if (active) xe = __ldcg(&g_xq[tid]), xo = __ldcg(&g_xq[kXqStride + tid]), cd = __ldcg(&g_xq[2 * kXqStride + tid]);
+    span_consume<R>(p1, j, p1.mine(j), ring, slot, full, empty, part, c, S, a.out_y, a.out_m, xe, xo, cd, active, consumers);
+  }
+  // The grid-wide barrier: every block's out_y stores before any block's reads of h.
+  __threadfence();
+  asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
+  if (tid == 0) {
+    const unsigned gen = ld_acquire_u32(&g_span_sync[1]);
+    __threadfence();
+    if (atomicAdd(&g_span_sync[0], 1u) == unsigned(grid) - 1u) {
+      atomicExch(&g_span_sync[0], 0u);
+      __threadfence();
+      atomicAdd(&g_span_sync[1], 1u);
+    } else {
+      while (ld_acquire_u32(&g_span_sync[1]) == gen) __nanosleep(32);
+    }
+    __threadfence();
+  }
+  asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
+  if (a.in_m > 0) {
+    const bool active = tid < a.in_k / ref::kQ4Block;
+    uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
+    if (active) q8_block_words(a.h, tid, xe, xo, cd);  // = the prep launches' words of block tid of h
+    span_consume<R>(p2, j, p2.mine(j), ring, slot, full, empty, part, c, S, a.in_y, a.in_m, xe, xo, cd, active, consumers);
+  }
+  // b|a: row r by block grid - 1 - r mod grid (the last blocks take one stacked group fewer), split-row's bits.
+  if (tid < kSpanBaThreads)
+    for (int r = (grid - 1 - j); r < a.ba_rows; r += grid) {
+      f32_gemv::split_row::row_total<false, 256 / kSpanBaThreads, 2>(a.w_ba, a.h, a.in_k, r, kSpanBaThreads, [&](float v) { a.ba[r] = v; });
+      asm volatile("bar.sync 2, %0;" ::"r"(kSpanBaThreads) : "memory");  // thread 0 has read row_total's part[] before the next row writes it
+    }
+}
+
 // ---- grid=fill,xprep=cluster: the ring in clusters of C blocks, x prepared in the launch ----
 template <int R, bool XPf, int C>
 constexpr auto ring_xc_kernel = packed_ring_kernel<R, Load::bulk, false, false, XPf, false, false, false, 1, false, false, C>;
@@ -3041,6 +3172,68 @@ void set_xf_counters(const XfCounters& c, FlagSet which) {
 }  // namespace klab::q4_gemv::packed
 
 namespace klab::q4_gemv {
+namespace {
+int span_slot(int out_k, int in_k) {
+  const int a = packed::RingPlan{packed::warps_for(out_k), 8}.stage_bytes(), b = packed::RingPlan{packed::warps_for(in_k), 8}.stage_bytes();
+  return std::max(a, b);
+}
+template <int P>
+void launch_span_at(const SpanCall& c, cudaStream_t stream) {
+  using namespace packed;
+  const int slot = span_slot(c.out_k, c.in_m > 0 ? c.in_k : c.out_k), S = span_stages(c.out_k, c.in_m > 0 ? c.in_k : c.out_k);
+  const int W = std::max(std::max(warps_for(c.out_k), c.in_m > 0 ? warps_for(c.in_k) : 1), c.ba_rows > 0 ? kSpanBaThreads / 32 : 1);
+  const int threads = (W + 1) * 32;
+  const std::size_t smem = std::size_t(S) * std::size_t(slot);
+  static std::once_flag once;
+  std::call_once(once, [] {
+    KLAB_CUDA(cudaFuncSetAttribute(packed_span_kernel<P>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
+    KLAB_CUDA(cudaFuncSetAttribute(packed_span_kernel<P>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  });
+  int fit = 0;
+  KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, packed_span_kernel<P>, threads, smem));
+  // The grid-wide barrier needs every block resident at once: one an SM, each SM able to hold one.
+  require(fit >= 1, "q4_gemv span: a block of " + std::to_string(threads) + " threads and " + std::to_string(smem) +
+                        " bytes of shared memory does not fit an SM: its grid-wide barrier could never pass");
+  launch_maybe_pdl(true, packed_span_kernel<P>, dim3(unsigned(sm_count())), dim3(unsigned(threads)), smem, stream, c, S, unsigned(slot));
+  KLAB_CUDA_LAUNCH("packed_span_kernel");
+}
+}  // namespace
+
+int span_stages(int out_k, int in_k) { return std::min(packed::kRingMaxStages, kSpanSmem / span_slot(out_k, in_k)); }
+
+std::string span_error(const SpanCall& c, int pace) {
+  if (pace < 1 || pace > 4) return "pace " + std::to_string(pace) + ": 1 to 4 group requests in flight a block";
+  if (auto why = launch_error(c.out_m, c.out_k); !why.empty()) return "out_proj: " + why;
+  if (auto why = packed::k_error(c.out_k); !why.empty()) return "out_proj: " + why;
+  if (c.in_m < 0 || c.ba_rows < 0) return "negative rows";
+  if (c.in_m > 0 || c.ba_rows > 0) {
+    if (c.in_m > 0)
+      if (auto why = launch_error(c.in_m, c.in_k); !why.empty()) return "the stacked projections: " + why;
+    if (auto why = packed::k_error(c.in_k); !why.empty()) return "the stacked projections: " + why;
+  }
+  const int W = std::max(packed::warps_for(c.out_k), c.in_m > 0 ? packed::warps_for(c.in_k) : 1);
+  if (W + 1 > packed::kMaxWarps) return "k past " + std::to_string((packed::kMaxWarps - 1) * 32 * ref::kQ4Block) + ": the consumers and the producer pass 1024 threads";
+  if (span_stages(c.out_k, c.in_m > 0 ? c.in_k : c.out_k) < 2) return "a group of the larger k takes more than half of the span's ring (" + std::to_string(kSpanSmem) + " bytes)";
+  if (c.ba_rows > 0 && (c.in_k % 4 != 0 || c.in_k / 4 > f32_gemv::split_row::kMaxPer * f32_gemv::split_row::kThreads))
+    return "b|a rows of k = " + std::to_string(c.in_k) + ": split-row takes k a multiple of 4 up to " + std::to_string(f32_gemv::split_row::kMaxK);
+  return "";
+}
+
+void launch_span(const SpanCall& c, int pace, cudaStream_t stream) {
+  if (auto why = span_error(c, pace); !why.empty()) throw Error("q4_gemv span: " + why);
+  require(c.out_packed && c.out_y, "q4_gemv span: a null out_proj buffer");
+  require((c.in_m == 0 || (c.in_packed && c.in_y)) && ((c.in_m == 0 && c.ba_rows == 0) || c.h) && (c.ba_rows == 0 || (c.w_ba && c.ba)),
+          "q4_gemv span: a null buffer (the stacked weights and output, h, W_ba and ba where their rows are asked)");
+  for (const void* p : {static_cast<const void*>(c.out_packed), static_cast<const void*>(c.in_packed), static_cast<const void*>(c.h), static_cast<const void*>(c.w_ba)})
+    require(reinterpret_cast<std::uintptr_t>(p) % 16 == 0, "q4_gemv span: the packed weights, h and W_ba must be 16-byte aligned");
+  switch (pace) {
+    case 1: return launch_span_at<1>(c, stream);
+    case 2: return launch_span_at<2>(c, stream);
+    case 3: return launch_span_at<3>(c, stream);
+    default: return launch_span_at<4>(c, stream);
+  }
+}
+
 uint4* prepared_x() {
   void* p = nullptr;
   KLAB_CUDA(cudaGetSymbolAddress(&p, packed::g_xq));
