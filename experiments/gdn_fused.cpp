@@ -140,6 +140,10 @@ const Claim kSpan2Bits{"span2-bitwise",
 const Claim kSpan2Pays{"span2-pays", "one ring across out_proj and the next stacked launch pays: pace_out1 is faster with the span at pace 2"};
 const Claim kSpan3Bits{"span3-bitwise", "pace_out1 with the span at pace 3 gives pace_out1's bits"};
 const Claim kSpan3Pays{"span3-pays", "one ring across out_proj and the next stacked launch pays at pace 3: pace_out1 is faster with the span at pace 3"};
+const Claim kSpan1x2Bits{"span1x2-bitwise", "pace_out1 with the span at pace 1 on two blocks an SM gives pace_out1's bits"};
+const Claim kSpan1x2Pays{"span1x2-pays", "the span on two blocks an SM pays at pace 1: pace_out1 is faster with it"};
+const Claim kSpan2x2Bits{"span2x2-bitwise", "pace_out1 with the span at pace 2 on two blocks an SM gives pace_out1's bits"};
+const Claim kSpan2x2Pays{"span2x2-pays", "the span on two blocks an SM pays at pace 2: pace_out1 is faster with it"};
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kConvRecBits{"conv-rec-bitwise",
@@ -216,6 +220,7 @@ struct Plan {
   std::string pace_out1_l2;                     // pace_out1 with out_proj at rest=l2 (against pace_out1)
   std::string pace_out1_ilp, pace_out1_split;   // pace_out1 with out_proj at ilp=3, at row-split=2 (against pace_out1)
   std::string pace_span2, pace_span3;           // pace_out1 with the span at pace 2, 3 (against pace_out1)
+  std::string pace_span1x2, pace_span2x2;       // the same on two blocks an SM at pace 1, 2
 };
 Plan plan() {
   Plan p;
@@ -265,6 +270,8 @@ Plan plan() {
   p.pace_out1_split = gdn::fused_step_variant(t.pace_out1_split);
   p.pace_span2 = gdn::fused_step_variant(t.pace_span2);
   p.pace_span3 = gdn::fused_step_variant(t.pace_span3);
+  p.pace_span1x2 = gdn::fused_step_variant(t.pace_span1x2);
+  p.pace_span2x2 = gdn::fused_step_variant(t.pace_span2x2);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -415,6 +422,10 @@ void run_fused(Context& ctx) {
     twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_span2), pl.pace_out1, pl.pace_span2, kSpan2Bits, kSpan2Pays,
                 "with the span at pace 2 (out_proj and the next token's input side one launch)");
     twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_span3), pl.pace_out1, pl.pace_span3, kSpan3Bits, kSpan3Pays, "with the span at pace 3");
+    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_span1x2), pl.pace_out1, pl.pace_span1x2, kSpan1x2Bits, kSpan1x2Pays,
+                "with the span at pace 1 on two blocks an SM");
+    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_span2x2), pl.pace_out1, pl.pace_span2x2, kSpan2x2Bits, kSpan2x2Pays,
+                "with the span at pace 2 on two blocks an SM");
     twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
     twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
@@ -446,7 +457,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kOut1LateBits, kOut1LatePays, kOut1DeferBits, kOut1DeferPays, kOut1L2Bits, kOut1L2Pays, kOut1IlpBits, kOut1IlpPays, kOut1SplitBits, kOut1SplitPays, kSpan2Bits, kSpan2Pays, kSpan3Bits, kSpan3Pays, kConvRecBits, kConvRecPays,
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kOut1LateBits, kOut1LatePays, kOut1DeferBits, kOut1DeferPays, kOut1L2Bits, kOut1L2Pays, kOut1IlpBits, kOut1IlpPays, kOut1SplitBits, kOut1SplitPays, kSpan2Bits, kSpan2Pays, kSpan3Bits, kSpan3Pays, kSpan1x2Bits, kSpan1x2Pays, kSpan2x2Bits, kSpan2x2Pays, kConvRecBits, kConvRecPays,
                  kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });

@@ -163,6 +163,10 @@ const Claim kSpan2InGraph{"span2-in-graph",
                           "(q4-fast-pace-out1 with GdnDevice::set_span at pace 2) is faster per token than q4-fast-pace-out1"};
 const Claim kSpan3InGraph{"span3-in-graph",
                           "in the 48-layer graph, the span at pace 3 pays: q4-fast-pace-span3 is faster per token than q4-fast-pace-out1"};
+const Claim kSpan1x2InGraph{"span1x2-in-graph",
+                            "in the 48-layer graph, the span on two blocks an SM pays at pace 1: q4-fast-pace-span1x2 is faster per token than q4-fast-pace-out1"};
+const Claim kSpan2x2InGraph{"span2x2-in-graph",
+                            "in the 48-layer graph, the span on two blocks an SM pays at pace 2: q4-fast-pace-span2x2 is faster per token than q4-fast-pace-out1"};
 const Claim kWarpInGraph{"warp-prep-in-graph",
                          "in the 48-layer graph, prep blocks of one warp pay: q4-fast-warp (the base on gdn::kWarpQ4, whose prep blocks fit "
                          "beside out_proj's) is faster per token than q4-fast-ba-own"};
@@ -253,6 +257,8 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-pace-out1-split", [] { return gdn::candidate_twins().pace_out1_split; }, &kOut1SplitInGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-pace-span2", [] { return gdn::candidate_twins().pace_span2; }, &kSpan2InGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-pace-span3", [] { return gdn::candidate_twins().pace_span3; }, &kSpan3InGraph, true, "q4-fast-pace-out1"},
+      {"q4-fast-pace-span1x2", [] { return gdn::candidate_twins().pace_span1x2; }, &kSpan1x2InGraph, true, "q4-fast-pace-out1"},
+      {"q4-fast-pace-span2x2", [] { return gdn::candidate_twins().pace_span2x2; }, &kSpan2x2InGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-fold-main-warp", [] { return gdn::candidate_twins().fold_main_warp1; }, &kFoldMainWarpInGraph, true, "q4-fast-fold-main"},
       {"f32-fast-u8", [] { return gdn::f32_candidate_twins().u8; }, &kF32U8InGraph, true, "f32-fast"},
       {"f32-fast-ba-own", [] { return gdn::f32_candidate_twins().ba_own; }, &kF32FoldInGraph, false, "f32-fast"},
@@ -503,7 +509,7 @@ constexpr int kSweepLayers[] = {4, 8, 16, 32, 48};
 constexpr int kQuickSweepLayers[] = {1, 2, 4};
 // The candidate, pace_all and pace_out1 (the fastest on an H100, reports/h100/run-out1*): the three the H200 owes; and
 // the span at pace 2 (q4-fast-pace-span2, 2026-12-06: the layer's launches traced with out_proj and the next stacked one).
-const char* const kSweepTiers[] = {"q4-fast", "q4-fast-pace", "q4-fast-pace-out1", "q4-fast-pace-span2"};
+const char* const kSweepTiers[] = {"q4-fast", "q4-fast-pace", "q4-fast-pace-out1", "q4-fast-pace-span2", "q4-fast-pace-span1x2"};
 const char* const kQuickSweepTiers[] = {"q4"};
 const Claim kSweepBitwise{"graph-bitwise",
                           "at every layer count, one token through the layers as one CUDA graph gives the output and every layer's S and conv "
@@ -579,7 +585,7 @@ void register_gdn_stack(Registry& r) {
                  kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
                  kOutSmemInGraph, kFoldRingInGraph, kFoldDepthInGraph, kDepthAllInGraph, kFoldPaceInGraph, kPaceAllInGraph, kPaceIlpInGraph, kPaceLateInGraph,
                  kPaceDeferInGraph, kBaConvInGraph, kOut1InGraph, kOut1S4InGraph, kOut1BaInGraph,
-                 kOut1LateInGraph, kOut1DeferInGraph, kOut1L2InGraph, kOut1IlpInGraph, kOut1SplitInGraph, kSpan2InGraph, kSpan3InGraph},
+                 kOut1LateInGraph, kOut1DeferInGraph, kOut1L2InGraph, kOut1IlpInGraph, kOut1SplitInGraph, kSpan2InGraph, kSpan3InGraph, kSpan1x2InGraph, kSpan2x2InGraph},
       .run = run_stack,
   });
   r.add(Experiment{

@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 87);  // with span2-*, span3-*, conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*, ba-conv-*, out-per-sm1-*, out-stages4-*, out1-ba-conv-*, out1-late-*, out1-defer-*, out1-l2-*, out1-ilp-*, out1-split-*
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 91);  // with span2-*, span3-*, span1x2-*, span2x2-*, conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*, ba-conv-*, out-per-sm1-*, out-stages4-*, out1-ba-conv-*, out1-late-*, out1-defer-*, out1-l2-*, out1-ilp-*, out1-split-*
   // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
   // other twins differ from the base in one setting each.
   const auto tw = gdn::candidate_twins();
@@ -245,7 +245,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(gdn::config_error(tw.pace_out1_ba, rg::qwen35_27b()) == "");
   CHECK(registry().has_variant(gdn::fused_step_variant(tw.pace_out1_ba)));
   for (const auto& c : {tw.fold_depth, tw.depth_all, tw.fold_pace, tw.pace_all, tw.pace_ilp, tw.pace_late, tw.pace_defer, tw.pace_out1, tw.pace_out1_s4, tw.pace_out1_late,
-                        tw.pace_out1_defer, tw.pace_out1_l2, tw.pace_out1_ilp, tw.pace_out1_split, tw.pace_span2, tw.pace_span3}) {
+                        tw.pace_out1_defer, tw.pace_out1_l2, tw.pace_out1_ilp, tw.pace_out1_split, tw.pace_span2, tw.pace_span3, tw.pace_span1x2, tw.pace_span2x2}) {
     CHECK(c.fold_ba);
     CHECK(registry().has_variant(gdn::fused_step_variant(c)));
     CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");
@@ -257,6 +257,10 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK(gdn::fused_step_variant(tw.pace_span2) == gdn::fused_step_variant(with));
     CHECK(gdn::fused_step_variant(tw.pace_span2) == gdn::fused_step_variant(tw.pace_out1) + ",span=2");
     CHECK(tw.pace_span3.span == 3);
+    CHECK(gdn::fused_step_variant(tw.pace_span1x2) == gdn::fused_step_variant(tw.pace_out1) + ",span=1x2");
+    auto three = tw.pace_span1x2;
+    three.span_per_sm = 3;
+    CHECK(gdn::config_error(three, rg::qwen35_27b()).find("1 or 2") != std::string::npos);
     auto no_q8 = tw.pace_span2;
     no_q8.norm_q8 = false;
     CHECK(gdn::config_error(no_q8, rg::qwen35_27b()).find("set_norm_q8") != std::string::npos);

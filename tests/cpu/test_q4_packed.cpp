@@ -1027,11 +1027,17 @@ TEST_CASE("span: the stages of its ring, and the shapes, paces and buffers it re
   CHECK(q4_gemv::span_stages(6144, 5120) == 6);
   CHECK(q4_gemv::span_stages(5120, 5120) == 7);  // 23040-byte groups
   CHECK(q4_gemv::span_stages(1024, 1024) == 8);  // the ring's most
+  CHECK(q4_gemv::span_stages(6144, 5120, 2) == 3);  // two blocks an SM, each half the ring
   SpanCall c;
   c.out_m = 5120, c.out_k = 6144, c.in_m = 16480, c.in_k = 5120, c.ba_rows = 96;
   CHECK(q4_gemv::span_error(c, 2) == "");
   CHECK(q4_gemv::span_error(c, 0).find("1 to 4") != std::string::npos);
   CHECK(q4_gemv::span_error(c, 5).find("1 to 4") != std::string::npos);
+  auto two = c;
+  two.per_sm = 2;
+  CHECK(q4_gemv::span_error(two, 1) == "");
+  two.per_sm = 3;
+  CHECK(q4_gemv::span_error(two, 1).find("1 or 2") != std::string::npos);
   auto odd = c;
   odd.out_k = 6100;
   CHECK(q4_gemv::span_error(odd, 2).find("out_proj") != std::string::npos);
@@ -1040,7 +1046,7 @@ TEST_CASE("span: the stages of its ring, and the shapes, paces and buffers it re
   CHECK(q4_gemv::span_error(wide, 2).find("stacked") != std::string::npos);
   auto big = c;
   big.in_k = 31 * 1024;  // 31 consumer warps and the producer: 1024 threads; its groups exceed half the ring
-  CHECK(q4_gemv::span_error(big, 2).find("half of the span's ring") != std::string::npos);
+  CHECK(q4_gemv::span_error(big, 2).find("half of a span block's ring") != std::string::npos);
   auto ba = c;
   ba.in_k = 12288;  // b|a in split-row's order: k up to 8192
   CHECK(q4_gemv::span_error(ba, 2).find("split-row") != std::string::npos);

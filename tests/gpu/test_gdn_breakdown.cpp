@@ -959,8 +959,10 @@ TEST_CASE("GDN span (set_span): pace_out1's bits with out_proj and the next toke
   constexpr int T = 8, kLayers = 3;
   const auto [g, w, q, h] = qwen_case(T, 107);
   const gdn::FusedStepConfig base = gdn::candidate_twins().pace_out1;
-  for (const gdn::FusedStepConfig& span : {gdn::candidate_twins().pace_span2, gdn::candidate_twins().pace_span3}) {
+  const auto tw = gdn::candidate_twins();
+  for (const gdn::FusedStepConfig& span : {tw.pace_span2, tw.pace_span3, tw.pace_span1x2, tw.pace_span2x2}) {
     CAPTURE(span.span);
+    CAPTURE(span.span_per_sm);
     GdnDevice a(g, 1), b(g, 1);
     setup_config(a, base, w, q);
     setup_config(b, span, w, q);

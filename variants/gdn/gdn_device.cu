@@ -680,7 +680,7 @@ void GdnDevice::unload_projections(int layer) {
   L.tier = Layer::Tier::none;
 }
 
-std::string GdnDevice::span_error(int pace, bool norm_q8, bool chain, bool merged_in, bool fold_ba, bool fork, const q4_gemv::Q4Kernel* out,
+std::string GdnDevice::span_error(int pace, int per_sm, bool norm_q8, bool chain, bool merged_in, bool fold_ba, bool fork, const q4_gemv::Q4Kernel* out,
                                   const q4_gemv::Q4Kernel* stacked, const Geometry& g) {
   if (pace == 0) return "";
   if (!norm_q8) return "span=" + std::to_string(pace) + " runs out_proj on the prepared x: it needs set_norm_q8";
@@ -693,13 +693,13 @@ std::string GdnDevice::span_error(int pace, bool norm_q8, bool chain, bool merge
              (k && k->layout ? k->layout->name : std::string("no layout"));
   q4_gemv::SpanCall c;
   c.out_m = int(g.hidden), c.out_k = int(g.value_dim());
-  c.in_m = int(g.conv_dim() + g.value_dim()), c.in_k = int(g.hidden), c.ba_rows = 2 * g.nv;
+  c.in_m = int(g.conv_dim() + g.value_dim()), c.in_k = int(g.hidden), c.ba_rows = 2 * g.nv, c.per_sm = per_sm;
   if (auto why = q4_gemv::span_error(c, pace); !why.empty()) return "span=" + std::to_string(pace) + ": " + why;
   return "";
 }
 
 std::string GdnDevice::span_error() const {
-  return span_error(span_, norm_q8_, pdl_chain_, merged_in_, fold_ba_, fork_z_, q4_ ? q4_->kernel : nullptr, q4_ ? stacked_launch_kernel() : nullptr, g_);
+  return span_error(span_, span_per_sm_, norm_q8_, pdl_chain_, merged_in_, fold_ba_, fork_z_, q4_ ? q4_->kernel : nullptr, q4_ ? stacked_launch_kernel() : nullptr, g_);
 }
 
 std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot, const float* d_h, float* d_y, bool own_input, const StepRef* next) const {
@@ -719,10 +719,10 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     out.name = "out_proj+next_in_proj";
     out.bytes.weights += input.weights, out.bytes.state += input.state, out.bytes.act += input.act;  // the next step's: the same geometry
   }
-  out.enqueue = [L, N, d_y, d_h_next = next ? next->d_h : nullptr, q4 = q4_.get(), stacked = stacked_launch_kernel(), pace = span_, g = g_](cudaStream_t s) {
+  out.enqueue = [L, N, d_y, d_h_next = next ? next->d_h : nullptr, q4 = q4_.get(), stacked = stacked_launch_kernel(), pace = span_, per_sm = span_per_sm_, g = g_](cudaStream_t s) {
     const Q4Pool::Tensor t = packed_of(q4->pool, *q4->kernel, L->q4, BigProj::out, "span");
     q4_gemv::SpanCall c;
-    c.out_packed = t.packed, c.out_y = d_y, c.out_m = int(t.shape.rows), c.out_k = int(t.shape.cols);
+    c.out_packed = t.packed, c.out_y = d_y, c.out_m = int(t.shape.rows), c.out_k = int(t.shape.cols), c.per_sm = per_sm;
     if (N) {
       for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(N->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (span)");
       const int all = int(g.conv_dim() + g.value_dim());

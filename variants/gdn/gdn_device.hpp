@@ -193,12 +193,14 @@ class GdnDevice {
   // rows=8 share; b|a in split-row's). Consecutive steps run it through chain_operators; a step alone (enqueue_step,
   // step_operators) runs its out_proj as a span with no next. Needs, checked when operators are built (klab::Error
   // naming the reason, before any launch): span_error. Default 0.
-  void set_span(int pace) { span_ = pace; }
+  // per_sm: the span's blocks an SM (1 or 2: q4_gemv::SpanCall::per_sm).
+  void set_span(int pace, int per_sm = 1) { span_ = pace, span_per_sm_ = per_sm; }
   int span() const { return span_; }
+  int span_per_sm() const { return span_per_sm_; }
   // Why the span cannot run with these settings ("" when it can, or pace 0): q4 out_proj on the prepared x (set_norm_q8)
   // in the PDL chain, the stacked launch with b|a in its prep (set_merged_in, set_fold_ba; no fork=z), both q4 kernels
   // in the paced ring's layout (tiles-r8), the geometry within q4_gemv::span_error.
-  static std::string span_error(int pace, bool norm_q8, bool chain, bool merged_in, bool fold_ba, bool fork, const q4_gemv::Q4Kernel* out,
+  static std::string span_error(int pace, int per_sm, bool norm_q8, bool chain, bool merged_in, bool fold_ba, bool fork, const q4_gemv::Q4Kernel* out,
                                 const q4_gemv::Q4Kernel* stacked, const Geometry& g);
   std::string span_error() const;
   // in_proj_qkv and in_proj_z as ONE q4 launch from the next step on (issue 14: "b|a folded into the
@@ -482,6 +484,7 @@ class GdnDevice {
   bool fold_ba_main_ = false;
   bool fold_ba_conv_ = false;
   int span_ = 0;  // set_span: the pace, 0 off
+  int span_per_sm_ = 1;
   kernels::L2Prefetch l2_prefetch_ = kernels::L2Prefetch::none;
   bool fork_z_ = false;
   struct Branch;                    // set_fork_z: the second stream and the fork and join events

@@ -264,6 +264,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_out1_split,
       t.pace_span2,
       t.pace_span3,
+      t.pace_span1x2,
+      t.pace_span2x2,
       f.fork_z,
       f.norm_last,
       f.conv_rec,
@@ -521,6 +523,16 @@ CandidateTwins candidate_twins() {
   t.pace_span2 = t.pace_span3 = t.pace_out1;
   t.pace_span2.span = 2;
   t.pace_span3.span = 3;
+  // Measured (H100, reports/h100/run-span, 2026-12-06): pace_out1's bits; 27.2 -> 35.8 / 36.6 us a layer in the step and
+  // 1.4286 -> 1.7979 / 1.8284 ms per token in the 48-layer graph (x0.795 / x0.781). Traced: the span's blocks enter 14 us
+  // before the gated norm ends, but end 27.8 us after it (65 MB at 2.3 TB/s): one block an SM, 5-6 consumer warps, is
+  // too few to consume the stream (rung 98, the paced ring on one block an SM, reaches 84.8% alone at 17408x5120
+  // against 98% on two). pace_span1x2, pace_span2x2 (the same day): two blocks an SM, each half the ring (3 stages at
+  // k = 6144), kPace1's consumers an SM. Predicted: the stacked part at kPace1's rate after the barrier.
+  t.pace_span1x2 = t.pace_span2x2 = t.pace_out1;
+  t.pace_span1x2.span = 1;
+  t.pace_span2x2.span = 2;
+  t.pace_span1x2.span_per_sm = t.pace_span2x2.span_per_sm = 2;
   return t;
 }
 
@@ -578,7 +590,7 @@ std::string config_error(const FusedStepConfig& c, const rg::Geometry& g) {
   if (c.span != 0) {
     if (c.f32) return "span=" + std::to_string(c.span) + " on the f32 tier: it is the q4 tier's";
     const q4_gemv::Q4Kernel& out = q4_gemv::q4_kernel(c.q4_kernel);
-    if (auto why = GdnDevice::span_error(c.span, c.norm_q8, c.chain, c.merged_in, c.fold_ba, c.fork_z, &out,
+    if (auto why = GdnDevice::span_error(c.span, c.span_per_sm, c.norm_q8, c.chain, c.merged_in, c.fold_ba, c.fork_z, &out,
                                          &q4_gemv::q4_kernel(c.stacked_kernel.empty() ? c.q4_kernel : c.stacked_kernel), g);
         !why.empty())
       return why;
@@ -601,7 +613,7 @@ void apply(const FusedStepConfig& c, GdnDevice& dev) {
   dev.set_l2_prefetch(c.l2_prefetch);
   dev.set_fork_z(c.fork_z);
   dev.set_fold_ba_conv(c.fold_ba_conv);
-  dev.set_span(c.span);
+  dev.set_span(c.span, c.span_per_sm);
 }
 
 namespace {
@@ -628,7 +640,7 @@ std::vector<std::pair<std::string, std::string>> fused_step_axes(const FusedStep
   if (c.fold_ba_conv) axes.push_back({"fold", "ba-conv"});
   if (c.l2_prefetch != kernels::L2Prefetch::none) axes.push_back({"pf", c.l2_prefetch == kernels::L2Prefetch::after ? "out" : "out-early"});
   if (c.fork_z) axes.push_back({"fork", "z"});
-  if (c.span > 0) axes.push_back({"span", std::to_string(c.span)});
+  if (c.span > 0) axes.push_back({"span", std::to_string(c.span) + (c.span_per_sm != 1 ? "x" + std::to_string(c.span_per_sm) : "")});
   return axes;
 }
 

@@ -74,6 +74,7 @@ struct FusedStepConfig {
   bool fork_z = false;          // GdnDevice::set_fork_z: in_proj_z on a branch of its own beside conv_norm_bg and the recurrence (axis fork=z)
   bool fold_ba_conv = false;    // GdnDevice::set_fold_ba_conv: b|a in the conv_norm_bg launch (axis fold=ba-conv)
   int span = 0;                 // GdnDevice::set_span: out_proj and the next step's input side as one launch at this pace (axis span=P)
+  int span_per_sm = 1;          // its blocks an SM (axis span=PxB where 2)
 };
 // The f32_gemv kernel of c's big three on the f32 tier: c.f32_kernel, or kDefaultF32Variant where empty.
 std::string f32_kernel_of(const FusedStepConfig& c);
@@ -206,6 +207,8 @@ struct CandidateTwins {
   FusedStepConfig pace_out1_split;  // pace_out1 with out_proj on kPace1SplitPerSm1
   FusedStepConfig pace_span2;       // pace_out1 with the span at pace 2 (GdnDevice::set_span: out_proj and the next step's input side one launch)
   FusedStepConfig pace_span3;       // the same at pace 3
+  FusedStepConfig pace_span1x2;     // the span at pace 1 on two blocks an SM (each half the ring: twice the consumer warps)
+  FusedStepConfig pace_span2x2;     // the same at pace 2
 };
 CandidateTwins candidate_twins();
 // The f32 tier's candidate toward issue 14's f32 goal (85% of its byte floor): its big three on

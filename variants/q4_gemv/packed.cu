@@ -3180,7 +3180,7 @@ int span_slot(int out_k, int in_k) {
 template <int P>
 void launch_span_at(const SpanCall& c, cudaStream_t stream) {
   using namespace packed;
-  const int slot = span_slot(c.out_k, c.in_m > 0 ? c.in_k : c.out_k), S = span_stages(c.out_k, c.in_m > 0 ? c.in_k : c.out_k);
+  const int slot = span_slot(c.out_k, c.in_m > 0 ? c.in_k : c.out_k), S = span_stages(c.out_k, c.in_m > 0 ? c.in_k : c.out_k, c.per_sm);
   const int W = std::max(std::max(warps_for(c.out_k), c.in_m > 0 ? warps_for(c.in_k) : 1), c.ba_rows > 0 ? kSpanBaThreads / 32 : 1);
   const int threads = (W + 1) * 32;
   const std::size_t smem = std::size_t(S) * std::size_t(slot);
@@ -3191,18 +3191,19 @@ void launch_span_at(const SpanCall& c, cudaStream_t stream) {
   });
   int fit = 0;
   KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, packed_span_kernel<P>, threads, smem));
-  // The grid-wide barrier needs every block resident at once: one an SM, each SM able to hold one.
-  require(fit >= 1, "q4_gemv span: a block of " + std::to_string(threads) + " threads and " + std::to_string(smem) +
-                        " bytes of shared memory does not fit an SM: its grid-wide barrier could never pass");
-  launch_maybe_pdl(true, packed_span_kernel<P>, dim3(unsigned(sm_count())), dim3(unsigned(threads)), smem, stream, c, S, unsigned(slot));
+  // The grid-wide barrier needs every block resident at once: per_sm an SM, each SM able to hold them.
+  require(fit >= c.per_sm, "q4_gemv span: " + std::to_string(c.per_sm) + " blocks of " + std::to_string(threads) + " threads and " + std::to_string(smem) +
+                               " bytes of shared memory do not fit an SM: its grid-wide barrier could never pass");
+  launch_maybe_pdl(true, packed_span_kernel<P>, dim3(unsigned(c.per_sm * sm_count())), dim3(unsigned(threads)), smem, stream, c, S, unsigned(slot));
   KLAB_CUDA_LAUNCH("packed_span_kernel");
 }
 }  // namespace
 
-int span_stages(int out_k, int in_k) { return std::min(packed::kRingMaxStages, kSpanSmem / span_slot(out_k, in_k)); }
+int span_stages(int out_k, int in_k, int per_sm) { return std::min(packed::kRingMaxStages, kSpanSmem / std::max(per_sm, 1) / span_slot(out_k, in_k)); }
 
 std::string span_error(const SpanCall& c, int pace) {
   if (pace < 1 || pace > 4) return "pace " + std::to_string(pace) + ": 1 to 4 group requests in flight a block";
+  if (c.per_sm != 1 && c.per_sm != 2) return std::to_string(c.per_sm) + " blocks an SM: 1 or 2";
   if (auto why = launch_error(c.out_m, c.out_k); !why.empty()) return "out_proj: " + why;
   if (auto why = packed::k_error(c.out_k); !why.empty()) return "out_proj: " + why;
   if (c.in_m < 0 || c.ba_rows < 0) return "negative rows";
@@ -3213,7 +3214,8 @@ std::string span_error(const SpanCall& c, int pace) {
   }
   const int W = std::max(packed::warps_for(c.out_k), c.in_m > 0 ? packed::warps_for(c.in_k) : 1);
   if (W + 1 > packed::kMaxWarps) return "k past " + std::to_string((packed::kMaxWarps - 1) * 32 * ref::kQ4Block) + ": the consumers and the producer pass 1024 threads";
-  if (span_stages(c.out_k, c.in_m > 0 ? c.in_k : c.out_k) < 2) return "a group of the larger k takes more than half of the span's ring (" + std::to_string(kSpanSmem) + " bytes)";
+  if (span_stages(c.out_k, c.in_m > 0 ? c.in_k : c.out_k, c.per_sm) < 2)
+    return "a group of the larger k takes more than half of a span block's ring (" + std::to_string(kSpanSmem / c.per_sm) + " bytes)";
   if (c.ba_rows > 0 && (c.in_k % 4 != 0 || c.in_k / 4 > f32_gemv::split_row::kMaxPer * f32_gemv::split_row::kThreads))
     return "b|a rows of k = " + std::to_string(c.in_k) + ": split-row takes k a multiple of 4 up to " + std::to_string(f32_gemv::split_row::kMaxK);
   return "";

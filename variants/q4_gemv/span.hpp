@@ -10,7 +10,7 @@
 // kernels run (one block an SM, beside them), fill the ring with out_proj's bytes before its release, and keep
 // requesting the next layer's bytes while out_proj's dots, a grid-wide barrier and the next prep run.
 //
-// Phases of a block (grid: one block an SM, all resident; the launch is refused where one would not fit):
+// Phases of a block (grid: per_sm blocks an SM, 1 or 2, all resident; the launch is refused where they would not fit):
 //   1. griddepcontrol.wait; x (out_proj's input) from the prepared array (prepared_x.cuh; its producer wrote it);
 //      out_y = W_out x over the block's groups, each group as the paced ring computes it (the same functions in the
 //      same order: the bits of the paced kernels on launch_prepared);
@@ -41,6 +41,7 @@ struct SpanCall {
   const float* w_ba = nullptr;  // ba_rows x in_k f32, row-major, 16-byte aligned (ba_rows 0: none)
   float* ba = nullptr;
   int ba_rows = 0;
+  int per_sm = 1;  // blocks an SM (1 or 2), each a ring of kSpanSmem / per_sm: two give twice the consumer warps an SM
 };
 
 // Why the span cannot run c's shapes ("" when it can): k a multiple of 32 within the paced ring's one-block bound,
@@ -48,8 +49,8 @@ struct SpanCall {
 std::string span_error(const SpanCall& c, int pace);
 // Enqueues the span on `stream` (with PDL). Throws klab::Error before launching on span_error or a null buffer.
 void launch_span(const SpanCall& c, int pace, cudaStream_t stream);
-// The ring's stages and bytes a block, for reports and tests: min(8, kSpanSmem / the larger group's bytes).
-int span_stages(int out_k, int in_k);
+// The ring's stages a block, for reports and tests: min(8, kSpanSmem / per_sm / the larger group's bytes).
+int span_stages(int out_k, int in_k, int per_sm = 1);
 // Shared memory a span block's ring may take: room is left beside it for the small kernels of the chain (the GDN
 // step's conv, recurrence and gated norm run beside the span's blocks, which wait for them).
 inline constexpr int kSpanSmem = 168 * 1024;
