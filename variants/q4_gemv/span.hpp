@@ -9,6 +9,9 @@
 // ring streams out_proj's groups, then the next stacked launch's, without a break: its blocks enter while the small
 // kernels run (one block an SM, beside them), fill the ring with out_proj's bytes before its release, and keep
 // requesting the next layer's bytes while out_proj's dots, a grid-wide barrier and the next prep run.
+// Measured (H100, reports/h100/run-span, 2026-12-06): the bits of the launches it replaces, and slower: in the GDN layer's
+// 48-layer graph x0.76..x0.80 at pace 1-3 on one or two blocks an SM; it ends 28-31 us after the gated norm (the three
+// launches: 21.2), ~43 MB after its release at 1.4-1.5 TB/s. Kept as a negative result (the GDN twins pace_span*).
 //
 // Phases of a block (grid: per_sm blocks an SM, 1 or 2, all resident; the launch is refused where they would not fit):
 //   1. griddepcontrol.wait; x (out_proj's input) from the prepared array (prepared_x.cuh; its producer wrote it);
