@@ -3126,8 +3126,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // chain, 5 groups a block at 5120x6144, 3 of them in its stages at the release; ilp=3 takes those 3 in one step (rung
   // 89's kernel), row-split=2 halves each group's rows a thread (rung 90's kernel, 12 consumer warps at k = 6144).
   // Predicted: 0.5-1.5 us a layer faster than pace_out1 (the twins pace_out1_ilp, pace_out1_split). Measured as out_proj
-  // (H100, reports/h100/run-call44): the ring's bits; ilp=3 x0.930 and row-split=2 x0.996 in the 48-layer graph (negative);
-  // alone at the seed shapes not yet raced (the ladder on an H200 owes them).
+  // (H100, reports/h100/run-call44): the ring's bits; ilp=3 x0.930 and row-split=2 x0.996 in the 48-layer graph (negative).
+  // Alone (H100, reports/h100/run-slice104, stream): ilp=3 66.8 / 61.6 / 59.4 / 56.1% of the read ceiling, row-split=2
+  // 86.0 / 80.4 / 75.8 / 71.8% (rung 98: 84.6 / 79.0 / 73.2 / 71.0%).
   v.push_back(kernel_paced<1, false, 8, 3, 1, 8, 0, 0, 1>());
   v.push_back(kernel_paced<1, false, 8, 1, 2, 8, 0, 0, 1>());
   return v;
