@@ -728,7 +728,7 @@ constexpr unsigned kXfSpins = 1u << 16;  // ~50 ms of polls through L2
 
 __device__ __forceinline__ unsigned ld_acquire_gpu(const unsigned* p) {
   unsigned v;
-  asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 __device__ __forceinline__ void st_release_gpu(unsigned* p, unsigned v) {
@@ -2039,13 +2039,11 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
 // zeroes the count before it bumps the generation), so one zeroed pair serves every launch in stream order: a launch
 // arrives only after its griddepcontrol.wait, when the launch before it is complete.
 __device__ unsigned g_span_sync[2];
-__device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 // Block j's groups of one matrix, as packed_paced_kernel's G = 1 loop consumes them (its values in its order), on the
-// span's stage counter c (stage c % S, parity (c / S) & 1), continued across the span's phases.
+// span's stage counter c (stage c % S, parity (c / S) & 1), continued across the span's phases. The rows' code is that
+// loop's, written twice on purpose: the paced kernels calling one shared function instead changed the SASS of 9 of them
+// (register allocation and scheduling; nvcc 13.0, sm_90, 2026-12-06), whose measured figures describe the code as it is.
+
 template <int R>
 __device__ __forceinline__ void span_consume(const RingPlan& plan, int j, int mine, std::uint8_t* ring, unsigned slot, std::uint64_t* full,
                                              std::uint64_t* empty, float (*part)[kMaxWarps][R], int& c, int S, float* __restrict__ y, int m,
@@ -2138,14 +2136,14 @@ __global__ void __launch_bounds__(kMaxWarps * 32) packed_span_kernel(SpanCall a,
   __threadfence();
   asm volatile("bar.sync 1, %0;" ::"r"(consumers) : "memory");
   if (tid == 0) {
-    const unsigned gen = ld_acquire_u32(&g_span_sync[1]);
+    const unsigned gen = ld_acquire_gpu(&g_span_sync[1]);
     __threadfence();
     if (atomicAdd(&g_span_sync[0], 1u) == unsigned(grid) - 1u) {
       atomicExch(&g_span_sync[0], 0u);
       __threadfence();
       atomicAdd(&g_span_sync[1], 1u);
     } else {
-      while (ld_acquire_u32(&g_span_sync[1]) == gen) __nanosleep(32);
+      while (ld_acquire_gpu(&g_span_sync[1]) == gen) __nanosleep(32);
     }
     __threadfence();
   }
