@@ -2043,7 +2043,6 @@ __device__ unsigned g_span_sync[2];
 // span's stage counter c (stage c % S, parity (c / S) & 1), continued across the span's phases. The rows' code is that
 // loop's, written twice on purpose: the paced kernels calling one shared function instead changed the SASS of 9 of them
 // (register allocation and scheduling; nvcc 13.0, sm_90, 2026-12-06), whose measured figures describe the code as it is.
-
 template <int R>
 __device__ __forceinline__ void span_consume(const RingPlan& plan, int j, int mine, std::uint8_t* ring, unsigned slot, std::uint64_t* full,
                                              std::uint64_t* empty, float (*part)[kMaxWarps][R], int& c, int S, float* __restrict__ y, int m,

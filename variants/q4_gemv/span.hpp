@@ -54,8 +54,8 @@ std::string span_error(const SpanCall& c, int pace);
 void launch_span(const SpanCall& c, int pace, cudaStream_t stream);
 // The ring's stages a block, for reports and tests: min(8, kSpanSmem / per_sm / the larger group's bytes).
 int span_stages(int out_k, int in_k, int per_sm = 1);
-// Shared memory a span block's ring may take: room is left beside it for the small kernels of the chain (the GDN
-// step's conv, recurrence and gated norm run beside the span's blocks, which wait for them).
+// Shared memory the span's rings take on an SM (its per_sm blocks share it): room is left beside them for the small
+// kernels of the chain (the GDN step's conv, recurrence and gated norm run beside the span's blocks, which wait for them).
 inline constexpr int kSpanSmem = 168 * 1024;
 
 }  // namespace klab::q4_gemv
