@@ -187,40 +187,8 @@ struct Plan {
   // candidate differs from it in one setting
   std::string unchained, base;       // the base without and with the chain (chain-bitwise, chain-pays)
   std::string norm_twin;             // the base with the gated norm as the recurrence's epilogue (norm-pays)
-  std::string ring;                  // the base with its stacked launch on gdn::kStackedRing (ring-bitwise, ring-pays)
-  std::string apart;                 // the base with in_proj_qkv and in_proj_z apart (merged-bitwise, merged-pays)
-  std::string cluster;               // the base on gdn::kClusterQ4 (cluster-bitwise, cluster-pays)
-  std::string out_own;               // the base without out=prepared (normq8-bitwise, normq8-pays)
-  std::string thread_prep;           // the base on gdn::kThreadPrepQ4 (warps-bitwise, warps-pays)
   std::string fold_main;             // the base with fold=ba-main (fold-main-pays; not bits: another f32 order for b|a)
   std::string rec_norm;              // the base on gdn::kRecNormQ8 (rec-norm-pays; not bits: another reduction order)
-  std::string candidate;             // gdn::step_candidate(): the base with fold=ba (fold-bitwise, fold-pays)
-  std::string pf_out, pf_early;      // the candidate with pf=out, pf=out-early (pf-out-*, pf-early-*)
-  std::string fork;                  // the candidate with fork=z (fork-z-*)
-  std::string f32_candidate, f32_fork;  // gdn::step_f32_candidate() and its fork=z twin (f32-fork-z-*)
-  std::string norm_last, f32_norm_last;  // the two candidates on gdn::kRecNormLast (norm-last-*, f32-norm-last-*)
-  std::string rows16;                // the candidate on gdn::kWarpsQ4Rows16 (rows16-*)
-  std::string out_smem;              // the candidate with out_proj on gdn::kSmemGroupsQ4 (out-smem-*)
-  std::string warp1;                 // the base on gdn::kWarpQ4 (warp-prep-*)
-  std::string conv_rec, f32_conv_rec;  // the two candidates on gdn::kRecConv (conv-rec-*, f32-conv-rec-*)
-  std::string conv_ring;             // the candidate on gdn::kRecConvRing (conv-ring-*, against conv_rec)
-  std::string four, f32_four;        // the two candidates on gdn::kRecFour (four-*, f32-four-*)
-  std::string fold_ring;             // the candidate with its stacked main kernel the ring's (fold-ring-*)
-  std::string fold_depth;            // fold_ring on the ring at depth=2 (fold-depth-*, against fold_ring)
-  std::string depth_all;             // the candidate with every q4 launch on the ring at depth=2 (depth-all-*)
-  std::string fold_pace;             // fold_ring on the paced ring, pace=1 (fold-pace-*, against fold_ring)
-  std::string pace_all;              // the candidate with every q4 launch on the paced ring (pace-all-*)
-  std::string pace_ilp;              // pace_all with out_proj on the paced ring at ilp=3 (pace-ilp-*, against pace_all)
-  std::string pace_late;             // pace_all on the paced ring at pace=1-2 (pace-late-*, against pace_all)
-  std::string pace_defer;            // pace_all with out_proj at defer=4, rows=4 (pace-defer-*, against pace_all)
-  std::string pace_ba_conv;          // pace_all with b|a in the conv_norm_bg launch (ba-conv-*, against pace_all)
-  std::string pace_out1;             // pace_all with out_proj on one block an SM (out-per-sm1-*, against pace_all)
-  std::string pace_out1_s4, pace_out1_ba;  // pace_out1 with out_proj's ring 4 stages, with fold=ba-conv (against pace_out1)
-  std::string pace_out1_late, pace_out1_defer;  // pace_out1 with out_proj at pace=1-2, at defer=4,rows=4 (against pace_out1)
-  std::string pace_out1_l2;                     // pace_out1 with out_proj at rest=l2 (against pace_out1)
-  std::string pace_out1_ilp, pace_out1_split;   // pace_out1 with out_proj at ilp=3, at row-split=2 (against pace_out1)
-  std::string pace_span2, pace_span3;           // pace_out1 with the span at pace 2, 3 (against pace_out1)
-  std::string pace_span1x2, pace_span2x2;       // the same on two blocks an SM at pace 1, 2
 };
 Plan plan() {
   Plan p;
@@ -228,50 +196,8 @@ Plan plan() {
   p.unchained = gdn::fused_step_variant(t.unchained);
   p.base = gdn::fused_step_variant(t.ba_own);
   p.norm_twin = gdn::fused_step_variant(t.norm_gated);
-  p.apart = gdn::fused_step_variant(t.apart);
-  p.cluster = gdn::fused_step_variant(t.cluster);
-  p.ring = gdn::fused_step_variant(t.ring);
-  p.out_own = gdn::fused_step_variant(t.out_own);
-  p.thread_prep = gdn::fused_step_variant(t.thread_prep);
   p.fold_main = gdn::fused_step_variant(t.fold_main);
   p.rec_norm = gdn::fused_step_variant(t.rec_norm);
-  p.candidate = gdn::fused_step_variant(gdn::step_candidate());
-  p.pf_out = gdn::fused_step_variant(t.pf_out);
-  p.pf_early = gdn::fused_step_variant(t.pf_out_early);
-  p.fork = gdn::fused_step_variant(t.fork_z);
-  p.f32_candidate = gdn::fused_step_variant(gdn::step_f32_candidate());
-  p.f32_fork = gdn::fused_step_variant(gdn::f32_candidate_twins().fork_z);
-  p.norm_last = gdn::fused_step_variant(t.norm_last);
-  p.f32_norm_last = gdn::fused_step_variant(gdn::f32_candidate_twins().norm_last);
-  p.rows16 = gdn::fused_step_variant(t.rows16);
-  p.out_smem = gdn::fused_step_variant(t.out_smem);
-  p.warp1 = gdn::fused_step_variant(t.warp1);
-  p.conv_rec = gdn::fused_step_variant(t.conv_rec);
-  p.f32_conv_rec = gdn::fused_step_variant(gdn::f32_candidate_twins().conv_rec);
-  p.conv_ring = gdn::fused_step_variant(t.conv_ring);
-  p.four = gdn::fused_step_variant(t.four);
-  p.f32_four = gdn::fused_step_variant(gdn::f32_candidate_twins().four);
-  p.fold_ring = gdn::fused_step_variant(t.fold_ring);
-  p.fold_depth = gdn::fused_step_variant(t.fold_depth);
-  p.depth_all = gdn::fused_step_variant(t.depth_all);
-  p.fold_pace = gdn::fused_step_variant(t.fold_pace);
-  p.pace_all = gdn::fused_step_variant(t.pace_all);
-  p.pace_ilp = gdn::fused_step_variant(t.pace_ilp);
-  p.pace_late = gdn::fused_step_variant(t.pace_late);
-  p.pace_defer = gdn::fused_step_variant(t.pace_defer);
-  p.pace_ba_conv = gdn::fused_step_variant(t.pace_ba_conv);
-  p.pace_out1 = gdn::fused_step_variant(t.pace_out1);
-  p.pace_out1_s4 = gdn::fused_step_variant(t.pace_out1_s4);
-  p.pace_out1_ba = gdn::fused_step_variant(t.pace_out1_ba);
-  p.pace_out1_late = gdn::fused_step_variant(t.pace_out1_late);
-  p.pace_out1_defer = gdn::fused_step_variant(t.pace_out1_defer);
-  p.pace_out1_l2 = gdn::fused_step_variant(t.pace_out1_l2);
-  p.pace_out1_ilp = gdn::fused_step_variant(t.pace_out1_ilp);
-  p.pace_out1_split = gdn::fused_step_variant(t.pace_out1_split);
-  p.pace_span2 = gdn::fused_step_variant(t.pace_span2);
-  p.pace_span3 = gdn::fused_step_variant(t.pace_span3);
-  p.pace_span1x2 = gdn::fused_step_variant(t.pace_span1x2);
-  p.pace_span2x2 = gdn::fused_step_variant(t.pace_span2x2);
   for (const auto& c : gdn::fused_step_configs()) {
     const std::string fused = gdn::fused_step_variant(c);
     if (!c.recurrence.empty() || !c.ba.empty() || c.chain) {
@@ -290,6 +216,9 @@ Plan plan() {
 void run_fused(Context& ctx) {
   const Op& op = ctx.registry().op("gdn_step");
   const Plan pl = plan();
+  // The twins twin_claims races, each against the configuration it differs from (their settings: step_op.hpp).
+  const gdn::CandidateTwins t = gdn::candidate_twins();
+  const gdn::F32Twins f = gdn::f32_candidate_twins();
   std::vector<std::string> names{gdn::q4_step_variant(gdn::kDefaultQ4Variant)};
   auto add = [&](const std::string& n) {
     if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
@@ -360,79 +289,80 @@ void run_fused(Context& ctx) {
     };
     pays(base, find(ms, pl.norm_twin), kNormPays, "with the gated norm in the recurrence", false);
     // (without, with): the base against a twin, bits and time, each settling its pair of claims.
-    auto twin_claims = [&](const Measured* without, const Measured* with, const std::string& without_name, const std::string& with_name, const Claim& bits_claim,
-                           const Claim& pays_claim, const char* what) {
+    // (without, with): their outputs bit for bit settle bits_claim, their times pays_claim.
+    auto twin_claims = [&](const gdn::FusedStepConfig& a, const gdn::FusedStepConfig& b, const Claim& bits_claim, const Claim& pays_claim, const char* what) {
+      const std::string without_name = gdn::fused_step_variant(a), with_name = gdn::fused_step_variant(b);
+      const Measured *without = find(ms, without_name), *with = find(ms, with_name);
       if (!without || !with || !without->verified || !with->verified) return;
       const auto d = outputs_bitwise_diff(*without, *with);
       ctx.claim(bits_claim).settle(key, d == 0, std::to_string(d) + " elements (out, S, hist, intermediates) differ between " + with_name + " and " + without_name);
       pays(without, with, pays_claim, what, false);
     };
-    twin_claims(find(ms, pl.apart), base, pl.apart, pl.base, kMergedBits, kMergedPays, "with one launch for both");
-    twin_claims(base, find(ms, pl.ring), pl.base, pl.ring, kRingBits, kRingPays, "with the stacked launch on the ring");
-    twin_claims(base, find(ms, pl.cluster), pl.base, pl.cluster, kClusterBits, kClusterPays, "with the q4 kernel xprep=cluster");
-    twin_claims(find(ms, pl.out_own), base, pl.out_own, pl.base, kNormQ8Bits, kNormQ8Pays, "with out_proj's x prepared by the gated norm");
-    twin_claims(find(ms, pl.thread_prep), base, pl.thread_prep, pl.base, kWarpsBits, kWarpsPays, "with the q4 kernel xprep=warps");
-    twin_claims(base, find(ms, pl.candidate), pl.base, pl.candidate, kFoldBits, kFoldPays, "with b|a in the stacked launch's prep kernel");
+    twin_claims(t.apart, t.ba_own, kMergedBits, kMergedPays, "with one launch for both");
+    twin_claims(t.ba_own, t.ring, kRingBits, kRingPays, "with the stacked launch on the ring");
+    twin_claims(t.ba_own, t.cluster, kClusterBits, kClusterPays, "with the q4 kernel xprep=cluster");
+    twin_claims(t.out_own, t.ba_own, kNormQ8Bits, kNormQ8Pays, "with out_proj's x prepared by the gated norm");
+    twin_claims(t.thread_prep, t.ba_own, kWarpsBits, kWarpsPays, "with the q4 kernel xprep=warps");
+    twin_claims(t.ba_own, gdn::step_candidate(), kFoldBits, kFoldPays, "with b|a in the stacked launch's prep kernel");
     // time only: these twins' arithmetic is another order (their races check them against the f64 reference)
     pays(base, find(ms, pl.rec_norm), kRecNormPays, "with the gated norm and out_proj's x in the recurrence", true);
     pays(base, find(ms, pl.fold_main), kFoldMainPays, "with b|a in the stacked kernel's grid", true);
     // the candidate's own twins
-    const Measured* cand = find(ms, pl.candidate);
-    twin_claims(cand, find(ms, pl.pf_out), pl.candidate, pl.pf_out, kPfBits, kPfPays, "with out_proj's weights prefetched into L2");
-    twin_claims(cand, find(ms, pl.pf_early), pl.candidate, pl.pf_early, kPfEarlyBits, kPfEarlyPays, "with the prefetch before conv_norm_bg's wait");
-    twin_claims(cand, find(ms, pl.fork), pl.candidate, pl.fork, kForkBits, kForkPays, "with in_proj_z on a branch of its own");
-    twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_fork), pl.f32_candidate, pl.f32_fork, kF32ForkBits, kF32ForkPays,
+    twin_claims(gdn::step_candidate(), t.pf_out, kPfBits, kPfPays, "with out_proj's weights prefetched into L2");
+    twin_claims(gdn::step_candidate(), t.pf_out_early, kPfEarlyBits, kPfEarlyPays, "with the prefetch before conv_norm_bg's wait");
+    twin_claims(gdn::step_candidate(), t.fork_z, kForkBits, kForkPays, "with in_proj_z on a branch of its own");
+    twin_claims(gdn::step_f32_candidate(), f.fork_z, kF32ForkBits, kF32ForkPays,
                 "with in_proj_z on a branch of its own");
-    twin_claims(cand, find(ms, pl.norm_last), pl.candidate, pl.norm_last, kNormLastBits, kNormLastPays, "with the gated norm in the recurrence's last blocks");
-    twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_norm_last), pl.f32_candidate, pl.f32_norm_last, kF32NormLastBits, kF32NormLastPays,
+    twin_claims(gdn::step_candidate(), t.norm_last, kNormLastBits, kNormLastPays, "with the gated norm in the recurrence's last blocks");
+    twin_claims(gdn::step_f32_candidate(), f.norm_last, kF32NormLastBits, kF32NormLastPays,
                 "with the gated norm in the recurrence's last blocks");
-    twin_claims(cand, find(ms, pl.rows16), pl.candidate, pl.rows16, kRows16Bits, kRows16Pays, "with 16 rows a q4 thread block");
-    twin_claims(cand, find(ms, pl.out_smem), pl.candidate, pl.out_smem, kOutSmemBits, kOutSmemPays, "with out_proj's weights in shared memory");
-    twin_claims(cand, find(ms, pl.fold_ring), pl.candidate, pl.fold_ring, kFoldRingBits, kFoldRingPays, "with the ring as its stacked main kernel");
-    twin_claims(find(ms, pl.fold_ring), find(ms, pl.fold_depth), pl.fold_ring, pl.fold_depth, kFoldDepthBits, kFoldDepthPays,
+    twin_claims(gdn::step_candidate(), t.rows16, kRows16Bits, kRows16Pays, "with 16 rows a q4 thread block");
+    twin_claims(gdn::step_candidate(), t.out_smem, kOutSmemBits, kOutSmemPays, "with out_proj's weights in shared memory");
+    twin_claims(gdn::step_candidate(), t.fold_ring, kFoldRingBits, kFoldRingPays, "with the ring as its stacked main kernel");
+    twin_claims(t.fold_ring, t.fold_depth, kFoldDepthBits, kFoldDepthPays,
                 "with the ring at depth=2 as its stacked main kernel");
-    twin_claims(cand, find(ms, pl.depth_all), pl.candidate, pl.depth_all, kDepthAllBits, kDepthAllPays, "with every q4 launch on the ring at depth=2");
-    twin_claims(find(ms, pl.fold_ring), find(ms, pl.fold_pace), pl.fold_ring, pl.fold_pace, kFoldPaceBits, kFoldPacePays,
+    twin_claims(gdn::step_candidate(), t.depth_all, kDepthAllBits, kDepthAllPays, "with every q4 launch on the ring at depth=2");
+    twin_claims(t.fold_ring, t.fold_pace, kFoldPaceBits, kFoldPacePays,
                 "with the paced ring as its stacked main kernel");
-    twin_claims(cand, find(ms, pl.pace_all), pl.candidate, pl.pace_all, kPaceAllBits, kPaceAllPays, "with every q4 launch on the paced ring");
-    twin_claims(find(ms, pl.pace_all), find(ms, pl.pace_ilp), pl.pace_all, pl.pace_ilp, kPaceIlpBits, kPaceIlpPays,
+    twin_claims(gdn::step_candidate(), t.pace_all, kPaceAllBits, kPaceAllPays, "with every q4 launch on the paced ring");
+    twin_claims(t.pace_all, t.pace_ilp, kPaceIlpBits, kPaceIlpPays,
                 "with out_proj's groups interleaved (ilp=3)");
-    twin_claims(find(ms, pl.pace_all), find(ms, pl.pace_late), pl.pace_all, pl.pace_late, kPaceLateBits, kPaceLatePays,
+    twin_claims(t.pace_all, t.pace_late, kPaceLateBits, kPaceLatePays,
                 "with two requests in flight after the release (pace=1-2)");
-    twin_claims(find(ms, pl.pace_all), find(ms, pl.pace_defer), pl.pace_all, pl.pace_defer, kPaceDeferBits, kPaceDeferPays,
+    twin_claims(t.pace_all, t.pace_defer, kPaceDeferBits, kPaceDeferPays,
                 "with out_proj's sums deferred (defer=4, rows=4)");
-    twin_claims(find(ms, pl.pace_all), find(ms, pl.pace_ba_conv), pl.pace_all, pl.pace_ba_conv, kBaConvBits, kBaConvPays,
+    twin_claims(t.pace_all, t.pace_ba_conv, kBaConvBits, kBaConvPays,
                 "with b|a's rows in the conv_norm_bg launch (fold=ba-conv)");
-    twin_claims(find(ms, pl.pace_all), find(ms, pl.pace_out1), pl.pace_all, pl.pace_out1, kOut1Bits, kOut1Pays,
+    twin_claims(t.pace_all, t.pace_out1, kOut1Bits, kOut1Pays,
                 "with out_proj on one block an SM (per-sm=1)");
-    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_s4), pl.pace_out1, pl.pace_out1_s4, kOut1S4Bits, kOut1S4Pays,
+    twin_claims(t.pace_out1, t.pace_out1_s4, kOut1S4Bits, kOut1S4Pays,
                 "with out_proj's ring 4 stages (stages=4)");
-    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_ba), pl.pace_out1, pl.pace_out1_ba, kOut1BaBits, kOut1BaPays,
+    twin_claims(t.pace_out1, t.pace_out1_ba, kOut1BaBits, kOut1BaPays,
                 "with b|a's rows in the conv_norm_bg launch (fold=ba-conv)");
-    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_late), pl.pace_out1, pl.pace_out1_late, kOut1LateBits, kOut1LatePays,
+    twin_claims(t.pace_out1, t.pace_out1_late, kOut1LateBits, kOut1LatePays,
                 "with out_proj at pace=1-2");
-    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_defer), pl.pace_out1, pl.pace_out1_defer, kOut1DeferBits, kOut1DeferPays,
+    twin_claims(t.pace_out1, t.pace_out1_defer, kOut1DeferBits, kOut1DeferPays,
                 "with out_proj at defer=4, rows=4");
-    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_l2), pl.pace_out1, pl.pace_out1_l2, kOut1L2Bits, kOut1L2Pays,
+    twin_claims(t.pace_out1, t.pace_out1_l2, kOut1L2Bits, kOut1L2Pays,
                 "with out_proj's later groups asked of the L2 early (rest=l2)");
-    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_ilp), pl.pace_out1, pl.pace_out1_ilp, kOut1IlpBits, kOut1IlpPays,
+    twin_claims(t.pace_out1, t.pace_out1_ilp, kOut1IlpBits, kOut1IlpPays,
                 "with out_proj at ilp=3");
-    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_out1_split), pl.pace_out1, pl.pace_out1_split, kOut1SplitBits, kOut1SplitPays,
+    twin_claims(t.pace_out1, t.pace_out1_split, kOut1SplitBits, kOut1SplitPays,
                 "with out_proj at row-split=2");
-    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_span2), pl.pace_out1, pl.pace_span2, kSpan2Bits, kSpan2Pays,
+    twin_claims(t.pace_out1, t.pace_span2, kSpan2Bits, kSpan2Pays,
                 "with the span at pace 2 (out_proj and the next token's input side one launch)");
-    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_span3), pl.pace_out1, pl.pace_span3, kSpan3Bits, kSpan3Pays, "with the span at pace 3");
-    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_span1x2), pl.pace_out1, pl.pace_span1x2, kSpan1x2Bits, kSpan1x2Pays,
+    twin_claims(t.pace_out1, t.pace_span3, kSpan3Bits, kSpan3Pays, "with the span at pace 3");
+    twin_claims(t.pace_out1, t.pace_span1x2, kSpan1x2Bits, kSpan1x2Pays,
                 "with the span at pace 1 on two blocks an SM");
-    twin_claims(find(ms, pl.pace_out1), find(ms, pl.pace_span2x2), pl.pace_out1, pl.pace_span2x2, kSpan2x2Bits, kSpan2x2Pays,
+    twin_claims(t.pace_out1, t.pace_span2x2, kSpan2x2Bits, kSpan2x2Pays,
                 "with the span at pace 2 on two blocks an SM");
-    twin_claims(base, find(ms, pl.warp1), pl.base, pl.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
-    twin_claims(cand, find(ms, pl.conv_rec), pl.candidate, pl.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
-    twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_conv_rec), pl.f32_candidate, pl.f32_conv_rec, kF32ConvRecBits, kF32ConvRecPays,
+    twin_claims(t.ba_own, t.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
+    twin_claims(gdn::step_candidate(), t.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
+    twin_claims(gdn::step_f32_candidate(), f.conv_rec, kF32ConvRecBits, kF32ConvRecPays,
                 "with the conv inside the recurrence");
-    twin_claims(find(ms, pl.conv_rec), find(ms, pl.conv_ring), pl.conv_rec, pl.conv_ring, kConvRingBits, kConvRingPays, "with the conv history a ring");
-    twin_claims(cand, find(ms, pl.four), pl.candidate, pl.four, kFourBits, kFourPays, "with four launches a layer");
-    twin_claims(find(ms, pl.f32_candidate), find(ms, pl.f32_four), pl.f32_candidate, pl.f32_four, kF32FourBits, kF32FourPays, "with four launches a layer");
+    twin_claims(t.conv_rec, t.conv_ring, kConvRingBits, kConvRingPays, "with the conv history a ring");
+    twin_claims(gdn::step_candidate(), t.four, kFourBits, kFourPays, "with four launches a layer");
+    twin_claims(gdn::step_f32_candidate(), f.four, kF32FourBits, kF32FourPays, "with four launches a layer");
     const Measured* best = nullptr;
     for (const auto& m : ms)
       if (!m.skipped && m.timed && m.verified && (!best || m.timing.summary.median < best->timing.summary.median)) best = &m;
