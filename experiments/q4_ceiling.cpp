@@ -329,6 +329,12 @@ constexpr std::size_t kPacePerSm1 = 98;
 // layer (H100, reports/h100/run-out1-l2: x0.957 in the graph); its ladder slice stopped at a refused launch, since mended.
 // The rungs 103, 104: ilp=3 and row-split=2 on one block an SM (rung 89's and rung 90's kernels on rung 98's grid).
 // Predicted: slower than rung 85 alone, as rung 98; out_proj's candidates (the twins pace_out1_ilp, pace_out1_split).
+// Measured (H100, reports/h100/run-slice104): 66.8 / 61.6 / 59.4 / 56.1% and 86.0 / 80.4 / 75.8 / 71.8%.
+// The rungs 105, 106: per-sm=3 on rung 85 and on rung 96 (defer=4 at rows=4): three blocks an SM, each ring shrunk to fit
+// (packed.cu's shared_ring). Why (Nsight Compute on an H100, reports/h100/run-span/ncu): the paced kernels alone are
+// consumer-bound, 1.6-2.9 warps a scheduler, 0.2-0.27 of them eligible. Predicted (before any run, 2026-12-06): faster than
+// their twins at the 17.7 MB shapes, the same or slower at 17408x5120 (claim pace-per-sm3-pays).
+constexpr std::size_t kPacePerSm3 = 105;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -493,6 +499,9 @@ std::vector<std::string> rungs() {
   // 103, 104: per-sm=1 on rung 89 (ilp=3) and rung 90 (row-split=2) (per-sm= goes after ilp= and row-split=).
   out.push_back(inserted_after(out[kPaceIlp0 + 1], ",ilp=3", ",per-sm=1"));
   out.push_back(inserted_after(out[kPaceSplit], ",row-split=2", ",per-sm=1"));
+  // 105, 106: per-sm=3 on rung 85 (after pace=) and rung 96 (after defer=).
+  out.push_back(inserted_after(out[kPaceWarps], ",pace=1", ",per-sm=3"));
+  out.push_back(inserted_after(out[kPaceDefer0 + 1], ",defer=4", ",per-sm=3"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -656,6 +665,10 @@ Experiment q4_to_ceiling() {
                                 "(rung 85's kernel on half its grid), with and without stages=4, at pace=1-2, with rest=l2, and defer=4,rows=4, ilp=3 and "
                                 "row-split=2 on one block an SM, "
                                 "are faster than rung 85 at 6144x5120 and 5120x6144"};
+  const Claim pace_per_sm3_pays{"pace-per-sm3-pays",
+                                "three blocks an SM pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,per-sm=3,rows=8,pdl=on and "
+                                "pace=1,defer=4,per-sm=3,rows=4 (rungs 85 and 96 with each ring shrunk so that three blocks share an SM) are "
+                                "faster than rungs 85 and 96 at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -667,7 +680,7 @@ Experiment q4_to_ceiling() {
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
               pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays, pace_late_pays,
-              pace_defer_pays, pace_per_sm1_pays};
+              pace_defer_pays, pace_per_sm1_pays, pace_per_sm3_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -837,6 +850,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_late_pays, "pace=1-2", [](std::size_t) { return kPaceWarps; }, kPaceLate0, 2);
           twins_pay(pace_defer_pays, "defer=4|8", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceRows4 + 1; }, kPaceDefer0, 3);
           twins_pay(pace_per_sm1_pays, "per-sm=1", [](std::size_t) { return kPaceWarps; }, kPacePerSm1, 7);
+          twins_pay(pace_per_sm3_pays, "per-sm=3", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceDefer0 + 1; }, kPacePerSm3, 2);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

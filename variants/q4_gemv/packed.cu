@@ -43,7 +43,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
@@ -1987,9 +1989,34 @@ int paced_blocks_per_sm(int warps) {
 // per-sm=PerSm's blocks an SM where `fit` fit (PerSm = 0: all of them).
 template <int PerSm>
 constexpr int per_sm_of(int fit) { return PerSm > 0 && PerSm < fit ? PerSm : fit; }
+// per-sm=N past 2 (kSharedPerSm and up): the ring's stages shrink so that N blocks share an SM. Why (Nsight Compute on an H100,
+// reports/h100/run-span/ncu, 2026-12-06): the paced kernels alone are consumer-bound, rung 85's stacked kernel at 2.93 warps
+// a scheduler, 0.27 of them eligible, 70.6% of the DRAM's peak; a third block an SM brings its consumer warps and its own
+// chain of groups. The stages: as many of `stage` bytes as an SM's shared memory holds for N blocks (less each block's
+// reserved and static shared memory), at most `most` (ring_stages'), at least 1. Returns {stages, blocks an SM that fit}.
+constexpr int kSharedPerSm = 3;
+template <auto Kernel>
+std::pair<int, int> shared_ring(int per_sm, int threads, int stage, int most) {
+  int dev = 0, smem = 0, reserved = 0;
+  KLAB_CUDA(cudaGetDevice(&dev));
+  KLAB_CUDA(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  KLAB_CUDA(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+  cudaFuncAttributes fa{};
+  KLAB_CUDA(cudaFuncGetAttributes(&fa, Kernel));
+  const int S = std::clamp((smem / per_sm - reserved - int(fa.sharedSizeBytes)) / stage, 1, most);
+  int fit = 0;
+  KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, Kernel, threads, std::size_t(S) * std::size_t(stage)));
+  return {S, std::max(fit, 1)};
+}
 template <int P, bool XB = false, int G = 1, int Split = 1, int R = 8, int PA = 0, int D = 0, int PerSm = 0, bool RestL2 = false>
 int resident_warps_paced() {
-  return per_sm_of<PerSm>(paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D, RestL2>(warps_for(5120))) * (Split * warps_for(5120) + 1);
+  const int W = warps_for(5120), threads = (Split * W + 1) * 32;
+  int fit = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D, RestL2>(W);  // opts the kernel in
+  if constexpr (PerSm >= kSharedPerSm) {
+    const RingPlan plan{W, R, ring_stages(W, R)};
+    fit = shared_ring<packed_paced_kernel<P, XB, G, Split, R, PA, false, D, RestL2>>(PerSm, threads, plan.stage_bytes(), plan.S).second;
+  }
+  return per_sm_of<PerSm>(fit) * (Split * W + 1);
 }
 // pace=P: the prep kernel (xprep_kernel<q8>, as the ring's) unless Prepared or XB (xprep=block: each consumer thread
 // quantises its block of x after the wait, one launch a call), then the paced ring on the ring's stages.
@@ -2021,7 +2048,13 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   RingPlan plan{W, R, ring_stages(W, R)};
   if (St > 0 && St <= kRingMaxStages && std::size_t(St) * plan.stage_bytes() <= std::size_t(kRingMaxSmem)) plan.S = St;
   plan.groups = int((static_cast<long long>(m) + R - 1) / R);
-  const int fit = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D, RestL2>(W), per_sm = per_sm_of<PerSm>(fit);
+  int fit = paced_blocks_per_sm<P, XB, G, Split, R, PA, false, D, RestL2>(W);  // opts the kernel in
+  if constexpr (PerSm >= kSharedPerSm) {
+    static_assert(St == 0 && !Stamp, "per-sm=N past 2 sets its own stages");
+    std::tie(plan.S, fit) =
+        shared_ring<packed_paced_kernel<P, XB, G, Split, R, PA, false, D, RestL2>>(PerSm, (Split * W + 1) * 32, plan.stage_bytes(), plan.S);
+  }
+  const int per_sm = per_sm_of<PerSm>(fit);
   if constexpr (Stamp) {
     const int stamped = paced_blocks_per_sm<P, XB, G, Split, R, PA, true>(W);
     require(stamped == fit, "the stamp probe's paced kernel fits " + std::to_string(stamped) + " blocks an SM, its variant " +
@@ -3128,6 +3161,14 @@ std::vector<Q4Kernel> packed_kernels() {
   // 86.0 / 80.4 / 75.8 / 71.8% (rung 98: 84.6 / 79.0 / 73.2 / 71.0%).
   v.push_back(kernel_paced<1, false, 8, 3, 1, 8, 0, 0, 1>());
   v.push_back(kernel_paced<1, false, 8, 1, 2, 8, 0, 0, 1>());
+  // pace=1,per-sm=3,rows=8 and pace=1,defer=4,per-sm=3,rows=4 (2026-12-06, eleventh session, written after the device time
+  // was spent): rung 85's and rung 96's kernels on three blocks an SM, each ring shrunk to fit (shared_ring: at k = 5120
+  // 3 stages of 23 KB at rows=8, 6 of 11.5 KB at rows=4; at k = 6144 2 and 5). Why (Nsight Compute on an H100, run-span/ncu):
+  // the paced kernels alone are consumer-bound (1.6-2.9 warps a scheduler, 0.2-0.27 eligible), so a third block an SM
+  // brings consumers, not bytes. Predicted: faster than rungs 85 and 96 at the 17.7 MB shapes, where a launch's ramp and
+  // drain weigh most; the same or slower at 17408x5120 (fewer stages a block). Not yet measured.
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 3>());
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 4, 3>());
   return v;
 }
 

@@ -108,8 +108,11 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
     if (!a["pace"].empty())
       d += "a producer warp requests the ring's stages, at most " + a["pace"] +
            " in flight a block (before the wait too), so that the buffer fills without a burst (the same shared memory, grid and bits); ";
-    if (!a["pace"].empty() && !a["per-sm"].empty())
+    if (!a["pace"].empty() && !a["per-sm"].empty() && std::stoi(a["per-sm"]) < 3)
       d += "on a grid of at most " + a["per-sm"] + " block(s) an SM, so that a later launch's blocks fit beside its own (the same kernel and bits); ";
+    if (!a["pace"].empty() && !a["per-sm"].empty() && std::stoi(a["per-sm"]) >= 3)
+      d += "on " + a["per-sm"] + " blocks an SM, each ring shrunk to the stages that let them share it (more consumer warps an SM; the same kernel "
+           "and bits); ";
     if (!a["stages"].empty()) d += "a ring of " + a["stages"] + " stages where they fit (the same kernel and bits); ";
     if (a["rest"] == "l2")
       d += "the block's groups past its ring asked of the L2 once the ring's first requests are out (TMA prefetches; the same bits); ";
