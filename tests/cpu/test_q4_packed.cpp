@@ -1063,3 +1063,22 @@ TEST_CASE("span: the stages of its ring, and the shapes, paces and buffers it re
   CHECK_THROWS_WITH_AS(q4_gemv::launch_span(c, 2, nullptr), doctest::Contains("null buffer"), Error);
   CHECK_THROWS_WITH_AS(q4_gemv::launch_span(c, 9, nullptr), doctest::Contains("1 to 4"), Error);
 }
+
+TEST_CASE("per-sm=3's rings: the stages that let three blocks share an SM (sm_90: 228 KB, 1 KB reserved a block), at most the ring's, at least 1") {
+  constexpr int kSm90 = 228 * 1024, kReserved = 1024, kStatic = 2176;  // the paced kernel's static shared memory (Nsight Compute, run-span/ncu)
+  auto stage = [](int W, int R) { return pk::RingPlan{W, R, 1}.stage_bytes(); };
+  // k = 5120 (5 warps): 23040-byte groups at rows=8, 11520 at rows=4; k = 6144 (6 warps): 27648 and 13824.
+  CHECK(pk::shared_stages(kSm90, 3, kReserved, kStatic, stage(5, 8), pk::ring_stages(5, 8)) == 3);
+  CHECK(pk::shared_stages(kSm90, 3, kReserved, kStatic, stage(5, 4), pk::ring_stages(5, 4)) == 6);
+  CHECK(pk::shared_stages(kSm90, 3, kReserved, kStatic, stage(6, 8), pk::ring_stages(6, 8)) == 2);
+  CHECK(pk::shared_stages(kSm90, 3, kReserved, kStatic, stage(6, 4), pk::ring_stages(6, 4)) == 5);
+  // Three such blocks with their reserved and static bytes fit the SM; one stage more would not.
+  for (auto [W, R] : {std::pair{5, 8}, {5, 4}, {6, 8}, {6, 4}}) {
+    const int S = pk::shared_stages(kSm90, 3, kReserved, kStatic, stage(W, R), pk::ring_stages(W, R));
+    CHECK(3 * (S * stage(W, R) + kReserved + kStatic) <= kSm90);
+    CHECK(3 * ((S + 1) * stage(W, R) + kReserved + kStatic) > kSm90);
+  }
+  // Bounds: never more than the ring's own stages, never fewer than one (k = 24576: a 110 KB group).
+  CHECK(pk::shared_stages(kSm90, 1, kReserved, kStatic, stage(5, 8), pk::ring_stages(5, 8)) == pk::ring_stages(5, 8));
+  CHECK(pk::shared_stages(kSm90, 3, kReserved, kStatic, stage(24, 8), pk::ring_stages(24, 8)) == 1);
+}

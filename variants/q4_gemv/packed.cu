@@ -2003,7 +2003,7 @@ std::pair<int, int> shared_ring(int per_sm, int threads, int stage, int most) {
   KLAB_CUDA(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
   cudaFuncAttributes fa{};
   KLAB_CUDA(cudaFuncGetAttributes(&fa, Kernel));
-  const int S = std::clamp((smem / per_sm - reserved - int(fa.sharedSizeBytes)) / stage, 1, most);
+  const int S = shared_stages(smem, per_sm, reserved, int(fa.sharedSizeBytes), stage, most);
   int fit = 0;
   KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, Kernel, threads, std::size_t(S) * std::size_t(stage)));
   return {S, std::max(fit, 1)};

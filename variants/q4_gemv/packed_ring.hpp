@@ -98,6 +98,15 @@ KLAB_HD inline int ring_stages(int W, int R) {
   return s;
 }
 
+// per-sm=N past 2 (packed.cu's shared_ring): the stages of `stage` bytes that let N blocks share an SM's `smem` bytes of
+// shared memory, each block also taking `reserved` (the driver's) and `fixed` (its static shared memory) bytes; at most
+// `most` (ring_stages'), at least 1. On sm_90 (228 KB an SM, 1 KB reserved a block) at N = 3: k = 5120 3 stages at rows=8,
+// 6 at rows=4; k = 6144 2 and 5 (tests/cpu/test_q4_packed.cpp).
+KLAB_HD inline int shared_stages(int smem, int per_sm, int reserved, int fixed, int stage, int most) {
+  const int s = (smem / per_sm - reserved - fixed) / stage;
+  return s < 1 ? 1 : s > most ? most : s;
+}
+
 // row-split=split takes split W warps a block (W = chunks of 32 blocks), at most 32 (1024 threads); past that
 // the kernels run row-split=1 (the same bits). The split a kernel runs, for its launchers and its models.
 KLAB_HD constexpr int split_in_use(int split, int W) { return split * W <= 32 ? split : 1; }
