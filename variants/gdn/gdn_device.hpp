@@ -192,7 +192,8 @@ class GdnDevice {
   // a block; 0: off). The same bits as without it (every q4 row in the paced ring's arithmetic, which the q4 kernels of
   // rows=8 share; b|a in split-row's). Consecutive steps run it through chain_operators; a step alone (enqueue_step,
   // step_operators) runs its out_proj as a span with no next. Needs, checked when operators are built (klab::Error
-  // naming the reason, before any launch): span_error. Default 0.
+  // naming the reason, before any launch): span_error. Default 0. Measured (H100, reports/h100/run-span, 2026-12-06): the
+  // bits, and x0.76..x0.80 in the 48-layer graph (its consumers, not its bytes: variants/gdn/README.md); a negative result.
   // per_sm: the span's blocks an SM (1 or 2: q4_gemv::SpanCall::per_sm).
   void set_span(int pace, int per_sm = 1) { span_ = pace, span_per_sm_ = per_sm; }
   int span() const { return span_; }
