@@ -56,6 +56,7 @@
 #include "q4_gemv/packed_kernels.hpp"
 #include "q4_gemv/packed_ring.hpp"
 #include "f32_gemv/split_row.cuh"
+#include "f32_gemv/variants.hpp"
 #include "q4_gemv/prepared_x.cuh"
 #include "q4_gemv/span.hpp"
 
@@ -1379,7 +1380,7 @@ packed_ring_kernel(const std::uint8_t* __restrict__ packed, const float* __restr
 }
 
 // ---- launching ----
-int warps_for(int k) { return (k / ref::kQ4Block + 31) / 32; }
+KLAB_HD int warps_for(int k) { return (k / ref::kQ4Block + 31) / 32; }
 
 std::string k_error(std::int64_t k) {
   if (k > std::int64_t(kMaxWarps) * 32 * ref::kQ4Block)
@@ -1635,16 +1636,21 @@ template <int Split>
 bool split_fits(int k) {
   return split_in_use(Split, warps_for(k)) == Split;
 }
-// Blocks one SM holds of a ring-shaped kernel (its dynamic shared memory the ring's stages of `warps` chunks of R rows)
-// at `threads` threads a block, after opting the kernel into kRingMaxSmem and the largest carveout once; cached per
-// kernel and warps (a kernel's block size is a function of its warps).
-template <auto Kernel, int R>
-int ring_occupancy(int warps, int threads) {
+// Opts a ring-shaped kernel into kRingMaxSmem of dynamic shared memory and the largest carveout, once per kernel.
+template <auto Kernel>
+void opt_into_ring_smem() {
   static std::once_flag once;
   std::call_once(once, [] {
     KLAB_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
     KLAB_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
   });
+}
+// Blocks one SM holds of a ring-shaped kernel (its dynamic shared memory the ring's stages of `warps` chunks of R rows)
+// at `threads` threads a block, after opting the kernel in (opt_into_ring_smem); cached per kernel and warps (a kernel's
+// block size is a function of its warps).
+template <auto Kernel, int R>
+int ring_occupancy(int warps, int threads) {
+  opt_into_ring_smem<Kernel>();
   static std::array<std::atomic<int>, kMaxWarps + 1> cache{};
   auto& c = cache[std::size_t(warps)];
   int n = c.load(std::memory_order_relaxed);
@@ -2115,7 +2121,6 @@ __device__ __forceinline__ void span_consume(const RingPlan& plan, int j, int mi
   }
 }
 constexpr int kSpanBaThreads = 128;  // b|a rows by consumer threads 0..127, standing for split-row's 256 (Ways 2)
-__device__ __forceinline__ int span_warps(int k) { return (k / ref::kQ4Block + 31) / 32; }
 template <int P>
 __global__ void __launch_bounds__(kMaxWarps * 32) packed_span_kernel(SpanCall a, int S, unsigned slot) {
   constexpr int R = 8;
@@ -2125,8 +2130,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) packed_span_kernel(SpanCall a,
   __shared__ float part[2][kMaxWarps][R];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, cw = int(blockDim.x >> 5) - 1;  // the last warp produces
   const int j = int(blockIdx.x), grid = int(gridDim.x);
-  RingPlan p1{span_warps(a.out_k), R, S, grid, (a.out_m + R - 1) / R};
-  RingPlan p2{span_warps(a.in_k), R, S, grid, (a.in_m + R - 1) / R};
+  RingPlan p1{warps_for(a.out_k), R, S, grid, (a.out_m + R - 1) / R};
+  RingPlan p2{warps_for(a.in_k), R, S, grid, (a.in_m + R - 1) / R};
   if (tid == 0) {
     for (int s = 0; s < S; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], 1);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -2260,12 +2265,7 @@ void launch_ring_xc(const std::uint8_t* packed, const float* x, float* y, int m,
 // ---- grid=half: the ring in half an SM (packed_ring.hpp, half_stages) ----
 template <int R, bool XB, bool XPf, bool Held = false, bool L2pf = false, bool Pre1 = false, int Split = 1>
 void half_attributes() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    constexpr auto kernel = packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf, Pre1, Split>;
-    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
-    KLAB_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  });
+  opt_into_ring_smem<packed_ring_kernel<R, Load::bulk, XB, true, XB && XPf, Held, L2pf, Pre1, Split>>();
 }
 // Warps one launch keeps per SM at k = 5120 (the lab's resident-warps figure): P blocks of W warps.
 template <int P, int Split = 1>
@@ -3223,11 +3223,7 @@ void launch_span_at(const SpanCall& c, cudaStream_t stream) {
   const int W = std::max(std::max(warps_for(c.out_k), c.in_m > 0 ? warps_for(c.in_k) : 1), c.ba_rows > 0 ? kSpanBaThreads / 32 : 1);
   const int threads = (W + 1) * 32;
   const std::size_t smem = std::size_t(S) * std::size_t(slot);
-  static std::once_flag once;
-  std::call_once(once, [] {
-    KLAB_CUDA(cudaFuncSetAttribute(packed_span_kernel<P>, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingMaxSmem));
-    KLAB_CUDA(cudaFuncSetAttribute(packed_span_kernel<P>, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  });
+  opt_into_ring_smem<packed_span_kernel<P>>();
   int fit = 0;
   KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, packed_span_kernel<P>, threads, smem));
   // The grid-wide barrier needs every block resident at once: per_sm an SM, each SM able to hold them.
@@ -3255,8 +3251,8 @@ std::string span_error(const SpanCall& c, int pace) {
   if (W + 1 > packed::kMaxWarps) return "k past " + std::to_string((packed::kMaxWarps - 1) * 32 * ref::kQ4Block) + ": the consumers and the producer pass 1024 threads";
   if (span_stages(c.out_k, c.in_m > 0 ? c.in_k : c.out_k, c.per_sm) < 2)
     return "a group of the larger k takes more than half of a span block's ring (" + std::to_string(kSpanSmem / c.per_sm) + " bytes)";
-  if (c.ba_rows > 0 && (c.in_k % 4 != 0 || c.in_k / 4 > f32_gemv::split_row::kMaxPer * f32_gemv::split_row::kThreads))
-    return "b|a rows of k = " + std::to_string(c.in_k) + ": split-row takes k a multiple of 4 up to " + std::to_string(f32_gemv::split_row::kMaxK);
+  if (c.ba_rows > 0)
+    if (auto why = f32_gemv::split_row_error(c.ba_rows, c.in_k); !why.empty()) return "b|a rows: " + why;
   return "";
 }
 
