@@ -143,14 +143,12 @@ void GdnStack::set_input(std::span<const float> h) {
 // kernel (the graph of 48 layers held 48 of them until 2026-12-02).
 void GdnStack::enqueue_layer(int l) { dev_.enqueue_operators(dev_.step_operators(l, in_.get(), ping_[l % 2].get()), stream_); }
 
+// The layers as one chain of steps (chain_operators: each layer's step_operators, or with the span each out_proj launch
+// carrying the next layer's input side).
 void GdnStack::enqueue() {
-  if (dev_.span() > 0) {  // the span (GdnDevice::set_span): each out_proj launch carries the next layer's input side
-    std::vector<gdn::GdnDevice::StepRef> steps;
-    for (int l = 0; l < dev_.layers(); ++l) steps.push_back({l, 0, in_.get(), ping_[l % 2].get()});
-    dev_.enqueue_operators(dev_.chain_operators(steps), stream_);
-    return;
-  }
-  for (int l = 0; l < dev_.layers(); ++l) enqueue_layer(l);
+  std::vector<gdn::GdnDevice::StepRef> steps;
+  for (int l = 0; l < dev_.layers(); ++l) steps.push_back({l, 0, in_.get(), ping_[l % 2].get()});
+  dev_.enqueue_operators(dev_.chain_operators(steps), stream_);
 }
 
 std::vector<float> GdnStack::layer_output(int l) const {

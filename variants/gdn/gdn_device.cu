@@ -724,16 +724,22 @@ std::vector<GdnDevice::StepOperator> GdnDevice::operators_of(int layer, int slot
     q4_gemv::SpanCall c;
     c.out_packed = t.packed, c.out_y = d_y, c.out_m = int(t.shape.rows), c.out_k = int(t.shape.cols), c.per_sm = per_sm;
     if (N) {
-      for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(N->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (span)");
       const int all = int(g.conv_dim() + g.value_dim());
-      if (N->in.layout != stacked->layout || N->in.packed.size() != stacked->layout->bytes(all, g.hidden))
-        throw Error("GdnDevice: internal: the stacked input projections are not in " + stacked->layout->name);
-      c.in_packed = N->in.packed.get(), c.in_y = N->xc.get(), c.in_m = all, c.in_k = int(g.hidden), c.h = d_h_next;
+      c.in_packed = stacked_in(q4->pool, *N, *stacked, all, g.hidden, "span");
+      c.in_y = N->xc.get(), c.in_m = all, c.in_k = int(g.hidden), c.h = d_h_next;
       c.w_ba = N->w_ba.get(), c.ba = N->ba.get(), c.ba_rows = 2 * g.nv;
     }
     q4_gemv::launch_span(c, pace, s);
   };
   return ops;
+}
+
+const std::uint8_t* GdnDevice::stacked_in(const Q4Pool& pool, const Layer& L, const q4_gemv::Q4Kernel& k, int rows, std::int64_t hidden, const char* who) {
+  for (BigProj p : {BigProj::qkv, BigProj::z}) pool.resolve(L.q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (" + who + ")");
+  if (!k.layout) return nullptr;
+  if (L.in.layout != k.layout || L.in.packed.size() != k.layout->bytes(rows, hidden))
+    throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
+  return L.in.packed.get();
 }
 
 std::vector<GdnDevice::StepOperator> GdnDevice::step_list(int layer, int slot, const float* d_h, float* d_y) const {
@@ -788,22 +794,20 @@ std::vector<GdnDevice::StepOperator> GdnDevice::step_list(int layer, int slot, c
     // offset depends on k alone (packed.hpp), and a group past the prefix's end is read, never written.
     add([L, d_h, q4 = q4_.get(), own = stacked_kernel_, all = int(g.conv_dim() + g.value_dim()), rows = int(g.conv_dim() + (fork ? 0 : g.value_dim())),
          H = g.hidden, fold, fold_main, ba_conv, xq = xq_, ba_rows = 2 * g.nv](cudaStream_t s) {
-      for (BigProj p : {BigProj::qkv, BigProj::z}) q4->pool.resolve(L->q4[std::size_t(p)], std::string("q4 ") + to_string(p) + " (stacked)");
       const q4_gemv::Q4Kernel& k = own ? *own : *q4->kernel;
+      const std::uint8_t* packed = stacked_in(q4->pool, *L, k, all, H, "stacked");
       if (k.layout) {
-        if (L->in.layout != k.layout || L->in.packed.size() != k.layout->bytes(all, H))
-          throw Error("GdnDevice: internal: the stacked input projections are not in " + k.layout->name);
         if (fold_main) {  // set_fold_ba_main: b|a's rows in the stacked kernel's grid
-          k.launch_packed_rows(L->in.packed.get(), d_h, L->xc.get(), rows, H, L->w_ba.get(), L->ba.get(), ba_rows, s);
+          k.launch_packed_rows(packed, d_h, L->xc.get(), rows, H, L->w_ba.get(), L->ba.get(), ba_rows, s);
           return;
         }
         if (fold || ba_conv) {  // set_fold_ba: h's q8 form and b|a in one launch (fold=ba-conv: h's q8 form alone), then the stacked kernel on it
           if (ba_conv) kernels::in_prep(d_h, xq, int(H), s);
           else kernels::in_prep_ba(d_h, xq, L->w_ba.get(), L->ba.get(), ba_rows, int(H), s);
-          k.launch_prepared(L->in.packed.get(), d_h, L->xc.get(), rows, H, s);
+          k.launch_prepared(packed, d_h, L->xc.get(), rows, H, s);
           return;
         }
-        k.launch_packed(L->in.packed.get(), d_h, L->xc.get(), rows, H, s);
+        k.launch_packed(packed, d_h, L->xc.get(), rows, H, s);
       } else {
         if (L->in.codes.size() == 0) throw Error("GdnDevice: internal: the stacked input projections are not built");
         k.launch(L->in.codes.get(), L->in.scales.get(), d_h, L->xc.get(), rows, H, s);
@@ -957,9 +961,9 @@ std::vector<GdnDevice::StepOperator> GdnDevice::chain_operators(const std::vecto
   require(!steps.empty(), "GdnDevice::chain_operators: no step");
   for (const StepRef& r : steps) check_step(r.layer, r.slot, r.d_h, r.d_y, "chain_operators");
   std::vector<StepOperator> all;
+  const bool span = span_ > 0;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const StepRef& r = steps[i];
-    const bool span = span_ > 0;
     auto ops = operators_of(r.layer, r.slot, r.d_h, r.d_y, !span || i == 0, span && i + 1 < steps.size() ? &steps[i + 1] : nullptr);
     for (auto& op : ops) all.push_back(std::move(op));
   }

@@ -436,6 +436,10 @@ class GdnDevice {
   std::vector<StepOperator> operators_of(int layer, int slot, const float* d_h, float* d_y, bool own_input = true, const StepRef* next = nullptr) const;
   // The step's operators as the settings other than the span make them (operators_of's list before the span's changes).
   std::vector<StepOperator> step_list(int layer, int slot, const float* d_h, float* d_y) const;
+  // Layer L's stacked input projections (set_merged_in) for a launch of kernel k: the pool's bindings of W_qkv and W_z
+  // resolved first (a stale tensor throws), then, for a kernel with a layout, its packed copy of `rows` x `hidden` checked
+  // to be in that layout (an internal error otherwise) and returned; nullptr for a kernel of the raw layout.
+  static const std::uint8_t* stacked_in(const Q4Pool& pool, const Layer& L, const q4_gemv::Q4Kernel& k, int rows, std::int64_t hidden, const char* who);
   // The checks of step_operators on one step.
   void check_step(int layer, int slot, const float* d_h, const float* d_y, const char* what) const;
   void check_layer(int layer, const char* what) const;         // range

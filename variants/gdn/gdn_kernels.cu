@@ -276,6 +276,12 @@ std::string prep_error(int hidden) {
   return "";
 }
 
+// Why ba_rows rows of b|a cannot be split-row's at `hidden` ("" when they can).
+std::string ba_rows_error(std::int64_t ba_rows, int hidden) {
+  if (auto why = f32_gemv::split_row_error(ba_rows, hidden); !why.empty()) return "b|a (" + std::to_string(ba_rows) + " x " + std::to_string(hidden) + "): " + why;
+  return "";
+}
+
 // in_prep_ba_kernel's launch, checked by its callers: its prep blocks for h's q8 form, then ba_rows rows of b|a (0: none).
 void launch_in_prep(const float* h, uint4* xq, const float* w_ba, float* ba, int ba_rows, int hidden, cudaStream_t stream) {
   const int nb = hidden / 32, prep = (nb + 7) / 8;
@@ -288,8 +294,7 @@ void launch_in_prep(const float* h, uint4* xq, const float* w_ba, float* ba, int
 
 std::string in_prep_ba_error(int ba_rows, int hidden) {
   if (auto why = prep_error(hidden); !why.empty()) return why;
-  if (auto why = f32_gemv::split_row_error(ba_rows, hidden); !why.empty()) return "b|a (" + std::to_string(ba_rows) + " x " + std::to_string(hidden) + "): " + why;
-  return "";
+  return ba_rows_error(ba_rows, hidden);
 }
 
 void in_prep_ba(const float* h, uint4* xq, const float* w_ba, float* ba, int ba_rows, int hidden, cudaStream_t stream) {
@@ -311,9 +316,7 @@ std::string conv_norm_ba_error(int dk, int nv, int hidden) {
   if (f32_gemv::split_row::kThreads % threads != 0)
     return "dk = " + std::to_string(dk) + ": conv_norm_bg's blocks of " + std::to_string(threads) + " threads do not divide split-row's " +
            std::to_string(f32_gemv::split_row::kThreads) + " (each b|a row stands for 256 threads): dk rounded up to 32 must be 32, 64, 128 or 256";
-  if (auto why = f32_gemv::split_row_error(2 * std::int64_t(nv), hidden); !why.empty())
-    return "b|a (" + std::to_string(2 * nv) + " x " + std::to_string(hidden) + "): " + why;
-  return "";
+  return ba_rows_error(2 * std::int64_t(nv), hidden);
 }
 
 void conv_norm_ba(const float* xc, const float* conv_w, float* hist, float* xcv, float* q, float* k, const float* w_ba, const float* h, float* ba,
