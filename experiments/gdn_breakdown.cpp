@@ -93,7 +93,8 @@ struct Row {
 // the step, so their sum may exceed the step's time: the claim parts-sum-to-step does not count it),
 // and "f32-candidate" (gdn::step_f32_candidate(), the same way: its big three on their own kernel,
 // set before the layers load, and in one stacked launch with b|a's rows); "q4-fork" and "f32-fork":
-// the two candidates' fork=z twins (in_proj_z an operator of its own; the step runs it on its branch).
+// fold's and the f32 candidate's fork=z twins (in_proj_z an operator of its own; the step runs it on its branch; fold is
+// candidate_twins().fold, the q4 candidate until 2026-12-06).
 void run_tier(Context& ctx, const Geometry& g, const rg::LayerWeights& w, const rg::Q4Projections* q, const std::string& tier) {
   const bool q4 = q != nullptr, q4_candidate = tier == "q4-candidate" || tier == "q4-fork", f32_candidate = tier == "f32-candidate" || tier == "f32-fork";
   const bool candidate = q4_candidate || f32_candidate;  // chained: the operators overlap

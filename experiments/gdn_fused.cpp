@@ -1,7 +1,7 @@
 // gdn-step-fused (issue 14, "fused step variants"): the GDN step (op gdn_step) with beta/g, conv +
 // SiLU and the q/k norm as ONE launch (GdnDevice::set_fused_prep, kernels::conv_norm_bg) raced
 // against the same step with the three launches, on the f32 tier, the default q4 kernel and the
-// fastest q4 kernel measured inside the step; and the step's candidates toward the issue's 20 us per
+// fastest q4 kernel measured inside the step; and folds toward the issue's 20 us per
 // layer (q8-dp4a projections, the fused prep and a fused recurrence by name). A is the q4 tier on the
 // default kernel, three launches: gdn-q4-layer's own q4 row. All run on the q4 weights (weights=1),
 // so every variant meets the same f64 reference; time is per run of T tokens, quoted per layer and
@@ -9,7 +9,9 @@
 // in_proj= (the stacked launch on a kernel of its own) in run-4198a57; out=prepared in run-a9d7934;
 // fold=ba-main in run-2c678d0. The twins' claims compare each with the candidate's base
 // (gdn::candidate_twins().ba_own: b|a a launch of its own), from which each differs in one setting;
-// the candidate (the base with fold=ba, since 2026-12-02) meets the base in fold-bitwise and fold-pays.
+// fold (the base with fold=ba, the candidate 2026-12-02..06: candidate_twins().fold) meets the base in fold-bitwise and
+// fold-pays, and its own twins (pf-out-*, fork-z-*, ..., pace-all-*) meet it; the candidate since 2026-12-06
+// (gdn::step_candidate(), pace_out1_split) meets pace_out1 in out1-split-*.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -49,8 +51,8 @@ const Claim kWarpsBits{"warps-bitwise",
                        "the step's base, on the q4 kernel xprep=warps (the prep a warp per block of 32), gives the bits of its twin on xprep=launch"};
 const Claim kWarpsPays{"warps-pays", "the step's base (the q4 kernel xprep=warps) is faster than its twin on xprep=launch"};
 const Claim kFoldBits{"fold-bitwise",
-                      "the step's candidate (its base with b|a folded into the stacked launch's prep kernel, fold=ba) gives the base's bits"};
-const Claim kFoldPays{"fold-pays", "b|a in the stacked launch's prep kernel pays: the step's candidate (fold=ba) is faster than its base"};
+                      "fold (the step's candidate 2026-12-02..06: its base with b|a folded into the stacked launch's prep kernel, fold=ba) gives the base's bits"};
+const Claim kFoldPays{"fold-pays", "b|a in the stacked launch's prep kernel pays: fold (fold=ba) is faster than its base"};
 const Claim kRecNormPays{"rec-norm-pays",
                          "the gated norm and out_proj's q8 x in the recurrence (cols=128, a head a block, no cluster) pay: the step's base "
                          "is faster with them there than with the gated norm a launch of its own"};
@@ -58,46 +60,46 @@ const Claim kFoldMainPays{"fold-main-pays",
                           "b|a as f32 rows in the stacked kernel's grid (fold=ba-main) pays: the step's base is faster with them there than with b|a "
                           "a launch of its own"};
 const Claim kPfBits{"pf-out-bitwise",
-                    "the step's candidate with out_proj's weights prefetched into L2 by conv_norm_bg (pf=out, after its blocks' work) gives the "
-                    "candidate's bits"};
-const Claim kPfPays{"pf-out-pays", "out_proj's weights prefetched into L2 while the small kernels run pay: the step's candidate is faster with pf=out"};
+                    "fold with out_proj's weights prefetched into L2 by conv_norm_bg (pf=out, after its blocks' work) gives "
+                    "fold's bits"};
+const Claim kPfPays{"pf-out-pays", "out_proj's weights prefetched into L2 while the small kernels run pay: fold is faster with pf=out"};
 const Claim kPfEarlyBits{"pf-early-bitwise",
-                         "the step's candidate with out_proj's weights prefetched into L2 before conv_norm_bg's wait (pf=out-early) gives the "
-                         "candidate's bits"};
-const Claim kPfEarlyPays{"pf-early-pays", "the prefetch issued before conv_norm_bg's wait pays: the step's candidate is faster with pf=out-early"};
+                         "fold with out_proj's weights prefetched into L2 before conv_norm_bg's wait (pf=out-early) gives "
+                         "fold's bits"};
+const Claim kPfEarlyPays{"pf-early-pays", "the prefetch issued before conv_norm_bg's wait pays: fold is faster with pf=out-early"};
 const Claim kForkBits{"fork-z-bitwise",
-                      "the step's candidate with in_proj_z on a branch of its own (fork=z: forked off the stacked launch, joined before the gated "
-                      "norm) gives the candidate's bits"};
-const Claim kForkPays{"fork-z-pays", "z beside conv_norm_bg and the recurrence pays: the step's candidate is faster with fork=z"};
+                      "fold with in_proj_z on a branch of its own (fork=z: forked off the stacked launch, joined before the gated "
+                      "norm) gives fold's bits"};
+const Claim kForkPays{"fork-z-pays", "z beside conv_norm_bg and the recurrence pays: fold is faster with fork=z"};
 const Claim kF32ForkBits{"f32-fork-z-bitwise", "the f32 tier's candidate with fork=z gives the f32 candidate's bits"};
 const Claim kF32ForkPays{"f32-fork-z-pays", "fork=z pays on the f32 tier: the f32 candidate is faster with it"};
 const Claim kNormLastBits{"norm-last-bitwise",
-                          "the step's candidate with the gated norm and out_proj's q8 x run by the recurrence's last column block of each head "
-                          "(norm=last: one launch fewer) gives the candidate's bits"};
-const Claim kNormLastPays{"norm-last-pays", "the gated norm in the recurrence's last blocks pays: the step's candidate is faster with norm=last"};
+                          "fold with the gated norm and out_proj's q8 x run by the recurrence's last column block of each head "
+                          "(norm=last: one launch fewer) gives fold's bits"};
+const Claim kNormLastPays{"norm-last-pays", "the gated norm in the recurrence's last blocks pays: fold is faster with norm=last"};
 const Claim kF32NormLastBits{"f32-norm-last-bitwise", "the f32 tier's candidate with norm=last gives the f32 candidate's bits"};
 const Claim kF32NormLastPays{"f32-norm-last-pays", "norm=last pays on the f32 tier: the f32 candidate is faster with it"};
-const Claim kRows16Bits{"rows16-bitwise", "the step's candidate with every q4 launch on 16 rows a thread block (gdn::kWarpsQ4Rows16) gives the candidate's bits"};
-const Claim kRows16Pays{"rows16-pays", "16 rows a q4 thread block pay: the step's candidate is faster on gdn::kWarpsQ4Rows16"};
+const Claim kRows16Bits{"rows16-bitwise", "fold with every q4 launch on 16 rows a thread block (gdn::kWarpsQ4Rows16) gives fold's bits"};
+const Claim kRows16Pays{"rows16-pays", "16 rows a q4 thread block pay: fold is faster on gdn::kWarpsQ4Rows16"};
 const Claim kOutSmemBits{"out-smem-bitwise",
-                         "the step's candidate with out_proj on gdn::kSmemGroupsQ4 (weights in shared memory, fewer registers) gives the candidate's bits"};
-const Claim kOutSmemPays{"out-smem-pays", "out_proj on gdn::kSmemGroupsQ4 pays: the step's candidate is faster with it (in_prep_ba's blocks fit beside out_proj's)"};
+                         "fold with out_proj on gdn::kSmemGroupsQ4 (weights in shared memory, fewer registers) gives fold's bits"};
+const Claim kOutSmemPays{"out-smem-pays", "out_proj on gdn::kSmemGroupsQ4 pays: fold is faster with it (in_prep_ba's blocks fit beside out_proj's)"};
 const Claim kFoldRingBits{"fold-ring-bitwise",
-                          "the step's candidate with its stacked launch's main kernel the TMA ring's (gdn::kStackedRing, on in_prep_ba's q8 x) "
-                          "gives the candidate's bits"};
-const Claim kFoldRingPays{"fold-ring-pays", "the ring as the stacked main kernel pays: the step's candidate is faster with it"};
+                          "fold with its stacked launch's main kernel the TMA ring's (gdn::kStackedRing, on in_prep_ba's q8 x) "
+                          "gives fold's bits"};
+const Claim kFoldRingPays{"fold-ring-pays", "the ring as the stacked main kernel pays: fold is faster with it"};
 const Claim kFoldDepthBits{"fold-depth-bitwise",
-                           "the step's candidate with its stacked launch's main kernel the ring at depth=2 (gdn::kRingDepth2) gives the candidate's bits"};
-const Claim kFoldDepthPays{"fold-depth-pays", "the ring at depth=2 as the stacked main kernel pays: the step's candidate is faster with it than with the ring (fold_ring)"};
+                           "fold with its stacked launch's main kernel the ring at depth=2 (gdn::kRingDepth2) gives fold's bits"};
+const Claim kFoldDepthPays{"fold-depth-pays", "the ring at depth=2 as the stacked main kernel pays: fold is faster with it than with the ring (fold_ring)"};
 const Claim kDepthAllBits{"depth-all-bitwise",
-                          "the step's candidate with the stacked launch and out_proj on the ring at depth=2 (gdn::kRingDepth2) gives the candidate's bits"};
-const Claim kDepthAllPays{"depth-all-pays", "every q4 launch on the ring at depth=2 pays: the step's candidate is faster with it"};
+                          "fold with the stacked launch and out_proj on the ring at depth=2 (gdn::kRingDepth2) gives fold's bits"};
+const Claim kDepthAllPays{"depth-all-pays", "every q4 launch on the ring at depth=2 pays: fold is faster with it"};
 const Claim kFoldPaceBits{"fold-pace-bitwise",
-                          "the step's candidate with its stacked launch's main kernel the paced ring (gdn::kPace1, pace=1) gives the candidate's bits"};
-const Claim kFoldPacePays{"fold-pace-pays", "the paced ring as the stacked main kernel pays: the step's candidate is faster with it than with the ring (fold_ring)"};
+                          "fold with its stacked launch's main kernel the paced ring (gdn::kPace1, pace=1) gives fold's bits"};
+const Claim kFoldPacePays{"fold-pace-pays", "the paced ring as the stacked main kernel pays: fold is faster with it than with the ring (fold_ring)"};
 const Claim kPaceAllBits{"pace-all-bitwise",
-                         "the step's candidate with the stacked launch and out_proj on the paced ring (gdn::kPace1, pace=1) gives the candidate's bits"};
-const Claim kPaceAllPays{"pace-all-pays", "every q4 launch on the paced ring pays: the step's candidate is faster with it"};
+                         "fold with the stacked launch and out_proj on the paced ring (gdn::kPace1, pace=1) gives fold's bits"};
+const Claim kPaceAllPays{"pace-all-pays", "every q4 launch on the paced ring pays: fold is faster with it"};
 const Claim kPaceIlpBits{"pace-ilp-bitwise",
                          "pace_all with out_proj on the paced ring taking up to 3 stages a step (gdn::kPace1Ilp3, ilp=3) gives pace_all's bits"};
 const Claim kPaceIlpPays{"pace-ilp-pays", "out_proj's groups interleaved pay: pace_all is faster with out_proj on gdn::kPace1Ilp3"};
@@ -133,7 +135,7 @@ const Claim kOut1L2Pays{"out1-l2-pays", "out_proj's later groups in the L2 pay: 
 const Claim kOut1IlpBits{"out1-ilp-bitwise", "pace_out1 with out_proj taking up to 3 stages a step (gdn::kPace1Ilp3PerSm1, ilp=3) gives pace_out1's bits"};
 const Claim kOut1IlpPays{"out1-ilp-pays", "out_proj's groups interleaved pay on one block an SM: pace_out1 is faster with out_proj on gdn::kPace1Ilp3PerSm1"};
 const Claim kOut1SplitBits{"out1-split-bitwise",
-                           "pace_out1 with out_proj's rows over two threads a block of 32 weights (gdn::kPace1SplitPerSm1, row-split=2) gives pace_out1's bits"};
+                           "pace_out1 with out_proj's rows over two threads a block of 32 weights (gdn::kPace1SplitPerSm1, row-split=2: the step's candidate since 2026-12-06) gives pace_out1's bits"};
 const Claim kOut1SplitPays{"out1-split-pays", "twice the warps pay for out_proj on one block an SM: pace_out1 is faster with out_proj on gdn::kPace1SplitPerSm1"};
 const Claim kSpan2Bits{"span2-bitwise",
                        "pace_out1 with out_proj and the next token's input side as one persistent launch (GdnDevice::set_span, pace 2) gives pace_out1's bits"};
@@ -147,9 +149,9 @@ const Claim kSpan2x2Pays{"span2x2-pays", "the span on two blocks an SM pays at p
 const Claim kWarpBits{"warp-prep-bitwise", "the candidate's base with its prep kernel's blocks one warp each (gdn::kWarpQ4) gives the base's bits"};
 const Claim kWarpPays{"warp-prep-pays", "prep blocks of one warp pay: the candidate's base is faster on gdn::kWarpQ4"};
 const Claim kConvRecBits{"conv-rec-bitwise",
-                         "the step's candidate with the conv, the q/k norm and beta/g formed inside the recurrence (prep=conv: no conv_norm_bg "
-                         "launch, one launch fewer) gives the candidate's bits"};
-const Claim kConvRecPays{"conv-rec-pays", "the conv inside the recurrence pays: the step's candidate is faster with prep=conv"};
+                         "fold with the conv, the q/k norm and beta/g formed inside the recurrence (prep=conv: no conv_norm_bg "
+                         "launch, one launch fewer) gives fold's bits"};
+const Claim kConvRecPays{"conv-rec-pays", "the conv inside the recurrence pays: fold is faster with prep=conv"};
 const Claim kF32ConvRecBits{"f32-conv-rec-bitwise", "the f32 tier's candidate with prep=conv gives the f32 candidate's bits"};
 const Claim kF32ConvRecPays{"f32-conv-rec-pays", "prep=conv pays on the f32 tier: the f32 candidate is faster with it"};
 // hist=ring (2026-12-05; bits held, conv-ring x0.999 / x1.005, four x0.940 on an H100 and the H200: reports/h100/run-2c88263,
@@ -157,13 +159,13 @@ const Claim kF32ConvRecPays{"f32-conv-rec-pays", "prep=conv pays on the f32 tier
 // gated norm shifts nothing (conv-ring-*, against conv_rec: what the ring saves the shift), and with the gated norm
 // by the recurrence's last blocks too, four launches a layer (four-*, against the candidate).
 const Claim kConvRingBits{"conv-ring-bitwise",
-                          "the step's candidate on gdn::kRecConvRing (prep=conv with the conv history a ring: nothing shifts it) gives the "
-                          "candidate's bits"};
+                          "fold on gdn::kRecConvRing (prep=conv with the conv history a ring: nothing shifts it) gives "
+                          "fold's bits"};
 const Claim kConvRingPays{"conv-ring-pays", "the ring pays: prep=conv is faster with the history a ring (gdn::kRecConvRing) than shifted by the gated norm"};
 const Claim kFourBits{"four-bitwise",
-                      "the step's candidate on gdn::kRecFour (the conv, the q/k norm, beta/g and the gated norm in the recurrence, the history a "
-                      "ring: four launches a layer) gives the candidate's bits"};
-const Claim kFourPays{"four-pays", "four launches a layer pay: the step's candidate is faster on gdn::kRecFour"};
+                      "fold on gdn::kRecFour (the conv, the q/k norm, beta/g and the gated norm in the recurrence, the history a "
+                      "ring: four launches a layer) gives fold's bits"};
+const Claim kFourPays{"four-pays", "four launches a layer pay: fold is faster on gdn::kRecFour"};
 const Claim kF32FourBits{"f32-four-bitwise", "the f32 tier's candidate on gdn::kRecFour gives the f32 candidate's bits"};
 const Claim kF32FourPays{"f32-four-pays", "four launches a layer pay on the f32 tier: the f32 candidate is faster on gdn::kRecFour"};
 // The step's time per layer is a run of T tokens through one layer over T: its state (3.1 MB at Qwen3.5-27B) stays in
@@ -303,28 +305,28 @@ void run_fused(Context& ctx) {
     twin_claims(t.ba_own, t.cluster, kClusterBits, kClusterPays, "with the q4 kernel xprep=cluster");
     twin_claims(t.out_own, t.ba_own, kNormQ8Bits, kNormQ8Pays, "with out_proj's x prepared by the gated norm");
     twin_claims(t.thread_prep, t.ba_own, kWarpsBits, kWarpsPays, "with the q4 kernel xprep=warps");
-    twin_claims(t.ba_own, gdn::step_candidate(), kFoldBits, kFoldPays, "with b|a in the stacked launch's prep kernel");
+    twin_claims(t.ba_own, t.fold, kFoldBits, kFoldPays, "with b|a in the stacked launch's prep kernel");
     // time only: these twins' arithmetic is another order (their races check them against the f64 reference)
     pays(base, find(ms, pl.rec_norm), kRecNormPays, "with the gated norm and out_proj's x in the recurrence", true);
     pays(base, find(ms, pl.fold_main), kFoldMainPays, "with b|a in the stacked kernel's grid", true);
-    // the candidate's own twins
-    twin_claims(gdn::step_candidate(), t.pf_out, kPfBits, kPfPays, "with out_proj's weights prefetched into L2");
-    twin_claims(gdn::step_candidate(), t.pf_out_early, kPfEarlyBits, kPfEarlyPays, "with the prefetch before conv_norm_bg's wait");
-    twin_claims(gdn::step_candidate(), t.fork_z, kForkBits, kForkPays, "with in_proj_z on a branch of its own");
+    // fold's own twins
+    twin_claims(t.fold, t.pf_out, kPfBits, kPfPays, "with out_proj's weights prefetched into L2");
+    twin_claims(t.fold, t.pf_out_early, kPfEarlyBits, kPfEarlyPays, "with the prefetch before conv_norm_bg's wait");
+    twin_claims(t.fold, t.fork_z, kForkBits, kForkPays, "with in_proj_z on a branch of its own");
     twin_claims(gdn::step_f32_candidate(), f.fork_z, kF32ForkBits, kF32ForkPays,
                 "with in_proj_z on a branch of its own");
-    twin_claims(gdn::step_candidate(), t.norm_last, kNormLastBits, kNormLastPays, "with the gated norm in the recurrence's last blocks");
+    twin_claims(t.fold, t.norm_last, kNormLastBits, kNormLastPays, "with the gated norm in the recurrence's last blocks");
     twin_claims(gdn::step_f32_candidate(), f.norm_last, kF32NormLastBits, kF32NormLastPays,
                 "with the gated norm in the recurrence's last blocks");
-    twin_claims(gdn::step_candidate(), t.rows16, kRows16Bits, kRows16Pays, "with 16 rows a q4 thread block");
-    twin_claims(gdn::step_candidate(), t.out_smem, kOutSmemBits, kOutSmemPays, "with out_proj's weights in shared memory");
-    twin_claims(gdn::step_candidate(), t.fold_ring, kFoldRingBits, kFoldRingPays, "with the ring as its stacked main kernel");
+    twin_claims(t.fold, t.rows16, kRows16Bits, kRows16Pays, "with 16 rows a q4 thread block");
+    twin_claims(t.fold, t.out_smem, kOutSmemBits, kOutSmemPays, "with out_proj's weights in shared memory");
+    twin_claims(t.fold, t.fold_ring, kFoldRingBits, kFoldRingPays, "with the ring as its stacked main kernel");
     twin_claims(t.fold_ring, t.fold_depth, kFoldDepthBits, kFoldDepthPays,
                 "with the ring at depth=2 as its stacked main kernel");
-    twin_claims(gdn::step_candidate(), t.depth_all, kDepthAllBits, kDepthAllPays, "with every q4 launch on the ring at depth=2");
+    twin_claims(t.fold, t.depth_all, kDepthAllBits, kDepthAllPays, "with every q4 launch on the ring at depth=2");
     twin_claims(t.fold_ring, t.fold_pace, kFoldPaceBits, kFoldPacePays,
                 "with the paced ring as its stacked main kernel");
-    twin_claims(gdn::step_candidate(), t.pace_all, kPaceAllBits, kPaceAllPays, "with every q4 launch on the paced ring");
+    twin_claims(t.fold, t.pace_all, kPaceAllBits, kPaceAllPays, "with every q4 launch on the paced ring");
     twin_claims(t.pace_all, t.pace_ilp, kPaceIlpBits, kPaceIlpPays,
                 "with out_proj's groups interleaved (ilp=3)");
     twin_claims(t.pace_all, t.pace_late, kPaceLateBits, kPaceLatePays,
@@ -357,11 +359,11 @@ void run_fused(Context& ctx) {
     twin_claims(t.pace_out1, t.pace_span2x2, kSpan2x2Bits, kSpan2x2Pays,
                 "with the span at pace 2 on two blocks an SM");
     twin_claims(t.ba_own, t.warp1, kWarpBits, kWarpPays, "with the prep's blocks one warp each");
-    twin_claims(gdn::step_candidate(), t.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
+    twin_claims(t.fold, t.conv_rec, kConvRecBits, kConvRecPays, "with the conv inside the recurrence");
     twin_claims(gdn::step_f32_candidate(), f.conv_rec, kF32ConvRecBits, kF32ConvRecPays,
                 "with the conv inside the recurrence");
     twin_claims(t.conv_rec, t.conv_ring, kConvRingBits, kConvRingPays, "with the conv history a ring");
-    twin_claims(gdn::step_candidate(), t.four, kFourBits, kFourPays, "with four launches a layer");
+    twin_claims(t.fold, t.four, kFourBits, kFourPays, "with four launches a layer");
     twin_claims(gdn::step_f32_candidate(), f.four, kF32FourBits, kF32FourPays, "with four launches a layer");
     const Measured* best = nullptr;
     for (const auto& m : ms)

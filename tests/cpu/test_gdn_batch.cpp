@@ -85,8 +85,8 @@ TEST_CASE("every q4 kernel batch_error accepts: packed, q8-dp4a, a q4_gemm rows=
     const std::string gemm = GdnDevice::batch_gemm_variant(kern.name);
     CHECK(contains(gemm, "rows=" + axis(kern, "rows")));
   }
-  CHECK(accepted >= 2);  // at least the brief's kernel and the step's candidate
-  CHECK(GdnDevice::batch_error(gdn::step_candidate().q4_kernel, kRec, true, 8) == "");
+  CHECK(accepted >= 2);  // at least the brief's kernel and gdn-batch's (fold's base, candidate_twins().ba_own)
+  CHECK(GdnDevice::batch_error(gdn::candidate_twins().ba_own.q4_kernel, kRec, true, 8) == "");
 }
 
 TEST_CASE("every f32_gemv kernel (the b|a kernels the batch may run) has a launch over several columns") {

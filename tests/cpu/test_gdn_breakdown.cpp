@@ -155,11 +155,22 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   }
   CHECK(twins == 3);
   CHECK(registry().experiment("gdn-step-fused").claims.size() == 91);  // with span2-*, span3-*, span1x2-*, span2x2-*, conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*, ba-conv-*, out-per-sm1-*, out-stages4-*, out1-ba-conv-*, out1-late-*, out1-defer-*, out1-l2-*, out1-ilp-*, out1-split-*
-  // The candidate is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba; the
-  // other twins differ from the base in one setting each.
+  // fold (the candidate until 2026-12-06) is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba;
+  // the other twins differ from the base in one setting each, or from fold, pace_all or pace_out1. The candidate since
+  // is pace_out1_split: pace_out1 with out_proj at row-split=2 (its stacked launch on kPace1, fold=ba), registered.
   const auto tw = gdn::candidate_twins();
   const auto base = tw.ba_own;
-  const auto cand = gdn::step_candidate();
+  const auto cand = tw.fold;
+  const auto now = gdn::step_candidate();
+  CHECK(gdn::fused_step_variant(now) == gdn::fused_step_variant(tw.pace_out1_split));
+  CHECK(now.q4_kernel == gdn::kPace1SplitPerSm1);
+  CHECK(now.stacked_kernel == gdn::kPace1);
+  CHECK(now.fold_ba);
+  auto out1 = now;
+  out1.q4_kernel = gdn::kPace1PerSm1;
+  CHECK(gdn::fused_step_variant(out1) == gdn::fused_step_variant(tw.pace_out1));
+  CHECK(registry().has_variant(gdn::fused_step_variant(now)));
+  CHECK(gdn::config_error(now, rg::qwen35_27b()) == "");
   CHECK(cand.fold_ba);
   CHECK_FALSE(cand.fold_ba_main);
   CHECK_FALSE(base.fold_ba);
@@ -409,16 +420,16 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     CHECK(gdn::config_error(gdn::f32_candidate_twins().norm_last, rg::Geometry{256, 2, 6, 32, 48, 4, 1e-6}).find("one thread a column") != std::string::npos);
     CHECK(gdn::config_error(gdn::f32_candidate_twins().norm_last, rg::qwen35_27b()) == "");
     // rows16: the candidate with every q4 launch on 16 rows a block, one setting changed, registered and valid.
-    auto rows16 = gdn::step_candidate();
+    auto rows16 = gdn::candidate_twins().fold;
     rows16.q4_kernel = gdn::kWarpsQ4Rows16;
     CHECK(gdn::fused_step_variant(gdn::candidate_twins().rows16) == gdn::fused_step_variant(rows16));
     CHECK(gdn::fused_step_variant(rows16).find("rows=16") != std::string::npos);
     CHECK(registry().has_variant(gdn::fused_step_variant(rows16)));
     CHECK(gdn::config_error(rows16, rg::qwen35_27b()) == "");
     // out_smem: the candidate with out_proj on the shared-memory kernel, the stacked launch on the candidate's own.
-    auto out_smem = gdn::step_candidate();
+    auto out_smem = gdn::candidate_twins().fold;
     out_smem.q4_kernel = gdn::kSmemGroupsQ4;
-    out_smem.stacked_kernel = gdn::step_candidate().q4_kernel;
+    out_smem.stacked_kernel = gdn::candidate_twins().fold.q4_kernel;
     CHECK(gdn::fused_step_variant(gdn::candidate_twins().out_smem) == gdn::fused_step_variant(out_smem));
     CHECK(registry().has_variant(gdn::fused_step_variant(out_smem)));
     CHECK(gdn::config_error(out_smem, rg::qwen35_27b()) == "");
@@ -641,8 +652,8 @@ TEST_CASE("GDN step configurations with hist=ring: the four-launch twins are reg
   CHECK(t.four.recurrence == gdn::kRecFour);
   CHECK(t.conv_ring.recurrence == gdn::kRecConvRing);
   auto back = t.four;
-  back.recurrence = gdn::step_candidate().recurrence;
-  CHECK(gdn::fused_step_variant(back) == gdn::fused_step_variant(gdn::step_candidate()));
+  back.recurrence = t.fold.recurrence;
+  CHECK(gdn::fused_step_variant(back) == gdn::fused_step_variant(t.fold));
   // prep=conv without the ring still refuses the gated norm as its epilogue: nothing would shift the history.
   const auto& plain_last = gr::recurrence_kernel("gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=last");
   CHECK(gdn::GdnDevice::conv_prep_error(&plain_last, true, gdn::kernels::L2Prefetch::none) == "");  // no prep=conv: nothing to say

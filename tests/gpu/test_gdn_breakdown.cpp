@@ -500,7 +500,7 @@ TEST_CASE("GDN b|a in the stacked launch's prep kernel (set_fold_ba): the step's
   constexpr int T = 8;
   const auto [g, w, q, h] = qwen_case(T, 91);  // dv = 128: a warp per 32 values of onn
   GdnDevice cand(g, 1), fold(g, 1);
-  const gdn::FusedStepConfig twin = gdn::step_candidate();
+  const gdn::FusedStepConfig twin = gdn::candidate_twins().fold;
   REQUIRE(twin.fold_ba);
   setup_config(cand, gdn::candidate_twins().ba_own, w, q);  // fold's base
   setup_config(fold, twin, w, q);
@@ -660,7 +660,7 @@ TEST_CASE("GDN out_proj's weights prefetched into L2 by conv_norm_bg (set_l2_pre
   for (const auto* twin : {&tw.pf_out, &tw.pf_out_early}) {
     CAPTURE(gdn::fused_step_variant(*twin));
     GdnDevice cand(g, 1), pf(g, 1);
-    setup_config(cand, gdn::step_candidate(), w, q);
+    setup_config(cand, gdn::candidate_twins().fold, w, q);
     setup_config(pf, *twin, w, q);
     CHECK(pf.l2_prefetch() == twin->l2_prefetch);
     const TwinsDiff d = twins_diff(pf, cand, h, g, T);
@@ -715,7 +715,7 @@ TEST_CASE("GDN in_proj_z on a branch of its own (set_fork_z, fork=z): the candid
   const auto [g, w, q, h] = qwen_case(T, 101);
   for (bool f32 : {false, true}) {
     CAPTURE(f32);
-    const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::step_candidate();
+    const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::candidate_twins().fold;
     const gdn::FusedStepConfig fork = f32 ? gdn::f32_candidate_twins().fork_z : gdn::candidate_twins().fork_z;
     GdnDevice a(g, 1), b(g, 1);
     setup_config(a, cand, w, q);
@@ -787,7 +787,7 @@ TEST_CASE("GDN the gated norm by the recurrence's last column block of each head
   const auto [g, w, q, h] = qwen_case(T, 103);
   for (bool f32 : {false, true}) {
     CAPTURE(f32);
-    const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::step_candidate();
+    const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::candidate_twins().fold;
     const gdn::FusedStepConfig last = f32 ? gdn::f32_candidate_twins().norm_last : gdn::candidate_twins().norm_last;
     GdnDevice a(g, 1), b(g, 1);
     setup_config(a, cand, w, q);
@@ -820,7 +820,7 @@ TEST_CASE("GDN the conv, the q/k norm and beta/g inside the recurrence (prep=con
     const auto h = test::gdn_inputs(g, T, 212, 900);
     for (bool f32 : {false, true}) {
       CAPTURE(f32);
-      const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::step_candidate();
+      const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::candidate_twins().fold;
       const gdn::FusedStepConfig conv = f32 ? gdn::f32_candidate_twins().conv_rec : gdn::candidate_twins().conv_rec;
       if (gdn::config_error(cand, g) != "") {  // dv 48: the q4 candidate's out=prepared takes dv a multiple of 32
         CHECK(gdn::config_error(conv, g) != "");
@@ -846,7 +846,7 @@ TEST_CASE("GDN the conv, the q/k norm and beta/g inside the recurrence (prep=con
   const auto [g, w, q, h] = qwen_case(T, 213);
   for (bool f32 : {false, true}) {
     CAPTURE(f32);
-    const GraphTwins gt = graph_twins(f32 ? gdn::step_f32_candidate() : gdn::step_candidate(),
+    const GraphTwins gt = graph_twins(f32 ? gdn::step_f32_candidate() : gdn::candidate_twins().fold,
                                       f32 ? gdn::f32_candidate_twins().conv_rec : gdn::candidate_twins().conv_rec, kLayers, w, q, test::tok(h, g, 0));
     CHECK(gt.a_bitwise);
     CHECK(gt.b_bitwise);
@@ -884,7 +884,7 @@ TEST_CASE("GDN the conv history as a ring (hist=ring): the candidates' bits with
     const auto h = test::gdn_inputs(g, T + 4, 222, 900);
     for (bool f32 : {false, true}) {
       CAPTURE(f32);
-      const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::step_candidate();
+      const gdn::FusedStepConfig cand = f32 ? gdn::step_f32_candidate() : gdn::candidate_twins().fold;
       if (const std::string refused = gdn::config_error(cand, g); !refused.empty()) {  // dv 48: out=prepared's q8 epilogue
         CHECK(refused.find("dv = 48") != std::string::npos);
         continue;
@@ -942,7 +942,7 @@ TEST_CASE("GDN the conv history as a ring (hist=ring): the candidates' bits with
   for (bool f32 : {false, true}) {
     CAPTURE(f32);
     // two tokens through the graph: the ring's position lives on the device, so one graph serves every token
-    const GraphTwins gt = graph_twins(f32 ? gdn::step_f32_candidate() : gdn::step_candidate(),
+    const GraphTwins gt = graph_twins(f32 ? gdn::step_f32_candidate() : gdn::candidate_twins().fold,
                                       f32 ? gdn::f32_candidate_twins().four : gdn::candidate_twins().four, kLayers, w, q, test::tok(h, g, 0));
     CHECK(gt.a_bitwise);
     CHECK(gt.b_bitwise);
@@ -986,6 +986,29 @@ TEST_CASE("GDN span (set_span): pace_out1's bits with out_proj and the next toke
     CHECK(gt.out_diff == 0);
     CHECK(gt.b_kernels == gt.a_kernels - 2 * (kLayers - 1));  // in_prep_ba and the stacked kernel, inside the span before
   }
+}
+
+TEST_CASE("GDN step candidate (pace_out1_split since 2026-12-06): pace_out1's bits token by token, as a run of tokens and as a graph of layers, with as many kernels") {
+  constexpr int T = 8, kLayers = 3;
+  const auto [g, w, q, h] = qwen_case(T, 109);
+  const gdn::FusedStepConfig base = gdn::candidate_twins().pace_out1, cand = gdn::step_candidate();
+  REQUIRE(cand.q4_kernel != base.q4_kernel);  // out_proj's kernel is what differs
+  GdnDevice a(g, 1), b(g, 1);
+  setup_config(a, base, w, q);
+  setup_config(b, cand, w, q);
+  const TwinsDiff d = twins_diff(b, a, h, g, T);
+  CHECK(d.out == 0);
+  CHECK(d.mid + d.state == 0);
+  a.reset();
+  b.reset();
+  const std::vector<float> ya = a.run(0, T, h), yb = b.run(0, T, h);
+  CHECK(bitwise_diff(yb, ya) == 0);
+  CHECK(bitwise_diff(yb, std::vector<float>(yb.size(), 0.0f)) > 0);
+  const GraphTwins gt = graph_twins(base, cand, kLayers, w, q, test::tok(h, g, 0));
+  CHECK(gt.a_bitwise);
+  CHECK(gt.b_bitwise);
+  CHECK(gt.out_diff == 0);
+  CHECK(gt.b_kernels == gt.a_kernels);
 }
 
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {

@@ -275,7 +275,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       f.ba_own,
       f.u8,
       step_f32_candidate(),
-      step_candidate(),
+      t.fold,  // the candidate until 2026-12-06 (step_candidate() is pace_out1_split, listed above)
   };
 }
 
@@ -312,7 +312,11 @@ std::vector<FusedStepConfig> fused_step_configs() {
 //   token, x1.015 over that candidate (1.3021, 1.3025) and x1.045 over the base; it gives the base's bits.
 //   As the candidate (run-93e3419): 1.2842 ms per token, x1.047 over the base; its twin norm=last (the
 //   gated norm in the recurrence's last column blocks) the same bits, x0.960.
-// This candidate: out=prepared on xprep=warps, fold=ba. The candidate before it (fold=ba-main) is the twin fold_main.
+// That candidate (out=prepared on xprep=warps, fold=ba; 2026-12-02..06) is the twin fold; the one before it (fold=ba-main) fold_main.
+// - run-call48 (H200, 2026-12-06, the first H200 to race the pace twins): fold 26.3 us a layer and 1.3169 ms per token;
+//   pace_all 24.2 us and 1.2215 ms (x1.078), pace_out1 24.0 us and 1.2133 ms, pace_out1_split (out_proj at row-split=2
+//   on one block an SM) 23.1 us and 1.1905 ms per token, x1.019 over pace_out1 (claims out1-split-pays and
+//   out1-split-in-graph held), x1.106 over fold: the fastest q4 layer raced, pace_out1's bits. This candidate since.
 namespace {
 // The candidates' small kernels (q4 and f32 tiers alike): the recurrence and b|a's own kernel.
 constexpr const char* kCandidateRec = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early";
@@ -325,7 +329,7 @@ FusedStepConfig candidate_of(FusedStepConfig base) {
 }
 }  // namespace
 
-FusedStepConfig step_candidate() { return candidate_of(candidate_twins().ba_own); }
+FusedStepConfig step_candidate() { return candidate_twins().pace_out1_split; }
 
 FusedStepConfig step_f32_candidate() { return candidate_of(f32_candidate_twins().ba_own); }
 
@@ -364,7 +368,8 @@ CandidateTwins candidate_twins() {
   t.apart.merged_in = false;
   t.ring.stacked_kernel = kStackedRing;
   t.cluster.q4_kernel = kClusterQ4;
-  t.pf_out = t.pf_out_early = t.fork_z = t.norm_last = t.rows16 = t.conv_rec = t.conv_ring = t.four = candidate_of(t.ba_own);  // step_candidate()'s
+  t.fold = candidate_of(t.ba_own);
+  t.pf_out = t.pf_out_early = t.fork_z = t.norm_last = t.rows16 = t.conv_rec = t.conv_ring = t.four = t.fold;  // fold's
   t.conv_rec.recurrence = kRecConv;
   t.conv_ring.recurrence = kRecConvRing;
   t.four.recurrence = kRecFour;
@@ -377,7 +382,7 @@ CandidateTwins candidate_twins() {
   // Measured (reports/h200/run-1b4fbed, H200, 2026-12-03): the candidate's bits; 27.4 against 26.2 us per layer
   // (x0.957) and 1.3644 against 1.3158 ms per token in the 48-layer graph (x0.964). The trace: in_prep_ba now ends
   // 1.98 us after out_proj (4.80), but out_proj ends 5.31 us after the gated norm (2.40). Kept as a negative result.
-  t.out_smem = candidate_of(t.ba_own);
+  t.out_smem = t.fold;
   t.out_smem.q4_kernel = kSmemGroupsQ4;
   t.out_smem.stacked_kernel = kWarpsQ4;
   t.warp1 = t.ba_own;
@@ -396,7 +401,7 @@ CandidateTwins candidate_twins() {
   // Measured on an H100 (reports/h100/run-fold-ring, twice): the candidate's bits; 31.2 -> 30.3 us a layer (x1.030)
   // and 1.5957 -> 1.6146 ms per token in the 48-layer graph (x0.988). On the H200 (reports/h200/run-fe10a61): 26.3 ->
   // 25.3 us a layer (x1.039, the fastest step raced), 1.3171 -> 1.3243 ms per token in the graph (x0.995, same). A twin.
-  t.fold_ring = candidate_of(t.ba_own);
+  t.fold_ring = t.fold;
   t.fold_ring.stacked_kernel = kStackedRing;
   // fold_depth, depth_all (2026-12-05, fifth session). Why (q4-prep-split on an H100, reports/h100/run-depth): the ring
   // at depth=2 alone on x already prepared takes 6.35 us at 5120x6144 (out_proj's shape) against 7.04 for the ring and
@@ -404,7 +409,7 @@ CandidateTwins candidate_twins() {
   // (the stacked launch is 16480 rows), depth_all ~0.5 us a layer faster than fold_ring.
   t.fold_depth = t.fold_ring;
   t.fold_depth.stacked_kernel = kRingDepth2;
-  t.depth_all = candidate_of(t.ba_own);
+  t.depth_all = t.fold;
   t.depth_all.q4_kernel = kRingDepth2;
   // fold_pace, pace_all (2026-12-05, seventh session). Why (q4-prep-split on an H100, reports/h100/run-pace): pace=1's
   // main kernel alone on x already prepared reaches 96.5 / 98.6 / 92.8 / 90.2% of that card's read ceiling at the four
@@ -419,7 +424,7 @@ CandidateTwins candidate_twins() {
   // fold_ring there. The H200 has not run them: the candidate to promote once it agrees.
   t.fold_pace = t.fold_ring;
   t.fold_pace.stacked_kernel = kPace1;
-  t.pace_all = candidate_of(t.ba_own);
+  t.pace_all = t.fold;
   t.pace_all.q4_kernel = kPace1;
   // pace_ilp (2026-12-06, eighth session, written before any run). Why: out_proj (5120x6144, 640 groups over 264 blocks)
   // gives a block 2 or 3 groups, all in its 3 stages when its wait ends; with ilp=3 their dots are one step, not 2-3

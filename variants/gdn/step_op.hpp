@@ -150,14 +150,16 @@ inline constexpr const char* kRecConv = "gdn_recurrence/impl=fused,cols=32,rows=
 inline constexpr const char* kRecConvRing = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,prep=conv,hist=ring";
 inline constexpr const char* kRecFour = "gdn_recurrence/impl=fused,cols=32,rows=8,pdl=early,norm=last,prep=conv,hist=ring";
 inline constexpr const char* kThreadPrepQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8";
-// The last of them: the step's candidate toward issue 14's goals (q8-dp4a projections, in_proj_qkv
-// and in_proj_z as one launch, b|a computed by that launch's prep kernel (fold=ba, since 2026-12-02:
-// the fastest in the 48-layer graph twice, reports/h200/run-0e18347 and run-f64919d), the
-// fused prep, the fused recurrence cols=32,rows=8,pdl=early with the gated norm a launch of its own
-// that writes out_proj's q8 x (out=prepared), every small kernel in the PDL chain), which gdn-stack,
-// gdn-step-breakdown and gdn-batch also run; the ones before it are its twins (candidate_twins).
+// The last of them: the step's candidate toward issue 14's goals, since 2026-12-06 candidate_twins().pace_out1_split:
+// q8-dp4a projections, in_proj_qkv and in_proj_z as one launch on the paced ring (kPace1) with b|a computed by its
+// prep kernel (fold=ba), the fused prep, the fused recurrence cols=32,rows=8,pdl=early with the gated norm a launch of
+// its own that writes out_proj's q8 x (out=prepared), out_proj on the paced ring at row-split=2 on one block an SM
+// (kPace1SplitPerSm1), every small kernel in the PDL chain. The fastest q4 layer raced on the H200 (reports/h200/
+// run-call48, 2026-12-06, stream): 23.1 us a layer, 1.1905 ms per token through 48 layers as one graph, x1.106 over
+// the candidate before it (candidate_twins().fold, 1.3169 ms) and x1.019 over pace_out1 in the same run. gdn-stack,
+// gdn-step-breakdown and gdn-batch (its base) run it; the ones before it are its twins (candidate_twins).
 FusedStepConfig step_candidate();
-// The candidate's twins. ba_own is the candidate with b|a a launch of its own (f32_gemv
+// The candidate's twins. ba_own is fold (the candidate until 2026-12-06) with b|a a launch of its own (f32_gemv
 // split-row,pdl=on, whose code fold=ba runs: the candidate's bits; the candidate before fold=ba-main).
 // Every other twin differs from ba_own in one setting, so
 // that its bitwise claim compares like with like (norm_gated and cluster also leave out_proj its own
@@ -165,6 +167,7 @@ FusedStepConfig step_candidate();
 // ring-*, cluster-*, normq8-*, ...) and gdn-stack's twin tiers race them.
 struct CandidateTwins {
   FusedStepConfig ba_own;      // b|a a launch of its own (no fold): the base of the twins below
+  FusedStepConfig fold;        // ba_own with fold=ba (b|a in the stacked launch's prep): the candidate 2026-12-02..06, base of the fold twins
   FusedStepConfig norm_gated;  // the gated norm as the recurrence's epilogue (norm=gated)
   FusedStepConfig unchained;   // without the PDL chain
   FusedStepConfig apart;       // in_proj_qkv and in_proj_z as two launches
@@ -174,7 +177,7 @@ struct CandidateTwins {
   FusedStepConfig thread_prep; // every q4 launch on kThreadPrepQ4 (the stacked launch's prep a thread per block of 32)
   FusedStepConfig fold_main;   // b|a's rows in the stacked kernel's grid (fold=ba-main: another f32 order for b|a; the candidate until 2026-12-02)
   FusedStepConfig rec_norm;    // the gated norm and out_proj's q8 x in the recurrence's epilogue (kRecNormQ8): one launch fewer
-  // The candidate's own twins (the candidate with one setting more):
+  // fold's own twins (fold, the candidate until 2026-12-06, with one setting more):
   FusedStepConfig pf_out;        // out_proj's weights prefetched into L2 by conv_norm_bg after its work (pf=out)
   FusedStepConfig pf_out_early;  // the same, issued before conv_norm_bg's wait (pf=out-early)
   FusedStepConfig fork_z;        // in_proj_z forked off the stacked launch, beside conv_norm_bg and the recurrence (fork=z)
@@ -185,14 +188,14 @@ struct CandidateTwins {
   // stacked launch runs the q4 kernel's own prep (the candidate's runs in_prep_ba, out_proj none).
   FusedStepConfig warp1;         // ba_own on kWarpQ4
   FusedStepConfig fold_main_warp1;  // fold_main on kWarpQ4
-  FusedStepConfig conv_rec;      // the candidate on kRecConv: conv, q/k norm and beta/g in the recurrence, five launches a layer
-  FusedStepConfig conv_ring;     // the candidate on kRecConvRing: conv_rec with the history a ring (the gated norm shifts nothing)
-  FusedStepConfig four;          // the candidate on kRecFour: conv_ring with the gated norm by the last blocks, four launches a layer
-  FusedStepConfig fold_ring;     // the candidate with its stacked launch's main kernel the ring's (kStackedRing, on in_prep_ba's x)
+  FusedStepConfig conv_rec;      // fold on kRecConv: conv, q/k norm and beta/g in the recurrence, five launches a layer
+  FusedStepConfig conv_ring;     // fold on kRecConvRing: conv_rec with the history a ring (the gated norm shifts nothing)
+  FusedStepConfig four;          // fold on kRecFour: conv_ring with the gated norm by the last blocks, four launches a layer
+  FusedStepConfig fold_ring;     // fold with its stacked launch's main kernel the ring's (kStackedRing, on in_prep_ba's x)
   FusedStepConfig fold_depth;    // fold_ring on kRingDepth2 (the ring at depth=2)
-  FusedStepConfig depth_all;     // the candidate with every q4 launch on kRingDepth2 (the stacked launch and out_proj, x prepared for both)
+  FusedStepConfig depth_all;     // fold with every q4 launch on kRingDepth2 (the stacked launch and out_proj, x prepared for both)
   FusedStepConfig fold_pace;     // fold_ring on kPace1 (the ring fed by a producer warp, pace=1)
-  FusedStepConfig pace_all;      // the candidate with every q4 launch on kPace1 (the stacked launch and out_proj, x prepared for both)
+  FusedStepConfig pace_all;      // fold with every q4 launch on kPace1 (the stacked launch and out_proj, x prepared for both)
   FusedStepConfig pace_ilp;      // pace_all with out_proj on kPace1Ilp3 (its stacked launch still on kPace1)
   FusedStepConfig pace_late;     // pace_all with both q4 launches on kPace1Late
   FusedStepConfig pace_defer;    // pace_all with out_proj on kPace1Defer4R4 (its stacked launch still on kPace1)
