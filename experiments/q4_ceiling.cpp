@@ -333,7 +333,10 @@ constexpr std::size_t kPacePerSm1 = 98;
 // The rungs 105, 106: per-sm=3 on rung 85 and on rung 96 (defer=4 at rows=4): three blocks an SM, each ring shrunk to fit
 // (packed.cu's shared_ring). Why (Nsight Compute on an H100, reports/h100/run-span/ncu): the paced kernels alone are
 // consumer-bound, 1.6-2.9 warps a scheduler, 0.2-0.27 of them eligible. Predicted (before any run, 2026-12-06): faster than
-// their twins at the 17.7 MB shapes, the same or slower at 17408x5120 (claim pace-per-sm3-pays).
+// their twins at the 17.7 MB shapes, the same or slower at 17408x5120 (claim pace-per-sm3-pays). Measured (H200,
+// reports/h200/run-call48, 2026-12-06): not held; rung 105 x1.046 over rung 85 at 5120x6144 but x0.883 at 6144x5120, rung
+// 106 x1.028 over rung 96 at 6144x5120 but x0.963 at 5120x6144. The whole ladder there: best per shape 91.5 (rung 90) /
+// 79.9 / 64.2 (rung 85) / 62.9% (rung 97) against the sixth session's 90.4 / 76.0 / 59.5 / 57.9%.
 constexpr std::size_t kPacePerSm3 = 105;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

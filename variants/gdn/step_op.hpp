@@ -107,7 +107,9 @@ inline constexpr const char* kPace1LatePerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,
 inline constexpr const char* kPace1Defer4R4PerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,defer=4,per-sm=1,pdl=on,rows=4";
 // kPace1PerSm1 whose producer asks the L2 for the block's groups past its ring before the release (rest=l2, rung 102).
 inline constexpr const char* kPace1PerSm1L2 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,per-sm=1,rest=l2,pdl=on,rows=8";
-// kPace1PerSm1 taking up to 3 stages a step (ilp=3, rung 103) and with each group's rows over two threads (row-split=2, rung 104).
+// kPace1PerSm1 taking up to 3 stages a step (ilp=3, rung 103) and with each group's rows over two threads (row-split=2, rung 104:
+// out_proj's kernel in step_candidate() since 2026-12-06; H200, reports/h200/run-call48: 57.4% of the read ceiling alone at
+// 5120x6144 against rung 98's 56.1%, and x1.039 per layer, x1.019 in the 48-layer graph over kPace1PerSm1 as out_proj).
 inline constexpr const char* kPace1Ilp3PerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,ilp=3,per-sm=1,pdl=on,rows=8";
 inline constexpr const char* kPace1SplitPerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,per-sm=1,pdl=on,rows=8";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same

@@ -3158,7 +3158,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // Predicted: 0.5-1.5 us a layer faster than pace_out1 (the twins pace_out1_ilp, pace_out1_split). Measured as out_proj
   // (H100, reports/h100/run-call44): the ring's bits; ilp=3 x0.930 and row-split=2 x0.996 in the 48-layer graph (negative).
   // Alone (H100, reports/h100/run-slice104, stream): ilp=3 66.8 / 61.6 / 59.4 / 56.1% of the read ceiling, row-split=2
-  // 86.0 / 80.4 / 75.8 / 71.8% (rung 98: 84.6 / 79.0 / 73.2 / 71.0%).
+  // 86.0 / 80.4 / 75.8 / 71.8% (rung 98: 84.6 / 79.0 / 73.2 / 71.0%). On the H200 (reports/h200/run-call48): 49.1 / 46.0 /
+  // 44.9 / 42.8% and 68.8 / 63.7 / 55.5 / 57.4% (rung 98 66.5 / 61.0 / 54.3 / 56.1%); row-split=2 is out_proj's kernel in
+  // the GDN step's candidate since (gdn::kPace1SplitPerSm1: x1.019 over rung 98 there in the 48-layer graph).
   v.push_back(kernel_paced<1, false, 8, 3, 1, 8, 0, 0, 1>());
   v.push_back(kernel_paced<1, false, 8, 1, 2, 8, 0, 0, 1>());
   // pace=1,per-sm=3,rows=8 and pace=1,defer=4,per-sm=3,rows=4 (2026-12-06, eleventh session, written after the device time
@@ -3166,7 +3168,10 @@ std::vector<Q4Kernel> packed_kernels() {
   // 3 stages of 23 KB at rows=8, 6 of 11.5 KB at rows=4; at k = 6144 2 and 5). Why (Nsight Compute on an H100, run-span/ncu):
   // the paced kernels alone are consumer-bound (1.6-2.9 warps a scheduler, 0.2-0.27 eligible), so a third block an SM
   // brings consumers, not bytes. Predicted: faster than rungs 85 and 96 at the 17.7 MB shapes, where a launch's ramp and
-  // drain weigh most; the same or slower at 17408x5120 (fewer stages a block). Not yet measured.
+  // drain weigh most; the same or slower at 17408x5120 (fewer stages a block). Measured (H200, reports/h200/run-call48,
+  // 2026-12-06, stream): 89.3 / 67.3 / 56.6 / 58.2% and 90.0 / 78.5 / 63.9 / 58.9% of the read ceiling (rungs 85 and 96
+  // 91.3 / 79.9 / 64.2 / 55.6% and 77.6 / 72.1 / 62.1 / 61.2%): x1.046 at 5120x6144 for the first, x1.028 at 6144x5120 for
+  // the second, slower at the other 17.7 MB shape each (claim pace-per-sm3-pays not held). Kept as a negative result.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 3>());
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 4, 3>());
   return v;
