@@ -158,6 +158,32 @@ GraphTwins graph_twins(const gdn::FusedStepConfig& a, const gdn::FusedStepConfig
   return r;
 }
 
+// Configuration b against a on c's T tokens, each check bit for bit: token by token (step(): out, intermediates and state),
+// as one run of the T tokens (run(): out and every what; not all zero), and as one token through nl layers in a graph
+// (graph_twins: each graph against its sequential enqueue, the outputs against each other). Returns the two graphs'
+// kernel nodes (a's, b's) for the caller's count.
+std::pair<int, int> same_bits_everywhere(const gdn::FusedStepConfig& a_cfg, const gdn::FusedStepConfig& b_cfg, const QwenCase& c, int T, int nl) {
+  GdnDevice a(c.g, 1), b(c.g, 1);
+  setup_config(a, a_cfg, c.w, c.q);
+  setup_config(b, b_cfg, c.w, c.q);
+  const TwinsDiff d = twins_diff(b, a, c.h, c.g, T);
+  CHECK(d.out == 0);
+  CHECK(d.mid + d.state == 0);
+  a.reset();
+  b.reset();
+  const std::vector<float> ya = a.run(0, T, c.h), yb = b.run(0, T, c.h);
+  CHECK(bitwise_diff(yb, ya) == 0);
+  std::int64_t rest = 0;
+  for (What wh : rg::all_whats()) rest += bitwise_diff(b.get(0, wh), a.get(0, wh));
+  CHECK(rest == 0);
+  CHECK(bitwise_diff(yb, std::vector<float>(yb.size(), 0.0f)) > 0);
+  const GraphTwins gt = graph_twins(a_cfg, b_cfg, nl, c.w, c.q, test::tok(c.h, c.g, 0));
+  CHECK(gt.a_bitwise);
+  CHECK(gt.b_bitwise);
+  CHECK(gt.out_diff == 0);
+  return {gt.a_kernels, gt.b_kernels};
+}
+
 }  // namespace
 
 TEST_CASE("GDN breakdown: the listed operators run one by one equal the step bitwise (outputs, intermediates, S, hist), f32 and q4 tiers") {
@@ -957,58 +983,24 @@ TEST_CASE("GDN the conv history as a ring (hist=ring): the candidates' bits with
 
 TEST_CASE("GDN span (set_span): pace_out1's bits with out_proj and the next token's or layer's input side as one persistent launch, token by token, chained through a run and as a graph of layers; two launches fewer a step after the first") {
   constexpr int T = 8, kLayers = 3;
-  const auto [g, w, q, h] = qwen_case(T, 107);
-  const gdn::FusedStepConfig base = gdn::candidate_twins().pace_out1;
+  const QwenCase c = qwen_case(T, 107);
   const auto tw = gdn::candidate_twins();
+  // Token by token each out_proj is a span with no next; as one run each carries the next token's h's q8 form, b|a and
+  // stacked projections; in the graph each carries the next layer's.
   for (const gdn::FusedStepConfig& span : {tw.pace_span2, tw.pace_span3, tw.pace_span1x2, tw.pace_span2x2}) {
     CAPTURE(span.span);
     CAPTURE(span.span_per_sm);
-    GdnDevice a(g, 1), b(g, 1);
-    setup_config(a, base, w, q);
-    setup_config(b, span, w, q);
-    // Token by token (step()): each out_proj a span with no next.
-    const TwinsDiff d = twins_diff(b, a, h, g, T);
-    CHECK(d.out == 0);
-    CHECK(d.mid + d.state == 0);
-    // T tokens as one run: each out_proj carries the next token's h's q8 form, b|a and stacked projections.
-    a.reset();
-    b.reset();
-    const std::vector<float> ya = a.run(0, T, h), yb = b.run(0, T, h);
-    CHECK(bitwise_diff(yb, ya) == 0);
-    std::int64_t rest = 0;
-    for (What wh : rg::all_whats()) rest += bitwise_diff(b.get(0, wh), a.get(0, wh));
-    CHECK(rest == 0);
-    CHECK(bitwise_diff(yb, std::vector<float>(yb.size(), 0.0f)) > 0);
-    // The layers as one graph (each out_proj carrying the next layer's input side) against the same layers one by one.
-    const GraphTwins gt = graph_twins(base, span, kLayers, w, q, test::tok(h, g, 0));
-    CHECK(gt.a_bitwise);
-    CHECK(gt.b_bitwise);
-    CHECK(gt.out_diff == 0);
-    CHECK(gt.b_kernels == gt.a_kernels - 2 * (kLayers - 1));  // in_prep_ba and the stacked kernel, inside the span before
+    const auto [a_kernels, b_kernels] = same_bits_everywhere(tw.pace_out1, span, c, T, kLayers);
+    CHECK(b_kernels == a_kernels - 2 * (kLayers - 1));  // in_prep_ba and the stacked kernel, inside the span before
   }
 }
 
 TEST_CASE("GDN step candidate (pace_out1_split since 2026-12-06): pace_out1's bits token by token, as a run of tokens and as a graph of layers, with as many kernels") {
   constexpr int T = 8, kLayers = 3;
-  const auto [g, w, q, h] = qwen_case(T, 109);
   const gdn::FusedStepConfig base = gdn::candidate_twins().pace_out1, cand = gdn::step_candidate();
   REQUIRE(cand.q4_kernel != base.q4_kernel);  // out_proj's kernel is what differs
-  GdnDevice a(g, 1), b(g, 1);
-  setup_config(a, base, w, q);
-  setup_config(b, cand, w, q);
-  const TwinsDiff d = twins_diff(b, a, h, g, T);
-  CHECK(d.out == 0);
-  CHECK(d.mid + d.state == 0);
-  a.reset();
-  b.reset();
-  const std::vector<float> ya = a.run(0, T, h), yb = b.run(0, T, h);
-  CHECK(bitwise_diff(yb, ya) == 0);
-  CHECK(bitwise_diff(yb, std::vector<float>(yb.size(), 0.0f)) > 0);
-  const GraphTwins gt = graph_twins(base, cand, kLayers, w, q, test::tok(h, g, 0));
-  CHECK(gt.a_bitwise);
-  CHECK(gt.b_bitwise);
-  CHECK(gt.out_diff == 0);
-  CHECK(gt.b_kernels == gt.a_kernels);
+  const auto [a_kernels, b_kernels] = same_bits_everywhere(base, cand, qwen_case(T, 109), T, kLayers);
+  CHECK(b_kernels == a_kernels);
 }
 
 TEST_CASE("graph_nodes counts what a body captures: one empty kernel, a kernel and a memset") {
