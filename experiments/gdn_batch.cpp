@@ -4,8 +4,8 @@
 // against the B slots' own single-sequence steps (GdnDevice::step_operators, the
 // single step's launches), at B = 1, 8 and 32. First run on the H200 in reports/h200/run-30bee11.
 //
-// Configuration: the step's candidate on the q4 tier without its two single-sequence forms (the
-// candidate's base gdn::candidate_twins().ba_own with out=prepared off: q8-dp4a projections, the fused
+// Configuration: fold (the step's candidate 2026-12-02..06) on the q4 tier without its two single-sequence forms
+// (fold's base gdn::candidate_twins().ba_own with out=prepared off: q8-dp4a projections, the fused
 // prep, the fused recurrence with pdl=early, b|a split-row, the PDL chain), which enqueue_batch
 // takes; both sides run it, so the single steps are the same kernels on one column (the singles with
 // in_proj_qkv and in_proj_z stacked, the batch with its three q4_gemm launches: the same bits).
