@@ -137,6 +137,12 @@ const Claim kOut1IlpPays{"out1-ilp-pays", "out_proj's groups interleaved pay on 
 const Claim kOut1SplitBits{"out1-split-bitwise",
                            "pace_out1 with out_proj's rows over two threads a block of 32 weights (gdn::kPace1SplitPerSm1, row-split=2: the step's candidate since 2026-12-06) gives pace_out1's bits"};
 const Claim kOut1SplitPays{"out1-split-pays", "twice the warps pay for out_proj on one block an SM: pace_out1 is faster with out_proj on gdn::kPace1SplitPerSm1"};
+const Claim kSplitX2Bits{"split-x2-bitwise",
+                         "the candidate (pace_out1_split) with out_proj on two blocks an SM of 2 stages each (gdn::kPace1SplitPerSm2S2, "
+                         "per-sm=2,stages=2) gives the candidate's bits"};
+const Claim kSplitX2Pays{"split-x2-pays",
+                         "twice out_proj's consumer warps again pay beside the stacked block: the candidate is faster with out_proj on "
+                         "gdn::kPace1SplitPerSm2S2"};
 const Claim kSpan2Bits{"span2-bitwise",
                        "pace_out1 with out_proj and the next token's input side as one persistent launch (GdnDevice::set_span, pace 2) gives pace_out1's bits"};
 const Claim kSpan2Pays{"span2-pays", "one ring across out_proj and the next stacked launch pays: pace_out1 is faster with the span at pace 2"};
@@ -351,6 +357,8 @@ void run_fused(Context& ctx) {
                 "with out_proj at ilp=3");
     twin_claims(t.pace_out1, t.pace_out1_split, kOut1SplitBits, kOut1SplitPays,
                 "with out_proj at row-split=2");
+    twin_claims(t.pace_out1_split, t.pace_split_x2, kSplitX2Bits, kSplitX2Pays,
+                "with out_proj on two blocks an SM of 2 stages each (per-sm=2,stages=2)");
     twin_claims(t.pace_out1, t.pace_span2, kSpan2Bits, kSpan2Pays,
                 "with the span at pace 2 (out_proj and the next token's input side one launch)");
     twin_claims(t.pace_out1, t.pace_span3, kSpan3Bits, kSpan3Pays, "with the span at pace 3");
@@ -389,7 +397,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kOut1LateBits, kOut1LatePays, kOut1DeferBits, kOut1DeferPays, kOut1L2Bits, kOut1L2Pays, kOut1IlpBits, kOut1IlpPays, kOut1SplitBits, kOut1SplitPays, kSpan2Bits, kSpan2Pays, kSpan3Bits, kSpan3Pays, kSpan1x2Bits, kSpan1x2Pays, kSpan2x2Bits, kSpan2x2Pays, kConvRecBits, kConvRecPays,
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kOut1LateBits, kOut1LatePays, kOut1DeferBits, kOut1DeferPays, kOut1L2Bits, kOut1L2Pays, kOut1IlpBits, kOut1IlpPays, kOut1SplitBits, kOut1SplitPays, kSplitX2Bits, kSplitX2Pays, kSpan2Bits, kSpan2Pays, kSpan3Bits, kSpan3Pays, kSpan1x2Bits, kSpan1x2Pays, kSpan2x2Bits, kSpan2x2Pays, kConvRecBits, kConvRecPays,
                  kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });

@@ -338,6 +338,11 @@ constexpr std::size_t kPacePerSm1 = 98;
 // 106 x1.028 over rung 96 at 6144x5120 but x0.963 at 5120x6144. The whole ladder there: best per shape 91.5 (rung 90) /
 // 79.9 / 64.2 (rung 85) / 62.9% (rung 97) against the sixth session's 90.4 / 76.0 / 59.5 / 57.9%.
 constexpr std::size_t kPacePerSm3 = 105;
+// The rungs 107, 108: rung 85 and rung 90 (row-split=2) on two blocks an SM of 2 stages each (per-sm=2,stages=2), the
+// grid and rings under which out_proj leaves a stacked block room beside it in the GDN step with twice the consumer warps
+// of the candidate's out_proj (rung 104; the twin pace_split_x2). Predicted (2026-12-06, before any run): below rungs 85
+// and 90 at 17408x5120 (2 stages a block), within 3% of them at the 17.7 MB shapes (claim pace-per-sm2-pays).
+constexpr std::size_t kPacePerSm2 = 107;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -505,6 +510,9 @@ std::vector<std::string> rungs() {
   // 105, 106: per-sm=3 on rung 85 (after pace=) and rung 96 (after defer=).
   out.push_back(inserted_after(out[kPaceWarps], ",pace=1", ",per-sm=3"));
   out.push_back(inserted_after(out[kPaceDefer0 + 1], ",defer=4", ",per-sm=3"));
+  // 107, 108: per-sm=2,stages=2 on rung 85 (after pace=) and rung 90 (after row-split=).
+  out.push_back(inserted_after(out[kPaceWarps], ",pace=1", ",per-sm=2,stages=2"));
+  out.push_back(inserted_after(out[kPaceSplit], ",row-split=2", ",per-sm=2,stages=2"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -672,6 +680,10 @@ Experiment q4_to_ceiling() {
                                 "three blocks an SM pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,per-sm=3,rows=8,pdl=on and "
                                 "pace=1,defer=4,per-sm=3,rows=4 (rungs 85 and 96 with each ring shrunk so that three blocks share an SM) are "
                                 "faster than rungs 85 and 96 at 6144x5120 and 5120x6144"};
+  const Claim pace_per_sm2_pays{"pace-per-sm2-pays",
+                                "two blocks an SM of two stages each pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,per-sm=2,stages=2,"
+                                "rows=8,pdl=on and its row-split=2 twin (rungs 85 and 90 on that grid and those rings, the GDN candidate's out_proj "
+                                "grid with room for a stacked block) are faster than rungs 85 and 90 at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -683,7 +695,7 @@ Experiment q4_to_ceiling() {
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
               pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays, pace_late_pays,
-              pace_defer_pays, pace_per_sm1_pays, pace_per_sm3_pays};
+              pace_defer_pays, pace_per_sm1_pays, pace_per_sm3_pays, pace_per_sm2_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -854,6 +866,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_defer_pays, "defer=4|8", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceRows4 + 1; }, kPaceDefer0, 3);
           twins_pay(pace_per_sm1_pays, "per-sm=1", [](std::size_t) { return kPaceWarps; }, kPacePerSm1, 7);
           twins_pay(pace_per_sm3_pays, "per-sm=3", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceDefer0 + 1; }, kPacePerSm3, 2);
+          twins_pay(pace_per_sm2_pays, "per-sm=2,stages=2", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceSplit; }, kPacePerSm2, 2);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

@@ -474,8 +474,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // pace=1,xprep=block|warps|warp, grid=groups,xprep=warps,load=bulk, pace=1,xprep=warps,ilp=2|3 and row-split=2,
   // pace=2|1,xprep=warps,rows=4, pace=1-2,xprep=warps,rows=4|8, pace=1,xprep=warps,defer=4,rows=8|4 and defer=8,rows=4,
   // pace=1,xprep=warps,per-sm=1 and per-sm=1,stages=4, pace=1-2,per-sm=1, defer=4,per-sm=1,rows=4, per-sm=1,rest=l2,
-  // ilp=3,per-sm=1 and row-split=2,per-sm=1, pace=1,per-sm=3 and defer=4,per-sm=3,rows=4
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1 + 2 + 2 + 3 + 7 + 2);
+  // ilp=3,per-sm=1 and row-split=2,per-sm=1, pace=1,per-sm=3 and defer=4,per-sm=3,rows=4, per-sm=2,stages=2 with and without row-split=2
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1 + 2 + 2 + 3 + 7 + 4);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -524,8 +524,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   }
   // pace=1,xprep=warps,ilp=2|3: the same kernel taking 2 or 3 stages a step, and row-split=2 (twice the consumer warps),
   // the ring's model; its main kernel alone for the GDN step (launch_prepared).
-  // The same on one block an SM (per-sm=1: the grid alone changes).
-  for (const std::string axis : {"ilp=2", "ilp=3", "row-split=2", "ilp=3,per-sm=1", "row-split=2,per-sm=1"}) {
+  // The same on one block an SM (per-sm=1: the grid alone changes), and row-split=2 on two blocks of 2 stages an SM.
+  for (const std::string axis : {"ilp=2", "ilp=3", "row-split=2", "ilp=3,per-sm=1", "row-split=2,per-sm=1", "row-split=2,per-sm=2,stages=2"}) {
     const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1," + axis + ",pdl=on,rows=8";
     CAPTURE(name);
     const int consumers = axis.rfind("row-split=2", 0) == 0 ? 2 : 1;
@@ -539,7 +539,7 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
                                       "pace=1,defer=4,pdl=on,rows=8", "pace=1,defer=4,pdl=on,rows=4", "pace=1,defer=8,pdl=on,rows=4",
                                       "pace=1,per-sm=1,pdl=on,rows=8", "pace=1,per-sm=1,stages=4,pdl=on,rows=8", "pace=1-2,per-sm=1,pdl=on,rows=8",
                                       "pace=1,defer=4,per-sm=1,pdl=on,rows=4", "pace=1,per-sm=1,rest=l2,pdl=on,rows=8", "pace=1,per-sm=3,pdl=on,rows=8",
-                                      "pace=1,defer=4,per-sm=3,pdl=on,rows=4"}) {
+                                      "pace=1,defer=4,per-sm=3,pdl=on,rows=4", "pace=1,per-sm=2,stages=2,pdl=on,rows=8"}) {
     const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk," + pace_rows;
     CAPTURE(name);
     const std::string& twin = pace_rows.back() == '4' ? ring[1] : ring[0];
@@ -712,7 +712,8 @@ TEST_CASE("map=packed row-split=2|4: the ring's rows split over 2 or 4 threads a
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=2,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,depth=3,row-split=2,pdl=on,rows=8",
                                        "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,pdl=on,rows=8",
-                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,per-sm=1,pdl=on,rows=8"});
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,per-sm=1,pdl=on,rows=8",
+                                       "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,per-sm=2,stages=2,pdl=on,rows=8"});
   // grid=fill,xprep=block: the twins of rung 32 and of its row-split=2, of the depth=2|1 rings and of pace=1, without
   // the prep kernel; the same model.
   CHECK(check_twins("grid=fill,xprep=block,", {}, "grid=fill,xprep=launch,") ==

@@ -262,6 +262,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_out1_l2,
       t.pace_out1_ilp,
       t.pace_out1_split,
+      t.pace_split_x2,
       t.pace_span2,
       t.pace_span3,
       t.pace_span1x2,
@@ -517,6 +518,14 @@ CandidateTwins candidate_twins() {
   t.pace_out1_ilp.q4_kernel = kPace1Ilp3PerSm1;
   t.pace_out1_split = t.pace_out1;
   t.pace_out1_split.q4_kernel = kPace1SplitPerSm1;
+  // pace_split_x2 (2026-12-06, twelfth session, written before any run). Why (reports/h200/run-call48, the H200): out_proj
+  // on rung 98 ends 5.5 us after the gated norm though its 17.7 MB take 3.9 us at the read ceiling and 10.9 MB of them are
+  // in its rings at the release; twice its consumer warps (row-split=2, now the candidate) paid x1.039 a layer and x1.019
+  // in the graph: its consumers set its pace. Two blocks an SM of 2 stages each (kPace1SplitPerSm2S2) double them again
+  // and hold 14.6 MB before the release, with a stacked kPace1 block still beside them (shared memory and registers:
+  // q4_gemv's rung 108). Predicted: 0.3-1 us a layer under the candidate on the H200.
+  t.pace_split_x2 = t.pace_out1_split;
+  t.pace_split_x2.q4_kernel = kPace1SplitPerSm2S2;
   // pace_span2, pace_span3 (2026-12-06, eleventh session). Why (pace_out1's traced cycle, reports/h100/run-call44): 29.4 us
   // a layer, of which out_proj ends 5.5 us after the gated norm, in_prep_ba 2.0 after it and the next stacked launch
   // 13.7 after that, while the ~8 us of small kernels before out_proj leave the DRAM mostly idle: each q4 launch is a

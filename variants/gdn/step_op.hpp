@@ -112,6 +112,10 @@ inline constexpr const char* kPace1PerSm1L2 = "q4_gemv/map=packed,dot=q8-dp4a,gr
 // 5120x6144 against rung 98's 56.1%, and x1.039 per layer, x1.019 in the 48-layer graph over kPace1PerSm1 as out_proj).
 inline constexpr const char* kPace1Ilp3PerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,ilp=3,per-sm=1,pdl=on,rows=8";
 inline constexpr const char* kPace1SplitPerSm1 = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,per-sm=1,pdl=on,rows=8";
+// kPace1SplitPerSm1's kernel on two blocks an SM of 2 stages each (per-sm=2,stages=2, rung 108): twice its consumer warps,
+// a stacked kPace1 block still beside them (out_proj's twin pace_split_x2).
+inline constexpr const char* kPace1SplitPerSm2S2 =
+    "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,per-sm=2,stages=2,pdl=on,rows=8";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -209,7 +213,8 @@ struct CandidateTwins {
   FusedStepConfig pace_out1_defer;  // pace_out1 with out_proj on kPace1Defer4R4PerSm1 (defer=4, rows=4, one block an SM)
   FusedStepConfig pace_out1_l2;     // pace_out1 with out_proj on kPace1PerSm1L2 (its groups past the ring into L2 early)
   FusedStepConfig pace_out1_ilp;    // pace_out1 with out_proj on kPace1Ilp3PerSm1
-  FusedStepConfig pace_out1_split;  // pace_out1 with out_proj on kPace1SplitPerSm1
+  FusedStepConfig pace_out1_split;  // pace_out1 with out_proj on kPace1SplitPerSm1 (step_candidate() since 2026-12-06)
+  FusedStepConfig pace_split_x2;    // the candidate with out_proj on kPace1SplitPerSm2S2 (two blocks an SM of 2 stages each)
   FusedStepConfig pace_span2;       // pace_out1 with the span at pace 2 (GdnDevice::set_span: out_proj and the next step's input side one launch)
   FusedStepConfig pace_span3;       // the same at pace 3
   FusedStepConfig pace_span1x2;     // the span at pace 1 on two blocks an SM (each half the ring: twice the consumer warps)

@@ -3174,6 +3174,17 @@ std::vector<Q4Kernel> packed_kernels() {
   // the second, slower at the other 17.7 MB shape each (claim pace-per-sm3-pays not held). Kept as a negative result.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 3>());
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 4, 3>());
+  // pace=1,row-split=2,per-sm=2,stages=2,rows=8 (2026-12-06, twelfth session, before any run): rung 104's kernel (row-split=2,
+  // the GDN candidate's out_proj since 2026-12-06) on two blocks an SM, each ring 2 stages (launcher-only: no new kernel).
+  // Why: the H200 put out_proj's end 5.5 us after the gated norm on rung 98 (reports/h200/run-call48, traced), its 17.7 MB
+  // taking 3.9 us at the read ceiling, and twice the consumer warps (row-split=2) paid there (x1.019 in the 48-layer graph):
+  // the paced consumers set the pace. Two blocks of 2 stages at k = 6144 (55 KB a block: 14.6 MB in the rings before the
+  // release, not 10.9) give 24 consumer warps an SM and leave a stacked kPace1 block room beside them (shared memory
+  // 2 x 59.5 + 96 KB, registers 2 x 416 x 64 + 192 x 56 = 64000 of 65536). Predicted alone: below rung 85 at 17408x5120
+  // (2 stages a block), within 3% at the 17.7 MB shapes; as out_proj (the twin pace_split_x2) 0.3-1 us a layer under the
+  // candidate on the H200. Beside it its twin without row-split (rung 85's kernel on the same grid and rings).
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 2, 2>());
+  v.push_back(kernel_paced<1, false, 8, 1, 2, 8, 0, 0, 2, 2>());
   return v;
 }
 
