@@ -341,7 +341,9 @@ constexpr std::size_t kPacePerSm3 = 105;
 // The rungs 107, 108: rung 85 and rung 90 (row-split=2) on two blocks an SM of 2 stages each (per-sm=2,stages=2), the
 // grid and rings under which out_proj leaves a stacked block room beside it in the GDN step with twice the consumer warps
 // of the candidate's out_proj (rung 104; the twin pace_split_x2). Predicted (2026-12-06, before any run): below rungs 85
-// and 90 at 17408x5120 (2 stages a block), within 3% of them at the 17.7 MB shapes (claim pace-per-sm2-pays).
+// and 90 at 17408x5120 (2 stages a block), within 3% of them at the 17.7 MB shapes (claim pace-per-sm2-pays). Measured
+// (H100, reports/h100/run-call56, a slice): rung 107 x0.968 / x1.120 over rung 85 and rung 108 x1.053 / x1.074 over rung
+// 90 at 6144x5120 / 5120x6144 (the claim would not hold: rung 107 loses at 6144x5120); 75-77% at 17408x5120.
 constexpr std::size_t kPacePerSm2 = 107;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

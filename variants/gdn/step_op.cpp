@@ -523,7 +523,9 @@ CandidateTwins candidate_twins() {
   // in its rings at the release; twice its consumer warps (row-split=2, now the candidate) paid x1.039 a layer and x1.019
   // in the graph: its consumers set its pace. Two blocks an SM of 2 stages each (kPace1SplitPerSm2S2) double them again
   // and hold 14.6 MB before the release, with a stacked kPace1 block still beside them (shared memory and registers:
-  // q4_gemv's rung 108). Predicted: 0.3-1 us a layer under the candidate on the H200.
+  // q4_gemv's rung 108). Predicted: 0.3-1 us a layer under the candidate on the H200. Measured on an H100
+  // (reports/h100/run-call56): the candidate's bits; 26.8 -> 28.5 us a layer (x0.94), 1.4353 -> 1.5090 ms per token in
+  // the 48-layer graph (x0.951). A negative result, kept; the H200 has not raced it.
   t.pace_split_x2 = t.pace_out1_split;
   t.pace_split_x2.q4_kernel = kPace1SplitPerSm2S2;
   // pace_span2, pace_span3 (2026-12-06, eleventh session). Why (pace_out1's traced cycle, reports/h100/run-call44): 29.4 us

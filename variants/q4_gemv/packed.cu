@@ -3183,6 +3183,10 @@ std::vector<Q4Kernel> packed_kernels() {
   // 2 x 59.5 + 96 KB, registers 2 x 416 x 64 + 192 x 56 = 64000 of 65536). Predicted alone: below rung 85 at 17408x5120
   // (2 stages a block), within 3% at the 17.7 MB shapes; as out_proj (the twin pace_split_x2) 0.3-1 us a layer under the
   // candidate on the H200. Beside it its twin without row-split (rung 85's kernel on the same grid and rings).
+  // Measured (H100, reports/h100/run-call56, 2026-12-06, stream): rung 107 75.5 / 74.2 / 76.4 / 77.7% of that card's read
+  // ceiling (rung 85 96.1 / 93.3 / 78.9 / 69.4%: x1.120 at 5120x6144, where its 2 stages of 27.6 KB beat 3), rung 108
+  // 90.7 / 86.6 / 79.2 / 75.0% (rung 90 96.7 / 94.4 / 75.2 / 69.8%); as the GDN layer's out_proj rung 108 loses (the twin
+  // pace_split_x2: x0.94 a layer, x0.951 in the 48-layer graph). Not yet on the H200.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 2, 2>());
   v.push_back(kernel_paced<1, false, 8, 1, 2, 8, 0, 0, 2, 2>());
   return v;
