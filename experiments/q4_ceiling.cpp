@@ -345,6 +345,9 @@ constexpr std::size_t kPacePerSm3 = 105;
 // (H100, reports/h100/run-call56, a slice): rung 107 x0.968 / x1.120 over rung 85 and rung 108 x1.053 / x1.074 over rung
 // 90 at 6144x5120 / 5120x6144 (the claim would not hold: rung 107 loses at 6144x5120); 75-77% at 17408x5120.
 constexpr std::size_t kPacePerSm2 = 107;
+// The rungs 109, 110: rung 97 (defer=8 at rows=4) with its ring cut to 4 and 3 stages (stages=4|3; packed.cu says why).
+// Predicted (2026-12-06, before any run): faster than rung 97 at 6144x5120 and 5120x6144 (claim pace-stages-pays).
+constexpr std::size_t kPaceStages0 = 109;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -515,6 +518,8 @@ std::vector<std::string> rungs() {
   // 107, 108: per-sm=2,stages=2 on rung 85 (after pace=) and rung 90 (after row-split=).
   out.push_back(inserted_after(out[kPaceWarps], ",pace=1", ",per-sm=2,stages=2"));
   out.push_back(inserted_after(out[kPaceSplit], ",row-split=2", ",per-sm=2,stages=2"));
+  // 109, 110: stages=4|3 on rung 97 (stages= goes after defer=).
+  for (const std::string st : {"4", "3"}) out.push_back(inserted_after(out[kPaceDefer0 + 2], ",defer=8", ",stages=" + st));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -686,6 +691,10 @@ Experiment q4_to_ceiling() {
                                 "two blocks an SM of two stages each pay on the paced ring: grid=fill,xprep=warps,load=bulk,pace=1,per-sm=2,stages=2,"
                                 "rows=8,pdl=on and its row-split=2 twin (rungs 85 and 90 on that grid and those rings, the GDN candidate's out_proj "
                                 "grid with room for a stacked block) are faster than rungs 85 and 90 at 6144x5120 and 5120x6144"};
+  const Claim pace_stages_pays{"pace-stages-pays",
+                               "fewer stages a block pay at the 17.7 MB shapes: grid=fill,xprep=warps,load=bulk,pace=1,defer=8,stages=4 and "
+                               "stages=3,rows=4,pdl=on (rung 97 with its ring cut from 8 or 7 stages) are faster than rung 97 at 6144x5120 and "
+                               "5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -697,7 +706,7 @@ Experiment q4_to_ceiling() {
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
               pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays, pace_late_pays,
-              pace_defer_pays, pace_per_sm1_pays, pace_per_sm3_pays, pace_per_sm2_pays};
+              pace_defer_pays, pace_per_sm1_pays, pace_per_sm3_pays, pace_per_sm2_pays, pace_stages_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -869,6 +878,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_per_sm1_pays, "per-sm=1", [](std::size_t) { return kPaceWarps; }, kPacePerSm1, 7);
           twins_pay(pace_per_sm3_pays, "per-sm=3", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceDefer0 + 1; }, kPacePerSm3, 2);
           twins_pay(pace_per_sm2_pays, "per-sm=2,stages=2", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceSplit; }, kPacePerSm2, 2);
+          twins_pay(pace_stages_pays, "stages=4|3", [](std::size_t) { return kPaceDefer0 + 2; }, kPaceStages0, 2);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

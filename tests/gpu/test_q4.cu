@@ -217,7 +217,8 @@ TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blo
           warps + "pace=1,defer=4,per-sm=1,pdl=on,rows=4", warps + "pace=1,per-sm=1,rest=l2,pdl=on,rows=8",
           warps + "pace=1,ilp=3,per-sm=1,pdl=on,rows=8", warps + "pace=1,row-split=2,per-sm=1,pdl=on,rows=8", warps + "pace=1,per-sm=3,pdl=on,rows=8",
           warps + "pace=1,defer=4,per-sm=3,pdl=on,rows=4", warps + "pace=1,per-sm=2,stages=2,pdl=on,rows=8",
-          warps + "pace=1,row-split=2,per-sm=2,stages=2,pdl=on,rows=8"}) {
+          warps + "pace=1,row-split=2,per-sm=2,stages=2,pdl=on,rows=8", warps + "pace=1,defer=8,stages=4,pdl=on,rows=4",
+          warps + "pace=1,defer=8,stages=3,pdl=on,rows=4"}) {
       check_twin_bits(name, c, want, s.m * s.k <= 3'000'000);
       // Eight calls back to back on one stream (PDL: a call's producer warps and prep kernel overlap the call before):
       // the last y is the ring's, bit for bit.

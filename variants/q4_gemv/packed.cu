@@ -3189,6 +3189,14 @@ std::vector<Q4Kernel> packed_kernels() {
   // pace_split_x2: x0.94 a layer, x0.951 in the 48-layer graph). Not yet on the H200.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 8, 0, 0, 2, 2>());
   v.push_back(kernel_paced<1, false, 8, 1, 2, 8, 0, 0, 2, 2>());
+  // pace=1,defer=8,stages=4|3,rows=4 (2026-12-06, twelfth session, after reports/h100/run-call56; launcher-only): rung 97
+  // (defer=8 at rows=4, the H200's fastest at 5120x6144: 62.9%, reports/h200/run-call48) with its ring cut from 8 stages
+  // (k = 5120) or 7 (k = 6144) to 4 or 3. Why: rung 107 (rung 85 on 2 stages a block, not 3) was x1.120 over rung 85 at
+  // 5120x6144 on an H100, and the paced ring's comment above says why bytes in flight before the release cost the chain
+  // (the prep's accesses and the grid completions behind them); at 5120x6144 rung 97's 4.8 groups a block all fit its 7
+  // stages, so all of them are requested before the release. Predicted: faster than rung 97 at the 17.7 MB shapes.
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 8, 0, 4>());
+  v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 8, 0, 3>());
   return v;
 }
 
