@@ -347,6 +347,8 @@ constexpr std::size_t kPacePerSm3 = 105;
 constexpr std::size_t kPacePerSm2 = 107;
 // The rungs 109, 110: rung 97 (defer=8 at rows=4) with its ring cut to 4 and 3 stages (stages=4|3; packed.cu says why).
 // Predicted (2026-12-06, before any run): faster than rung 97 at 6144x5120 and 5120x6144 (claim pace-stages-pays).
+// Measured (H100, reports/h100/run-call58, a slice): rung 109 x1.052 over rung 97 at 5120x6144 (84.2%, that card's
+// fastest there) and x0.935 at 6144x5120; rung 110 slower at both: the claim would not hold.
 constexpr std::size_t kPaceStages0 = 109;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -3195,6 +3195,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // 5120x6144 on an H100, and the paced ring's comment above says why bytes in flight before the release cost the chain
   // (the prep's accesses and the grid completions behind them); at 5120x6144 rung 97's 4.8 groups a block all fit its 7
   // stages, so all of them are requested before the release. Predicted: faster than rung 97 at the 17.7 MB shapes.
+  // Measured (H100, reports/h100/run-call58, 2026-12-06, stream): stages=4 87.6 / 81.4 / 75.3 / 84.2% of that card's read
+  // ceiling, the fastest there at 5120x6144 (rung 97 91.4 / 88.2 / 80.5 / 80.0%: x1.052), x0.935 at 6144x5120; stages=3
+  // 77.6 / 74.7 / 66.6 / 73.2%, slower everywhere. The stage count that pays depends on the shape. Not yet on the H200.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 8, 0, 4>());
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 8, 0, 3>());
   return v;
