@@ -422,7 +422,7 @@ CandidateTwins candidate_twins() {
   // 0.4897, depth_all 0.4982, fold_pace 0.4615, pace_all 0.4565 (x1.099 over the candidate): the fastest q4 steps there.
   // The whole GDN run twice more on an H100 (reports/h100/run-pace-warp, run-ilp): pace_all x1.099 / x1.098 per layer and
   // x1.032 / x1.031 in the 48-layer graph (1.5436, 1.5456 against 1.5936, 1.5937 ms per token), fold_pace x1.030 over
-  // fold_ring there. The H200 has not run them: the candidate to promote once it agrees.
+  // fold_ring there. The H200 (reports/h200/run-call48): pace_all x1.085 per layer and x1.078 in the graph over fold.
   t.fold_pace = t.fold_ring;
   t.fold_pace.stacked_kernel = kPace1;
   t.pace_all = t.fold;
