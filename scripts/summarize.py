@@ -186,10 +186,29 @@ def grid_cell(r, mode):
     return "<br>".join(parts)
 
 
+def fastest_cell(r):
+    """A fastest record: its variant, median time and % of the read ceiling."""
+    return f"{r['variant']}<br>{r['timing']['median_ms']:.4g} ms, {kr.fmt_num(kr.pct_ceiling(r))}% of ceiling"
+
+
+def fastest_rows(rs, shapes):
+    """Per shape, the fastest of ours and the fastest peer among the timed records that did not fail verification
+    (lowest median), and ours over that peer as the ratio of the two medians (not the harness's race: the verdicts
+    with their intervals are in the table below it)."""
+    rows = []
+    for sh in shapes:
+        here = [r for r in rs if kr.problem_of(r) == sh and kr.timed(r) and r.get("verified") is not False]
+        ours = min((r for r in here if r.get("peer") is not True), key=kr.median_ms, default=None)
+        peer = min((r for r in here if r.get("peer") is True), key=kr.median_ms, default=None)
+        ratio = f"x{kr.median_ms(peer) / kr.median_ms(ours):.2f}" if ours and peer and kr.median_ms(ours) > 0 else ""
+        rows.append((sh, fastest_cell(ours) if ours else "none timed", fastest_cell(peer) if peer else "", ratio))
+    return rows
+
+
 def variant_shape_tables(recs):
-    """Mat-vec measurements as one table per (op, input distribution): a row per variant, a column
-    per shape (in the order of the report), each cell the headline time, % of ceiling and verdict
-    vs A with the speed-up's 95% interval. [] when a record has no shape (ops with named
+    """Mat-vec measurements as two tables per (op, input distribution): the fastest of ours and the
+    fastest peer per shape (fastest_rows), then a row per variant, a column per shape (in the order of
+    the report), each cell the headline time, % of ceiling and verdict vs A with the speed-up's 95% interval. [] when a record has no shape (ops with named
     parameters keep their per-problem tables)."""
     if not recs or not all(re.fullmatch(r"\d+x\d+", str(r.get("shape"))) for r in recs):
         return []
@@ -210,6 +229,9 @@ def variant_shape_tables(recs):
             peer = any(r.get("peer") is True for r in own)
             rows.append((v + (" (A)" if is_a else "") + (" (peer)" if peer else ""),)
                         + tuple(grid_cell(by[(v, sh)], mode) if (v, sh) in by else "" for sh in shapes))
+        lines += [f"{op + ' ' if op else ''}fastest per shape, {dist} inputs" + (f", {mode} timing" if mode else "")
+                  + ": the fastest of ours and the fastest peer (lowest median, verified), ours over the peer as the ratio of medians:", ""]
+        lines += table(("shape", "fastest of ours", "fastest peer", "ours over the peer"), fastest_rows(rs, shapes))
         lines += [f"{op + ' ' if op else ''}variant x shape, {dist} inputs" + (f", {mode} timing" if mode else "")
                   + ": median time, % of the read ceiling, verdict vs A (the harness's race, speed-up with its 95% CI):", ""]
         lines += table(("variant",) + tuple(shapes), rows)

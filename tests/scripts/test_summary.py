@@ -74,9 +74,16 @@ class Summary(SummaryCase):
               vs_a={"ratio": 1.25, "ci95_lo": 1.24, "ci95_hi": 1.26, "speedup": 0.8, "verdict": "slower"}),
         ])
         section = md[md.index("## e"):]
-        # The first table of the experiment: rows variants, columns shapes.
-        first = next(l for l in section.splitlines() if l.startswith("| "))
-        self.assertEqual(first, "| variant | 64x64 | 128x64 |")
+        # The first table of the experiment: the fastest per shape. At 64x64 b (0.016 ms) over a (0.02), no peer; at 128x64
+        # a (0.04 ms: b failed verification and was not timed), the peer c 0.05 ms: ours over it 0.05 / 0.04 = x1.25.
+        tables = [l for l in section.splitlines() if l.startswith("| ") and not l.startswith("| ---")]
+        self.assertEqual(tables[0], "| shape | fastest of ours | fastest peer | ours over the peer |")
+        self.assertIn("q4_gemv fastest per shape, uniform inputs, stream timing:", section)
+        self.assertEqual(tables[1], "| 64x64 | q4_gemv/b<br>0.016 ms, 50% of ceiling |  |  |")
+        self.assertEqual(tables[2], "| 128x64 | q4_gemv/a<br>0.04 ms, 40% of ceiling | q4_gemv/c<br>0.05 ms, 32% of ceiling | x1.25 |")
+        # Then rows variants, columns shapes.
+        self.assertEqual(tables[3], "| variant | 64x64 | 128x64 |")
+        self.assertLess(section.index("fastest per shape"), section.index("variant x shape"))
         self.assertIn("q4_gemv variant x shape, uniform inputs, stream timing:", section)
         self.assertIn("| q4_gemv/a (A) | 0.02 ms<br>40% of ceiling<br>A | 0.04 ms<br>40% of ceiling<br>A |", section)
         self.assertIn("| q4_gemv/b | 0.016 ms<br>50% of ceiling<br>faster x1.250 (speed-up 95% CI x1.220..x1.282) | "
