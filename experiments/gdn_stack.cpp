@@ -283,6 +283,10 @@ const TwinTier* twin_tier(const std::string& tier) {
     if (tier == t.tier) return &t;
   return nullptr;
 }
+// A twin row's race: (A, B), B claimed faster than A.
+std::pair<std::string, std::string> race_of(const TwinTier& t) {
+  return t.twin_faster ? std::pair<std::string, std::string>{t.base, t.tier} : std::pair<std::string, std::string>{t.tier, t.base};
+}
 // The four tiers whose goals run_tier settles; every other tier is a twin's (twin_tiers), though q4-fast is a row there too.
 bool is_goal_tier(const std::string& tier) { return tier == "f32" || tier == "f32-fast" || tier == "q4" || tier == "q4-fast"; }
 // The configuration of a fast tier: a twin's, f32-fast's, else the candidate's (q4-fast).
@@ -470,20 +474,16 @@ void run_tier(Context& ctx, const std::string& tier, const rg::LayerWeights& w, 
 void run_stack(Context& ctx) {
   const Geometry g = geometry_for(ctx);
   const int nl = ctx.options().quick ? kQuickLayers : kLayers;
-  std::vector<std::string> tiers{"f32", "f32-fast", "q4", "q4-fast"};
+  const std::vector<std::string> tiers = stack_tiers();
   for (const Claim* c : {&kQ4Ms, &kF32Floor, &kQ4Faster, &kFastMs, &kF32FastFloor, &kF32FastFaster}) ctx.claim(*c).needs({kFullKey});
-  for (const auto& t : twin_tiers()) {
-    ctx.claim(*t.claim).needs({kFullKey});
-    if (!is_goal_tier(t.tier)) tiers.push_back(t.tier);  // q4-fast is a row too (out1-split-in-graph), timed once
-  }
+  for (const auto& t : twin_tiers()) ctx.claim(*t.claim).needs({kFullKey});
   ctx.claim(kBitwise).needs(tiers);
   ctx.claim(kFinite).needs(tiers);
   const StackInputs in = stack_inputs(ctx, g, nl, "gdn-stack");
   std::map<std::string, TierResult> res;
   for (const auto& tier : tiers) run_tier(ctx, tier, in.w, in.q, in.h, nl, res);
   for (const auto& t : twin_tiers()) {
-    // B faster than A
-    const std::string a = t.twin_faster ? t.base : t.tier, b = t.twin_faster ? t.tier : t.base;
+    const auto [a, b] = race_of(t);
     if (ctx.options().quick || !res.count(a) || !res.count(b)) continue;
     const Comparison c = compare_times(res[a].kept_ms, res[b].kept_ms);
     ctx.claim(*t.claim).settle(kFullKey, c.verdict == Verdict::faster,
@@ -593,6 +593,24 @@ void run_stack_layers(Context& ctx) {
 }
 
 }  // namespace
+
+std::vector<std::string> stack_tiers() {
+  std::vector<std::string> tiers{"f32", "f32-fast", "q4", "q4-fast"};
+  for (const auto& t : twin_tiers())
+    if (!is_goal_tier(t.tier)) tiers.push_back(t.tier);  // q4-fast is a row too (out1-split-in-graph), timed once
+  return tiers;
+}
+
+std::vector<StackRace> stack_races() {
+  std::vector<StackRace> v;
+  for (const auto& t : twin_tiers()) {
+    const auto [a, b] = race_of(t);
+    v.push_back({a, b, t.claim->id});
+  }
+  return v;
+}
+
+gdn::FusedStepConfig stack_config(const std::string& fast_tier) { return fast_config(fast_tier); }
 
 void register_gdn_stack(Registry& r) {
   r.add(Experiment{

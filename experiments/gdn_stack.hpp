@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gdn/gdn_device.hpp"
+#include "gdn/step_op.hpp"
 #include "klab/cuda.hpp"
 #include "klab/ref/gdn.hpp"
 #include "klab/ref/gdn_q4.hpp"
@@ -64,6 +65,16 @@ struct LineFit {
   double max_rel_residual = 0;
 };
 LineFit fit_line(std::span<const double> x, std::span<const double> y);
+
+// gdn-stack's plan (experiments/gdn_stack.cpp), host-side: its tiers in the order it measures them, each once (f32,
+// f32-fast, q4, q4-fast, then every twin's), and its twin races: B claimed faster than A per token as one graph under the
+// claim `claim` (an id of gdn-stack's), both tiers of the list. A tier's configuration: stack_config (fast tiers only).
+std::vector<std::string> stack_tiers();
+struct StackRace {
+  std::string a, b, claim;
+};
+std::vector<StackRace> stack_races();
+gdn::FusedStepConfig stack_config(const std::string& fast_tier);
 
 // One token through every layer of a loaded GdnDevice, on `stream` (the device's stream is set to it).
 class GdnStack {

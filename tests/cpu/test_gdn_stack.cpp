@@ -3,6 +3,7 @@
 // the q4 pool keys of the layers. The graph itself is tests/gpu/test_gdn_stack.cpp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -150,4 +151,42 @@ TEST_CASE("gdn-stack-layers is registered with its three claims, and needs a dev
   std::set<std::string> ids;
   for (const auto& c : e.claims) ids.insert(c.id);
   CHECK(ids == std::set<std::string>{"graph-bitwise", "linear-in-layers", "fixed-part-small"});
+}
+
+// gdn-stack's plan, host-side: what it would measure and race, checked without a device (a duplicate tier would be timed
+// twice, a race naming a tier it does not measure would leave its claim unevaluated, a refused configuration is a skip).
+TEST_CASE("gdn-stack's plan: each tier once, every race between two of its tiers under one of its claims, every fast tier's configuration valid") {
+  const auto tiers = experiments::stack_tiers();
+  const std::set<std::string> unique(tiers.begin(), tiers.end());
+  CHECK(unique.size() == tiers.size());
+  CHECK(std::vector<std::string>(tiers.begin(), tiers.begin() + 4) == std::vector<std::string>{"f32", "f32-fast", "q4", "q4-fast"});
+  std::set<std::string> ids;
+  for (const auto& c : registry().experiment("gdn-stack").claims) ids.insert(c.id);
+  std::set<std::string> raced;
+  for (const auto& r : experiments::stack_races()) {
+    CAPTURE(r.a);
+    CAPTURE(r.b);
+    CHECK(unique.count(r.a) == 1);
+    CHECK(unique.count(r.b) == 1);
+    CHECK(r.a != r.b);
+    CHECK(ids.count(r.claim) == 1);
+    CHECK(raced.insert(r.claim).second);  // one race a claim
+  }
+  // The candidate: raced against pace_out1 (its twin before it became the candidate) and against fold (the candidate before it).
+  const auto races = experiments::stack_races();
+  auto race = [&](const std::string& id) { return *std::find_if(races.begin(), races.end(), [&](const auto& r) { return r.claim == id; }); };
+  CHECK(race("out1-split-in-graph").a == "q4-fast-pace-out1");
+  CHECK(race("out1-split-in-graph").b == "q4-fast");
+  CHECK(race("candidate-in-graph").a == "q4-fast-fold");
+  CHECK(race("candidate-in-graph").b == "q4-fast");
+  CHECK(race("fold-in-graph").b == "q4-fast-fold");
+  CHECK(gdn::fused_step_variant(experiments::stack_config("q4-fast")) == gdn::fused_step_variant(gdn::step_candidate()));
+  CHECK(gdn::fused_step_variant(experiments::stack_config("q4-fast-fold")) == gdn::fused_step_variant(gdn::candidate_twins().fold));
+  for (const auto& t : tiers) {
+    if (t.find("-fast") == std::string::npos) continue;
+    CAPTURE(t);
+    const auto c = experiments::stack_config(t);
+    CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");
+    CHECK(registry().has_variant(gdn::fused_step_variant(c)));
+  }
 }
