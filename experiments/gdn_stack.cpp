@@ -289,11 +289,6 @@ std::pair<std::string, std::string> race_of(const TwinTier& t) {
 }
 // The four tiers whose goals run_tier settles; every other tier is a twin's (twin_tiers), though q4-fast is a row there too.
 bool is_goal_tier(const std::string& tier) { return tier == "f32" || tier == "f32-fast" || tier == "q4" || tier == "q4-fast"; }
-// The configuration of a fast tier: a twin's, f32-fast's, else the candidate's (q4-fast).
-gdn::FusedStepConfig fast_config(const std::string& tier) {
-  if (const TwinTier* t = twin_tier(tier)) return t->config();
-  return tier == "f32-fast" ? gdn::step_f32_candidate() : gdn::step_candidate();
-}
 
 // The median's 95% percentile-bootstrap interval, by the harness's statistics: compare_times
 // resamples A and B and takes median(B)/median(A); with A = {1} every resample of A has median 1, so
@@ -341,7 +336,7 @@ struct TierResult {
 };
 
 // Tiers: "f32", "q4" (the device's defaults), "f32-fast" (gdn::step_f32_candidate()), "q4-fast" (the
-// q4 tier on gdn::step_candidate()) and the twins' (twin_tiers(), fast_config).
+// q4 tier on gdn::step_candidate()) and the twins' (twin_tiers(), stack_config).
 // One tier's stack of nl layers: loaded, checked against the sequential enqueue (check_stack captures the
 // graph), then timed if the check holds; its record (kind `kind`) added either way. nullopt, with a skip,
 // when the tier's configuration is refused at w's geometry or the stack does not fit the free memory.
@@ -357,7 +352,7 @@ std::optional<TierRun> measure_tier(Context& ctx, const std::string& tier, const
                                     const std::vector<float>& h, int nl, const char* kind) {
   const Geometry& g = w.g;
   const auto [q4, fast] = kind_of(tier);
-  const gdn::FusedStepConfig cfg = fast ? fast_config(tier) : gdn::FusedStepConfig{};
+  const gdn::FusedStepConfig cfg = fast ? stack_config(tier) : gdn::FusedStepConfig{};
   if (fast)
     if (auto why = gdn::config_error(cfg, g); !why.empty()) {
       ctx.skip("gdn-stack " + tier + " at " + g.str(), why);
@@ -610,7 +605,11 @@ std::vector<StackRace> stack_races() {
   return v;
 }
 
-gdn::FusedStepConfig stack_config(const std::string& fast_tier) { return fast_config(fast_tier); }
+// The configuration of a fast tier: a twin's (q4-fast's row included), f32-fast's, else the candidate's (q4-fast).
+gdn::FusedStepConfig stack_config(const std::string& fast_tier) {
+  if (const TwinTier* t = twin_tier(fast_tier)) return t->config();
+  return fast_tier == "f32-fast" ? gdn::step_f32_candidate() : gdn::step_candidate();
+}
 
 void register_gdn_stack(Registry& r) {
   r.add(Experiment{

@@ -162,8 +162,9 @@ TEST_CASE("gdn-stack's plan: each tier once, every race between two of its tiers
   CHECK(std::vector<std::string>(tiers.begin(), tiers.begin() + 4) == std::vector<std::string>{"f32", "f32-fast", "q4", "q4-fast"});
   std::set<std::string> ids;
   for (const auto& c : registry().experiment("gdn-stack").claims) ids.insert(c.id);
+  const auto races = experiments::stack_races();
   std::set<std::string> raced;
-  for (const auto& r : experiments::stack_races()) {
+  for (const auto& r : races) {
     CAPTURE(r.a);
     CAPTURE(r.b);
     CHECK(unique.count(r.a) == 1);
@@ -173,7 +174,6 @@ TEST_CASE("gdn-stack's plan: each tier once, every race between two of its tiers
     CHECK(raced.insert(r.claim).second);  // one race a claim
   }
   // The candidate: raced against pace_out1 (its twin before it became the candidate) and against fold (the candidate before it).
-  const auto races = experiments::stack_races();
   auto race = [&](const std::string& id) { return *std::find_if(races.begin(), races.end(), [&](const auto& r) { return r.claim == id; }); };
   CHECK(race("out1-split-in-graph").a == "q4-fast-pace-out1");
   CHECK(race("out1-split-in-graph").b == "q4-fast");
