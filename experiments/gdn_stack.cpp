@@ -165,6 +165,12 @@ const Claim kOut1SplitInGraph{"out1-split-in-graph",
 const Claim kSplitX2InGraph{"split-x2-in-graph",
                             "in the 48-layer graph, out_proj on two blocks an SM of 2 stages each pays: q4-fast-split-x2 (the candidate with "
                             "out_proj on gdn::kPace1SplitPerSm2S2) is faster per token than q4-fast"};
+const Claim kOwn4InGraph{"own-out4-in-graph",
+                         "in the 48-layer graph, warps that own out_proj's groups pay beside the stacked block: q4-fast-own4 (the candidate "
+                         "with out_proj on gdn::kOwn4, q4_gemv's grid=own at 4 warps a block) is faster per token than q4-fast"};
+const Claim kOwn8InGraph{"own-out8-in-graph",
+                         "in the 48-layer graph, out_proj's groups all in its warps' stages pay: q4-fast-own8 (the candidate with out_proj on "
+                         "gdn::kOwn8) is faster per token than q4-fast"};
 const Claim kSpan2InGraph{"span2-in-graph",
                           "in the 48-layer graph, one ring across out_proj and the next layer's stacked launch pays: q4-fast-pace-span2 "
                           "(q4-fast-pace-out1 with GdnDevice::set_span at pace 2) is faster per token than q4-fast-pace-out1"};
@@ -267,6 +273,8 @@ const std::vector<TwinTier>& twin_tiers() {
       // the candidate itself (its tier "q4-fast", whose goal run_tier settles): pace_out1_split
       {"q4-fast", gdn::step_candidate, &kOut1SplitInGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-split-x2", [] { return gdn::candidate_twins().pace_split_x2; }, &kSplitX2InGraph, true, "q4-fast"},
+      {"q4-fast-own4", [] { return gdn::candidate_twins().own_out4; }, &kOwn4InGraph, true, "q4-fast"},
+      {"q4-fast-own8", [] { return gdn::candidate_twins().own_out8; }, &kOwn8InGraph, true, "q4-fast"},
       {"q4-fast-pace-span2", [] { return gdn::candidate_twins().pace_span2; }, &kSpan2InGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-pace-span3", [] { return gdn::candidate_twins().pace_span3; }, &kSpan3InGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-pace-span1x2", [] { return gdn::candidate_twins().pace_span1x2; }, &kSpan1x2InGraph, true, "q4-fast-pace-out1"},
@@ -619,7 +627,7 @@ void register_gdn_stack(Registry& r) {
                  kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
                  kOutSmemInGraph, kFoldRingInGraph, kFoldDepthInGraph, kDepthAllInGraph, kFoldPaceInGraph, kPaceAllInGraph, kPaceIlpInGraph, kPaceLateInGraph,
                  kPaceDeferInGraph, kBaConvInGraph, kOut1InGraph, kOut1S4InGraph, kOut1BaInGraph,
-                 kOut1LateInGraph, kOut1DeferInGraph, kOut1L2InGraph, kOut1IlpInGraph, kOut1SplitInGraph, kSplitX2InGraph, kSpan2InGraph, kSpan3InGraph, kSpan1x2InGraph, kSpan2x2InGraph},
+                 kOut1LateInGraph, kOut1DeferInGraph, kOut1L2InGraph, kOut1IlpInGraph, kOut1SplitInGraph, kSplitX2InGraph, kOwn4InGraph, kOwn8InGraph, kSpan2InGraph, kSpan3InGraph, kSpan1x2InGraph, kSpan2x2InGraph},
       .run = run_stack,
   });
   r.add(Experiment{

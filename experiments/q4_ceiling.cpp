@@ -350,6 +350,12 @@ constexpr std::size_t kPacePerSm2 = 107;
 // Measured (H100, reports/h100/run-call58, a slice): rung 109 x1.052 over rung 97 at 5120x6144 (84.2%, that card's
 // fastest there) and x0.935 at 6144x5120; rung 110 slower at both: the claim would not hold.
 constexpr std::size_t kPaceStages0 = 109;
+// The rungs 111-114: grid=own (packed.cu's packed_own_kernel): each warp of one block an SM owns its groups and a stage, no
+// barrier a group: rows=8 on 8 warps and on 4 (the GDN out_proj's grid with room beside it), rows=4 on 16 warps with its
+// prep launch and with xprep=block (one launch a call). Predicted (2026-12-06, before any run): faster than rung 85 (rows=8)
+// and rung 97 (rows=4) at 6144x5120 and 5120x6144 (claim own-pays); xprep=block faster than its prep launch there
+// (claim own-block-pays).
+constexpr std::size_t kOwn0 = 111;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -522,6 +528,10 @@ std::vector<std::string> rungs() {
   out.push_back(inserted_after(out[kPaceSplit], ",row-split=2", ",per-sm=2,stages=2"));
   // 109, 110: stages=4|3 on rung 97 (stages= goes after defer=).
   for (const std::string st : {"4", "3"}) out.push_back(inserted_after(out[kPaceDefer0 + 2], ",defer=8", ",stages=" + st));
+  // 111-114: grid=own, owners=8 and 4 at rows=8, owners=16 at rows=4 (xprep=warps, then xprep=block).
+  for (const auto& [xprep, owners, rows] : std::vector<std::array<std::string, 3>>{{"warps", "8", "8"}, {"warps", "4", "8"}, {"warps", "16", "4"}, {"block", "16", "4"}})
+    out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "own"}, {"xprep", xprep}, {"load", "bulk"}, {"owners", owners},
+                                           {"pdl", "on"}, {"rows", rows}}));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -697,6 +707,13 @@ Experiment q4_to_ceiling() {
                                "fewer stages a block pay at the 17.7 MB shapes: grid=fill,xprep=warps,load=bulk,pace=1,defer=8,stages=4 and "
                                "stages=3,rows=4,pdl=on (rung 97 with its ring cut from 8 or 7 stages) are faster than rung 97 at 6144x5120 and "
                                "5120x6144"};
+  const Claim own_pays{"own-pays",
+                       "warps that own their groups pay at the 17.7 MB shapes: grid=own,xprep=warps,load=bulk,owners=8 and owners=4,rows=8 "
+                       "(each warp of one block an SM its groups and a stage, no barrier a group) are faster than rung 85, and owners=16,rows=4 "
+                       "than rung 97 (defer=8,rows=4), at 6144x5120 and 5120x6144"};
+  const Claim own_block_pays{"own-block-pays",
+                             "one launch a call pays on grid=own: grid=own,xprep=block,load=bulk,owners=16,rows=4,pdl=on (each block quantises x "
+                             "into its shared memory after the wait; no prep kernel) is faster than its xprep=warps twin at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -708,7 +725,7 @@ Experiment q4_to_ceiling() {
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
               pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays, pace_late_pays,
-              pace_defer_pays, pace_per_sm1_pays, pace_per_sm3_pays, pace_per_sm2_pays, pace_stages_pays};
+              pace_defer_pays, pace_per_sm1_pays, pace_per_sm3_pays, pace_per_sm2_pays, pace_stages_pays, own_pays, own_block_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -881,6 +898,8 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_per_sm3_pays, "per-sm=3", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceDefer0 + 1; }, kPacePerSm3, 2);
           twins_pay(pace_per_sm2_pays, "per-sm=2,stages=2", [](std::size_t i) { return i == 0 ? kPaceWarps : kPaceSplit; }, kPacePerSm2, 2);
           twins_pay(pace_stages_pays, "stages=4|3", [](std::size_t) { return kPaceDefer0 + 2; }, kPaceStages0, 2);
+          twins_pay(own_pays, "grid=own", [](std::size_t i) { return i < 2 ? kPaceWarps : kPaceDefer0 + 2; }, kOwn0, 3);
+          twins_pay(own_block_pays, "xprep=block (for xprep=warps)", [](std::size_t) { return kOwn0 + 2; }, kOwn0 + 3, 1);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

@@ -475,8 +475,8 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // pace=2|1,xprep=warps,rows=4, pace=1-2,xprep=warps,rows=4|8, pace=1,xprep=warps,defer=4,rows=8|4 and defer=8,rows=4,
   // pace=1,xprep=warps,per-sm=1 and per-sm=1,stages=4, pace=1-2,per-sm=1, defer=4,per-sm=1,rows=4, per-sm=1,rest=l2,
   // ilp=3,per-sm=1 and row-split=2,per-sm=1, pace=1,per-sm=3 and defer=4,per-sm=3,rows=4, per-sm=2,stages=2 with and without row-split=2,
-  // defer=8,stages=4|3,rows=4
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1 + 2 + 2 + 3 + 7 + 6);
+  // defer=8,stages=4|3,rows=4, grid=own (owners=8|4 at rows=8, owners=16 at rows=4, xprep=warps|block)
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1 + 2 + 2 + 3 + 7 + 6 + 4);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -550,6 +550,40 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
     CHECK(static_cast<bool>(q4_gemv::q4_kernel(name).launch_prepared));
   }
+  // grid=own: each warp owns its groups and a stage, Owners warps a block (no producer warp), the ring's layout and model of
+  // its rows; its main kernel alone for the GDN step where it has a prep launch (xprep=warps), none with xprep=block.
+  for (const std::string axes : {"xprep=warps,load=bulk,owners=8,pdl=on,rows=8", "xprep=warps,load=bulk,owners=4,pdl=on,rows=8",
+                                 "xprep=warps,load=bulk,owners=16,pdl=on,rows=4", "xprep=block,load=bulk,owners=16,pdl=on,rows=4"}) {
+    const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=own," + axes;
+    CAPTURE(name);
+    const auto& kern = q4_gemv::q4_kernel(name);
+    const std::string& twin = axes.back() == '4' ? ring[1] : ring[0];
+    CHECK(kern.layout == q4_gemv::q4_kernel(twin).layout);
+    CHECK(kern.warps_per_block == std::stoi(axes.substr(axes.find("owners=") + 7)));
+    CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
+    CHECK(static_cast<bool>(kern.launch_prepared) == (axes.find("xprep=warps") != std::string::npos));
+  }
+}
+
+TEST_CASE("grid=own's warps a block: owners where their stages and x's words fit 220 KB, else as many as fit, at least 1") {
+  // k = 5120: 160 blocks of 32, 5 chunks; a stage of rows=8 is 5 x 4608 = 23040 bytes, x's words 7680.
+  CHECK(pk::own_warps(5120, 8, 8) == 8);    // 8 x 23040 + 7680 = 192000 <= 225280
+  CHECK(pk::own_warps(5120, 8, 16) == 9);   // (225280 - 7680) / 23040 = 9.4
+  CHECK(pk::own_warps(5120, 4, 16) == 16);  // 16 x 11520 + 7680 = 192000
+  CHECK(pk::own_warps(6144, 8, 8) == 7);    // 6 chunks: (225280 - 9216) / 27648 = 7.8
+  CHECK(pk::own_warps(6144, 4, 16) == 15);  // (225280 - 9216) / 13824 = 15.6
+  CHECK(pk::own_warps(6144, 8, 4) == 4);
+  CHECK(pk::own_warps(32768, 8, 8) == 1);   // 32 chunks: one stage of 147456 bytes beside 49152
+  CHECK(pk::own_warps(32, 8, 16) == 16);
+  for (int k = 32; k <= 32768; k += 32)
+    for (int R : {4, 8})
+      for (int owners : {1, 4, 8, 16}) {
+        const int n = pk::own_warps(k, R, owners), nb = k / 32, stage = (nb + 31) / 32 * R * 576;
+        CHECK(n >= 1);
+        CHECK(n <= owners);
+        if (n > 1) CHECK(n * stage + 3 * nb * 16 <= pk::kRingMaxSmem);
+        if (n < owners) CHECK((n + 1) * stage + 3 * nb * 16 > pk::kRingMaxSmem);
+      }
 }
 
 // ---- grid=half: the ring in half an SM (packed_ring.hpp half_stages, packed.cu launch_half) ----

@@ -234,6 +234,37 @@ TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blo
   }
 }
 
+TEST_CASE("grid=own (each warp its groups and a stage): the ring's bits with one group a warp, several (refills), ragged, one warp a block, and back to back; on prepared x too") {
+  const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
+  const std::string own = "q4_gemv/map=packed,dot=q8-dp4a,grid=own,";
+  // 17408x5120: 16-17 groups of 8 a block over 8 warps (each warp refills its stage once or twice), 33-34 of 4 over 16;
+  // 5000x6144 ragged (7 and 15 warps at k = 6144); 300x6144: fewer groups than warps; 1000x8192: 4 chunks of 8 (k = 8192,
+  // W = 8); 2200x24576: one or two warps a block (a stage of 110 KB); 40x32768: one warp, one 147 KB stage.
+  for (const Shape s : std::vector<Shape>{{17408, 5120}, {5000, 6144}, {300, 6144}, {1000, 8192}, {2200, 24576}, {40, 32768}}) {
+    const auto c = test::q4_generated(s, Dist::student_t, 31);
+    CAPTURE(c.what);
+    const auto want8 = run_variant(ring + "pdl=on,rows=8", c);
+    for (const std::string& name : {own + "xprep=warps,load=bulk,owners=8,pdl=on,rows=8", own + "xprep=warps,load=bulk,owners=4,pdl=on,rows=8",
+                                    own + "xprep=warps,load=bulk,owners=16,pdl=on,rows=4", own + "xprep=block,load=bulk,owners=16,pdl=on,rows=4"}) {
+      check_twin_bits(name, c, want8, s.m * s.k <= 3'000'000);
+      const auto& kern = q4_gemv::q4_kernel(name);
+      const auto packed = packed_on_device(kern, c.w);
+      auto x = DeviceBuffer<float>::from(c.x);
+      DeviceBuffer<float> y{std::size_t(s.m)};
+      poison_device(y.get(), y.size());
+      for (int call = 0; call < 8; ++call) kern.launch_packed(packed.get(), x.get(), y.get(), int(s.m), int(s.k), nullptr);
+      KLAB_CUDA(cudaDeviceSynchronize());
+      CHECK(bitwise_diff(y.download(), want8) == 0);
+      if (kern.launch_prepared) {  // on x a call before prepared (the prep launch above wrote g_xq from this x)
+        poison_device(y.get(), y.size());
+        for (int call = 0; call < 3; ++call) kern.launch_prepared(packed.get(), x.get(), y.get(), int(s.m), int(s.k), nullptr);
+        KLAB_CUDA(cudaDeviceSynchronize());
+        CHECK(bitwise_diff(y.download(), want8) == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("tail=split: the twin's bits with the last round in pieces (the device's grid), every row written, and the model's") {
   namespace pk = q4_gemv::packed;
   const std::string fill = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,";

@@ -263,6 +263,8 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_out1_ilp,
       t.pace_out1_split,
       t.pace_split_x2,
+      t.own_out4,
+      t.own_out8,
       t.pace_span2,
       t.pace_span3,
       t.pace_span1x2,
@@ -528,6 +530,17 @@ CandidateTwins candidate_twins() {
   // the 48-layer graph (x0.951). A negative result, kept; the H200 has not raced it.
   t.pace_split_x2 = t.pace_out1_split;
   t.pace_split_x2.q4_kernel = kPace1SplitPerSm2S2;
+  // own_out4, own_out8 (2026-12-06, thirteenth session, written before any run). Why: out_proj's tail after the gated norm
+  // is its blocks' chain (5 groups a block at 5120x6144, each over all the block's warps behind a named barrier), not its
+  // bytes (reports/h100/run-out1-l2: the groups past the ring in L2 changed nothing). On q4_gemv's grid=own each warp
+  // takes its own groups (640 over 132 x 4 or 132 x 7 warps: at most 2 or 1 a warp) from its own stage, so after the
+  // release a block's groups run side by side. owners=4 keeps room for a stacked kPace1 block beside out_proj (as the
+  // candidate does), owners=8 holds every group of out_proj in its stages before the release. Predicted: out_proj's tail
+  // 1-3 us shorter, 0.5-2 us a layer under the candidate on the H200 (claims own-out-pays).
+  t.own_out4 = t.pace_out1_split;
+  t.own_out4.q4_kernel = kOwn4;
+  t.own_out8 = t.pace_out1_split;
+  t.own_out8.q4_kernel = kOwn8;
   // pace_span2, pace_span3 (2026-12-06, eleventh session). Why (pace_out1's traced cycle, reports/h100/run-call44): 29.4 us
   // a layer, of which out_proj ends 5.5 us after the gated norm, in_prep_ba 2.0 after it and the next stacked launch
   // 13.7 after that, while the ~8 us of small kernels before out_proj leave the DRAM mostly idle: each q4 launch is a

@@ -116,6 +116,11 @@ inline constexpr const char* kPace1SplitPerSm1 = "q4_gemv/map=packed,dot=q8-dp4a
 // a stacked kPace1 block still beside them (out_proj's twin pace_split_x2).
 inline constexpr const char* kPace1SplitPerSm2S2 =
     "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,row-split=2,per-sm=2,stages=2,pdl=on,rows=8";
+// q4_gemv's grid=own at rows=8 (rungs 111, 112): each warp of one block an SM owns its groups and a stage, no barrier a
+// group; owners=4 leaves room for a stacked kPace1 block beside it (120 KB at k = 6144), owners=8 (7 warps at k = 6144,
+// 203 KB) does not, and holds all of out_proj's groups at once (640 over 132 x 7 warps). out_proj's twins own_out4, own_out8.
+inline constexpr const char* kOwn4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=own,xprep=warps,load=bulk,owners=4,pdl=on,rows=8";
+inline constexpr const char* kOwn8 = "q4_gemv/map=packed,dot=q8-dp4a,grid=own,xprep=warps,load=bulk,owners=8,pdl=on,rows=8";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -215,6 +220,8 @@ struct CandidateTwins {
   FusedStepConfig pace_out1_ilp;    // pace_out1 with out_proj on kPace1Ilp3PerSm1
   FusedStepConfig pace_out1_split;  // pace_out1 with out_proj on kPace1SplitPerSm1 (step_candidate() since 2026-12-06)
   FusedStepConfig pace_split_x2;    // the candidate with out_proj on kPace1SplitPerSm2S2 (two blocks an SM of 2 stages each)
+  FusedStepConfig own_out4;         // the candidate with out_proj on kOwn4 (grid=own: each warp its groups and a stage)
+  FusedStepConfig own_out8;         // the candidate with out_proj on kOwn8
   FusedStepConfig pace_span2;       // pace_out1 with the span at pace 2 (GdnDevice::set_span: out_proj and the next step's input side one launch)
   FusedStepConfig pace_span3;       // the same at pace 3
   FusedStepConfig pace_span1x2;     // the span at pace 1 on two blocks an SM (each half the ring: twice the consumer warps)

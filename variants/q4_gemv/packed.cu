@@ -2073,6 +2073,125 @@ void launch_paced(const std::uint8_t* packed, const float* x, float* y, int m, i
   KLAB_CUDA_LAUNCH("packed_paced_kernel");
 }
 
+// ---- grid=own: each consumer warp owns its groups and one stage of its own (no producer warp, no barrier a group) ----
+// Why (2026-12-06, thirteenth session, written before any run): at the 17.7 MB shapes the paced ring's blocks spend the
+// span after their release on their own chain, not on bytes (the stamp probe on an H100: a block waits for bytes 5-8%
+// of it), and as the GDN layer's out_proj rung 98's tail after the gated norm (5.5 us on the H200, its 17.7 MB 3.9 us at
+// the read ceiling) is its blocks' chain, 5 groups a block one after another, each group spread over all the block's
+// warps with a named barrier and a serial sum of the warps' totals. Here a block's groups are shared out among its
+// warps: warp w of block j takes the block's groups w, w + NW, ... (block j's groups being j, j + grid, ... as the
+// ring's), each brought by one TMA copy into the warp's own stage, requested by its lane 0 before griddepcontrol.wait
+// (the weights depend on no predecessor) and again as soon as the warp has read it. After the wait the block copies x's
+// prepared words (g_xq, or each thread quantising blocks of x itself with xprep=block) into shared memory once, one
+// __syncthreads, then each warp runs its groups alone: no barrier, no shared sum, its groups' chains beside the other
+// warps'. A warp walks its group's chunks c = 0..W-1 (lane l: block 32 c + l, the ring's offsets in the stage), per chunk
+// the ring's block values and transposed butterfly, the chunk totals summed in chunk order from chunk 0: the ring's
+// values in the ring's order (its warps' totals summed in warp order), so the ring's bits (model_ring). One block an SM:
+// its NW stages and x fill the SM (at most kRingMaxSmem); NW = Owners, or fewer where Owners' stages do not fit.
+constexpr int kOwnMaxWarps = 16;
+template <int R, bool XB>
+__global__ void __launch_bounds__(kOwnMaxWarps * 32)
+packed_own_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, const float* __restrict__ x) {
+  static_assert(R == 8 || R == 4);
+  asm volatile("griddepcontrol.launch_dependents;");
+  extern __shared__ __align__(128) std::uint8_t own[];  // x's words (xe[nb], xo[nb], cd[nb]), then the warps' stages
+  __shared__ __align__(8) std::uint64_t full[kOwnMaxWarps];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = int(blockDim.x >> 5), nb = k / ref::kQ4Block;
+  RingPlan plan;
+  plan.W = (nb + kChunk - 1) / kChunk;
+  plan.R = R;
+  plan.S = 1;
+  plan.grid = int(gridDim.x);
+  plan.groups = (m + R - 1) / R;
+  const int j = int(blockIdx.x), held = plan.mine(j);   // the block's groups: its i-th is group_of(j, i)
+  const int mine = held > warp ? (held - 1 - warp) / nw + 1 : 0;  // the warp's: i = warp, warp + nw, ...
+  const unsigned stage_bytes = unsigned(plan.stage_bytes());
+  uint4* sx = reinterpret_cast<uint4*>(own);
+  std::uint8_t* stage = own + std::size_t(3 * nb) * 16 + std::size_t(warp) * stage_bytes;
+  if (tid < nw) mbar_init(&full[tid], 1);
+  if (tid == 0) {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  std::uint64_t policy = 0;
+  if (lane == 0) {
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    if (mine > 0) {
+      mbar_arrive_expect_tx(&full[warp], stage_bytes);
+      bulk_g2s(stage, packed + plan.group_offset(plan.group_of(j, warp)), stage_bytes, &full[warp], policy);
+    }
+  }
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // g_xq (or x) comes from before us
+  for (int b = tid; b < nb; b += int(blockDim.x)) {
+    uint4 xe, xo, cd;
+    if constexpr (XB) {
+      q8_block_words(x, b, xe, xo, cd);  // xprep=block: xprep_kernel<q8>'s words
+    } else {
+      xe = __ldcg(&g_xq[b]), xo = __ldcg(&g_xq[kXqStride + b]), cd = __ldcg(&g_xq[2 * kXqStride + b]);
+    }
+    sx[b] = xe, sx[nb + b] = xo, sx[2 * nb + b] = cd;
+  }
+  __syncthreads();
+  for (int n = 0; n < mine; ++n) {
+    const std::int64_t g = plan.group_of(j, n * nw + warp);
+    mbar_wait(&full[warp], unsigned(n & 1));
+    float acc = 0.f;
+    for (int c = 0; c < plan.W; ++c) {
+      const int b = c * kChunk + lane;
+      float p[R];
+      if (b < nb) {  // = packed_ring_kernel's rows for the thread of block b
+        const uint4 xe = sx[b], xo = sx[nb + b], cd = sx[2 * nb + b];
+        const float d = __uint_as_float(cd.y);
+        Scales<R> sc;
+        sc.v = *reinterpret_cast<const typename Scales<R>::V*>(stage + plan.scales_at(c, lane));
+        for (int r = 0; r < R; ++r) {
+          const uint4 q = *reinterpret_cast<const uint4*>(stage + plan.code_at(c, lane, r));
+          int se = int(cd.x), so = 0;
+          for (int w = 0; w < 4; ++w) q8_word(word_of(q, w), word_of(xe, w), word_of(xo, w), se, so);
+          p[r] = q8_finish(se, so, half_value(sc.get(r)), d);
+        }
+      } else {
+        for (int r = 0; r < R; ++r) p[r] = 0.f;
+      }
+      const float t = warp_rows<R>(p, lane);
+      acc = c == 0 ? t : add_rn(acc, t);  // the ring's sum of its warps' totals, in warp (= chunk) order
+    }
+    // Every lane's reads of the stage are done (the butterflies took every value): lane 0 refills it with the warp's next.
+    __syncwarp();
+    if (lane == 0 && n + 1 < mine) {
+      mbar_arrive_expect_tx(&full[warp], stage_bytes);
+      bulk_g2s(stage, packed + plan.group_offset(plan.group_of(j, (n + 1) * nw + warp)), stage_bytes, &full[warp], policy);
+    }
+    if ((lane & (32 / R - 1)) == 0) {
+      const std::int64_t row = g * R + lane / (32 / R);
+      if (row < m) y[row] = acc;
+    }
+  }
+}
+template <int R, int Owners, bool XB>
+int resident_warps_own() {
+  opt_into_ring_smem<packed_own_kernel<R, XB>>();
+  return own_warps(5120, R, Owners);
+}
+// grid=own: the prep launch (xprep=warps' warp per block of x) unless Prepared or XB, then one block an SM (at most one
+// a group's worth of warps: ceil(groups / NW) blocks where fewer).
+template <int R, int Owners, bool Prepared = false, bool XB = false>
+void launch_own(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  static_assert(Owners >= 1 && Owners <= kOwnMaxWarps);
+  static_assert(!(Prepared && XB), "xprep=block has no prepared form: it reads f32 x");
+  check_launch(packed, x, y, m, k);
+  const int nb = k / ref::kQ4Block, nw = own_warps(k, R, Owners);
+  const RingPlan plan{warps_for(k), R, 1};
+  const long long groups = (static_cast<long long>(m) + R - 1) / R;
+  const int grid = int(std::min<long long>((groups + nw - 1) / nw, sm_count()));
+  opt_into_ring_smem<packed_own_kernel<R, XB>>();
+  if constexpr (!Prepared && !XB) launch_q8_prep<true, 8>(x, nb, packed, stream);
+  launch_maybe_pdl(true, packed_own_kernel<R, XB>, dim3(unsigned(grid)), dim3(unsigned(nw * 32)),
+                   std::size_t(3 * nb) * 16 + std::size_t(nw) * std::size_t(plan.stage_bytes()), stream, packed, y, m, k, x);
+  KLAB_CUDA_LAUNCH("packed_own_kernel");
+}
+
 // ---- span (span.hpp): out_proj and the next stacked launch as one persistent ring ----
 // The span's grid-wide barrier: sync[0] counts arrivals, sync[1] is the generation. Self-resetting (the last arriver
 // zeroes the count before it bumps the generation), so one zeroed pair serves every launch in stream order: a launch
@@ -2576,6 +2695,17 @@ Q4Kernel kernel_paced() {
   // is xprep=launch's) and xprep=block (no prepared form).
   if constexpr (!XB && (Warps == 0 || G > 1 || Split > 1 || R != 8 || PA > 0 || D > 0 || PerSm > 0 || RestL2))
     kern.launch_prepared = &launch_paced<P, true, false, 0, G, Split, R, PA, false, D, PerSm, St, RestL2>;
+  return kern;
+}
+// grid=own (q8-dp4a, rows=8|4): each consumer warp owns its groups and a stage (packed_own_kernel), Owners of them a block,
+// one block an SM; its prep launch a warp per block of x (xprep=warps: launch_prepared its main kernel alone) or none
+// (xprep=block: the block's threads quantise x into its shared memory).
+template <int R, int Owners, bool XB = false>
+Q4Kernel kernel_own() {
+  const Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "own"},           {"xprep", XB ? "block" : "warps"},
+                  {"load", load_name(Load::bulk)}, {"owners", std::to_string(Owners)}, {"pdl", "on"}, {"rows", std::to_string(R)}};
+  Q4Kernel kern = q8_kernel<R>(axes, &launch_own<R, Owners, false, XB>, &resident_warps_own<R, Owners, XB>, Owners);
+  if constexpr (!XB) kern.launch_prepared = &launch_own<R, Owners, true>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -3200,6 +3330,18 @@ std::vector<Q4Kernel> packed_kernels() {
   // 77.6 / 74.7 / 66.6 / 73.2%, slower everywhere. The stage count that pays depends on the shape. Not yet on the H200.
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 8, 0, 4>());
   v.push_back(kernel_paced<1, false, 8, 1, 1, 4, 0, 8, 0, 3>());
+  // grid=own,owners=N (2026-12-06, thirteenth session, written before any run; packed_own_kernel says why): each warp of a
+  // block owns its groups and one stage, one block an SM, no barrier a group. rows=8 on 8 warps (7 at k = 6144) and on 4
+  // (out_proj's grid in the GDN layer: 120 KB at k = 6144, room for a stacked kPace1 block beside it), rows=4 on 16 warps
+  // (15 at k = 6144: twice the groups, each half the rows) with its prep launch and with xprep=block (one launch a call).
+  // Predicted: at the 17.7 MB shapes a warp takes at most one group of 8 rows (768 and 640 groups over 132 x 8 warps),
+  // its bytes in its stage before the release, so the call's span after the release is x's copy and one group's chain,
+  // not a block's 2-3 groups one after another: faster than rung 85 and rung 97 there (claim own-pays); at 17408x5120
+  // within 3% of rung 85. The ring's bits.
+  v.push_back(kernel_own<8, 8>());
+  v.push_back(kernel_own<8, 4>());
+  v.push_back(kernel_own<4, 16>());
+  v.push_back(kernel_own<4, 16, true>());
   return v;
 }
 

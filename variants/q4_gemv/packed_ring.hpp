@@ -174,6 +174,17 @@ KLAB_HD inline PaceWaits pace_waits(int n, int S, int P) {
   return w;
 }
 
+// ---- grid=own: each consumer warp owns its groups and a stage (packed.cu, packed_own_kernel) ----
+// Its warps a block at k: `owners`, or as many whole-group stages as fit kRingMaxSmem beside x's prepared words (48 bytes
+// a block of 32), at least 1 (a stage at k = 32768, rows=8, is 147 KB). At k = 5120: rows=8 8 warps (192 KB in all), rows=4
+// 16 (192 KB); at k = 6144: 7 and 15.
+KLAB_HD inline int own_warps(int k, int R, int owners) {
+  const int nb = k / ref::kQ4Block, W = (nb + kChunk - 1) / kChunk;
+  const int stage = W * R * (kChunk * 16 + kChunk * 2), fit = (kRingMaxSmem - 3 * nb * 16) / stage;
+  const int n = owners < fit ? owners : fit;
+  return n < 1 ? 1 : n;
+}
+
 // Host: the ring's bit-model. Simulates every block of a grid of `grid` blocks with S stages: the
 // stages filled on the kernel's schedule (prologue groups 0..S-1, group n + S after group n's
 // barrier; cp-async copies only active threads' pieces, the rest of a stage holds stale bytes),
