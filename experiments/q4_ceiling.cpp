@@ -354,7 +354,7 @@ constexpr std::size_t kPaceStages0 = 109;
 // barrier a group: rows=8 on 8 warps and on 4 (the GDN out_proj's grid with room beside it), rows=4 on 16 warps with its
 // prep launch and with xprep=block (one launch a call). Predicted (2026-12-06, before any run): faster than rung 85 (rows=8)
 // and rung 97 (rows=4) at 6144x5120 and 5120x6144 (claim own-pays); xprep=block faster than its prep launch there
-// (claim own-block-pays). Measured (H100, reports/h100/run-call60, a slice): x0.84 / x0.98 (rung 111 against rung 85) and
+// (claim own-block-pays). Measured (H100, reports/h100/run-call61, a slice): x0.84 / x0.98 (rung 111 against rung 85) and
 // x0.84 / x0.86 (rung 113 against rung 97) at 6144x5120 / 5120x6144, rung 114 x0.88 / x0.83 against rung 113: neither
 // claim would hold.
 constexpr std::size_t kOwn0 = 111;

@@ -537,7 +537,7 @@ CandidateTwins candidate_twins() {
   // release a block's groups run side by side. owners=4 keeps room for a stacked kPace1 block beside out_proj (as the
   // candidate does), owners=8 holds every group of out_proj in its stages before the release. Predicted: out_proj's tail
   // 1-3 us shorter, 0.5-2 us a layer under the candidate on the H200 (claims own-out4-*, own-out8-*). Measured on an H100
-  // (reports/h100/run-call60): the candidate's bits; 26.7 -> 30.2 / 29.8 us a layer (x0.885 / x0.897), 1.4324 -> 1.5575 /
+  // (reports/h100/run-call61): the candidate's bits; 26.7 -> 30.2 / 29.8 us a layer (x0.885 / x0.897), 1.4324 -> 1.5575 /
   // 1.5609 ms per token in the 48-layer graph (x0.920 / x0.918). Alone grid=own is slower than the paced ring at every
   // shape (q4_gemv's rungs 111-114): one warp's chain through a group's chunks is longer than a block's. Negative, kept.
   t.own_out4 = t.pace_out1_split;

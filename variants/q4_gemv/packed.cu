@@ -3338,7 +3338,7 @@ std::vector<Q4Kernel> packed_kernels() {
   // its bytes in its stage before the release, so the call's span after the release is x's copy and one group's chain,
   // not a block's 2-3 groups one after another: faster than rung 85 and rung 97 there (claim own-pays); at 17408x5120
   // within 3% of rung 85. The ring's bits.
-  // Measured (H100, reports/h100/run-call60, 2026-12-06, stream; % of that card's read ceiling at 17408x5120 / 10240x5120 /
+  // Measured (H100, reports/h100/run-call61, 2026-12-06, stream; % of that card's read ceiling at 17408x5120 / 10240x5120 /
   // 6144x5120 / 5120x6144): owners=8 74.2 / 65.9 / 66.3 / 67.8, owners=4 63.4 / 55.2 / 53.2 / 55.4, owners=16,rows=4 73.2 /
   // 69.8 / 66.5 / 68.6, its xprep=block twin 76.4 / 69.5 / 58.6 / 57.0 (rung 85 97.1 / 94.0 / 79.2 / 69.5, rung 97 92.4 / 88.5
   // / 81.0 / 80.2): slower everywhere, the ring's bits. One warp walking a group's 5-6 chunks (each a butterfly of dependent

@@ -1,11 +1,11 @@
-# call 60 (thirteenth session): grid=own (rungs 111-114) and the GDN twins own_out4, own_out8: the gpu case first (never
+# call 61 (thirteenth session): grid=own (rungs 111-114) and the GDN twins own_out4, own_out8: the gpu case first (never
 # launched); if it passed, a ladder slice beside rungs 85, 90, 97, 109 and cuBLAS, then the GDN run; on an H200 also call
 # 57's owed readings (q4-prep-split, the paced probe, rungs 107-110).
 mkdir -p /tmp/kb /tmp/r && tar xJf .carry/bin.txz -C /tmp/kb
 K=/tmp/kb/bin/klab
 export KLAB_CLI=$K
 pack() { find /tmp/r -name report.jsonl -exec gzip -f {} \; ; find /tmp/r -name 'report-*.csv' -delete; tar czf $OUT/r.tgz -C /tmp r; }
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv > /tmp/r/smi60.txt 2>&1
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv > /tmp/r/smi61.txt 2>&1
 (time timeout 120 /tmp/kb/bin/klab_gpu_tests -tc="grid=own*") > /tmp/r/gpu.log 2>&1; ok=$?; echo "rc=$ok" >> /tmp/r/gpu.log
 pack
 [ $ok = 0 ] || exit 0
