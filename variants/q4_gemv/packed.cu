@@ -2140,7 +2140,8 @@ packed_own_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y
     for (int c = 0; c < plan.W; ++c) {
       const int b = c * kChunk + lane;
       float p[R];
-      if (b < nb) {  // = packed_ring_kernel's rows for the thread of block b
+      // packed_ring_kernel's rows for block b, written out: through q8_rows rows=8 takes 64 registers, not 60 (the code measured).
+      if (b < nb) {
         const uint4 xe = sx[b], xo = sx[nb + b], cd = sx[2 * nb + b];
         const float d = __uint_as_float(cd.y);
         Scales<R> sc;
