@@ -2108,8 +2108,8 @@ packed_own_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y
   const unsigned stage_bytes = unsigned(plan.stage_bytes());
   uint4* sx = reinterpret_cast<uint4*>(own);
   std::uint8_t* stage = own + std::size_t(3 * nb) * 16 + std::size_t(warp) * stage_bytes;
-  if (tid < nw) mbar_init(&full[tid], 1);
-  if (tid == 0) {
+  if (tid == 0) {  // one thread initialises every warp's barrier, so that its fences cover them all (as the ring's)
+    for (int w = 0; w < nw; ++w) mbar_init(&full[w], 1);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   }
