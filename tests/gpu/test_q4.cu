@@ -80,6 +80,27 @@ void check_twin_bits(const std::string& name, const test::Q4Case& c, const std::
   if (model) CHECK(bitwise_diff(y, q4_gemv::q4_model(name)(c.w, c.x)) == 0);
 }
 
+// Eight calls of `name` back to back on one stream (PDL: a call's early blocks and prep kernel overlap the call before):
+// the last y is `want`, bit for bit. With `prepared`, then three calls of its main kernel alone (launch_prepared) on the x
+// the last prep launch left in g_xq: `want` again.
+void check_back_to_back(const std::string& name, const test::Q4Case& c, Shape s, const std::vector<float>& want, bool prepared = false) {
+  CAPTURE(name);
+  const auto& kern = q4_gemv::q4_kernel(name);
+  const auto packed = packed_on_device(kern, c.w);
+  auto x = DeviceBuffer<float>::from(c.x);
+  DeviceBuffer<float> y{std::size_t(s.m)};
+  poison_device(y.get(), y.size());
+  for (int call = 0; call < 8; ++call) kern.launch_packed(packed.get(), x.get(), y.get(), int(s.m), int(s.k), nullptr);
+  KLAB_CUDA(cudaDeviceSynchronize());
+  CHECK(bitwise_diff(y.download(), want) == 0);
+  if (!prepared) return;
+  REQUIRE(static_cast<bool>(kern.launch_prepared));
+  poison_device(y.get(), y.size());
+  for (int call = 0; call < 3; ++call) kern.launch_prepared(packed.get(), x.get(), y.get(), int(s.m), int(s.k), nullptr);
+  KLAB_CUDA(cudaDeviceSynchronize());
+  CHECK(bitwise_diff(y.download(), want) == 0);
+}
+
 std::vector<test::Q4Case> model_cases() {
   std::vector<test::Q4Case> cases;
   for (const Shape& s : test::q4_guard_shapes())
@@ -220,16 +241,7 @@ TEST_CASE("pace=1|2 (the ring fed by a producer warp): the ring's bits where blo
           warps + "pace=1,row-split=2,per-sm=2,stages=2,pdl=on,rows=8", warps + "pace=1,defer=8,stages=4,pdl=on,rows=4",
           warps + "pace=1,defer=8,stages=3,pdl=on,rows=4"}) {
       check_twin_bits(name, c, want, s.m * s.k <= 3'000'000);
-      // Eight calls back to back on one stream (PDL: a call's producer warps and prep kernel overlap the call before):
-      // the last y is the ring's, bit for bit.
-      const auto& kern = q4_gemv::q4_kernel(name);
-      const auto packed = packed_on_device(kern, c.w);
-      auto x = DeviceBuffer<float>::from(c.x);
-      DeviceBuffer<float> y{std::size_t(s.m)};
-      poison_device(y.get(), y.size());
-      for (int call = 0; call < 8; ++call) kern.launch_packed(packed.get(), x.get(), y.get(), int(s.m), int(s.k), nullptr);
-      KLAB_CUDA(cudaDeviceSynchronize());
-      CHECK(bitwise_diff(y.download(), want) == 0);
+      check_back_to_back(name, c, s, want);  // the producer warps and prep kernel of a call overlap the call before
     }
   }
 }
@@ -247,20 +259,7 @@ TEST_CASE("grid=own (each warp its groups and a stage): the ring's bits with one
     for (const std::string& name : {own + "xprep=warps,load=bulk,owners=8,pdl=on,rows=8", own + "xprep=warps,load=bulk,owners=4,pdl=on,rows=8",
                                     own + "xprep=warps,load=bulk,owners=16,pdl=on,rows=4", own + "xprep=block,load=bulk,owners=16,pdl=on,rows=4"}) {
       check_twin_bits(name, c, want8, s.m * s.k <= 3'000'000);
-      const auto& kern = q4_gemv::q4_kernel(name);
-      const auto packed = packed_on_device(kern, c.w);
-      auto x = DeviceBuffer<float>::from(c.x);
-      DeviceBuffer<float> y{std::size_t(s.m)};
-      poison_device(y.get(), y.size());
-      for (int call = 0; call < 8; ++call) kern.launch_packed(packed.get(), x.get(), y.get(), int(s.m), int(s.k), nullptr);
-      KLAB_CUDA(cudaDeviceSynchronize());
-      CHECK(bitwise_diff(y.download(), want8) == 0);
-      if (kern.launch_prepared) {  // on x a call before prepared (the prep launch above wrote g_xq from this x)
-        poison_device(y.get(), y.size());
-        for (int call = 0; call < 3; ++call) kern.launch_prepared(packed.get(), x.get(), y.get(), int(s.m), int(s.k), nullptr);
-        KLAB_CUDA(cudaDeviceSynchronize());
-        CHECK(bitwise_diff(y.download(), want8) == 0);
-      }
+      check_back_to_back(name, c, s, want8, name.find("xprep=warps") != std::string::npos);  // xprep=block has no prepared form
     }
   }
 }
