@@ -63,7 +63,8 @@ def pack(root, build_dir, out, build=True, allow_dirty=False, log=sys.stdout):
     for b in bins:
         if not b.is_file():
             raise Refused(f"{b} is not built (cmake --preset dev && cmake --build --preset dev)")
-    env = json.loads(subprocess.run([str(bins[0]), "env"], check=True, capture_output=True, text=True).stdout)
+    # `klab env` prints its JSON and, without a GPU (as here, where the binaries are built), exits 4 (a skip): the JSON counts.
+    env = json.loads(subprocess.run([str(bins[0]), "env"], capture_output=True, text=True).stdout)
     built, dirty = env.get("git_commit", ""), bool(env.get("git_dirty", True))
     if built != head:
         raise Refused(f"the binaries are of {built[:12] or 'no commit'}{' (dirty)' if dirty else ''}, HEAD is {head[:12]}: build again")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """scripts/pack_carry.py on a throwaway git repository with stand-in binaries (shell scripts whose `env` prints the
-commit they claim to be built from): the archive and bin.commit from a clean tree built at HEAD; refusals (exit 2, no
+commit they claim to be built from and exits 4, as klab does without a GPU): the archive and bin.commit from a clean tree built at HEAD; refusals (exit 2, no
 archive written, an earlier archive untouched) for uncommitted tracked changes, binaries of another commit, binaries
 stamped dirty, and a missing binary; --allow-dirty packs a dirty tree.
 
@@ -44,7 +44,8 @@ class PackCarry(unittest.TestCase):
         bin_dir.mkdir(parents=True, exist_ok=True)
         for name in only or ("klab", "klab_gpu_tests"):
             p = bin_dir / name
-            p.write_text("#!/bin/sh\necho '" + json.dumps({"git_commit": commit, "git_dirty": dirty}) + "'\n")
+            # as klab on a machine without a GPU: its JSON on stdout, then exit 4 (a skip)
+            p.write_text("#!/bin/sh\necho '" + json.dumps({"git_commit": commit, "git_dirty": dirty}) + "'\nexit 4\n")
             p.chmod(0o755)
 
     def run_script(self, *extra):
