@@ -3344,7 +3344,9 @@ std::vector<Q4Kernel> packed_kernels() {
   // 69.8 / 66.5 / 68.6, its xprep=block twin 76.4 / 69.5 / 58.6 / 57.0 (rung 85 97.1 / 94.0 / 79.2 / 69.5, rung 97 92.4 / 88.5
   // / 81.0 / 80.2): slower everywhere, the ring's bits. One warp walking a group's 5-6 chunks (each a butterfly of dependent
   // shuffles and a serial sum) is a longer chain than a block's warps sharing the group behind one barrier, and a warp's
-  // next group waits for its own refill. Negative results (claims own-pays, own-block-pays would not hold), kept.
+  // next group waits for its own refill. Negative results (claims own-pays, own-block-pays would not hold), kept. (Measured
+  // at fd8244e; since e19fe7f thread 0 initialises every warp's barrier, a change to the prologue only, run since by the
+  // whole gpu suite, reports/h100/run-call62, not timed.)
   v.push_back(kernel_own<8, 8>());
   v.push_back(kernel_own<8, 4>());
   v.push_back(kernel_own<4, 16>());
