@@ -2097,17 +2097,12 @@ packed_own_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y
   extern __shared__ __align__(128) std::uint8_t own[];  // x's words (xe[nb], xo[nb], cd[nb]), then the warps' stages
   __shared__ __align__(8) std::uint64_t full[kOwnMaxWarps];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = int(blockDim.x >> 5), nb = k / ref::kQ4Block;
-  RingPlan plan;
-  plan.W = (nb + kChunk - 1) / kChunk;
-  plan.R = R;
-  plan.S = 1;
-  plan.grid = int(gridDim.x);
-  plan.groups = (m + R - 1) / R;
+  const RingPlan plan{warps_for(k), R, 1, int(gridDim.x), (m + R - 1) / R};
   const int j = int(blockIdx.x), held = plan.mine(j);   // the block's groups: its i-th is group_of(j, i)
   const int mine = held > warp ? (held - 1 - warp) / nw + 1 : 0;  // the warp's: i = warp, warp + nw, ...
   const unsigned stage_bytes = unsigned(plan.stage_bytes());
   uint4* sx = reinterpret_cast<uint4*>(own);
-  std::uint8_t* stage = own + std::size_t(3 * nb) * 16 + std::size_t(warp) * stage_bytes;
+  std::uint8_t* stage = own + own_x_bytes(nb) + std::size_t(warp) * stage_bytes;
   if (tid == 0) {  // one thread initialises every warp's barrier, so that its fences cover them all (as the ring's)
     for (int w = 0; w < nw; ++w) mbar_init(&full[w], 1);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -2189,7 +2184,7 @@ void launch_own(const std::uint8_t* packed, const float* x, float* y, int m, int
   opt_into_ring_smem<packed_own_kernel<R, XB>>();
   if constexpr (!Prepared && !XB) launch_q8_prep<true, 8>(x, nb, packed, stream);
   launch_maybe_pdl(true, packed_own_kernel<R, XB>, dim3(unsigned(grid)), dim3(unsigned(nw * 32)),
-                   std::size_t(3 * nb) * 16 + std::size_t(nw) * std::size_t(plan.stage_bytes()), stream, packed, y, m, k, x);
+                   std::size_t(own_x_bytes(nb)) + std::size_t(nw) * std::size_t(plan.stage_bytes()), stream, packed, y, m, k, x);
   KLAB_CUDA_LAUNCH("packed_own_kernel");
 }
 

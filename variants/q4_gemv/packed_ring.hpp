@@ -178,9 +178,11 @@ KLAB_HD inline PaceWaits pace_waits(int n, int S, int P) {
 // Its warps a block at k: `owners`, or as many whole-group stages as fit kRingMaxSmem beside x's prepared words (48 bytes
 // a block of 32), at least 1 (a stage at k = 32768, rows=8, is 147 KB). At k = 5120: rows=8 8 warps (192 KB in all), rows=4
 // 16 (192 KB); at k = 6144: 7 and 15.
+// A grid=own block's shared memory: x's prepared words first (xe, xo, cd: three uint4 a block of 32, own_x_bytes), then
+// its warps' stages.
+KLAB_HD inline int own_x_bytes(int nb) { return 3 * nb * 16; }
 KLAB_HD inline int own_warps(int k, int R, int owners) {
-  const int nb = k / ref::kQ4Block, W = (nb + kChunk - 1) / kChunk;
-  const int stage = W * R * (kChunk * 16 + kChunk * 2), fit = (kRingMaxSmem - 3 * nb * 16) / stage;
+  const int nb = k / ref::kQ4Block, stage = RingPlan{(nb + kChunk - 1) / kChunk, R}.stage_bytes(), fit = (kRingMaxSmem - own_x_bytes(nb)) / stage;
   const int n = owners < fit ? owners : fit;
   return n < 1 ? 1 : n;
 }
