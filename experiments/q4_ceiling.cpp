@@ -358,6 +358,12 @@ constexpr std::size_t kPaceStages0 = 109;
 // x0.84 / x0.86 (rung 113 against rung 97) at 6144x5120 / 5120x6144, rung 114 x0.88 / x0.83 against rung 113: neither
 // claim would hold.
 constexpr std::size_t kOwn0 = 111;
+// The rungs 115-118: grid=split-k (packed.cu's packed_kc_kernel): clusters of k / 1024 blocks, each block one chunk of k of
+// its cluster's groups, quantising only its chunk of x after the wait (one launch a call), the chunk totals folded across
+// the cluster after one cluster barrier: rows=8 on 8 warps of 2 stages, two blocks an SM's worth of clusters and one,
+// rows=4 on 8 and 16 warps. Predicted (2026-12-06, before any run): faster than rung 85 (rows=8) and rung 97 (rows=4) at
+// 6144x5120 and 5120x6144 (claim split-k-pays).
+constexpr std::size_t kSplitK0 = 115;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -534,6 +540,10 @@ std::vector<std::string> rungs() {
   for (const auto& [xprep, owners, rows] : std::vector<std::array<std::string, 3>>{{"warps", "8", "8"}, {"warps", "4", "8"}, {"warps", "16", "4"}, {"block", "16", "4"}})
     out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "own"}, {"xprep", xprep}, {"load", "bulk"}, {"owners", owners},
                                            {"pdl", "on"}, {"rows", rows}}));
+  // 115-118: grid=split-k, owners=8 with two and one blocks an SM at rows=8, owners=8 and 16 at rows=4.
+  for (const auto& [owners, per_sm, rows] : std::vector<std::array<std::string, 3>>{{"8", "2", "8"}, {"8", "1", "8"}, {"8", "2", "4"}, {"16", "2", "4"}})
+    out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "split-k"}, {"xprep", "chunk"}, {"load", "bulk"},
+                                           {"owners", owners}, {"stages", "2"}, {"per-sm", per_sm}, {"pdl", "on"}, {"rows", rows}}));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -716,6 +726,10 @@ Experiment q4_to_ceiling() {
   const Claim own_block_pays{"own-block-pays",
                              "one launch a call pays on grid=own: grid=own,xprep=block,load=bulk,owners=16,rows=4,pdl=on (each block quantises x "
                              "into its shared memory after the wait; no prep kernel) is faster than its xprep=warps twin at 6144x5120 and 5120x6144"};
+  const Claim split_k_pays{"split-k-pays",
+                           "clusters over k pay at the 17.7 MB shapes: grid=split-k,xprep=chunk,load=bulk,owners=8,stages=2,per-sm=2 and per-sm=1,"
+                           "rows=8 (each block one chunk of k, quantising only its chunk of x: one launch a call) are faster than rung 85, and "
+                           "owners=8 and owners=16 at rows=4 than rung 97 (defer=8,rows=4), at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -727,7 +741,8 @@ Experiment q4_to_ceiling() {
               pre1_pays, lines_pay,   parts_pay,    split_pays,   fill_block_pays, tail_pays, ring_cluster_pays, wait_flag_pays, depth_pays,
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
               pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays, pace_late_pays,
-              pace_defer_pays, pace_per_sm1_pays, pace_per_sm3_pays, pace_per_sm2_pays, pace_stages_pays, own_pays, own_block_pays};
+              pace_defer_pays, pace_per_sm1_pays, pace_per_sm3_pays, pace_per_sm2_pays, pace_stages_pays, own_pays, own_block_pays,
+              split_k_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -902,6 +917,7 @@ Experiment q4_to_ceiling() {
           twins_pay(pace_stages_pays, "stages=4|3", [](std::size_t) { return kPaceDefer0 + 2; }, kPaceStages0, 2);
           twins_pay(own_pays, "grid=own", [](std::size_t i) { return i < 2 ? kPaceWarps : kPaceDefer0 + 2; }, kOwn0, 3);
           twins_pay(own_block_pays, "xprep=block (for xprep=warps)", [](std::size_t) { return kOwn0 + 2; }, kOwn0 + 3, 1);
+          twins_pay(split_k_pays, "grid=split-k", [](std::size_t i) { return i < 2 ? kPaceWarps : kPaceDefer0 + 2; }, kSplitK0, 4);
         }
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);

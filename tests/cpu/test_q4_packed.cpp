@@ -476,7 +476,7 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
   // pace=1,xprep=warps,per-sm=1 and per-sm=1,stages=4, pace=1-2,per-sm=1, defer=4,per-sm=1,rows=4, per-sm=1,rest=l2,
   // ilp=3,per-sm=1 and row-split=2,per-sm=1, pace=1,per-sm=3 and defer=4,per-sm=3,rows=4, per-sm=2,stages=2 with and without row-split=2,
   // defer=8,stages=4|3,rows=4, grid=own (owners=8|4 at rows=8, owners=16 at rows=4, xprep=warps|block)
-  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1 + 2 + 2 + 3 + 7 + 6 + 4);
+  CHECK(with_load == int(ring.size()) + 5 + 3 + 1 + 1 + 5 + 3 + 2 + 2 + 3 + 1 + 2 + 2 + 1 + 2 + 4 + 2 + 2 + 3 + 1 + 2 + 1 + 2 + 2 + 3 + 7 + 6 + 4 + 4);
   const auto c = test::q4_generated({37, 2080}, Dist::student_t, 9);
   for (const auto& name : ring) {
     CAPTURE(name);
@@ -563,6 +563,17 @@ TEST_CASE("map=packed ring in the registry: four variants, named with load= only
     CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
     CHECK(static_cast<bool>(kern.launch_prepared) == (axes.find("xprep=warps") != std::string::npos));
   }
+  // grid=split-k: clusters over k, Owners warps a block, the ring's layout and model; its prepared form the same kernel.
+  for (const std::string axes : {"owners=8,stages=2,per-sm=2,pdl=on,rows=8", "owners=8,stages=2,per-sm=1,pdl=on,rows=8",
+                                 "owners=8,stages=2,per-sm=2,pdl=on,rows=4", "owners=16,stages=2,per-sm=2,pdl=on,rows=4"}) {
+    const std::string name = "q4_gemv/map=packed,dot=q8-dp4a,grid=split-k,xprep=chunk,load=bulk," + axes;
+    CAPTURE(name);
+    const auto& kern = q4_gemv::q4_kernel(name);
+    CHECK(kern.layout == q4_gemv::q4_kernel(axes.back() == '4' ? ring[1] : ring[0]).layout);
+    CHECK(kern.warps_per_block == std::stoi(axes.substr(axes.find("owners=") + 7)));
+    CHECK(bitwise_diff(q4_gemv::q4_model(name)(c.w, c.x), q4_gemv::q4_model(ring[0])(c.w, c.x)) == 0);
+    CHECK(static_cast<bool>(kern.launch_prepared));
+  }
 }
 
 TEST_CASE("grid=own's warps a block: owners where their stages and x's words fit 220 KB, else as many as fit, at least 1") {
@@ -584,6 +595,40 @@ TEST_CASE("grid=own's warps a block: owners where their stages and x's words fit
         if (n > 1) CHECK(n * stage + 3 * nb * 16 <= pk::kRingMaxSmem);
         if (n < owners) CHECK((n + 1) * stage + 3 * nb * 16 > pk::kRingMaxSmem);
       }
+}
+
+TEST_CASE("grid=split-k's shared memory: every tile's slot inside tot, 16-byte aligned stages, the registered blocks within 220 KB and rows=4's four an SM") {
+  for (int C = 1; C <= pk::kKcMaxChunks; ++C)
+    for (int R : {4, 8})
+      for (int owners : {1, 8, 16})
+        for (int Sw = 1; Sw <= pk::kKcMaxStages; ++Sw) {
+          pk::KcPlan kp;
+          kp.C = C, kp.R = R, kp.owners = owners, kp.Sw = Sw;
+          CAPTURE(C);
+          CAPTURE(R);
+          // a cluster holds at most kKcMaxRows rows: tile i = held - 1 goes to member i % C, slot i / C
+          const int held = pk::kKcMaxRows / R;
+          CHECK((held - 1) / C < kp.slots());
+          CHECK(kp.tot_bytes() >= kp.slots() * C * R * 4);
+          CHECK(kp.tot_bytes() % 128 == 0);
+          CHECK(kp.x_bytes() == 3 * 32 * 16);  // a chunk's 32 blocks: xe, xo, cd
+          for (int w = 0; w < owners; ++w)
+            for (int s = 0; s < Sw; ++s) {
+              CHECK(kp.stage_at(w, s) % 16 == 0);  // a TMA destination
+              CHECK(kp.stage_at(w, s) >= kp.x_bytes() + kp.tot_bytes());
+            }
+          CHECK(kp.smem() == kp.x_bytes() + kp.tot_bytes() + owners * Sw * kp.tile());
+        }
+  // The registered blocks at k = 5120 (5 chunks) and 6144 (6): rows=8 on 8 warps of 2 stages 79.5 KB (two an SM, with
+  // 1 KB reserved each, in the 228 KB of an H100 / H200 SM), rows=4 on 8 warps 42.6 KB (four an SM: a call's two and the
+  // next call's two), on 16 warps 79.5 KB.
+  for (int C : {5, 6}) {
+    pk::KcPlan r8{C, 8, 8, 2}, r4{C, 4, 8, 2}, r4w{C, 4, 16, 2};
+    CHECK(r8.smem() == 1536 + 4224 + 16 * 4608);  // tot: 26 slots of 5 x 8 floats (C = 5), 22 of 6 x 8 (C = 6)
+    CHECK(2 * (r8.smem() + 1024 + 512) <= 228 * 1024);
+    CHECK(4 * (r4.smem() + 1024 + 512) <= 228 * 1024);
+    CHECK(r4w.smem() <= pk::kRingMaxSmem);
+  }
 }
 
 // ---- grid=half: the ring in half an SM (packed_ring.hpp half_stages, packed.cu launch_half) ----

@@ -264,6 +264,38 @@ TEST_CASE("grid=own (each warp its groups and a stage): the ring's bits with one
   }
 }
 
+TEST_CASE("grid=split-k (clusters over k, x's chunk quantised in the launch): the ring's bits with one tile a warp, refills, ragged, a partial last chunk, one block a cluster, the paced ring past 8 chunks, back to back, and on prepared x") {
+  const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
+  const std::string kc = "q4_gemv/map=packed,dot=q8-dp4a,grid=split-k,xprep=chunk,load=bulk,";
+  // 17408x5120: clusters of 5, 42-43 tiles of 8 rows a block over 8 warps of 2 stages (refills), 84-85 of 4; 5000x6144
+  // ragged, clusters of 6; 300x6144: fewer tiles than warps; 1000x4160: a last chunk of 2 blocks of 32 (lanes 2..31 of
+  // member 4 idle); 1000x8192: clusters of 8; 17000x96: one block a cluster, 3 active lanes; 2200x24576 and 40x32768: past
+  // 8 chunks, the paced ring (rung 85's, rung 92's: the same bits).
+  for (const Shape s : std::vector<Shape>{{17408, 5120}, {5000, 6144}, {300, 6144}, {1000, 4160}, {1000, 8192}, {17000, 96}, {2200, 24576}, {40, 32768}}) {
+    const auto c = test::q4_generated(s, Dist::student_t, 37);
+    CAPTURE(c.what);
+    const auto want = run_variant(ring + "pdl=on,rows=8", c);
+    for (const std::string& name : {kc + "owners=8,stages=2,per-sm=2,pdl=on,rows=8", kc + "owners=8,stages=2,per-sm=1,pdl=on,rows=8",
+                                    kc + "owners=8,stages=2,per-sm=2,pdl=on,rows=4", kc + "owners=16,stages=2,per-sm=2,pdl=on,rows=4"}) {
+      check_twin_bits(name, c, want, s.m * s.k <= 3'000'000);
+      check_back_to_back(name, c, s, want);
+      // On prepared x: g_xq filled by the ring's prep launch, then three calls of the same kernel reading its chunk's words.
+      CAPTURE(name);
+      const auto& kern = q4_gemv::q4_kernel(name);
+      const auto& fill = q4_gemv::q4_kernel(ring + "pdl=on,rows=8");
+      const auto packed = packed_on_device(kern, c.w), packed_fill = packed_on_device(fill, c.w);
+      auto x = DeviceBuffer<float>::from(c.x);
+      DeviceBuffer<float> y{std::size_t(s.m)};
+      fill.launch_packed(packed_fill.get(), x.get(), y.get(), int(s.m), int(s.k), nullptr);
+      poison_device(y.get(), y.size());
+      REQUIRE(static_cast<bool>(kern.launch_prepared));
+      for (int call = 0; call < 3; ++call) kern.launch_prepared(packed.get(), x.get(), y.get(), int(s.m), int(s.k), nullptr);
+      KLAB_CUDA(cudaDeviceSynchronize());
+      CHECK(bitwise_diff(y.download(), want) == 0);
+    }
+  }
+}
+
 TEST_CASE("tail=split: the twin's bits with the last round in pieces (the device's grid), every row written, and the model's") {
   namespace pk = q4_gemv::packed;
   const std::string fill = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,xpf=l2,load=bulk,";

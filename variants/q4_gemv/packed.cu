@@ -42,6 +42,7 @@
 #include <atomic>
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <tuple>
 #include <type_traits>
@@ -2188,6 +2189,174 @@ void launch_own(const std::uint8_t* packed, const float* x, float* y, int m, int
   KLAB_CUDA_LAUNCH("packed_own_kernel");
 }
 
+// ---- grid=split-k: clusters of C blocks, member c one chunk of k of the cluster's groups; x's chunk quantised in the launch ----
+// Why (2026-12-06, fourteenth session, written before any run): at the 17.7 MB shapes on the H200 every fast rung's call is
+// its prep launch's hop (main N done -> prep N+1 -> main N+1 released: 2.6-3.3 us on the H100's stamp probe, 0.5-1.8 us
+// without the prep) plus a block's groups one after another after the release; 6.1 us a call for 3.9 us of bytes. Every
+// form of quantising x inside the main launch lost because each block needs all of x: xprep=block reads 20 KB of f32 x a
+// block after the wait (5.3 MB from L2 over 264 blocks) and quantises 160 blocks of it; xprep=cluster shares that over 8
+// blocks behind a cluster barrier before any dot; xprep=flag is seven dependent L2 round trips. Split over k in clusters,
+// a block needs only its chunk of x: 1024 activations (4 KB, one float4 a thread at 256 threads), quantised by its own
+// threads (store_prepared_q8_quads: q8_prep's words bit for bit) into shared memory, one __syncthreads, and no barrier
+// across the cluster before the dots. The one cluster barrier comes after every dot: each warp stores its tiles' chunk
+// totals into the shared memory of the member that folds them (tile i: member i % C) over distributed shared memory, and
+// after the barrier each member folds its tiles' totals in chunk order from chunk 0 and stores y. A chunk's values and
+// transposed butterfly are the ring's warp c's, and the ring sums its warps' totals in warp (= chunk) order from warp 0:
+// the ring's bits (model_ring). Weights: each warp's lane 0 requests its first Sw tiles (one TMA copy each) before
+// griddepcontrol.wait and refills a stage as soon as the warp has read it (grid=own's ring, a tile deep rather than a group).
+// Prepared: x's words read from g_xq (a producer's, prepared_x.cuh) instead of quantised here.
+template <int R, bool Prepared>
+__global__ void __launch_bounds__(kKcMaxWarps * 32)
+packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int Sw, const float* __restrict__ x) {
+  static_assert(R == 8 || R == 4);
+  asm volatile("griddepcontrol.launch_dependents;");
+  extern __shared__ __align__(128) std::uint8_t kc[];  // KcPlan: x's words of the chunk, tot, the warps' stages
+  __shared__ __align__(8) std::uint64_t full[kKcMaxWarps][kKcMaxStages];
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nb = k / ref::kQ4Block;
+  unsigned cid = 0, ncl = 1;
+  asm("mov.u32 %0, %%clusterid.x;" : "=r"(cid));
+  asm("mov.u32 %0, %%nclusterid.x;" : "=r"(ncl));
+  KcPlan kp;
+  kp.C = int(cluster.num_blocks()), kp.R = R, kp.owners = int(blockDim.x >> 5), kp.Sw = Sw, kp.Q = int(ncl), kp.groups = (m + R - 1) / R;
+  const int c = int(cluster.block_rank()), q = int(cid), held = kp.held(q);
+  const int mine = held > warp ? (held - 1 - warp) / kp.owners + 1 : 0;  // the warp's tiles: i = warp, warp + owners, ...
+  const RingPlan plan{kp.C, R, 1, kp.Q, kp.groups};                     // group_of(q, i), group_offset(g) + c tile: tile (i, c)
+  const unsigned tile = unsigned(kp.tile());
+  uint4* sx = reinterpret_cast<uint4*>(kc);
+  float* tot = reinterpret_cast<float*>(kc + kp.x_bytes());
+  auto stage = [&](int s) { return kc + kp.stage_at(warp, s); };
+  auto tile_src = [&](int n) { return packed + plan.group_offset(plan.group_of(q, n * kp.owners + warp)) + std::size_t(c) * tile; };
+  if (tid == 0) {  // one thread initialises every warp's barriers, so that its fences cover them all (as grid=own's)
+    for (int w = 0; w < kp.owners; ++w)
+      for (int s = 0; s < Sw; ++s) mbar_init(&full[w][s], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  std::uint64_t policy = 0;
+  if (lane == 0) {
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    for (int n = 0; n < mine && n < Sw; ++n) {
+      mbar_arrive_expect_tx(&full[warp][n], tile);
+      bulk_g2s(stage(n), tile_src(n), tile, &full[warp][n], policy);
+    }
+  }
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // x (or g_xq) comes from before us
+  if constexpr (Prepared) {
+    if (tid < kChunk) {
+      const int b = c * kChunk + tid;
+      if (b < nb) sx[tid] = __ldcg(&g_xq[b]), sx[kChunk + tid] = __ldcg(&g_xq[kXqStride + b]), sx[2 * kChunk + tid] = __ldcg(&g_xq[2 * kXqStride + b]);
+    }
+  } else {
+    // Thread t: float4 t % 8 of the chunk's block t / 8 (whole warps each round: every lane of a warp shuffles).
+    for (int t = tid; t < kChunk * 8; t += int(blockDim.x)) {
+      const int b = c * kChunk + t / 8;
+      const float4 v = b < nb ? __ldcg(reinterpret_cast<const float4*>(x) + std::size_t(b) * 8 + (t & 7)) : make_float4(0.f, 0.f, 0.f, 0.f);
+      store_prepared_q8_quads<kChunk>(sx, b < nb ? t / 8 : -1, v, lane);
+    }
+  }
+  __syncthreads();
+  const int b = c * kChunk + lane;  // the lane's block of 32 weights in every tile
+  const bool active = b < nb;
+  uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
+  if (active) xe = sx[lane], xo = sx[kChunk + lane], cd = sx[2 * kChunk + lane];
+  const float d = __uint_as_float(cd.y);
+  for (int n = 0; n < mine; ++n) {
+    const int s = n % Sw, i = n * kp.owners + warp;
+    mbar_wait(&full[warp][s], unsigned((n / Sw) & 1));
+    const std::uint8_t* st = stage(s);
+    float p[R];
+    // packed_ring_kernel's rows for block b (written out, as packed_own_kernel's)
+    if (active) {
+      Scales<R> sc;
+      sc.v = *reinterpret_cast<const typename Scales<R>::V*>(st + plan.scales_at(0, lane));
+      for (int r = 0; r < R; ++r) {
+        const uint4 w4 = *reinterpret_cast<const uint4*>(st + plan.code_at(0, lane, r));
+        int se = int(cd.x), so = 0;
+        for (int w = 0; w < 4; ++w) q8_word(word_of(w4, w), word_of(xe, w), word_of(xo, w), se, so);
+        p[r] = q8_finish(se, so, half_value(sc.get(r)), d);
+      }
+    } else {
+      for (int r = 0; r < R; ++r) p[r] = 0.f;
+    }
+    const float t = warp_rows<R>(p, lane);
+    // Every lane's reads of the stage are done (the butterfly took every value): lane 0 refills it with the warp's tile n + Sw.
+    __syncwarp();
+    if (lane == 0 && n + Sw < mine) {
+      mbar_arrive_expect_tx(&full[warp][s], tile);
+      bulk_g2s(stage(s), tile_src(n + Sw), tile, &full[warp][s], policy);
+    }
+    if ((lane & (32 / R - 1)) == 0) {
+      float* dst = cluster.map_shared_rank(tot, unsigned(i % kp.C));
+      dst[((i / kp.C) * kp.C + c) * R + lane / (32 / R)] = t;
+    }
+  }
+  // Every member's totals are in place (release / acquire at cluster scope); no member exits before the others have
+  // written into its shared memory.
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+  const int mine_slots = held > c ? (held - 1 - c) / kp.C + 1 : 0;  // this member's tiles: i = c, c + C, ...
+  for (int e = tid; e < mine_slots * R; e += int(blockDim.x)) {
+    const int slot = e / R, r = e % R, i = slot * kp.C + c;
+    const std::int64_t row = plan.group_of(q, i) * R + r;
+    if (row < m) {
+      const float* v = tot + std::size_t(slot) * kp.C * R + r;
+      float sum = v[0];
+      for (int cc = 1; cc < kp.C; ++cc) sum = add_rn(sum, v[cc * R]);  // the ring's warps' totals in warp (= chunk) order
+      y[row] = sum;
+    }
+  }
+}
+// The clusters of C blocks (owners warps, Sw stages each) the device holds at once (cudaOccupancyMaxActiveClusters; at
+// least 1), once per kernel and (C, owners, Sw).
+template <int R, bool Prepared>
+int kc_device_clusters(const KcPlan& kp) {
+  static std::mutex mu;
+  static std::map<std::array<int, 3>, int> cache;
+  const std::array<int, 3> key{kp.C, kp.owners, kp.Sw};
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  opt_into_ring_smem<packed_kc_kernel<R, Prepared>>();
+  ClusterLaunch l(kp.C * sm_count(), kp.owners, std::size_t(kp.smem()), kp.C, false, nullptr);
+  int n = 0;
+  KLAB_CUDA(cudaOccupancyMaxActiveClusters(&n, packed_kc_kernel<R, Prepared>, &l.cfg));
+  return cache[key] = n < 1 ? 1 : n;
+}
+// grid=split-k's plan at (m, k): Q = at most PerSm blocks an SM's worth of clusters (PerSm sm_count / C), at most the
+// device's, at most one a group. Q = 0 where the split does not apply (C past kKcMaxChunks, the stages past kRingMaxSmem,
+// a cluster's rows past kKcMaxRows): the launcher then runs the paced ring (the same bits).
+template <int R, bool Prepared>
+KcPlan kc_plan(int m, int k, int owners, int Sw, int per_sm) {
+  KcPlan kp;
+  kp.C = warps_for(k), kp.R = R, kp.owners = owners, kp.Sw = Sw, kp.groups = int((static_cast<long long>(m) + R - 1) / R), kp.Q = 0;
+  if (kp.C > kKcMaxChunks || kp.smem() > kRingMaxSmem) return kp;
+  kp.Q = std::max(1, std::min({kc_device_clusters<R, Prepared>(kp), per_sm * sm_count() / kp.C, kp.groups}));
+  if (kp.held(0) * R > kKcMaxRows) kp.Q = 0;
+  return kp;
+}
+template <int R, int Owners, int Sw, int PerSm, bool Prepared>
+void launch_kc(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  static_assert(Owners >= 1 && Owners <= kKcMaxWarps && Sw >= 1 && Sw <= kKcMaxStages && PerSm >= 1);
+  check_launch(packed, x, y, m, k);
+  const KcPlan kp = kc_plan<R, Prepared>(m, k, Owners, Sw, PerSm);
+  if (kp.Q == 0) {  // the paced ring with its prep a warp per block of x (rung 85's, rows=4: rung 92's), or its main kernel alone
+    if constexpr (Prepared)
+      launch_paced<1, true, false, 0, 1, 1, R>(packed, x, y, m, k, stream);
+    else
+      launch_paced<1, false, false, 8, 1, 1, R>(packed, x, y, m, k, stream);
+    return;
+  }
+  ClusterLaunch l(kp.Q * kp.C, kp.owners, std::size_t(kp.smem()), kp.C, true, stream);
+  KLAB_CUDA(cudaLaunchKernelEx(&l.cfg, packed_kc_kernel<R, Prepared>, packed, y, m, k, Sw, x));
+  KLAB_CUDA_LAUNCH("packed_kc_kernel");
+}
+template <int R, int Owners, int Sw, int PerSm>
+int resident_warps_kc() {
+  const KcPlan kp = kc_plan<R, false>(6144, 5120, Owners, Sw, PerSm);
+  return kp.Q * kp.C * kp.owners / sm_count();
+}
+
 // ---- span (span.hpp): out_proj and the next stacked launch as one persistent ring ----
 // The span's grid-wide barrier: sync[0] counts arrivals, sync[1] is the generation. Self-resetting (the last arriver
 // zeroes the count before it bumps the generation), so one zeroed pair serves every launch in stream order: a launch
@@ -2702,6 +2871,18 @@ Q4Kernel kernel_own() {
                   {"load", load_name(Load::bulk)}, {"owners", std::to_string(Owners)}, {"pdl", "on"}, {"rows", std::to_string(R)}};
   Q4Kernel kern = q8_kernel<R>(axes, &launch_own<R, Owners, false, XB>, &resident_warps_own<R, Owners, XB>, Owners);
   if constexpr (!XB) kern.launch_prepared = &launch_own<R, Owners, true>;
+  return kern;
+}
+// grid=split-k (q8-dp4a, rows=8|4): clusters of C blocks, member c one chunk of k of the cluster's groups, x's chunk
+// quantised in the launch (xprep=chunk: one launch a call), Owners warps a block, Sw stages a warp, at most PerSm blocks an
+// SM's worth of clusters (packed_kc_kernel); launch_prepared the same kernel reading g_xq's words of its chunk.
+template <int R, int Owners, int Sw, int PerSm>
+Q4Kernel kernel_kc() {
+  const Axes axes{{"map", "packed"},     {"dot", form_name(Form::q8)},    {"grid", "split-k"},           {"xprep", "chunk"},
+                  {"load", load_name(Load::bulk)}, {"owners", std::to_string(Owners)}, {"stages", std::to_string(Sw)},
+                  {"per-sm", std::to_string(PerSm)}, {"pdl", "on"},                {"rows", std::to_string(R)}};
+  Q4Kernel kern = q8_kernel<R>(axes, &launch_kc<R, Owners, Sw, PerSm, false>, &resident_warps_kc<R, Owners, Sw, PerSm>, Owners);
+  kern.launch_prepared = &launch_kc<R, Owners, Sw, PerSm, true>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -3346,6 +3527,16 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_own<8, 4>());
   v.push_back(kernel_own<4, 16>());
   v.push_back(kernel_own<4, 16, true>());
+  // grid=split-k (2026-12-06, fourteenth session, written before any run; packed_kc_kernel says why): clusters of C = k / 1024
+  // blocks, each block one chunk of k of its cluster's groups, so that a block quantises only its chunk of x (4 KB) after
+  // the wait: one launch a call, no prep launch, no barrier before the dots, one cluster barrier after them. rows=8 and
+  // rows=4 on 8 warps of 2 stages a block, two blocks an SM's worth of clusters; rows=8 on one; rows=4 on 16 warps.
+  // Predicted: at the 17.7 MB shapes faster than rung 85 and rung 97 (the prep launch's hop gone, a warp's 2 tiles of one
+  // chunk after the release rather than a block's 2-3 groups); at 17408x5120 within 3% of rung 90. The ring's bits.
+  v.push_back(kernel_kc<8, 8, 2, 2>());
+  v.push_back(kernel_kc<8, 8, 2, 1>());
+  v.push_back(kernel_kc<4, 8, 2, 2>());
+  v.push_back(kernel_kc<4, 16, 2, 2>());
   return v;
 }
 

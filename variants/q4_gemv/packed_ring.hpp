@@ -201,4 +201,32 @@ std::vector<float> model_ring(Load load, int R, int grid, int S, const ref::Q4Ma
 // (R rows); returns the rows' warp totals (row r as lane r * 32 / R ends with it).
 std::vector<float> warp_rows_host(std::vector<std::vector<float>> v);
 
+// ---- grid=split-k: clusters of C blocks, member c one chunk of k of the cluster's groups (packed.cu, packed_kc_kernel) ----
+// C = the chunks of 32 blocks (warps_for(k): 5 at k = 5120, 6 at 6144; at most kKcMaxChunks, a portable cluster). Cluster q
+// of Q takes groups q, q + Q, ... (the ring's j, j + grid with j = q): its i-th is the cluster's tile i; member c holds
+// tile (group, chunk c), R 576 contiguous bytes of the packed layout (RingPlan's tile), and its `owners` warps take tiles
+// i = w, w + owners, ..., each warp a ring of Sw stages of one tile. Tile i's chunk totals are folded by member i % C,
+// in its slot i / C of `tot` (slot, chunk, row). A block's dynamic shared memory: x's words of its chunk (3 uint4 a block
+// of 32), tot, the warps' stages. held(q) * R is at most kKcMaxRows (past it the launcher runs the paced ring: the same
+// bits), so tot's size depends on k and R alone.
+constexpr int kKcMaxChunks = 8;
+constexpr int kKcMaxWarps = 16;
+constexpr int kKcMaxStages = 4;
+constexpr int kKcMaxRows = 1024;
+struct KcPlan {
+  int C = 1;       // cluster members = chunks
+  int R = 8;       // rows a group
+  int owners = 1;  // warps a block
+  int Sw = 1;      // stages a warp
+  int Q = 1;       // clusters
+  int groups = 0;  // ceil(m / R)
+  KLAB_HD int tile() const { return R * (kChunk * 16 + kChunk * 2); }
+  KLAB_HD int held(int q) const { return q < groups ? (groups - 1 - q) / Q + 1 : 0; }
+  KLAB_HD int slots() const { return (kKcMaxRows / R + C - 1) / C; }  // tot's slots a block
+  KLAB_HD int x_bytes() const { return 3 * kChunk * 16; }
+  KLAB_HD int tot_bytes() const { return (slots() * C * R * 4 + 127) / 128 * 128; }
+  KLAB_HD int stage_at(int warp, int s) const { return x_bytes() + tot_bytes() + (warp * Sw + s) * tile(); }
+  KLAB_HD int smem() const { return stage_at(owners, 0); }
+};
+
 }  // namespace klab::q4_gemv::packed

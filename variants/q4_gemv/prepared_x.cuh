@@ -59,6 +59,8 @@ __device__ __forceinline__ void store_prepared_q8_warp(uint4* xq, int b, float v
 // writes nothing (its v must still be finite or zero). The words of store_prepared_q8_warp: amax4 and
 // q8_part are q8_prep's arithmetic split 8 ways (xprep=cluster's, bit for bit), OR and integer sums
 // are exact in any order (tests/gpu/test_q4.cu compares the two).
+// Stride: the words' stride (kPreparedStride in g_xq; grid=split-k keeps a chunk's 32 blocks in shared memory).
+template <int Stride = kPreparedStride>
 __device__ __forceinline__ void store_prepared_q8_quads(uint4* xq, int b, float4 v, int lane) {
   const float vv[4] = {v.x, v.y, v.z, v.w};
   float a = packed::amax4(vv);
@@ -72,8 +74,8 @@ __device__ __forceinline__ void store_prepared_q8_quads(uint4* xq, int b, float4
   for (int w = 0; w < 4; ++w) E[w] = __shfl_sync(0xffffffffu, e, base + 2 * w), O[w] = __shfl_sync(0xffffffffu, o, base + 2 * w);
   if (sub == 0 && b >= 0) {
     xq[b] = make_uint4(E[0], E[1], E[2], E[3]);
-    xq[kPreparedStride + b] = make_uint4(O[0], O[1], O[2], O[3]);
-    xq[2 * kPreparedStride + b] = make_uint4(std::uint32_t(-8 * s), packed::float_bits(packed::q8_step(a)), 0, 0);
+    xq[Stride + b] = make_uint4(O[0], O[1], O[2], O[3]);
+    xq[2 * Stride + b] = make_uint4(std::uint32_t(-8 * s), packed::float_bits(packed::q8_step(a)), 0, 0);
   }
 }
 // The xprep=warps prep kernel's body: thread block `block` of 32 WPB threads writes blocks WPB block ..

@@ -67,7 +67,12 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
     std::string d = "tiles of " + a["rows"] + " rows x 32 blocks repacked once (a group's codes and scales contiguous), ";
     d += a["grid"] == "warp" ? "one warp per group of rows, a lane per block of 32 weights of each chunk of 32 blocks; "
                              : "one thread per block of 32 weights, split-K over warps; ";
-    if (a["grid"] == "warp")
+    if (a["grid"] == "split-k")
+      d += "clusters of k / 1024 thread blocks, block c of a cluster chunk c of k of the cluster's groups of rows: it quantises only its chunk of x "
+           "after the wait (4 KB, one launch a call, no prep kernel), " + a["owners"] + " warps a block each with a ring of " + a["stages"] +
+           " one-tile stages (one TMA copy a tile, the first requested before the wait), the chunk totals folded across the cluster in chunk "
+           "order after one cluster barrier (distributed shared memory); at most " + a["per-sm"] + " block(s) an SM's worth of clusters; ";
+    else if (a["grid"] == "warp")
       d += "up to " + a["inflight"] + " chunks' code and scale loads in flight per lane before the wait, chunk totals summed in order in the "
            "warp (no shared memory, no barrier); ";
     else if (a["grid"] == "half")
@@ -113,7 +118,7 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
     if (!a["pace"].empty() && !a["per-sm"].empty() && std::stoi(a["per-sm"]) >= 3)
       d += "on " + a["per-sm"] + " blocks an SM, each ring shrunk to the stages that let them share it (more consumer warps an SM; the same kernel "
            "and bits); ";
-    if (!a["stages"].empty()) d += "a ring of " + a["stages"] + " stages where they fit (the same kernel and bits); ";
+    if (!a["stages"].empty() && a["grid"] != "split-k") d += "a ring of " + a["stages"] + " stages where they fit (the same kernel and bits); ";
     if (a["rest"] == "l2")
       d += "the block's groups past its ring asked of the L2 once the ring's first requests are out (TMA prefetches; the same bits); ";
     if (!a["depth"].empty())
