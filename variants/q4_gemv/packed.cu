@@ -2198,7 +2198,8 @@ void launch_own(const std::uint8_t* packed, const float* x, float* y, int m, int
 // blocks behind a cluster barrier before any dot; xprep=flag is seven dependent L2 round trips. Split over k in clusters,
 // a block needs only its chunk of x: 1024 activations (4 KB, one float4 a thread at 256 threads), quantised by its own
 // threads (store_prepared_q8_quads: q8_prep's words bit for bit) into shared memory, one __syncthreads, and no barrier
-// across the cluster before the dots. The one cluster barrier comes after every dot: each warp stores its tiles' chunk
+// across the cluster before the dots but the one that says every member has started (its arrival at the block's start, its wait
+// before the dots). The barrier that matters comes after every dot: each warp stores its tiles' chunk
 // totals into the shared memory of the member that folds them (tile i: member i % C) over distributed shared memory, and
 // after the barrier each member folds its tiles' totals in chunk order from chunk 0 and stores y. A chunk's values and
 // transposed butterfly are the ring's warp c's, and the ring sums its warps' totals in warp (= chunk) order from warp 0:
@@ -2235,6 +2236,9 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   }
   __syncthreads();
+  // Distributed shared memory may be written only once its block has started: every thread arrives here and waits before
+  // the dots (whose totals go to other members), by when the cluster's co-scheduled blocks have long arrived.
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
   std::uint64_t policy = 0;
   if (lane == 0) {
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -2258,6 +2262,7 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
     }
   }
   __syncthreads();
+  asm volatile("barrier.cluster.wait;" ::: "memory");  // every member has started
   const int b = c * kChunk + lane;  // the lane's block of 32 weights in every tile
   const bool active = b < nb;
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
