@@ -149,6 +149,10 @@ const Claim kOwn4Bits{"own-out4-bitwise",
 const Claim kOwn4Pays{"own-out4-pays", "warps that own out_proj's groups pay beside the stacked block: the candidate is faster with out_proj on gdn::kOwn4"};
 const Claim kOwn8Bits{"own-out8-bitwise", "the candidate with out_proj on grid=own at 8 warps a block (gdn::kOwn8) gives the candidate's bits"};
 const Claim kOwn8Pays{"own-out8-pays", "out_proj's groups all in its warps' stages pay: the candidate is faster with out_proj on gdn::kOwn8"};
+const Claim kKcOutBits{"kc-out-bitwise",
+                       "the candidate with out_proj on q4_gemv's grid=split-k (gdn::kSplitK1: clusters over k, one block an SM's worth) "
+                       "gives the candidate's bits"};
+const Claim kKcOutPays{"kc-out-pays", "clusters over k pay for out_proj: the candidate is faster with out_proj on gdn::kSplitK1"};
 const Claim kSpan2Bits{"span2-bitwise",
                        "pace_out1 with out_proj and the next token's input side as one persistent launch (GdnDevice::set_span, pace 2) gives pace_out1's bits"};
 const Claim kSpan2Pays{"span2-pays", "one ring across out_proj and the next stacked launch pays: pace_out1 is faster with the span at pace 2"};
@@ -367,6 +371,7 @@ void run_fused(Context& ctx) {
                 "with out_proj on two blocks an SM of 2 stages each (per-sm=2,stages=2)");
     twin_claims(t.pace_out1_split, t.own_out4, kOwn4Bits, kOwn4Pays, "with out_proj on grid=own, 4 warps a block");
     twin_claims(t.pace_out1_split, t.own_out8, kOwn8Bits, kOwn8Pays, "with out_proj on grid=own, 8 warps a block");
+    twin_claims(t.pace_out1_split, t.kc_out, kKcOutBits, kKcOutPays, "with out_proj on grid=split-k (clusters over k)");
     twin_claims(t.pace_out1, t.pace_span2, kSpan2Bits, kSpan2Pays,
                 "with the span at pace 2 (out_proj and the next token's input side one launch)");
     twin_claims(t.pace_out1, t.pace_span3, kSpan3Bits, kSpan3Pays, "with the span at pace 3");
@@ -405,7 +410,7 @@ void register_gdn_fused(Registry& r) {
       .claims = {kBits, kFaster, kRecPays, kChainBits, kChainPays, kNormPays, kMergedBits, kMergedPays, kRingBits, kRingPays, kClusterBits,
                  kClusterPays, kNormQ8Bits, kNormQ8Pays, kWarpsBits, kWarpsPays, kFoldBits, kFoldPays, kRecNormPays, kFoldMainPays, kPfBits, kPfPays,
                  kPfEarlyBits, kPfEarlyPays, kForkBits, kForkPays, kF32ForkBits, kF32ForkPays, kNormLastBits, kNormLastPays,
-                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kOut1LateBits, kOut1LatePays, kOut1DeferBits, kOut1DeferPays, kOut1L2Bits, kOut1L2Pays, kOut1IlpBits, kOut1IlpPays, kOut1SplitBits, kOut1SplitPays, kSplitX2Bits, kSplitX2Pays, kOwn4Bits, kOwn4Pays, kOwn8Bits, kOwn8Pays, kSpan2Bits, kSpan2Pays, kSpan3Bits, kSpan3Pays, kSpan1x2Bits, kSpan1x2Pays, kSpan2x2Bits, kSpan2x2Pays, kConvRecBits, kConvRecPays,
+                 kF32NormLastBits, kF32NormLastPays, kRows16Bits, kRows16Pays, kWarpBits, kWarpPays, kOutSmemBits, kOutSmemPays, kFoldRingBits, kFoldRingPays, kFoldDepthBits, kFoldDepthPays, kDepthAllBits, kDepthAllPays, kFoldPaceBits, kFoldPacePays, kPaceAllBits, kPaceAllPays, kPaceIlpBits, kPaceIlpPays, kPaceLateBits, kPaceLatePays, kPaceDeferBits, kPaceDeferPays, kBaConvBits, kBaConvPays, kOut1Bits, kOut1Pays, kOut1S4Bits, kOut1S4Pays, kOut1BaBits, kOut1BaPays, kOut1LateBits, kOut1LatePays, kOut1DeferBits, kOut1DeferPays, kOut1L2Bits, kOut1L2Pays, kOut1IlpBits, kOut1IlpPays, kOut1SplitBits, kOut1SplitPays, kSplitX2Bits, kSplitX2Pays, kOwn4Bits, kOwn4Pays, kOwn8Bits, kOwn8Pays, kKcOutBits, kKcOutPays, kSpan2Bits, kSpan2Pays, kSpan3Bits, kSpan3Pays, kSpan1x2Bits, kSpan1x2Pays, kSpan2x2Bits, kSpan2x2Pays, kConvRecBits, kConvRecPays,
                  kF32ConvRecBits, kF32ConvRecPays, kConvRingBits, kConvRingPays, kFourBits, kFourPays, kF32FourBits, kF32FourPays, kGoal},
       .run = run_fused,
   });

@@ -171,6 +171,9 @@ const Claim kOwn4InGraph{"own-out4-in-graph",
 const Claim kOwn8InGraph{"own-out8-in-graph",
                          "in the 48-layer graph, out_proj's groups all in its warps' stages pay: q4-fast-own8 (the candidate with out_proj on "
                          "gdn::kOwn8) is faster per token than q4-fast"};
+const Claim kKcOutInGraph{"kc-out-in-graph",
+                          "in the 48-layer graph, clusters over k pay for out_proj: q4-fast-kc (the candidate with out_proj on gdn::kSplitK1, "
+                          "q4_gemv's grid=split-k) is faster per token than q4-fast"};
 const Claim kSpan2InGraph{"span2-in-graph",
                           "in the 48-layer graph, one ring across out_proj and the next layer's stacked launch pays: q4-fast-pace-span2 "
                           "(q4-fast-pace-out1 with GdnDevice::set_span at pace 2) is faster per token than q4-fast-pace-out1"};
@@ -275,6 +278,7 @@ const std::vector<TwinTier>& twin_tiers() {
       {"q4-fast-split-x2", [] { return gdn::candidate_twins().pace_split_x2; }, &kSplitX2InGraph, true, "q4-fast"},
       {"q4-fast-own4", [] { return gdn::candidate_twins().own_out4; }, &kOwn4InGraph, true, "q4-fast"},
       {"q4-fast-own8", [] { return gdn::candidate_twins().own_out8; }, &kOwn8InGraph, true, "q4-fast"},
+      {"q4-fast-kc", [] { return gdn::candidate_twins().kc_out; }, &kKcOutInGraph, true, "q4-fast"},
       {"q4-fast-pace-span2", [] { return gdn::candidate_twins().pace_span2; }, &kSpan2InGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-pace-span3", [] { return gdn::candidate_twins().pace_span3; }, &kSpan3InGraph, true, "q4-fast-pace-out1"},
       {"q4-fast-pace-span1x2", [] { return gdn::candidate_twins().pace_span1x2; }, &kSpan1x2InGraph, true, "q4-fast-pace-out1"},
@@ -627,7 +631,7 @@ void register_gdn_stack(Registry& r) {
                  kPfEarlyInGraph, kForkInGraph, kF32ForkInGraph, kNormLastInGraph, kF32NormLastInGraph, kConvRecInGraph, kF32ConvRecInGraph, kFourInGraph, kF32FourInGraph, kRows16InGraph, kWarpInGraph, kFoldMainWarpInGraph,
                  kOutSmemInGraph, kFoldRingInGraph, kFoldDepthInGraph, kDepthAllInGraph, kFoldPaceInGraph, kPaceAllInGraph, kPaceIlpInGraph, kPaceLateInGraph,
                  kPaceDeferInGraph, kBaConvInGraph, kOut1InGraph, kOut1S4InGraph, kOut1BaInGraph,
-                 kOut1LateInGraph, kOut1DeferInGraph, kOut1L2InGraph, kOut1IlpInGraph, kOut1SplitInGraph, kSplitX2InGraph, kOwn4InGraph, kOwn8InGraph, kSpan2InGraph, kSpan3InGraph, kSpan1x2InGraph, kSpan2x2InGraph},
+                 kOut1LateInGraph, kOut1DeferInGraph, kOut1L2InGraph, kOut1IlpInGraph, kOut1SplitInGraph, kSplitX2InGraph, kOwn4InGraph, kOwn8InGraph, kKcOutInGraph, kSpan2InGraph, kSpan3InGraph, kSpan1x2InGraph, kSpan2x2InGraph},
       .run = run_stack,
   });
   r.add(Experiment{

@@ -154,7 +154,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
     }
   }
   CHECK(twins == 3);
-  CHECK(registry().experiment("gdn-step-fused").claims.size() == 97);  // with own-out4-*, own-out8-*, split-x2-*, span2-*, span3-*, span1x2-*, span2x2-*, conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*, ba-conv-*, out-per-sm1-*, out-stages4-*, out1-ba-conv-*, out1-late-*, out1-defer-*, out1-l2-*, out1-ilp-*, out1-split-*
+  CHECK(registry().experiment("gdn-step-fused").claims.size() == 99);  // with kc-out-*, own-out4-*, own-out8-*, split-x2-*, span2-*, span3-*, span1x2-*, span2x2-*, conv-rec-*, f32-conv-rec-* (prep=conv), conv-ring-*, four-*, f32-four-* (hist=ring), fold-ring-*, fold-depth-*, depth-all-*, fold-pace-*, pace-all-*, pace-ilp-*, pace-late-*, pace-defer-*, ba-conv-*, out-per-sm1-*, out-stages4-*, out1-ba-conv-*, out1-late-*, out1-defer-*, out1-l2-*, out1-ilp-*, out1-split-*
   // fold (the candidate until 2026-12-06) is its base (candidate_twins().ba_own: b|a a launch of its own) with fold=ba;
   // the other twins differ from the base in one setting each, or from fold, pace_all or pace_out1. The candidate since
   // is pace_out1_split: pace_out1 with out_proj at row-split=2 (its stacked launch on kPace1, fold=ba), registered.
@@ -256,7 +256,8 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(tw.pace_split_x2.stacked_kernel == gdn::kPace1);
   CHECK(q4_gemv::q4_kernel(gdn::kPace1SplitPerSm2S2).layout == q4_gemv::q4_kernel(gdn::kPace1).layout);
   // own_out4, own_out8: the candidate with out_proj on grid=own (the same layout, the ring's bits' model, a prepared form).
-  for (const auto& [c, kernel] : {std::pair{tw.own_out4, gdn::kOwn4}, std::pair{tw.own_out8, gdn::kOwn8}}) {
+  // kc_out: on grid=split-k (the same layout and model; its prepared form reads its chunk of g_xq).
+  for (const auto& [c, kernel] : {std::pair{tw.own_out4, gdn::kOwn4}, std::pair{tw.own_out8, gdn::kOwn8}, std::pair{tw.kc_out, gdn::kSplitK1}}) {
     CHECK(c.q4_kernel == kernel);
     CHECK(c.stacked_kernel == gdn::kPace1);
     CHECK(q4_gemv::q4_kernel(kernel).layout == q4_gemv::q4_kernel(gdn::kPace1).layout);
@@ -267,7 +268,7 @@ TEST_CASE("gdn_step prep=fused variants: registered, named from their configurat
   CHECK(gdn::config_error(tw.pace_out1_ba, rg::qwen35_27b()) == "");
   CHECK(registry().has_variant(gdn::fused_step_variant(tw.pace_out1_ba)));
   for (const auto& c : {tw.fold_depth, tw.depth_all, tw.fold_pace, tw.pace_all, tw.pace_ilp, tw.pace_late, tw.pace_defer, tw.pace_out1, tw.pace_out1_s4, tw.pace_out1_late,
-                        tw.pace_out1_defer, tw.pace_out1_l2, tw.pace_out1_ilp, tw.pace_out1_split, tw.pace_split_x2, tw.own_out4, tw.own_out8, tw.pace_span2, tw.pace_span3, tw.pace_span1x2, tw.pace_span2x2}) {
+                        tw.pace_out1_defer, tw.pace_out1_l2, tw.pace_out1_ilp, tw.pace_out1_split, tw.pace_split_x2, tw.own_out4, tw.own_out8, tw.kc_out, tw.pace_span2, tw.pace_span3, tw.pace_span1x2, tw.pace_span2x2}) {
     CHECK(c.fold_ba);
     CHECK(registry().has_variant(gdn::fused_step_variant(c)));
     CHECK(gdn::config_error(c, rg::qwen35_27b()) == "");

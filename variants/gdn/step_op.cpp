@@ -265,6 +265,7 @@ std::vector<FusedStepConfig> fused_step_configs() {
       t.pace_split_x2,
       t.own_out4,
       t.own_out8,
+      t.kc_out,
       t.pace_span2,
       t.pace_span3,
       t.pace_span1x2,
@@ -544,6 +545,14 @@ CandidateTwins candidate_twins() {
   t.own_out4.q4_kernel = kOwn4;
   t.own_out8 = t.pace_out1_split;
   t.own_out8.q4_kernel = kOwn8;
+  // kc_out (2026-12-06, fourteenth session, written before any run). out_proj on q4_gemv's grid=split-k (rung 116): at
+  // 5120x6144 clusters of 6 blocks, one block an SM's worth (22 clusters), each block one chunk of 1024 columns of its
+  // cluster's ~30 groups, 8 warps of 2 one-tile stages; its chunk totals folded across the cluster after one cluster barrier.
+  // Why: out_proj's tail after the gated norm is a block's groups one after another (5 a block, each behind a named
+  // barrier); here a block's warps take its tiles side by side, a tile a sixth of a group. Predicted: 0.5-2 us a layer under
+  // the candidate on the H200, if grid=split-k alone beats the paced ring at 5120x6144 (claims kc-out-*).
+  t.kc_out = t.pace_out1_split;
+  t.kc_out.q4_kernel = kSplitK1;
   // pace_span2, pace_span3 (2026-12-06, eleventh session). Why (pace_out1's traced cycle, reports/h100/run-call44): 29.4 us
   // a layer, of which out_proj ends 5.5 us after the gated norm, in_prep_ba 2.0 after it and the next stacked launch
   // 13.7 after that, while the ~8 us of small kernels before out_proj leave the DRAM mostly idle: each q4 launch is a

@@ -121,6 +121,10 @@ inline constexpr const char* kPace1SplitPerSm2S2 =
 // 203 KB) does not, and holds all of out_proj's groups at once (640 over 132 x 7 warps). out_proj's twins own_out4, own_out8.
 inline constexpr const char* kOwn4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=own,xprep=warps,load=bulk,owners=4,pdl=on,rows=8";
 inline constexpr const char* kOwn8 = "q4_gemv/map=packed,dot=q8-dp4a,grid=own,xprep=warps,load=bulk,owners=8,pdl=on,rows=8";
+// q4_gemv's grid=split-k at rows=8 on one block an SM's worth of clusters (rung 116): clusters of 6 blocks at k = 6144, each
+// block one chunk of k of its cluster's groups; on prepared x it reads its chunk's words of g_xq. out_proj's twin kc_out.
+inline constexpr const char* kSplitK1 =
+    "q4_gemv/map=packed,dot=q8-dp4a,grid=split-k,xprep=chunk,load=bulk,owners=8,stages=2,per-sm=1,pdl=on,rows=8";
 // The candidate's q4 kernel without the prep kernel (x quantised per cluster of 8 blocks): the same
 // layout and bits as the candidate's grid=groups,xprep=launch kernel.
 inline constexpr const char* kClusterQ4 = "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=cluster,pdl=on,rows=8";
@@ -222,6 +226,7 @@ struct CandidateTwins {
   FusedStepConfig pace_split_x2;    // the candidate with out_proj on kPace1SplitPerSm2S2 (two blocks an SM of 2 stages each)
   FusedStepConfig own_out4;         // the candidate with out_proj on kOwn4 (grid=own: each warp its groups and a stage)
   FusedStepConfig own_out8;         // the candidate with out_proj on kOwn8
+  FusedStepConfig kc_out;           // the candidate with out_proj on kSplitK1 (grid=split-k: clusters over k)
   FusedStepConfig pace_span2;       // pace_out1 with the span at pace 2 (GdnDevice::set_span: out_proj and the next step's input side one launch)
   FusedStepConfig pace_span3;       // the same at pace 3
   FusedStepConfig pace_span1x2;     // the span at pace 1 on two blocks an SM (each half the ring: twice the consumer warps)
