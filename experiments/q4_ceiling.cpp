@@ -362,7 +362,9 @@ constexpr std::size_t kOwn0 = 111;
 // its cluster's groups, quantising only its chunk of x after the wait (one launch a call), the chunk totals folded across
 // the cluster after one cluster barrier: rows=8 on 8 warps of 2 stages, two blocks an SM's worth of clusters and one,
 // rows=4 on 8 and 16 warps. Predicted (2026-12-06, before any run): faster than rung 85 (rows=8) and rung 97 (rows=4) at
-// 6144x5120 and 5120x6144 (claim split-k-pays).
+// 6144x5120 and 5120x6144 (claim split-k-pays). Measured (H100, reports/h100/run-call64, a slice): 62.5 / 62.9% of that
+// card's read ceiling at the 17.7 MB shapes for rung 115 (rung 85 80.8 / 70.6%, rung 97 81.5 / 81.3%), the others 54-62%:
+// the claim would not hold.
 constexpr std::size_t kSplitK0 = 115;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -550,7 +550,9 @@ CandidateTwins candidate_twins() {
   // cluster's ~30 groups, 8 warps of 2 one-tile stages; its chunk totals folded across the cluster after one cluster barrier.
   // Why: out_proj's tail after the gated norm is a block's groups one after another (5 a block, each behind a named
   // barrier); here a block's warps take its tiles side by side, a tile a sixth of a group. Predicted: 0.5-2 us a layer under
-  // the candidate on the H200, if grid=split-k alone beats the paced ring at 5120x6144 (claims kc-out-*).
+  // the candidate on the H200, if grid=split-k alone beats the paced ring at 5120x6144 (claims kc-out-*). Measured on an H100
+  // (reports/h100/run-call64, gdn-stack): the 48-layer graph equal to the layers one by one; 1.4212 -> 1.5615 ms per token
+  // (x0.910). grid=split-k alone loses at every shape there (q4_gemv's rungs 115-118). Negative, kept.
   t.kc_out = t.pace_out1_split;
   t.kc_out.q4_kernel = kSplitK1;
   // pace_span2, pace_span3 (2026-12-06, eleventh session). Why (pace_out1's traced cycle, reports/h100/run-call44): 29.4 us

@@ -3538,6 +3538,11 @@ std::vector<Q4Kernel> packed_kernels() {
   // rows=4 on 8 warps of 2 stages a block, two blocks an SM's worth of clusters; rows=8 on one; rows=4 on 16 warps.
   // Predicted: at the 17.7 MB shapes faster than rung 85 and rung 97 (the prep launch's hop gone, a warp's 2 tiles of one
   // chunk after the release rather than a block's 2-3 groups); at 17408x5120 within 3% of rung 90. The ring's bits.
+  // Measured (H100, reports/h100/run-call64, 2026-12-06, stream; % of that card's read ceiling at 17408x5120 / 10240x5120 /
+  // 6144x5120 / 5120x6144): rows=8 per-sm=2 86.6 / 75.3 / 62.5 / 62.9, per-sm=1 71.4 / 68.6 / 61.9 / 61.8, rows=4 on 8 warps
+  // 70.0 / 68.0 / 61.8 / 60.5, on 16 81.9 / 70.1 / 53.7 / 55.2 (rung 85 98.2 / 95.6 / 80.8 / 70.6, rung 97 91.5 / 88.5 / 81.5 /
+  // 81.3): slower everywhere, the ring's bits; 2.1-2.6 us a call over rung 85 at every size, all four at 9.1-9.2 us at
+  // 6144x5120 whatever the grid: a cost of the launch, not of the work. Negative results (claim split-k-pays would not hold), kept.
   v.push_back(kernel_kc<8, 8, 2, 2>());
   v.push_back(kernel_kc<8, 8, 2, 1>());
   v.push_back(kernel_kc<4, 8, 2, 2>());
