@@ -366,6 +366,10 @@ constexpr std::size_t kOwn0 = 111;
 // card's read ceiling at the 17.7 MB shapes for rung 115 (rung 85 80.8 / 70.6%, rung 97 81.5 / 81.3%), the others 54-62%:
 // the claim would not hold.
 constexpr std::size_t kSplitK0 = 115;
+// The rungs 119, 120: rungs 115 and 117 with fold=last (no cluster launch: each group folded by the last of its blocks
+// through global memory). Predicted (2026-12-06, after reports/h100/run-call64, before any run): faster than their cluster
+// twins at the four seed shapes if the cluster launch is what split-k's calls pay (claim split-k-flat-pays).
+constexpr std::size_t kSplitKFlat0 = 119;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -546,6 +550,8 @@ std::vector<std::string> rungs() {
   for (const auto& [owners, per_sm, rows] : std::vector<std::array<std::string, 3>>{{"8", "2", "8"}, {"8", "1", "8"}, {"8", "2", "4"}, {"16", "2", "4"}})
     out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "split-k"}, {"xprep", "chunk"}, {"load", "bulk"},
                                            {"owners", owners}, {"stages", "2"}, {"per-sm", per_sm}, {"pdl", "on"}, {"rows", rows}}));
+  // 119, 120: fold=last on rungs 115 and 117 (fold= goes after load=).
+  for (const std::size_t i : {kSplitK0, kSplitK0 + 2}) out.push_back(inserted_after(out[i], ",load=bulk", ",fold=last"));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -732,6 +738,10 @@ Experiment q4_to_ceiling() {
                            "clusters over k pay at the 17.7 MB shapes: grid=split-k,xprep=chunk,load=bulk,owners=8,stages=2,per-sm=2 and per-sm=1,"
                            "rows=8 (each block one chunk of k, quantising only its chunk of x: one launch a call) are faster than rung 85, and "
                            "owners=8 and owners=16 at rows=4 than rung 97 (defer=8,rows=4), at 6144x5120 and 5120x6144"};
+  const Claim split_k_flat_pays{"split-k-flat-pays",
+                                "split-k pays without the cluster launch: grid=split-k,xprep=chunk,load=bulk,fold=last,owners=8,stages=2,per-sm=2 "
+                                "at rows=8 and rows=4 (each group folded by the last of its blocks through global memory) are faster than their "
+                                "cluster twins on the four seed shapes"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -744,7 +754,7 @@ Experiment q4_to_ceiling() {
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
               pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays, pace_late_pays,
               pace_defer_pays, pace_per_sm1_pays, pace_per_sm3_pays, pace_per_sm2_pays, pace_stages_pays, own_pays, own_block_pays,
-              split_k_pays};
+              split_k_pays, split_k_flat_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -921,6 +931,7 @@ Experiment q4_to_ceiling() {
           twins_pay(own_block_pays, "xprep=block (for xprep=warps)", [](std::size_t) { return kOwn0 + 2; }, kOwn0 + 3, 1);
           twins_pay(split_k_pays, "grid=split-k", [](std::size_t i) { return i < 2 ? kPaceWarps : kPaceDefer0 + 2; }, kSplitK0, 4);
         }
+        twins_pay(split_k_flat_pays, "fold=last", [](std::size_t i) { return kSplitK0 + 2 * i; }, kSplitKFlat0, 2);
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);
         twins_pay(pace_warp_pays, "xprep=warp (for xprep=warps)", [](std::size_t) { return kPaceWarps; }, kPaceWarp, 1);
         const auto exact = compare_times(ms[0].timing.kept_ms, best_f32->timing.kept_ms, s.m);

@@ -264,7 +264,7 @@ TEST_CASE("grid=own (each warp its groups and a stage): the ring's bits with one
   }
 }
 
-TEST_CASE("grid=split-k (clusters over k, x's chunk quantised in the launch): the ring's bits with one tile a warp, refills, ragged, a partial last chunk, one block a cluster, the paced ring past 8 chunks, back to back, and on prepared x") {
+TEST_CASE("grid=split-k (clusters over k, x's chunk quantised in the launch) and its fold=last twins: the ring's bits with one tile a warp, refills, ragged, a partial last chunk, one block a cluster, the paced ring past 8 chunks, back to back (fold=last: the counters back at 0 between calls), and on prepared x") {
   const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
   const std::string kc = "q4_gemv/map=packed,dot=q8-dp4a,grid=split-k,xprep=chunk,load=bulk,";
   // 17408x5120: clusters of 5, 42-43 tiles of 8 rows a block over 8 warps of 2 stages (refills), 84-85 of 4; 5000x6144
@@ -276,7 +276,8 @@ TEST_CASE("grid=split-k (clusters over k, x's chunk quantised in the launch): th
     CAPTURE(c.what);
     const auto want = run_variant(ring + "pdl=on,rows=8", c);
     for (const std::string& name : {kc + "owners=8,stages=2,per-sm=2,pdl=on,rows=8", kc + "owners=8,stages=2,per-sm=1,pdl=on,rows=8",
-                                    kc + "owners=8,stages=2,per-sm=2,pdl=on,rows=4", kc + "owners=16,stages=2,per-sm=2,pdl=on,rows=4"}) {
+                                    kc + "owners=8,stages=2,per-sm=2,pdl=on,rows=4", kc + "owners=16,stages=2,per-sm=2,pdl=on,rows=4",
+                                    kc + "fold=last,owners=8,stages=2,per-sm=2,pdl=on,rows=8", kc + "fold=last,owners=8,stages=2,per-sm=2,pdl=on,rows=4"}) {
       check_twin_bits(name, c, want, s.m * s.k <= 3'000'000);
       check_back_to_back(name, c, s, want);
       // On prepared x: g_xq filled by the ring's prep launch, then three calls of the same kernel reading its chunk's words.

@@ -2206,7 +2206,17 @@ void launch_own(const std::uint8_t* packed, const float* x, float* y, int m, int
 // the ring's bits (model_ring). Weights: each warp's lane 0 requests its first Sw tiles (one TMA copy each) before
 // griddepcontrol.wait and refills a stage as soon as the warp has read it (grid=own's ring, a tile deep rather than a group).
 // Prepared: x's words read from g_xq (a producer's, prepared_x.cuh) instead of quantised here.
-template <int R, bool Prepared>
+// Flat (fold=last): no cluster launch. The blocks j = q C + c form the same groups of C, but nothing runs them together:
+// each warp stores its tiles' chunk totals to g_kc_ws, and after its last tile (one __threadfence) counts each of its
+// tiles in on the group's counter g_kc_cnt (atomicAdd); the warp that brings a group's count to C folds it (a fence, its
+// C chunk totals read through L2, summed in chunk order from chunk 0: the same bits) and sets the counter back to 0 for
+// the next call, which touches it only after its griddepcontrol.wait. Why: run-call64 found grid=split-k 2.1-2.6 us a call
+// slower than the paced ring at every size and on every grid, a cost of the launch rather than of its work; this twin
+// asks whether the cluster launch is that cost. Like g_xq, the workspace is one per device (not for concurrent streams).
+constexpr int kKcFlatMaxRows = 65536;  // m past it: the paced ring
+__device__ float g_kc_ws[kKcFlatMaxRows * kKcMaxChunks];
+__device__ unsigned g_kc_cnt[kKcFlatMaxRows / 4];
+template <int R, bool Prepared, bool Flat = false>
 __global__ void __launch_bounds__(kKcMaxWarps * 32)
 packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int Sw, const float* __restrict__ x) {
   static_assert(R == 8 || R == 4);
@@ -2217,11 +2227,14 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
   const cg::cluster_group cluster = cg::this_cluster();
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nb = k / ref::kQ4Block;
   unsigned cid = 0, ncl = 1;
-  asm("mov.u32 %0, %%clusterid.x;" : "=r"(cid));
-  asm("mov.u32 %0, %%nclusterid.x;" : "=r"(ncl));
+  if constexpr (!Flat) {
+    asm("mov.u32 %0, %%clusterid.x;" : "=r"(cid));
+    asm("mov.u32 %0, %%nclusterid.x;" : "=r"(ncl));
+  }
   KcPlan kp;
-  kp.C = int(cluster.num_blocks()), kp.R = R, kp.owners = int(blockDim.x >> 5), kp.Sw = Sw, kp.Q = int(ncl), kp.groups = (m + R - 1) / R;
-  const int c = int(cluster.block_rank()), q = int(cid), held = kp.held(q);
+  kp.C = Flat ? warps_for(k) : int(cluster.num_blocks()), kp.R = R, kp.owners = int(blockDim.x >> 5), kp.Sw = Sw;
+  kp.Q = Flat ? int(gridDim.x) / kp.C : int(ncl), kp.groups = (m + R - 1) / R;
+  const int c = Flat ? int(blockIdx.x) % kp.C : int(cluster.block_rank()), q = Flat ? int(blockIdx.x) / kp.C : int(cid), held = kp.held(q);
   const int mine = held > warp ? (held - 1 - warp) / kp.owners + 1 : 0;  // the warp's tiles: i = warp, warp + owners, ...
   const RingPlan plan{kp.C, R, 1, kp.Q, kp.groups};                     // group_of(q, i), group_offset(g) + c tile: tile (i, c)
   const unsigned tile = unsigned(kp.tile());
@@ -2238,7 +2251,7 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
   __syncthreads();
   // Distributed shared memory may be written only once its block has started: every thread arrives here and waits before
   // the dots (whose totals go to other members), by when the cluster's co-scheduled blocks have long arrived.
-  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+  if constexpr (!Flat) asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
   std::uint64_t policy = 0;
   if (lane == 0) {
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
@@ -2262,7 +2275,7 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
     }
   }
   __syncthreads();
-  asm volatile("barrier.cluster.wait;" ::: "memory");  // every member has started
+  if constexpr (!Flat) asm volatile("barrier.cluster.wait;" ::: "memory");  // every member has started
   const int b = c * kChunk + lane;  // the lane's block of 32 weights in every tile
   const bool active = b < nb;
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
@@ -2294,9 +2307,43 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
       bulk_g2s(stage(s), tile_src(n + Sw), tile, &full[warp][s], policy);
     }
     if ((lane & (32 / R - 1)) == 0) {
-      float* dst = cluster.map_shared_rank(tot, unsigned(i % kp.C));
-      dst[((i / kp.C) * kp.C + c) * R + lane / (32 / R)] = t;
+      if constexpr (Flat) {
+        g_kc_ws[(std::size_t(plan.group_of(q, i)) * kp.C + c) * R + lane / (32 / R)] = t;
+      } else {
+        float* dst = cluster.map_shared_rank(tot, unsigned(i % kp.C));
+        dst[((i / kp.C) * kp.C + c) * R + lane / (32 / R)] = t;
+      }
     }
+  }
+  if constexpr (Flat) {
+    // The warp's totals are visible device-wide before any of its counts (the threadFenceReduction pattern): then lane l
+    // counts the warp's tiles n = l, l + 32, ... in, and the lanes that complete a group fold it, R lanes a group.
+    __threadfence();
+    for (int n0 = 0; n0 < mine; n0 += 32) {
+      const int n = n0 + lane;
+      std::int64_t g = 0;
+      bool last = false;
+      if (n < mine) {
+        g = plan.group_of(q, n * kp.owners + warp);
+        last = atomicAdd(&g_kc_cnt[g], 1u) == unsigned(kp.C - 1);
+      }
+      unsigned done = __ballot_sync(0xffffffffu, last);
+      if (done != 0) __threadfence();  // the other chunks' totals, stored before their counts, are visible to the reads below
+      while (done != 0) {
+        const int src = __ffs(done) - 1;
+        done &= done - 1;
+        const std::int64_t gg = __shfl_sync(0xffffffffu, g, src);
+        if (lane < R) {
+          const std::int64_t row = gg * R + lane;
+          const float* v = g_kc_ws + std::size_t(gg) * kp.C * R + lane;
+          float sum = __ldcg(v);
+          for (int cc = 1; cc < kp.C; ++cc) sum = add_rn(sum, __ldcg(v + cc * R));  // the ring's warps' totals in warp (= chunk) order
+          if (row < m) y[row] = sum;
+        }
+        if (lane == 0) g_kc_cnt[gg] = 0u;  // every chunk has counted in: the next call starts from 0
+      }
+    }
+    return;
   }
   // Every member's totals are in place (release / acquire at cluster scope); no member exits before the others have
   // written into its shared memory.
@@ -2314,37 +2361,43 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
   }
 }
 // The clusters of C blocks (owners warps, Sw stages each) the device holds at once (cudaOccupancyMaxActiveClusters; at
-// least 1), once per kernel and (C, owners, Sw).
-template <int R, bool Prepared>
+// least 1), once per kernel and (C, owners, Sw); Flat: the groups of C blocks its SMs hold (blocks an SM x SMs / C).
+template <int R, bool Prepared, bool Flat>
 int kc_device_clusters(const KcPlan& kp) {
   static std::mutex mu;
   static std::map<std::array<int, 3>, int> cache;
   const std::array<int, 3> key{kp.C, kp.owners, kp.Sw};
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  opt_into_ring_smem<packed_kc_kernel<R, Prepared>>();
-  ClusterLaunch l(kp.C * sm_count(), kp.owners, std::size_t(kp.smem()), kp.C, false, nullptr);
+  opt_into_ring_smem<packed_kc_kernel<R, Prepared, Flat>>();
   int n = 0;
-  KLAB_CUDA(cudaOccupancyMaxActiveClusters(&n, packed_kc_kernel<R, Prepared>, &l.cfg));
+  if constexpr (Flat) {
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_kc_kernel<R, Prepared, Flat>, kp.owners * 32, std::size_t(kp.smem())));
+    n = n * sm_count() / kp.C;
+  } else {
+    ClusterLaunch l(kp.C * sm_count(), kp.owners, std::size_t(kp.smem()), kp.C, false, nullptr);
+    KLAB_CUDA(cudaOccupancyMaxActiveClusters(&n, packed_kc_kernel<R, Prepared, Flat>, &l.cfg));
+  }
   return cache[key] = n < 1 ? 1 : n;
 }
 // grid=split-k's plan at (m, k): Q = at most PerSm blocks an SM's worth of clusters (PerSm sm_count / C), at most the
 // device's, at most one a group. Q = 0 where the split does not apply (C past kKcMaxChunks, the stages past kRingMaxSmem,
-// a cluster's rows past kKcMaxRows): the launcher then runs the paced ring (the same bits).
-template <int R, bool Prepared>
+// a cluster's rows past kKcMaxRows; Flat: m past kKcFlatMaxRows, its workspace's): the launcher then runs the paced
+// ring (the same bits).
+template <int R, bool Prepared, bool Flat = false>
 KcPlan kc_plan(int m, int k, int owners, int Sw, int per_sm) {
   KcPlan kp;
   kp.C = warps_for(k), kp.R = R, kp.owners = owners, kp.Sw = Sw, kp.groups = int((static_cast<long long>(m) + R - 1) / R), kp.Q = 0;
-  if (kp.C > kKcMaxChunks || kp.smem() > kRingMaxSmem) return kp;
-  kp.Q = std::max(1, std::min({kc_device_clusters<R, Prepared>(kp), per_sm * sm_count() / kp.C, kp.groups}));
-  if (kp.held(0) * R > kKcMaxRows) kp.Q = 0;
+  if (kp.C > kKcMaxChunks || kp.smem() > kRingMaxSmem || (Flat && m > kKcFlatMaxRows)) return kp;
+  kp.Q = std::max(1, std::min({kc_device_clusters<R, Prepared, Flat>(kp), per_sm * sm_count() / kp.C, kp.groups}));
+  if (!Flat && kp.held(0) * R > kKcMaxRows) kp.Q = 0;
   return kp;
 }
-template <int R, int Owners, int Sw, int PerSm, bool Prepared>
+template <int R, int Owners, int Sw, int PerSm, bool Prepared, bool Flat = false>
 void launch_kc(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(Owners >= 1 && Owners <= kKcMaxWarps && Sw >= 1 && Sw <= kKcMaxStages && PerSm >= 1);
   check_launch(packed, x, y, m, k);
-  const KcPlan kp = kc_plan<R, Prepared>(m, k, Owners, Sw, PerSm);
+  const KcPlan kp = kc_plan<R, Prepared, Flat>(m, k, Owners, Sw, PerSm);
   if (kp.Q == 0) {  // the paced ring with its prep a warp per block of x (rung 85's, rows=4: rung 92's), or its main kernel alone
     if constexpr (Prepared)
       launch_paced<1, true, false, 0, 1, 1, R>(packed, x, y, m, k, stream);
@@ -2352,13 +2405,18 @@ void launch_kc(const std::uint8_t* packed, const float* x, float* y, int m, int 
       launch_paced<1, false, false, 8, 1, 1, R>(packed, x, y, m, k, stream);
     return;
   }
-  ClusterLaunch l(kp.Q * kp.C, kp.owners, std::size_t(kp.smem()), kp.C, true, stream);
-  KLAB_CUDA(cudaLaunchKernelEx(&l.cfg, packed_kc_kernel<R, Prepared>, packed, y, m, k, Sw, x));
+  if constexpr (Flat) {
+    launch_maybe_pdl(true, packed_kc_kernel<R, Prepared, true>, dim3(unsigned(kp.Q * kp.C)), dim3(unsigned(kp.owners * 32)), std::size_t(kp.smem()), stream,
+                     packed, y, m, k, Sw, x);
+  } else {
+    ClusterLaunch l(kp.Q * kp.C, kp.owners, std::size_t(kp.smem()), kp.C, true, stream);
+    KLAB_CUDA(cudaLaunchKernelEx(&l.cfg, packed_kc_kernel<R, Prepared>, packed, y, m, k, Sw, x));
+  }
   KLAB_CUDA_LAUNCH("packed_kc_kernel");
 }
-template <int R, int Owners, int Sw, int PerSm>
+template <int R, int Owners, int Sw, int PerSm, bool Flat = false>
 int resident_warps_kc() {
-  const KcPlan kp = kc_plan<R, false>(6144, 5120, Owners, Sw, PerSm);
+  const KcPlan kp = kc_plan<R, false, Flat>(6144, 5120, Owners, Sw, PerSm);
   return kp.Q * kp.C * kp.owners / sm_count();
 }
 
@@ -2881,13 +2939,15 @@ Q4Kernel kernel_own() {
 // grid=split-k (q8-dp4a, rows=8|4): clusters of C blocks, member c one chunk of k of the cluster's groups, x's chunk
 // quantised in the launch (xprep=chunk: one launch a call), Owners warps a block, Sw stages a warp, at most PerSm blocks an
 // SM's worth of clusters (packed_kc_kernel); launch_prepared the same kernel reading g_xq's words of its chunk.
-template <int R, int Owners, int Sw, int PerSm>
+// Flat: fold=last (no cluster launch; the last of a group's blocks folds it through global memory).
+template <int R, int Owners, int Sw, int PerSm, bool Flat = false>
 Q4Kernel kernel_kc() {
-  const Axes axes{{"map", "packed"},     {"dot", form_name(Form::q8)},    {"grid", "split-k"},           {"xprep", "chunk"},
-                  {"load", load_name(Load::bulk)}, {"owners", std::to_string(Owners)}, {"stages", std::to_string(Sw)},
-                  {"per-sm", std::to_string(PerSm)}, {"pdl", "on"},                {"rows", std::to_string(R)}};
-  Q4Kernel kern = q8_kernel<R>(axes, &launch_kc<R, Owners, Sw, PerSm, false>, &resident_warps_kc<R, Owners, Sw, PerSm>, Owners);
-  kern.launch_prepared = &launch_kc<R, Owners, Sw, PerSm, true>;
+  Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "split-k"}, {"xprep", "chunk"}, {"load", load_name(Load::bulk)}};
+  if (Flat) axes.emplace_back("fold", "last");
+  for (const auto& [a, v] : Axes{{"owners", std::to_string(Owners)}, {"stages", std::to_string(Sw)}, {"per-sm", std::to_string(PerSm)}, {"pdl", "on"}, {"rows", std::to_string(R)}})
+    axes.emplace_back(a, v);
+  Q4Kernel kern = q8_kernel<R>(axes, &launch_kc<R, Owners, Sw, PerSm, false, Flat>, &resident_warps_kc<R, Owners, Sw, PerSm, Flat>, Owners);
+  kern.launch_prepared = &launch_kc<R, Owners, Sw, PerSm, true, Flat>;
   return kern;
 }
 template <int R, bool Pdl, bool XPf, int C>
@@ -3547,6 +3607,12 @@ std::vector<Q4Kernel> packed_kernels() {
   v.push_back(kernel_kc<8, 8, 2, 1>());
   v.push_back(kernel_kc<4, 8, 2, 2>());
   v.push_back(kernel_kc<4, 16, 2, 2>());
+  // grid=split-k,fold=last (2026-12-06, fourteenth session, after reports/h100/run-call64, written before any run;
+  // packed_kc_kernel's Flat says why): rungs 115 and 117 without the cluster launch, each group folded by the last of its
+  // C blocks through global memory (a fence, a counter, the C chunk totals read back). Predicted: if the cluster launch is
+  // what split-k's calls pay (2.1-2.6 us at every size), faster than their cluster twins at every shape.
+  v.push_back(kernel_kc<8, 8, 2, 2, true>());
+  v.push_back(kernel_kc<4, 8, 2, 2, true>());
   return v;
 }
 

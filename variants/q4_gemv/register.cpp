@@ -71,7 +71,10 @@ std::string describe(const std::vector<std::pair<std::string, std::string>>& axe
       d += "clusters of k / 1024 thread blocks, block c of a cluster chunk c of k of the cluster's groups of rows: it quantises only its chunk of x "
            "after the wait (4 KB, one launch a call, no prep kernel), " + a["owners"] + " warps a block each with a ring of " + a["stages"] +
            " one-tile stages (one TMA copy a tile, the first requested before the wait), the chunk totals folded across the cluster in chunk "
-           "order after one cluster barrier (distributed shared memory); at most " + a["per-sm"] + " block(s) an SM's worth of clusters; ";
+           "order after one cluster barrier (distributed shared memory); at most " + a["per-sm"] + " block(s) an SM's worth of clusters; " +
+           std::string(a["fold"] == "last" ? "no cluster launch: each group folded by the last of its blocks to count in (global memory, a fence "
+                                             "and a counter; the same order and bits); "
+                                           : "");
     else if (a["grid"] == "warp")
       d += "up to " + a["inflight"] + " chunks' code and scale loads in flight per lane before the wait, chunk totals summed in order in the "
            "warp (no shared memory, no barrier); ";
