@@ -14,6 +14,7 @@
 #include "common.hpp"
 #include "klab/cuda.hpp"
 #include "klab/device.hpp"
+#include "klab/cluster_probe.hpp"
 #include "klab/load_probe.hpp"
 #include "klab/stats.hpp"
 #include "klab/timing.hpp"
@@ -221,6 +222,50 @@ int probe_hop_command(const std::vector<std::string>& args, int, char**) {
   }
   cudaStreamDestroy(fg);
   cudaStreamDestroy(bg);
+  for (const auto& l : lines) std::cout << l.dump() << std::endl;
+  return 0;
+}
+
+const char* const kProbeClusterUsage =
+    "klab probe-cluster [--form C,on|off,KB,N]... [--launches 400] [--pre 2] [--post 3] [--device N]  (whether a PDL grid of "
+    "clusters of C blocks enters before the grid before it ends)";
+
+int probe_cluster_command(const std::vector<std::string>& args, int, char**) {
+  std::vector<std::string> forms;
+  int launches = 400, device = 0;
+  double pre = 2, post = 3;
+  po::options_description d(kProbeClusterUsage);
+  d.add_options()("form", po::value<std::vector<std::string>>(&forms),
+                  "C,on|off,KB,N: C blocks a cluster (0: no cluster attribute) to 8, PDL on or off, KB of shared memory a block (0 to "
+                  "200), N blocks an SM's worth (1 to 4); repeatable; default clusters 0, 1, 2, 5, 6, 8 with PDL on and off at 80 KB "
+                  "one and two blocks an SM, and at 0 KB one")
+    ("launches", po::value<int>(&launches), "launches back to back a form (default 400; the first quarter is dropped)")
+    ("pre", po::value<double>(&pre), "us each block spins before griddepcontrol.wait (default 2)")
+    ("post", po::value<double>(&post), "us each block spins after it (default 3)")("device", po::value<int>(&device), "CUDA device index")
+    ("help,h", "this help");
+  po::variables_map vm;
+  if (parse_or_help(args, d, vm)) return 0;
+  std::vector<ClusterForm> cf;
+  for (const auto& f : forms) cf.push_back(parse_cluster_form(f));
+  if (cf.empty()) cf = default_cluster_forms();
+  require(launches >= 8 && launches <= 100000, "--launches must be in [8, 100000]");
+  require(pre >= 0 && pre <= 1000 && post >= 0 && post <= 1000, "--pre and --post must be in [0, 1000] us");
+  const DeviceInfo dev = select_device(device);
+  cudaStream_t s = nullptr;
+  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<nlohmann::json> lines;  // printed once every form is measured: a failure prints none
+  try {
+    for (const auto& f : cf) {
+      const ClusterEntry e = measure_cluster_entry(f, launches, pre, post, s);
+      lines.push_back({{"probe", "cluster-entry"}, {"device", dev.name}, {"form", f.str()}, {"cluster", f.cluster}, {"pdl", f.pdl},
+                       {"smem_kb", f.smem_kb}, {"per_sm", f.per_sm}, {"grid", e.grid}, {"pre_us", pre}, {"post_us", post},
+                       {"entry_gap_us", e.entry_gap_us}, {"period_us", e.period_us}, {"launches", e.launches}});
+    }
+  } catch (...) {
+    cudaStreamDestroy(s);
+    throw;
+  }
+  cudaStreamDestroy(s);
   for (const auto& l : lines) std::cout << l.dump() << std::endl;
   return 0;
 }

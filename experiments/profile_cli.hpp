@@ -28,6 +28,11 @@ int probe_rec_command(const std::vector<std::string>& args, int argc, char** arg
 // 14's six launches a layer come to (docs/DEVICE-RUNBOOK.md): what one link of a chain costs while weights stream.
 extern const char* const kProbeHopUsage;
 int probe_hop_command(const std::vector<std::string>& args, int argc, char** argv);
+// `klab probe-cluster`: whether a PDL grid with a cluster dimension enters before the grid before it ends
+// (klab/cluster_probe.hpp): one JSON line a form. Not a variant and not a report: a probe for issue 13's grid=split-k,
+// whose calls, each a cluster launch, paid a near constant 2.1-2.6 us more than the paced ring's (docs/DEVICE-RUNBOOK.md).
+extern const char* const kProbeClusterUsage;
+int probe_cluster_command(const std::vector<std::string>& args, int argc, char** argv);
 // The probe's reading of stamps (launches x blocks x points, ns; 0 = not written): per launch the first entry, the
 // first and last release from the wait and the last exit; the medians over launches from `skip` on of the period,
 // the hop and the span after the first release, and of each phase i -> i+1 over blocks; the smallest positive step

@@ -13,6 +13,7 @@ const std::vector<Command>& extra_commands() {
       {"probe-ring", experiments::kProbeRingUsage, experiments::probe_ring_command},
       {"probe-rec", experiments::kProbeRecUsage, experiments::probe_rec_command},
       {"probe-hop", experiments::kProbeHopUsage, experiments::probe_hop_command},
+      {"probe-cluster", experiments::kProbeClusterUsage, experiments::probe_cluster_command},
       {"probe-q4", experiments::kProbeQ4Usage, experiments::probe_q4_command},
       {"export", experiments::kExportUsage,
        [](const std::vector<std::string>& a, int argc, char** argv) { return experiments::export_command(registry(), a, argc, argv); }},

@@ -11,6 +11,7 @@
 
 #include "cli_util.hpp"
 #include "profile_cli.hpp"
+#include "klab/cluster_probe.hpp"
 #include "klab/load_probe.hpp"
 #include "klab/device.hpp"
 #include "klab/error.hpp"
@@ -285,6 +286,19 @@ TEST_CASE("klab probe-hop refuses bad options and a missing device by name, exit
                        "hop_one_us", "klab probe-hop", "probe-hop --form none");
 }
 
+TEST_CASE("klab probe-cluster refuses bad options and a missing device by name, exit 2, and prints no measurement") {
+  check_probe_refusals("probe-cluster",
+                       {
+                           {"probe-cluster --form 9,on,80,1", "--form 9,on,80,1: blocks a cluster 9: 0 (none) to 8"},
+                           {"probe-cluster --form 5,maybe,80,1", "--form 5,maybe,80,1: C,on|off,KB,N"},
+                           {"probe-cluster --form 5,on,80,0", "blocks an SM 0: 1 to 4"},
+                           {"probe-cluster --launches 4", "--launches must be in [8, 100000]"},
+                           {"probe-cluster --pre -1", "--pre and --post must be in [0, 1000] us"},
+                           {"probe-cluster --bogus", "--bogus"},
+                       },
+                       "entry_gap_us", "klab probe-cluster", "probe-cluster --form 0,on,0,1");
+}
+
 TEST_CASE("klab probe-q4 refuses bad options and a missing device by name, exit 2, and prints no measurement") {
   check_probe_refusals("probe-q4",
                        {
@@ -312,6 +326,29 @@ TEST_CASE("probe-hop's forms: the depth in flight a form names, and the default 
     kb.push_back(f.inflight_bytes_per_sm() / 1024);
   }
   CHECK(kb == std::vector<std::size_t>{0, 8, 16, 32, 64, 128});
+}
+
+TEST_CASE("probe-cluster's forms: parsed as C,on|off,KB,N, refused with the values allowed, and the default sweep") {
+  const auto f = klab::parse_cluster_form("5,on,80,1");
+  CHECK(f.cluster == 5);
+  CHECK(f.pdl);
+  CHECK(f.smem_kb == 80);
+  CHECK(f.per_sm == 1);
+  CHECK(f.str() == "5,on,80,1");
+  CHECK_FALSE(klab::parse_cluster_form("0,off,0,2").pdl);
+  for (const std::string bad : {"5,on,80", "5,yes,80,1", "x,on,80,1", "5,on,80,1,2", "5,on,80k,1", ""})
+    CHECK_THROWS_WITH_AS(klab::parse_cluster_form(bad), doctest::Contains("C,on|off,KB,N"), klab::Error);
+  CHECK_THROWS_WITH_AS(klab::parse_cluster_form("9,on,80,1"), doctest::Contains("0 (none) to 8"), klab::Error);
+  CHECK_THROWS_WITH_AS(klab::parse_cluster_form("5,on,201,1"), doctest::Contains("0 to 200"), klab::Error);
+  CHECK_THROWS_WITH_AS(klab::parse_cluster_form("5,on,80,5"), doctest::Contains("1 to 4"), klab::Error);
+  const auto forms = klab::default_cluster_forms();
+  CHECK(forms.size() == 36);
+  int no_cluster_pdl = 0;
+  for (const auto& g : forms) {
+    CHECK(klab::cluster_form_error(g).empty());
+    no_cluster_pdl += g.cluster == 0 && g.pdl;
+  }
+  CHECK(no_cluster_pdl == 3);  // the reference (no cluster, PDL on) at each of the three sizes
 }
 
 TEST_CASE("probe-rec's reading of the stamps: period, hop, span after the release and each phase, from launches built to known gaps") {

@@ -3,6 +3,7 @@
 
 #include "klab/cuda.hpp"
 #include "klab/device.hpp"
+#include "klab/cluster_probe.hpp"
 #include "klab/load_probe.hpp"
 #include "klab/metrics.hpp"
 #include "klab/timing.hpp"
@@ -111,6 +112,27 @@ TEST_CASE("probe-hop: the hop and the L2 chase measured alone and beside a backg
   CHECK(busy.bg_gbps_with > 0.3 * o.d.theoretical_gbps);
   CHECK(busy.bg_gbps_with <= 1.02 * o.d.theoretical_gbps);
   CHECK(busy.bg_passes >= 8);
+}
+
+TEST_CASE("probe-cluster: a PDL grid without clusters enters early, a plain one after the grid before, each period at least the spin after the wait") {
+  OnDevice o;
+  CHECK_THROWS_WITH_AS(measure_cluster_entry({9, true, 0, 1}, 16, 2, 3, o.s), doctest::Contains("0 (none) to 8"), Error);
+  CHECK_THROWS_WITH_AS(measure_cluster_entry({0, true, 0, 1}, 4, 2, 3, o.s), doctest::Contains("at least 8"), Error);
+  const ClusterEntry pdl = measure_cluster_entry({0, true, 0, 1}, 64, 2, 3, o.s);
+  const ClusterEntry plain = measure_cluster_entry({0, false, 0, 1}, 64, 2, 3, o.s);
+  const ClusterEntry c5 = measure_cluster_entry({5, true, 80, 1}, 64, 2, 3, o.s);
+  CHECK(pdl.grid == o.d.sm_count);
+  CHECK(c5.grid == o.d.sm_count / 5 * 5);
+  CHECK(pdl.launches == 64 - 16 - 1);
+  // With PDL every block triggers its dependents at entry and one block an SM of 256 threads leaves room: the next grid's
+  // blocks enter while this one spins; without it they enter only after it ends, and spin `pre` before their wait.
+  CHECK(pdl.entry_gap_us < 0);
+  CHECK(plain.entry_gap_us > 0);
+  CHECK(plain.period_us >= 2 + 3);
+  for (const ClusterEntry& e : {pdl, plain, c5}) {
+    CHECK(e.period_us >= 3);  // a grid's spin after its wait follows the grid before's end
+    CHECK(e.period_us < 1000);
+  }
 }
 
 TEST_CASE("timing: repetitions, clock readings, and L2-cold slower than hot on a cache-sized buffer") {
