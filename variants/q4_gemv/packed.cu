@@ -2317,8 +2317,10 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
   }
   if constexpr (Flat) {
     // The warp's totals are visible device-wide before any of its counts (the threadFenceReduction pattern): then lane l
-    // counts the warp's tiles n = l, l + 32, ... in, and the lanes that complete a group fold it, R lanes a group.
+    // counts the warp's tiles n = l, l + 32, ... in (after the __syncwarp: a tile's totals were stored by other lanes of the
+    // warp than the one that counts it), and the lanes that complete a group fold it, R lanes a group.
     __threadfence();
+    __syncwarp();
     for (int n0 = 0; n0 < mine; n0 += 32) {
       const int n = n0 + lane;
       std::int64_t g = 0;
