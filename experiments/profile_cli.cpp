@@ -82,21 +82,24 @@ Shape q4_probe_shape(const std::string& shape) {
   if (auto why = q4_gemv::packed::packed_error(sh.k); !why.empty()) throw Error(sh.str() + ": " + why);
   return sh;
 }
-// A probe's run: body(dev, stream, timer) on `device`, with a non-blocking stream of its own (destroyed after it, on a
-// throw too) and the run's Timer; prints the JSON line body returns, only once body is done.
+// A probe's non-blocking stream of its own, destroyed with it (on a throw too).
+struct ProbeStream {
+  cudaStream_t s = nullptr;
+  ProbeStream() { KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+  ~ProbeStream() { cudaStreamDestroy(s); }
+  ProbeStream(const ProbeStream&) = delete;
+  ProbeStream& operator=(const ProbeStream&) = delete;
+};
+// A probe's run: body(dev, stream, timer) on `device`, with a ProbeStream and the run's Timer; prints the JSON line body
+// returns, only once body is done.
 template <class Body>
 int probe_line(int device, Body body) {
   const DeviceInfo dev = select_device(device);
-  cudaStream_t s = nullptr;
-  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  struct Destroy {
-    cudaStream_t s;
-    ~Destroy() { cudaStreamDestroy(s); }
-  } destroy{s};
+  const ProbeStream ps;
   nlohmann::json out;
   {
-    Timer timer(dev, s);
-    out = body(dev, s, timer);
+    Timer timer(dev, ps.s);
+    out = body(dev, ps.s, timer);
   }
   std::cout << out.dump() << std::endl;
   return 0;
@@ -202,26 +205,16 @@ int probe_hop_command(const std::vector<std::string>& args, int, char**) {
   require(launches >= 8 && launches <= 4096, "--launches must be in [8, 4096]");
   require(reps >= 1 && reps <= 100, "--reps must be in [1, 100]");
   const DeviceInfo dev = select_device(device);
-  cudaStream_t fg = nullptr, bg = nullptr;
-  KLAB_CUDA(cudaStreamCreateWithFlags(&fg, cudaStreamNonBlocking));
-  KLAB_CUDA(cudaStreamCreateWithFlags(&bg, cudaStreamNonBlocking));
+  const ProbeStream fg, bg;
   std::vector<nlohmann::json> lines;  // printed once every form is measured: a failure prints none
-  try {
-    for (const auto& f : lf) {
-      const HopUnderLoad h = measure_hop_under_load(f, launches, reps, fg, bg);
-      lines.push_back({{"probe", "hop-under-load"}, {"device", dev.name}, {"background", f.str()}, {"bg_loads", f.loads},
-                       {"bg_blocks_per_sm", f.blocks_per_sm}, {"bg_inflight_kb_per_sm", double(f.inflight_bytes_per_sm()) / 1024.0},
-                       {"bg_gbps", h.bg_gbps}, {"bg_gbps_with", h.bg_gbps_with}, {"bg_passes", h.bg_passes},
-                       {"hop_one_us", h.hop_one_us}, {"hop_grid_us", h.hop_grid_us}, {"chase_ns", h.chase_ns},
-                       {"launches", launches}, {"reps", h.reps}});
-    }
-  } catch (...) {
-    cudaStreamDestroy(fg);
-    cudaStreamDestroy(bg);
-    throw;
+  for (const auto& f : lf) {
+    const HopUnderLoad h = measure_hop_under_load(f, launches, reps, fg.s, bg.s);
+    lines.push_back({{"probe", "hop-under-load"}, {"device", dev.name}, {"background", f.str()}, {"bg_loads", f.loads},
+                     {"bg_blocks_per_sm", f.blocks_per_sm}, {"bg_inflight_kb_per_sm", double(f.inflight_bytes_per_sm()) / 1024.0},
+                     {"bg_gbps", h.bg_gbps}, {"bg_gbps_with", h.bg_gbps_with}, {"bg_passes", h.bg_passes},
+                     {"hop_one_us", h.hop_one_us}, {"hop_grid_us", h.hop_grid_us}, {"chase_ns", h.chase_ns},
+                     {"launches", launches}, {"reps", h.reps}});
   }
-  cudaStreamDestroy(fg);
-  cudaStreamDestroy(bg);
   for (const auto& l : lines) std::cout << l.dump() << std::endl;
   return 0;
 }
@@ -251,21 +244,14 @@ int probe_cluster_command(const std::vector<std::string>& args, int, char**) {
   require(launches >= 8 && launches <= 100000, "--launches must be in [8, 100000]");
   require(pre >= 0 && pre <= 1000 && post >= 0 && post <= 1000, "--pre and --post must be in [0, 1000] us");
   const DeviceInfo dev = select_device(device);
-  cudaStream_t s = nullptr;
-  KLAB_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const ProbeStream ps;
   std::vector<nlohmann::json> lines;  // printed once every form is measured: a failure prints none
-  try {
-    for (const auto& f : cf) {
-      const ClusterEntry e = measure_cluster_entry(f, launches, pre, post, s);
-      lines.push_back({{"probe", "cluster-entry"}, {"device", dev.name}, {"form", f.str()}, {"cluster", f.cluster}, {"pdl", f.pdl},
-                       {"smem_kb", f.smem_kb}, {"per_sm", f.per_sm}, {"grid", e.grid}, {"pre_us", pre}, {"post_us", post},
-                       {"entry_gap_us", e.entry_gap_us}, {"period_us", e.period_us}, {"launches", e.launches}});
-    }
-  } catch (...) {
-    cudaStreamDestroy(s);
-    throw;
+  for (const auto& f : cf) {
+    const ClusterEntry e = measure_cluster_entry(f, launches, pre, post, ps.s);
+    lines.push_back({{"probe", "cluster-entry"}, {"device", dev.name}, {"form", f.str()}, {"cluster", f.cluster}, {"pdl", f.pdl},
+                     {"smem_kb", f.smem_kb}, {"per_sm", f.per_sm}, {"grid", e.grid}, {"pre_us", pre}, {"post_us", post},
+                     {"entry_gap_us", e.entry_gap_us}, {"period_us", e.period_us}, {"launches", e.launches}});
   }
-  cudaStreamDestroy(s);
   for (const auto& l : lines) std::cout << l.dump() << std::endl;
   return 0;
 }

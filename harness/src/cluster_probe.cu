@@ -7,6 +7,7 @@
 #include "klab/cuda.hpp"
 #include "klab/error.hpp"
 #include "klab/stats.hpp"
+#include "global_ns.cuh"
 
 namespace klab {
 
@@ -15,20 +16,10 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxSmemKb = 200;
 
-__device__ __forceinline__ unsigned long long now_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
-  return t;
-}
-__device__ __forceinline__ void spin_ns(unsigned long long ns) {
-  const unsigned long long t0 = now_ns();
-  while (now_ns() - t0 < ns) {
-  }
-}
 // Launch n: every block's thread 0 stamps its entry (atomicMin into entry[n]) and its exit (atomicMax into leave[n]).
 __global__ void __launch_bounds__(kThreads) cluster_hop_kernel(unsigned long long* entry, unsigned long long* leave, int n, unsigned long long pre,
                                                                unsigned long long post) {
-  const unsigned long long t0 = now_ns();
+  const unsigned long long t0 = global_ns();
   asm volatile("griddepcontrol.launch_dependents;");
   if (threadIdx.x == 0) {
     atomicMin(&entry[n], t0);
@@ -37,7 +28,7 @@ __global__ void __launch_bounds__(kThreads) cluster_hop_kernel(unsigned long lon
   asm volatile("griddepcontrol.wait;" ::: "memory");
   if (threadIdx.x == 0) spin_ns(post);
   __syncthreads();
-  if (threadIdx.x == 0) atomicMax(&leave[n], now_ns());
+  if (threadIdx.x == 0) atomicMax(&leave[n], global_ns());
 }
 
 }  // namespace

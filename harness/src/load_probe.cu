@@ -9,6 +9,7 @@
 #include "klab/error.hpp"
 #include "klab/stats.hpp"
 #include "klab/timing.hpp"
+#include "global_ns.cuh"
 
 namespace klab {
 
@@ -19,12 +20,6 @@ constexpr int kRingLines = 8192;                        // the chase's ring: 819
 constexpr int kLineWords = 32;
 constexpr int kChaseHops = 1024;
 constexpr int kHopGridPerSm = 2;  // the grid hop's blocks of 256 per SM (beside at most 4 background blocks)
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
-  return t;
-}
 
 // The background: `passes` grid-stride passes over n 16-byte words, U independent loads in flight per thread,
 // ld.global.cs (evict-first) through volatile asm so no pass can be merged with another; the fold's one store
@@ -58,11 +53,7 @@ __global__ void chase_kernel(const unsigned* __restrict__ next, int hops, unsign
 }
 
 // One thread spins for `ns`: the foreground's head start for the background to reach its rate.
-__global__ void spin_kernel(unsigned long long ns) {
-  const unsigned long long t0 = global_ns();
-  while (global_ns() - t0 < ns) {
-  }
-}
+__global__ void spin_kernel(unsigned long long ns) { spin_ns(ns); }
 
 // The words of n a background pass reads: n rounded down to whole rounds of U loads over the grid, so that every
 // thread reads the same number of words and the rate counts only bytes read.

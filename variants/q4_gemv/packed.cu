@@ -2946,8 +2946,11 @@ template <int R, int Owners, int Sw, int PerSm, bool Flat = false>
 Q4Kernel kernel_kc() {
   Axes axes{{"map", "packed"}, {"dot", form_name(Form::q8)}, {"grid", "split-k"}, {"xprep", "chunk"}, {"load", load_name(Load::bulk)}};
   if (Flat) axes.emplace_back("fold", "last");
-  for (const auto& [a, v] : Axes{{"owners", std::to_string(Owners)}, {"stages", std::to_string(Sw)}, {"per-sm", std::to_string(PerSm)}, {"pdl", "on"}, {"rows", std::to_string(R)}})
-    axes.emplace_back(a, v);
+  axes.emplace_back("owners", std::to_string(Owners));
+  axes.emplace_back("stages", std::to_string(Sw));
+  axes.emplace_back("per-sm", std::to_string(PerSm));
+  axes.emplace_back("pdl", "on");
+  axes.emplace_back("rows", std::to_string(R));
   Q4Kernel kern = q8_kernel<R>(axes, &launch_kc<R, Owners, Sw, PerSm, false, Flat>, &resident_warps_kc<R, Owners, Sw, PerSm, Flat>, Owners);
   kern.launch_prepared = &launch_kc<R, Owners, Sw, PerSm, true, Flat>;
   return kern;
