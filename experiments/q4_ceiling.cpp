@@ -368,7 +368,9 @@ constexpr std::size_t kOwn0 = 111;
 constexpr std::size_t kSplitK0 = 115;
 // The rungs 119, 120: rungs 115 and 117 with fold=last (no cluster launch: each group folded by the last of its blocks
 // through global memory). Predicted (2026-12-06, after reports/h100/run-call64, before any run): faster than their cluster
-// twins at the four seed shapes if the cluster launch is what split-k's calls pay (claim split-k-flat-pays).
+// twins at the four seed shapes if the cluster launch is what split-k's calls pay (claim split-k-flat-pays). Measured (H100,
+// reports/h100/run-call66, a slice): rung 119 84.7 / 71.3 / 57.7 / 50.4% of that card's read ceiling (rung 115 85.9 / 74.2 /
+// 61.7 / 62.6%), rung 120 42.9-52.6% (rung 117 60.3-69.8%): the claim would not hold; the cluster launch is not the cost.
 constexpr std::size_t kSplitKFlat0 = 119;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tables from the JSON lines of klab's probes: `klab probe-ring` (probe "ring-read"), `klab probe-rec` (probe
-"rec-stamps"), `klab probe-hop` (probe "hop-under-load") and `klab probe-q4` (probe "q4-stamps"), one markdown
-table per kind, a row per line in file order.
+"rec-stamps"), `klab probe-hop` (probe "hop-under-load"), `klab probe-q4` (probe "q4-stamps") and `klab probe-cluster` (probe
+"cluster-entry"), one markdown table per kind, a row per line in file order.
 
     scripts/probe_table.py FILE.jsonl [--out TABLE.md]
 
@@ -15,17 +15,19 @@ grid=groups or the paced ring; with its prep launch or on prepared x), the perio
 bytes, the hop, the span after the release, a block's phases from the release (x in; its bytes: the ring's first stage,
 grid=groups' whole group; its work: the ring's first group, grid=groups' dots; then the ring's other groups or
 grid=groups' barrier; the exit) and, for the rings, their waits for their stages' bytes (us, and their share of the span
-after the release).
+after the release). cluster-entry: the form (blocks a cluster, none for 0; PDL; KB of shared memory a block; blocks an SM's
+worth), the blocks launched, the period between the grids' last exits and the next grid's first entry less this grid's last
+exit (negative: it entered early), both in us as the probe wrote them.
 
 Exit 0 with the tables on stdout (or in --out); 2, writing nothing, when the file cannot be read, a line is not a JSON
-object, or a line's probe is not one of the four (named in the message).
+object, or a line's probe is not one of the five (named in the message).
 """
 import argparse
 import json
 import sys
 from pathlib import Path
 
-KINDS = ("ring-read", "rec-stamps", "hop-under-load", "q4-stamps")
+KINDS = ("ring-read", "rec-stamps", "hop-under-load", "q4-stamps", "cluster-entry")
 
 
 def us(ns):
@@ -83,6 +85,15 @@ def q4_table(rows):
     return out
 
 
+def cluster_table(rows):
+    out = header("cluster", "pdl", "KB a block", "blocks an SM", "grid", "period (us)", "next grid's entry - this grid's exit (us)")
+    for r in rows:
+        cluster = r["cluster"] if r["cluster"] else "none"
+        out.append(f"| {cluster} | {'on' if r['pdl'] else 'off'} | {r['smem_kb']} | {r['per_sm']} | {r['grid']} | {r['period_us']:.2f} | "
+                   f"{r['entry_gap_us']:.2f} |")
+    return out
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("file")
@@ -109,7 +120,8 @@ def main(argv):
         by_kind[kind].append(r)
     lines = []
     try:
-        for kind, table in (("ring-read", ring_table), ("rec-stamps", rec_table), ("hop-under-load", hop_table), ("q4-stamps", q4_table)):
+        for kind, table in (("ring-read", ring_table), ("rec-stamps", rec_table), ("hop-under-load", hop_table), ("q4-stamps", q4_table),
+                            ("cluster-entry", cluster_table)):
             if by_kind[kind]:
                 device = sorted({r.get("device", "?") for r in by_kind[kind]})
                 lines += [f"## {kind} ({', '.join(device)})", ""] + table(by_kind[kind]) + [""]

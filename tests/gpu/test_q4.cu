@@ -426,10 +426,14 @@ TEST_CASE("q4 launch refusals with real device buffers: K not a multiple of 32, 
 
 TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xprep writes, bit for bit, and launch_prepared then gives launch_packed's y") {
   int with = 0;
+  const auto& groups = q4_gemv::q4_kernel("q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8");
   for (const auto& kern : q4_gemv::q4_kernels()) {
     if (!kern.launch_prepared) continue;
     ++with;
     CAPTURE(kern.name);
+    // Whether launch_packed leaves xprep's words in prepared_x(): all but grid=split-k's xprep=chunk (the
+    // first H100 run of its kernels here, call 66 of 2026-12-06, found prepared_x() not holding its x).
+    const bool own_prep = kern.name.find("xprep=chunk") == std::string::npos;
     for (Shape s : std::vector<Shape>{{5, 160}, {37, 5120}, {9, 6144}}) {
       auto c = test::q4_generated(s, Dist::student_t, 11);
       // Blocks the arithmetic treats apart: all zeros, an amax below 2^-96 (quantised to zero), signed
@@ -448,7 +452,14 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
         CAPTURE(finite);
         auto x = DeviceBuffer<float>::from(*xs);
         DeviceBuffer<float> y_own(std::size_t(s.m)), y_prep(std::size_t(s.m));
-        kern.launch_packed(packed.get(), x.get(), y_own.get(), int(s.m), int(s.k), nullptr);  // its own prep launch fills the array
+        if (own_prep) {
+          kern.launch_packed(packed.get(), x.get(), y_own.get(), int(s.m), int(s.k), nullptr);  // its own prep launch fills the array
+        } else {  // xprep=chunk (grid=split-k) prepares its chunk in shared memory: xprep's words come from the groups kernel
+          const auto packed_groups = packed_on_device(groups, c.w);
+          DeviceBuffer<float> y_groups(std::size_t(s.m));
+          groups.launch_packed(packed_groups.get(), x.get(), y_groups.get(), int(s.m), int(s.k), nullptr);
+          kern.launch_packed(packed.get(), x.get(), y_own.get(), int(s.m), int(s.k), nullptr);
+        }
         KLAB_CUDA(cudaDeviceSynchronize());
         const auto by_xprep = prepared_words(nb);
         KLAB_CUDA(cudaMemset(q4_gemv::prepared_x(), 0xA5, std::size_t(3) * q4_gemv::kPreparedStride * sizeof(uint4)));

@@ -28,6 +28,8 @@ Q4 = {"probe": "q4-stamps", "device": "GPU X", "shape": "6144x5120", "grid": "fi
       "block_phase_ns": {"request": 64.0, "wait": 2048.0, "x": 416.0, "first_bytes": 96.0, "first_group": 512.0, "rest": 1920.0,
                          "last_group_exit": 608.0},
       "bytes_wait_ns": 1344.0, "bytes_wait_share": 0.3125, "period_gbps": 2513.45}
+CLUSTER = {"probe": "cluster-entry", "device": "GPU X", "cluster": 5, "pdl": True, "smem_kb": 80, "per_sm": 1, "grid": 130,
+           "launches": 299, "period_us": 5.12, "entry_gap_us": -4.864, "pre_us": 2.0, "post_us": 3.0, "form": "5,on,80,1"}
 HOP_BUSY = dict(HOP_IDLE, background="8 loads x 4 blocks", bg_loads=8, bg_blocks_per_sm=4, bg_inflight_kb_per_sm=128.0,
                 bg_gbps=3122.4, bg_gbps_with=3171.6, hop_one_us=4.791, hop_grid_us=13.288, chase_ns=1005.25)
 
@@ -89,6 +91,17 @@ class ProbeTable(unittest.TestCase):
         self.assertLess(lines.index(first), lines.index(second))
         self.assertLess(lines.index(second), lines.index(third))
         self.assertLess(lines.index(third), lines.index(fourth))
+
+    def test_cluster_table(self):
+        none_off = dict(CLUSTER, cluster=0, pdl=False, smem_kb=0, per_sm=2, grid=264, period_us=7.168, entry_gap_us=1.792)
+        p = run(self.write(json.dumps(CLUSTER), json.dumps(none_off)))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertIn("## cluster-entry (GPU X)", lines)
+        first, second = "| 5 | on | 80 | 1 | 130 | 5.12 | -4.86 |", "| none | off | 0 | 2 | 264 | 7.17 | 1.79 |"
+        self.assertIn(first, lines)
+        self.assertIn(second, lines)
+        self.assertLess(lines.index(first), lines.index(second))
 
     def test_out_file(self):
         out = self.d / "t.md"

@@ -3615,7 +3615,11 @@ std::vector<Q4Kernel> packed_kernels() {
   // grid=split-k,fold=last (2026-12-06, fourteenth session, after reports/h100/run-call64, written before any run;
   // packed_kc_kernel's Flat says why): rungs 115 and 117 without the cluster launch, each group folded by the last of its
   // C blocks through global memory (a fence, a counter, the C chunk totals read back). Predicted: if the cluster launch is
-  // what split-k's calls pay (2.1-2.6 us at every size), faster than their cluster twins at every shape.
+  // what split-k's calls pay (2.1-2.6 us at every size), faster than their cluster twins at every shape. Measured (H100,
+  // reports/h100/run-call66, 2026-12-06, stream; % of that card's read ceiling at the four seed shapes): rows=8 84.7 / 71.3 /
+  // 57.7 / 50.4 (its cluster twin 85.9 / 74.2 / 61.7 / 62.6), rows=4 51.8 / 52.6 / 45.7 / 42.9 (twin 69.8 / 67.9 / 60.3 / 60.4):
+  // not faster anywhere, the ring's bits. So the cluster launch is not split-k's cost (klab probe-cluster, the same call: PDL
+  // cluster grids enter before the grid before them ends). Negative results (claim split-k-flat-pays would not hold), kept.
   v.push_back(kernel_kc<8, 8, 2, 2, true>());
   v.push_back(kernel_kc<4, 8, 2, 2, true>());
   return v;

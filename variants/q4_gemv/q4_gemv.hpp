@@ -51,8 +51,8 @@ struct Q4Kernel {
   void (*launch_packed)(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) = nullptr;
   // launch_packed without the kernel's own x preparation: x is taken as already prepared, by its
   // producer, in prepared_x() (prepared_x.cuh states the contract; x itself is not read). Only the
-  // grid=groups,xprep=launch|warps|warp,dot=q8-dp4a kernels without xpf/wpf (load=bulk included) have it
-  // (nullptr elsewhere).
+  // grid=groups,xprep=launch|warps|warp,dot=q8-dp4a kernels without xpf/wpf (load=bulk included) and grid=split-k
+  // have it (nullptr elsewhere). grid=split-k's own launch_packed (xprep=chunk) leaves prepared_x() untouched.
   void (*launch_prepared)(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) = nullptr;
   // launch_packed with m32 f32 rows riding along in the main kernel's grid: also y32 = W32 x (W32 f32,
   // row-major m32 x k, 16-byte aligned; y32 apart from y), by a fixed-order f32 dot (f32_gemv's

@@ -6,7 +6,10 @@
 // griddepcontrol.wait (the weight loads' share) and `post` us after it (x and the dots) is launched back to back on one
 // stream, each block's thread 0 recording %globaltimer at its entry and at its exit. Per form the probe gives the median
 // over launches of the next grid's first entry less this grid's last exit (negative: its blocks entered early, as PDL
-// lets them where they fit beside this grid's) and of the period between exits.
+// lets them where they fit beside this grid's) and of the period between exits. First run (H100, reports/h100/run-call66,
+// 2026-12-06): with PDL every form enters early (3.8-4.9 us before the last exit at 80 KB, one block an SM), clusters or
+// not; clusters of 5-8 lengthen the period 3.84 -> 5.1-5.4 us there, and at two blocks an SM (more clusters than the card
+// holds at once) run in two waves.
 #include <cuda_runtime.h>
 
 #include <string>
