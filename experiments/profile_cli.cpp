@@ -403,11 +403,11 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
 
 
 const char* const kProbeQ4Usage =
-    "klab probe-q4 --shape MxK [--grid fill|groups|paced] [--depth 0|1|2|3] [--prepared] [--launches 64] [--device N]  (a q4 main kernel with "
+    "klab probe-q4 --shape MxK [--grid fill|groups|paced|split-k|split-k1|split-k-last] [--depth 0|1|2|3] [--prepared] [--launches 64] [--device N]  (a q4 main kernel with "
     "in-kernel timer stamps, after its prep launch or alone on prepared x, stream mode)";
 
 // Rung 11's ring (--grid fill, depth 0), depth=D's, rung 10's grid=groups kernel (--grid groups) or rung 85's paced ring
-// (--grid paced), `launches` calls back to back in one graph, each call on a copy of the weights of its own (at least
+// (--grid paced), or grid=split-k's rung 115, 116 or 119 (--grid split-k, split-k1, split-k-last), `launches` calls back to back in one graph, each call on a copy of the weights of its own (at least
 // as many as stream mode rotates over, so every call reads cold bytes; the stamps name a call by its copy), x shared;
 // the graph runs three times and the stamps of the last are read. --prepared: the main kernel alone on the x in g_xq (filled by one call with its
 // prep launch first), as xprep=producer times it.
@@ -417,7 +417,8 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
   po::options_description d(kProbeQ4Usage);
   d.add_options()("shape", po::value<std::string>(&shape), "problem shape MxK (required; k a multiple of 32, at most 32768)")
     ("grid", po::value<std::string>(&grid_name),
-     "fill: the TMA ring (rung 11, or depth=D's); groups: grid=groups,xprep=launch (rung 10); paced: pace=1,xprep=warps (rung 85)")
+     "fill: the TMA ring (rung 11, or depth=D's); groups: grid=groups,xprep=launch (rung 10); paced: pace=1,xprep=warps (rung 85); "
+     "split-k, split-k1, split-k-last: grid=split-k,owners=8,stages=2,rows=8 at per-sm=2 (rung 115), per-sm=1 (116), fold=last (119)")
     ("depth", po::value<int>(&depth), "the ring's: 0 its own stages (rung 11), or 1, 2, 3: depth=D's ring")
     ("prepared", "the main kernel alone on x already prepared (no prep launch)")
     ("launches", po::value<int>(&launches), "calls in the graph (default 64)")("device", po::value<int>(&device), "CUDA device index")
@@ -425,10 +426,14 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
   po::variables_map vm;
   if (parse_or_help(args, d, vm)) return 0;
   const Shape sh = q4_probe_shape(shape);
-  require(grid_name == "fill" || grid_name == "groups" || grid_name == "paced", "--grid " + grid_name + ": fill, groups or paced");
-  const auto g = grid_name == "fill"     ? q4_gemv::packed::StampGrid::fill
-                 : grid_name == "groups" ? q4_gemv::packed::StampGrid::groups
-                                         : q4_gemv::packed::StampGrid::paced;
+  using q4_gemv::packed::StampGrid;
+  const std::vector<std::pair<std::string, StampGrid>> grids{{"fill", StampGrid::fill},         {"groups", StampGrid::groups},
+                                                             {"paced", StampGrid::paced},       {"split-k", StampGrid::split_k},
+                                                             {"split-k1", StampGrid::split_k1}, {"split-k-last", StampGrid::split_k_last}};
+  const auto named = std::find_if(grids.begin(), grids.end(), [&](const auto& e) { return e.first == grid_name; });
+  require(named != grids.end(), "--grid " + grid_name + ": fill, groups, paced, split-k, split-k1 or split-k-last");
+  const StampGrid g = named->second;
+  const bool split_k = g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k_last;
   const auto depths = q4_gemv::packed::ring_stamp_depths();
   if (std::find(depths.begin(), depths.end(), depth) == depths.end()) {
     std::string list;
@@ -436,7 +441,7 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
     throw Error("--depth " + std::to_string(depth) + ": one of " + list + " (0: the ring's own stages)");
   }
   require(depth == 0 || g == q4_gemv::packed::StampGrid::fill,
-          "--depth " + std::to_string(depth) + ": the ring's (--grid fill); grid=groups and the paced ring have none");
+          "--depth " + std::to_string(depth) + ": the ring's (--grid fill); grid=groups, the paced ring and grid=split-k have none");
   require(launches >= 8 && launches <= 1024, "--launches must be in [8, 1024]");
   const bool prepared = vm.count("prepared") > 0;
   return probe_line(device, [&](const DeviceInfo& dev, cudaStream_t s, Timer& timer) {
@@ -475,9 +480,10 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
     constexpr int skip = 4;
     out = {{"probe", "q4-stamps"}, {"device", dev.name}, {"shape", sh.str()}, {"grid", grid_name}, {"depth", depth}, {"prepared", prepared},
            {"bytes", bytes}, {"blocks", grid}, {"launches", launches}, {"copies", copies}};
-    if (g != q4_gemv::packed::StampGrid::groups) {  // the ring's points (the paced ring's too)
+    if (g != q4_gemv::packed::StampGrid::groups) {  // the ring's points (the paced ring's too), or grid=split-k's
       out.update(stamp_reading(host_stamps, launches, grid, points, skip,
-                               {"request", "wait", "x", "first_bytes", "first_group", "rest", "last_group_exit"}));
+                               split_k ? std::vector<std::string>{"request", "wait", "x", "started", "first_bytes", "tiles", "fold_exit"}
+                                       : std::vector<std::string>{"request", "wait", "x", "first_bytes", "first_group", "rest", "last_group_exit"}));
       // Each block's waits for its stages' bytes, and their share of its span from the release to its exit.
       std::vector<double> waited, share;
       for (int n = skip; n < launches; ++n)

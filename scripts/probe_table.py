@@ -15,7 +15,9 @@ grid=groups or the paced ring; with its prep launch or on prepared x), the perio
 bytes, the hop, the span after the release, a block's phases from the release (x in; its bytes: the ring's first stage,
 grid=groups' whole group; its work: the ring's first group, grid=groups' dots; then the ring's other groups or
 grid=groups' barrier; the exit) and, for the rings, their waits for their stages' bytes (us, and their share of the span
-after the release). cluster-entry: the form (blocks a cluster, none for 0; PDL; KB of shared memory a block; blocks an SM's
+after the release); grid=split-k's lines (--grid split-k|split-k1|split-k-last) in a table of their own, whose block phases
+are x's chunk quantised into shared memory, the cluster's wait (0 for fold=last), warp 0's first tile's bytes, its
+tiles, the fold and exit, and warp 0's waits for its tiles' bytes. cluster-entry: the form (blocks a cluster, none for 0; PDL; KB of shared memory a block; blocks an SM's
 worth), the blocks launched, the period between the grids' last exits and the next grid's first entry less this grid's last
 exit (negative: it entered early), both in us as the probe wrote them.
 
@@ -70,6 +72,21 @@ def hop_table(rows):
     return out
 
 
+SPLIT_K = {"split-k": "split-k, per-sm=2 (115)", "split-k1": "split-k, per-sm=1 (116)", "split-k-last": "split-k, fold=last (119)"}
+
+
+def split_k_table(rows):
+    out = header("kernel", "shape", "period (us)", "GB/s", "hop (us)", "after the release (us)", "a block: x", "cluster wait", "first bytes",
+                 "tiles", "fold, exit", "waits for bytes (us)", "share")
+    for r in rows:
+        p = r["block_phase_ns"]
+        kernel = SPLIT_K[r["grid"]] + (", prepared x" if r["prepared"] else ", x in the launch")
+        out.append(f"| {kernel} | {r['shape']} | {us(r['period_ns'])} | {r['period_gbps']:.0f} | {us(r['hop_ns'])} | {us(r['after_release_ns'])} | "
+                   + " | ".join(us(p[n]) for n in ("x", "started", "first_bytes", "tiles", "fold_exit"))
+                   + f" | {us(r['bytes_wait_ns'])} | {100 * r['bytes_wait_share']:.0f}% |")
+    return out
+
+
 def q4_table(rows):
     out = header("kernel", "shape", "period (us)", "GB/s", "hop (us)", "after the release (us)", "a block: x", "its bytes", "its work", "then",
                  "exit", "waits for bytes (us)", "share")
@@ -104,7 +121,7 @@ def main(argv):
     except OSError as e:
         print(f"probe_table: cannot read {a.file}: {e.strerror}", file=sys.stderr)
         return 2
-    by_kind = {k: [] for k in KINDS}
+    by_kind = {k: [] for k in KINDS + ("q4-stamps-split-k",)}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -117,11 +134,11 @@ def main(argv):
         if kind not in by_kind:
             print(f"probe_table: {a.file}:{n}: probe {kind!r} is none of {', '.join(KINDS)}", file=sys.stderr)
             return 2
-        by_kind[kind].append(r)
+        by_kind["q4-stamps-split-k" if kind == "q4-stamps" and r.get("grid") in SPLIT_K else kind].append(r)
     lines = []
     try:
         for kind, table in (("ring-read", ring_table), ("rec-stamps", rec_table), ("hop-under-load", hop_table), ("q4-stamps", q4_table),
-                            ("cluster-entry", cluster_table)):
+                            ("q4-stamps-split-k", split_k_table), ("cluster-entry", cluster_table)):
             if by_kind[kind]:
                 device = sorted({r.get("device", "?") for r in by_kind[kind]})
                 lines += [f"## {kind} ({', '.join(device)})", ""] + table(by_kind[kind]) + [""]

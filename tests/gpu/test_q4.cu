@@ -492,12 +492,16 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
   CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=f32,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
 }
 
-TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D's, rung 10's and rung 85's bits, with their prep launch and on prepared x, and every block's stamps in order") {
+TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D's, rung 10's, rung 85's and rungs 115, 116 and 119's bits, with their prep (launch) and on prepared x, and every block's stamps in order") {
   namespace pk = q4_gemv::packed;
   const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
   std::vector<std::tuple<pk::StampGrid, int, std::string>> kernels{{pk::StampGrid::groups, 0, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8"}};
   for (int depth : pk::ring_stamp_depths()) kernels.emplace_back(pk::StampGrid::fill, depth, ring + (depth ? "depth=" + std::to_string(depth) + "," : "") + "pdl=on,rows=8");
   kernels.emplace_back(pk::StampGrid::paced, 0, "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=warps,load=bulk,pace=1,pdl=on,rows=8");
+  const std::string kc = "q4_gemv/map=packed,dot=q8-dp4a,grid=split-k,xprep=chunk,load=bulk,";
+  kernels.emplace_back(pk::StampGrid::split_k, 0, kc + "owners=8,stages=2,per-sm=2,pdl=on,rows=8");
+  kernels.emplace_back(pk::StampGrid::split_k1, 0, kc + "owners=8,stages=2,per-sm=1,pdl=on,rows=8");
+  kernels.emplace_back(pk::StampGrid::split_k_last, 0, kc + "fold=last,owners=8,stages=2,per-sm=2,pdl=on,rows=8");
   // 17408x5120: 8 or 9 groups a ring block; 300x6144: a group or two a ring block (the one-group path of points 5 and 6).
   for (const Shape s : std::vector<Shape>{{17408, 5120}, {300, 6144}}) {
     const auto c = test::q4_generated(s, Dist::student_t, 23);
@@ -517,7 +521,13 @@ TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D'
         poison_device(y.get(), y.size());
         KLAB_CUDA(cudaMemset(stamps.get(), 0, stamps.size() * sizeof(unsigned long long)));
         pk::q4_stamp_begin(stamps.get(), waits.get(), 1, packed.get(), 1LL << 40, nullptr);  // one call: its blocks' rows
-        // prepared: g_xq holds x's words from the call before (prepared=false ran first)
+        // prepared: g_xq holds x's words from the call before (prepared=false ran first), but grid=split-k's own call
+        // quantises its chunks in shared memory only: its words are written here
+        const bool split_k = g == pk::StampGrid::split_k || g == pk::StampGrid::split_k1 || g == pk::StampGrid::split_k_last;
+        if (prepared && split_k) {
+          write_prepared<<<k / 32, 32>>>(x.get(), q4_gemv::prepared_x());
+          KLAB_CUDA_LAUNCH("write_prepared");
+        }
         pk::launch_q4_stamped(g, depth, prepared, packed.get(), x.get(), y.get(), m, k, nullptr);
         KLAB_CUDA(cudaDeviceSynchronize());
         CHECK(bitwise_diff(y.download(), want) == 0);
@@ -539,8 +549,11 @@ TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D'
   CHECK_THROWS_WITH_AS(pk::launch_q4_stamped(pk::StampGrid::fill, 4, false, nullptr, nullptr, nullptr, 8, 64, nullptr), doctest::Contains("depth 4"), Error);
   CHECK_THROWS_WITH_AS(pk::launch_q4_stamped(pk::StampGrid::groups, 2, false, nullptr, nullptr, nullptr, 8, 64, nullptr), doctest::Contains("no depth"), Error);
   CHECK_THROWS_WITH_AS(pk::launch_q4_stamped(pk::StampGrid::paced, 2, false, nullptr, nullptr, nullptr, 8, 64, nullptr), doctest::Contains("no depth"), Error);
-  // Past 31 consumer warps pace=1 runs the ring: the paced probe says so rather than stamp another kernel.
+  CHECK_THROWS_WITH_AS(pk::launch_q4_stamped(pk::StampGrid::split_k, 1, false, nullptr, nullptr, nullptr, 8, 64, nullptr), doctest::Contains("no depth"), Error);
+  // Past 31 consumer warps pace=1 runs the ring: the paced probe says so rather than stamp another kernel; past 8 chunks
+  // grid=split-k runs the paced ring, and its probe says so too.
   CHECK_THROWS_WITH_AS(pk::q4_stamp_grid(pk::StampGrid::paced, 40, 32768), doctest::Contains("--grid fill"), Error);
+  CHECK_THROWS_WITH_AS(pk::q4_stamp_grid(pk::StampGrid::split_k, 64, 9216), doctest::Contains("--grid paced"), Error);
 }
 
 namespace {

@@ -92,6 +92,19 @@ class ProbeTable(unittest.TestCase):
         self.assertLess(lines.index(second), lines.index(third))
         self.assertLess(lines.index(third), lines.index(fourth))
 
+    def test_split_k_table(self):
+        kc = dict(Q4, grid="split-k1", depth=0, prepared=False, bytes_wait_ns=512.0, bytes_wait_share=0.125,
+                  block_phase_ns={"request": 64.0, "wait": 2048.0, "x": 1024.0, "started": 256.0, "first_bytes": 128.0, "tiles": 1536.0,
+                                  "fold_exit": 768.0})
+        p = run(self.write(json.dumps(kc), json.dumps(Q4)))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertIn("## q4-stamps-split-k (GPU X)", lines)
+        self.assertIn("## q4-stamps (GPU X)", lines)  # the ring's line keeps its own table
+        row = "| split-k, per-sm=1 (116), x in the launch | 6144x5120 | 7.04 | 2513 | 2.56 | 4.48 | 1.02 | 0.26 | 0.13 | 1.54 | 0.77 | 0.51 | 12% |"
+        self.assertIn(row, lines)
+        self.assertLess(lines.index("## q4-stamps (GPU X)"), lines.index(row))  # the kinds' tables in their fixed order
+
     def test_cluster_table(self):
         none_off = dict(CLUSTER, cluster=0, pdl=False, smem_kb=0, per_sm=2, grid=264, period_us=7.168, entry_gap_us=1.792)
         p = run(self.write(json.dumps(CLUSTER), json.dumps(none_off)))

@@ -2213,13 +2213,20 @@ void launch_own(const std::uint8_t* packed, const float* x, float* y, int m, int
 // the next call, which touches it only after its griddepcontrol.wait. Why: run-call64 found grid=split-k 2.1-2.6 us a call
 // slower than the paced ring at every size and on every grid, a cost of the launch rather than of its work; this twin
 // asks whether the cluster launch is that cost. Like g_xq, the workspace is one per device (not for concurrent streams).
+// Stamp: the stamp probe's kernel (launch_q4_stamped, StampGrid::split_k*), thread 0 (warp 0's lane 0) stamping: 0 entry;
+// 1 its warp's first tiles requested, before the wait; 2 after the wait; 3 the chunk's x words in shared memory (after
+// the block's barrier); 4 every member started (after the cluster wait; Flat: 3 again); 5 warp 0's first tile's bytes
+// in; 6 warp 0's last tile done; 7 exit (after the fold); its waits for its tiles' bytes. Written after run-call66 left
+// open what split-k's calls pay.
 constexpr int kKcFlatMaxRows = 65536;  // m past it: the paced ring
 __device__ float g_kc_ws[kKcFlatMaxRows * kKcMaxChunks];
 __device__ unsigned g_kc_cnt[kKcFlatMaxRows / 4];
-template <int R, bool Prepared, bool Flat = false>
+template <int R, bool Prepared, bool Flat = false, bool Stamp = false>
 __global__ void __launch_bounds__(kKcMaxWarps * 32)
 packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y, int m, int k, int Sw, const float* __restrict__ x) {
   static_assert(R == 8 || R == 4);
+  Q4Stamper<Stamp> stamp;
+  stamp.start(packed);
   asm volatile("griddepcontrol.launch_dependents;");
   extern __shared__ __align__(128) std::uint8_t kc[];  // KcPlan: x's words of the chunk, tot, the warps' stages
   __shared__ __align__(8) std::uint64_t full[kKcMaxWarps][kKcMaxStages];
@@ -2260,7 +2267,9 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
       bulk_g2s(stage(n), tile_src(n), tile, &full[warp][n], policy);
     }
   }
+  stamp.at(1);
   asm volatile("griddepcontrol.wait;" ::: "memory");  // x (or g_xq) comes from before us
+  stamp.at(2);
   if constexpr (Prepared) {
     if (tid < kChunk) {
       const int b = c * kChunk + tid;
@@ -2275,7 +2284,9 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
     }
   }
   __syncthreads();
+  stamp.at(3);
   if constexpr (!Flat) asm volatile("barrier.cluster.wait;" ::: "memory");  // every member has started
+  stamp.at(4);
   const int b = c * kChunk + lane;  // the lane's block of 32 weights in every tile
   const bool active = b < nb;
   uint4 xe = make_uint4(0, 0, 0, 0), xo = xe, cd = xe;
@@ -2283,7 +2294,10 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
   const float d = __uint_as_float(cd.y);
   for (int n = 0; n < mine; ++n) {
     const int s = n % Sw, i = n * kp.owners + warp;
+    stamp.wait_begins();
     mbar_wait(&full[warp][s], unsigned((n / Sw) & 1));
+    stamp.wait_ends();
+    if (n == 0) stamp.at(5);
     const std::uint8_t* st = stage(s);
     float p[R];
     // packed_ring_kernel's rows for block b (written out, as packed_own_kernel's)
@@ -2315,6 +2329,8 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
       }
     }
   }
+  if (mine == 0) stamp.at(5);
+  stamp.at(6);
   if constexpr (Flat) {
     // The warp's totals are visible device-wide before any of its counts (the threadFenceReduction pattern): then lane l
     // counts the warp's tiles n = l, l + 32, ... in (after the __syncwarp: a tile's totals were stored by other lanes of the
@@ -2345,6 +2361,7 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
         if (lane == 0) g_kc_cnt[gg] = 0u;  // every chunk has counted in: the next call starts from 0
       }
     }
+    stamp.finish();
     return;
   }
   // Every member's totals are in place (release / acquire at cluster scope); no member exits before the others have
@@ -2361,24 +2378,26 @@ packed_kc_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__ y,
       y[row] = sum;
     }
   }
+  stamp.finish();
 }
 // The clusters of C blocks (owners warps, Sw stages each) the device holds at once (cudaOccupancyMaxActiveClusters; at
 // least 1), once per kernel and (C, owners, Sw); Flat: the groups of C blocks its SMs hold (blocks an SM x SMs / C).
-template <int R, bool Prepared, bool Flat>
+// Stamp: the stamp probe's kernel's (which must hold as many as the kernel it stamps).
+template <int R, bool Prepared, bool Flat, bool Stamp = false>
 int kc_device_clusters(const KcPlan& kp) {
   static std::mutex mu;
   static std::map<std::array<int, 3>, int> cache;
   const std::array<int, 3> key{kp.C, kp.owners, kp.Sw};
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  opt_into_ring_smem<packed_kc_kernel<R, Prepared, Flat>>();
+  opt_into_ring_smem<packed_kc_kernel<R, Prepared, Flat, Stamp>>();
   int n = 0;
   if constexpr (Flat) {
-    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_kc_kernel<R, Prepared, Flat>, kp.owners * 32, std::size_t(kp.smem())));
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, packed_kc_kernel<R, Prepared, Flat, Stamp>, kp.owners * 32, std::size_t(kp.smem())));
     n = n * sm_count() / kp.C;
   } else {
     ClusterLaunch l(kp.C * sm_count(), kp.owners, std::size_t(kp.smem()), kp.C, false, nullptr);
-    KLAB_CUDA(cudaOccupancyMaxActiveClusters(&n, packed_kc_kernel<R, Prepared, Flat>, &l.cfg));
+    KLAB_CUDA(cudaOccupancyMaxActiveClusters(&n, packed_kc_kernel<R, Prepared, Flat, Stamp>, &l.cfg));
   }
   return cache[key] = n < 1 ? 1 : n;
 }
@@ -2395,11 +2414,17 @@ KcPlan kc_plan(int m, int k, int owners, int Sw, int per_sm) {
   if (!Flat && kp.held(0) * R > kKcMaxRows) kp.Q = 0;
   return kp;
 }
-template <int R, int Owners, int Sw, int PerSm, bool Prepared, bool Flat = false>
+template <int R, int Owners, int Sw, int PerSm, bool Prepared, bool Flat = false, bool Stamp = false>
 void launch_kc(const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   static_assert(Owners >= 1 && Owners <= kKcMaxWarps && Sw >= 1 && Sw <= kKcMaxStages && PerSm >= 1);
   check_launch(packed, x, y, m, k);
   const KcPlan kp = kc_plan<R, Prepared, Flat>(m, k, Owners, Sw, PerSm);
+  if constexpr (Stamp) {
+    require(kp.Q > 0, "the stamp probe: grid=split-k runs the paced ring at this shape (k past 8192 or a cluster's rows past 1024)");
+    const int stamped = kc_device_clusters<R, Prepared, Flat, true>(kp), plain = kc_device_clusters<R, Prepared, Flat>(kp);
+    require(stamped == plain, "the stamp probe's grid=split-k kernel fits " + std::to_string(stamped) + (Flat ? " groups of blocks" : " clusters") +
+                                  " on this device, the kernel it stamps " + std::to_string(plain) + ": its launches would not be that kernel's");
+  }
   if (kp.Q == 0) {  // the paced ring with its prep a warp per block of x (rung 85's, rows=4: rung 92's), or its main kernel alone
     if constexpr (Prepared)
       launch_paced<1, true, false, 0, 1, 1, R>(packed, x, y, m, k, stream);
@@ -2408,11 +2433,11 @@ void launch_kc(const std::uint8_t* packed, const float* x, float* y, int m, int 
     return;
   }
   if constexpr (Flat) {
-    launch_maybe_pdl(true, packed_kc_kernel<R, Prepared, true>, dim3(unsigned(kp.Q * kp.C)), dim3(unsigned(kp.owners * 32)), std::size_t(kp.smem()), stream,
-                     packed, y, m, k, Sw, x);
+    launch_maybe_pdl(true, packed_kc_kernel<R, Prepared, true, Stamp>, dim3(unsigned(kp.Q * kp.C)), dim3(unsigned(kp.owners * 32)), std::size_t(kp.smem()),
+                     stream, packed, y, m, k, Sw, x);
   } else {
     ClusterLaunch l(kp.Q * kp.C, kp.owners, std::size_t(kp.smem()), kp.C, true, stream);
-    KLAB_CUDA(cudaLaunchKernelEx(&l.cfg, packed_kc_kernel<R, Prepared>, packed, y, m, k, Sw, x));
+    KLAB_CUDA(cudaLaunchKernelEx(&l.cfg, packed_kc_kernel<R, Prepared, false, Stamp>, packed, y, m, k, Sw, x));
   }
   KLAB_CUDA_LAUNCH("packed_kc_kernel");
 }
@@ -3022,6 +3047,13 @@ int q4_stamp_grid(StampGrid g, int m, int k) {
   const int W = warps_for(k);
   const long long groups = (static_cast<long long>(m) + 7) / 8;
   if (g == StampGrid::groups) return int(groups);
+  if (g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k_last) {
+    const KcPlan kp = g == StampGrid::split_k_last ? kc_plan<8, false, true>(m, k, 8, 2, 2) : kc_plan<8, false>(m, k, 8, 2, g == StampGrid::split_k ? 2 : 1);
+    if (kp.Q == 0)
+      throw Error("the stamp probe: grid=split-k at " + std::to_string(m) + "x" + std::to_string(k) +
+                  " runs the paced ring (k past 8192, a cluster's rows past 1024 or m past 65536): --grid paced");
+    return kp.Q * kp.C;
+  }
   if (g == StampGrid::paced) {
     if (W + 1 > kMaxWarps)
       throw Error("the stamp probe: --grid paced at k = " + std::to_string(k) + " (" + std::to_string(W) +
@@ -3057,6 +3089,13 @@ void paced_stamped(bool prepared, const std::uint8_t* packed, const float* x, fl
   if (prepared) launch_paced<1, true, false, 0, 1, 1, 8, 0, true>(packed, x, y, m, k, stream);
   else launch_paced<1, false, false, 8, 1, 1, 8, 0, true>(packed, x, y, m, k, stream);
 }
+// grid=split-k,owners=8,stages=2,rows=8 at per-sm=PerSm (rungs 115, 116) or with fold=last (Flat; rung 119): launch_kc's
+// Stamp, quantising x's chunk in the launch or on prepared x.
+template <int PerSm, bool Flat>
+void kc_stamped(bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
+  if (prepared) launch_kc<8, 8, 2, PerSm, true, Flat, true>(packed, x, y, m, k, stream);
+  else launch_kc<8, 8, 2, PerSm, false, Flat, true>(packed, x, y, m, k, stream);
+}
 }  // namespace
 void launch_q4_stamped(StampGrid g, int depth, bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   if (g == StampGrid::groups) {
@@ -3066,6 +3105,13 @@ void launch_q4_stamped(StampGrid g, int depth, bool prepared, const std::uint8_t
   if (g == StampGrid::paced) {
     if (depth != 0) throw Error("the stamp probe: the paced ring has no depth (" + std::to_string(depth) + ")");
     return paced_stamped(prepared, packed, x, y, m, k, stream);
+  }
+  if (g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k_last) {
+    if (depth != 0) throw Error("the stamp probe: grid=split-k has no depth (" + std::to_string(depth) + ")");
+    q4_stamp_grid(g, m, k);  // refuses where the launcher would run the paced ring
+    if (g == StampGrid::split_k) return kc_stamped<2, false>(prepared, packed, x, y, m, k, stream);
+    if (g == StampGrid::split_k1) return kc_stamped<1, false>(prepared, packed, x, y, m, k, stream);
+    return kc_stamped<2, true>(prepared, packed, x, y, m, k, stream);
   }
   switch (depth) {
     case 0: return stamped<0>(prepared, packed, x, y, m, k, stream);
