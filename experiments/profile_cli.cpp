@@ -249,7 +249,7 @@ int probe_cluster_command(const std::vector<std::string>& args, int, char**) {
   for (const auto& f : cf) {
     const ClusterEntry e = measure_cluster_entry(f, launches, pre, post, ps.s);
     lines.push_back({{"probe", "cluster-entry"}, {"device", dev.name}, {"form", f.str()}, {"cluster", f.cluster}, {"pdl", f.pdl},
-                     {"smem_kb", f.smem_kb}, {"per_sm", f.per_sm}, {"grid", e.grid}, {"pre_us", pre}, {"post_us", post},
+                     {"smem_kb", f.smem_kb}, {"per_sm", f.per_sm}, {"grid", e.grid}, {"resident_blocks", e.resident_blocks}, {"pre_us", pre}, {"post_us", post},
                      {"entry_gap_us", e.entry_gap_us}, {"period_us", e.period_us}, {"launches", e.launches}});
   }
   for (const auto& l : lines) std::cout << l.dump() << std::endl;

@@ -18,7 +18,7 @@ grid=groups' barrier; the exit) and, for the rings, their waits for their stages
 after the release); grid=split-k's lines (--grid split-k|split-k1|split-k-last) in a table of their own, whose block phases
 are x's chunk quantised into shared memory, the cluster's wait (0 for fold=last), warp 0's first tile's bytes, its
 tiles, the fold and exit, and warp 0's waits for its tiles' bytes. cluster-entry: the form (blocks a cluster, none for 0; PDL; KB of shared memory a block; blocks an SM's
-worth), the blocks launched, the period between the grids' last exits and the next grid's first entry less this grid's last
+worth), the blocks launched and the blocks of the form the device holds at once (lines without it: -), the period between the grids' last exits and the next grid's first entry less this grid's last
 exit (negative: it entered early), both in us as the probe wrote them.
 
 Exit 0 with the tables on stdout (or in --out); 2, writing nothing, when the file cannot be read, a line is not a JSON
@@ -103,10 +103,11 @@ def q4_table(rows):
 
 
 def cluster_table(rows):
-    out = header("cluster", "pdl", "KB a block", "blocks an SM", "grid", "period (us)", "next grid's entry - this grid's exit (us)")
+    out = header("cluster", "pdl", "KB a block", "blocks an SM", "grid", "held at once", "period (us)", "next grid's entry - this grid's exit (us)")
     for r in rows:
         cluster = r["cluster"] if r["cluster"] else "none"
-        out.append(f"| {cluster} | {'on' if r['pdl'] else 'off'} | {r['smem_kb']} | {r['per_sm']} | {r['grid']} | {r['period_us']:.2f} | "
+        held = r.get("resident_blocks", "-")  # the probe's lines before it said so (reports/h100/run-call66) lack it
+        out.append(f"| {cluster} | {'on' if r['pdl'] else 'off'} | {r['smem_kb']} | {r['per_sm']} | {r['grid']} | {held} | {r['period_us']:.2f} | "
                    f"{r['entry_gap_us']:.2f} |")
     return out
 

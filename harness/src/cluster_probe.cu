@@ -112,12 +112,18 @@ ClusterEntry measure_cluster_entry(const ClusterForm& f, int launches, double pr
   cfg.stream = stream;
   cfg.attrs = attr;
   cfg.numAttrs = na;
+  int resident = 0;  // blocks of this form the device holds at once
   if (C > 0) {
     int clusters = 0;
     cudaLaunchConfig_t q = cfg;
     q.numAttrs = 1;  // the cluster dimension alone
     KLAB_CUDA(cudaOccupancyMaxActiveClusters(&clusters, cluster_hop_kernel, &q));
     require(clusters >= 1, "probe-cluster: the device holds no cluster of " + std::to_string(C) + " blocks of " + std::to_string(f.smem_kb) + " KB");
+    resident = clusters * C;
+  } else {
+    int per_sm = 0;
+    KLAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, cluster_hop_kernel, kThreads, cfg.dynamicSmemBytes));
+    resident = per_sm * sms;
   }
   const std::size_t bytes = std::size_t(launches) * sizeof(unsigned long long);
   DeviceBuffer<unsigned long long> entry{std::size_t(launches)}, leave{std::size_t(launches)};
@@ -136,6 +142,7 @@ ClusterEntry measure_cluster_entry(const ClusterForm& f, int launches, double pr
   ClusterEntry r;
   r.form = f;
   r.grid = grid;
+  r.resident_blocks = resident;
   r.launches = int(gap.size());
   r.entry_gap_us = summarize(gap).median;
   r.period_us = summarize(period).median;

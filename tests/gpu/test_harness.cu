@@ -114,7 +114,7 @@ TEST_CASE("probe-hop: the hop and the L2 chase measured alone and beside a backg
   CHECK(busy.bg_passes >= 8);
 }
 
-TEST_CASE("probe-cluster: a PDL grid without clusters enters early, a plain one after the grid before, each period at least the spin after the wait") {
+TEST_CASE("probe-cluster: a PDL grid without clusters enters early, a plain one after the grid before, each period at least the spin after the wait, the blocks held at once") {
   OnDevice o;
   CHECK_THROWS_WITH_AS(measure_cluster_entry({9, true, 0, 1}, 16, 2, 3, o.s), doctest::Contains("0 (none) to 8"), Error);
   CHECK_THROWS_WITH_AS(measure_cluster_entry({0, true, 0, 1}, 4, 2, 3, o.s), doctest::Contains("at least 8"), Error);
@@ -133,6 +133,11 @@ TEST_CASE("probe-cluster: a PDL grid without clusters enters early, a plain one 
     CHECK(e.period_us >= 3);  // a grid's spin after its wait follows the grid before's end
     CHECK(e.period_us < 1000);
   }
+  // 0 KB blocks of 256 threads: 8 an SM (2048 threads); 80 KB ones in clusters of 5: at most 2 an SM, whole clusters.
+  CHECK(pdl.resident_blocks == 8 * o.d.sm_count);
+  CHECK(c5.resident_blocks % 5 == 0);
+  CHECK(c5.resident_blocks >= 5);
+  CHECK(c5.resident_blocks <= 2 * o.d.sm_count);
 }
 
 TEST_CASE("timing: repetitions, clock readings, and L2-cold slower than hot on a cache-sized buffer") {

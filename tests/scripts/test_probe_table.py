@@ -106,12 +106,12 @@ class ProbeTable(unittest.TestCase):
         self.assertLess(lines.index("## q4-stamps (GPU X)"), lines.index(row))  # the kinds' tables in their fixed order
 
     def test_cluster_table(self):
-        none_off = dict(CLUSTER, cluster=0, pdl=False, smem_kb=0, per_sm=2, grid=264, period_us=7.168, entry_gap_us=1.792)
+        none_off = dict(CLUSTER, cluster=0, pdl=False, smem_kb=0, per_sm=2, grid=264, period_us=7.168, entry_gap_us=1.792, resident_blocks=2112)
         p = run(self.write(json.dumps(CLUSTER), json.dumps(none_off)))
         self.assertEqual(p.returncode, 0, p.stderr)
         lines = p.stdout.splitlines()
         self.assertIn("## cluster-entry (GPU X)", lines)
-        first, second = "| 5 | on | 80 | 1 | 130 | 5.12 | -4.86 |", "| none | off | 0 | 2 | 264 | 7.17 | 1.79 |"
+        first, second = "| 5 | on | 80 | 1 | 130 | - | 5.12 | -4.86 |", "| none | off | 0 | 2 | 264 | 2112 | 7.17 | 1.79 |"
         self.assertIn(first, lines)
         self.assertIn(second, lines)
         self.assertLess(lines.index(first), lines.index(second))

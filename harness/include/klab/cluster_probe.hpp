@@ -36,6 +36,8 @@ std::vector<ClusterForm> default_cluster_forms();
 struct ClusterEntry {
   ClusterForm form;
   int grid = 0;            // blocks launched
+  int resident_blocks = 0; // blocks of the form the device holds at once (cudaOccupancyMaxActiveClusters x C, or blocks an
+                           // SM x SMs): a grid past it runs in more than one wave
   double entry_gap_us = 0; // median over launches of (next grid's first entry) - (this grid's last exit)
   double period_us = 0;    // median of the time between consecutive grids' last exits
   int launches = 0;        // launches the medians are over (after the first quarter, dropped as warm-up)
