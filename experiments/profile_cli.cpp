@@ -403,11 +403,11 @@ int probe_rec_command(const std::vector<std::string>& args, int, char**) {
 
 
 const char* const kProbeQ4Usage =
-    "klab probe-q4 --shape MxK [--grid fill|groups|paced|split-k|split-k1|split-k-last] [--depth 0|1|2|3] [--prepared] [--launches 64] [--device N]  (a q4 main kernel with "
+    "klab probe-q4 --shape MxK [--grid fill|groups|paced|split-k|split-k1|split-k4|split-k-last] [--depth 0|1|2|3] [--prepared] [--launches 64] [--device N]  (a q4 main kernel with "
     "in-kernel timer stamps, after its prep launch or alone on prepared x, stream mode)";
 
 // Rung 11's ring (--grid fill, depth 0), depth=D's, rung 10's grid=groups kernel (--grid groups) or rung 85's paced ring
-// (--grid paced), or grid=split-k's rung 115, 116 or 119 (--grid split-k, split-k1, split-k-last), `launches` calls back to back in one graph, each call on a copy of the weights of its own (at least
+// (--grid paced), or grid=split-k's rung 115, 116, 121 or 119 (--grid split-k, split-k1, split-k4, split-k-last), `launches` calls back to back in one graph, each call on a copy of the weights of its own (at least
 // as many as stream mode rotates over, so every call reads cold bytes; the stamps name a call by its copy), x shared;
 // the graph runs three times and the stamps of the last are read. --prepared: the main kernel alone on the x in g_xq (filled by one call with its
 // prep launch first), as xprep=producer times it.
@@ -418,7 +418,8 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
   d.add_options()("shape", po::value<std::string>(&shape), "problem shape MxK (required; k a multiple of 32, at most 32768)")
     ("grid", po::value<std::string>(&grid_name),
      "fill: the TMA ring (rung 11, or depth=D's); groups: grid=groups,xprep=launch (rung 10); paced: pace=1,xprep=warps (rung 85); "
-     "split-k, split-k1, split-k-last: grid=split-k,owners=8,stages=2,rows=8 at per-sm=2 (rung 115), per-sm=1 (116), fold=last (119)")
+     "split-k, split-k1, split-k-last: grid=split-k,owners=8,stages=2,rows=8 at per-sm=2 (rung 115), per-sm=1 (116), fold=last (119); "
+     "split-k4: owners=8,stages=4,per-sm=1,rows=4 (121)")
     ("depth", po::value<int>(&depth), "the ring's: 0 its own stages (rung 11), or 1, 2, 3: depth=D's ring")
     ("prepared", "the main kernel alone on x already prepared (no prep launch)")
     ("launches", po::value<int>(&launches), "calls in the graph (default 64)")("device", po::value<int>(&device), "CUDA device index")
@@ -429,11 +430,12 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
   using q4_gemv::packed::StampGrid;
   const std::vector<std::pair<std::string, StampGrid>> grids{{"fill", StampGrid::fill},         {"groups", StampGrid::groups},
                                                              {"paced", StampGrid::paced},       {"split-k", StampGrid::split_k},
-                                                             {"split-k1", StampGrid::split_k1}, {"split-k-last", StampGrid::split_k_last}};
+                                                             {"split-k1", StampGrid::split_k1}, {"split-k4", StampGrid::split_k4},
+                                                             {"split-k-last", StampGrid::split_k_last}};
   const auto named = std::find_if(grids.begin(), grids.end(), [&](const auto& e) { return e.first == grid_name; });
-  require(named != grids.end(), "--grid " + grid_name + ": fill, groups, paced, split-k, split-k1 or split-k-last");
+  require(named != grids.end(), "--grid " + grid_name + ": fill, groups, paced, split-k, split-k1, split-k4 or split-k-last");
   const StampGrid g = named->second;
-  const bool split_k = g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k_last;
+  const bool split_k = g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k4 || g == StampGrid::split_k_last;
   const auto depths = q4_gemv::packed::ring_stamp_depths();
   if (std::find(depths.begin(), depths.end(), depth) == depths.end()) {
     std::string list;

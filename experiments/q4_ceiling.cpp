@@ -372,6 +372,10 @@ constexpr std::size_t kSplitK0 = 115;
 // reports/h100/run-call66, a slice): rung 119 84.7 / 71.3 / 57.7 / 50.4% of that card's read ceiling (rung 115 85.9 / 74.2 /
 // 61.7 / 62.6%), rung 120 42.9-52.6% (rung 117 60.3-69.8%): the claim would not hold; the cluster launch is not the cost.
 constexpr std::size_t kSplitKFlat0 = 119;
+// The rungs 121, 122: grid=split-k at one block an SM and rows=4, its rings as deep as two calls' blocks allow beside each
+// other: owners=8 of 4 stages, owners=16 of 2. Predicted (2026-12-06, after the stamp probe of reports/h100/run-call68,
+// before any run): faster than rung 97 (defer=8,rows=4) at 6144x5120 and 5120x6144 (claim split-k-deep-pays).
+constexpr std::size_t kSplitKDeep0 = 121;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {
   const std::size_t at = name.find(name.find(",xprep=") != std::string::npos ? ",xprep=" : ",grid=");
@@ -554,6 +558,10 @@ std::vector<std::string> rungs() {
                                            {"owners", owners}, {"stages", "2"}, {"per-sm", per_sm}, {"pdl", "on"}, {"rows", rows}}));
   // 119, 120: fold=last on rungs 115 and 117 (fold= goes after load=).
   for (const std::size_t i : {kSplitK0, kSplitK0 + 2}) out.push_back(inserted_after(out[i], ",load=bulk", ",fold=last"));
+  // 121, 122: split-k at per-sm=1,rows=4, owners=8 of 4 stages and owners=16 of 2.
+  for (const auto& [owners, stages] : std::vector<std::array<std::string, 2>>{{"8", "4"}, {"16", "2"}})
+    out.push_back(variant_name("q4_gemv", {{"map", "packed"}, {"dot", "q8-dp4a"}, {"grid", "split-k"}, {"xprep", "chunk"}, {"load", "bulk"},
+                                           {"owners", owners}, {"stages", stages}, {"per-sm", "1"}, {"pdl", "on"}, {"rows", "4"}}));
   return out;
 }
 // The xprep=launch rungs, the ring rungs and the grid=half rungs (indices in rungs()).
@@ -744,6 +752,10 @@ Experiment q4_to_ceiling() {
                                 "split-k pays without the cluster launch: grid=split-k,xprep=chunk,load=bulk,fold=last,owners=8,stages=2,per-sm=2 "
                                 "at rows=8 and rows=4 (each group folded by the last of its blocks through global memory) are faster than their "
                                 "cluster twins on the four seed shapes"};
+  const Claim split_k_deep_pays{"split-k-deep-pays",
+                                "deeper rings pay on split-k: grid=split-k,xprep=chunk,load=bulk,owners=8,stages=4 and owners=16,stages=2,per-sm=1,"
+                                "rows=4 (one block an SM, the next call's beside it, a refill asked for about 4 tiles ahead) are faster than rung "
+                                "97 (defer=8,rows=4) at 6144x5120 and 5120x6144"};
   const Claim pace_warp_pays{"pace-warp-pays",
                              "prep blocks of one warp pay on the paced ring: grid=fill,xprep=warp,load=bulk,pace=1,rows=8,pdl=on is faster than "
                              "its xprep=warps twin (prep blocks of 8 warps) on the four seed shapes"};
@@ -756,7 +768,7 @@ Experiment q4_to_ceiling() {
               late_pays, block_depth_pays, ring_warp_pays, ring_warps_pay, depth_split_pays, pace_pays, pace_block_pays,
               pace_warps_pay, pace_warp_pays, groups_bulk_warps_pay, pace_ilp_pays, pace_split_pays, pace_rows4_pays, pace_late_pays,
               pace_defer_pays, pace_per_sm1_pays, pace_per_sm3_pays, pace_per_sm2_pays, pace_stages_pays, own_pays, own_block_pays,
-              split_k_pays, split_k_flat_pays};
+              split_k_pays, split_k_flat_pays, split_k_deep_pays};
   e.run = [=](Context& ctx) {
     const Op& op = ctx.registry().op("q4_gemv");
     const std::vector<std::string> ours = rungs();
@@ -932,6 +944,7 @@ Experiment q4_to_ceiling() {
           twins_pay(own_pays, "grid=own", [](std::size_t i) { return i < 2 ? kPaceWarps : kPaceDefer0 + 2; }, kOwn0, 3);
           twins_pay(own_block_pays, "xprep=block (for xprep=warps)", [](std::size_t) { return kOwn0 + 2; }, kOwn0 + 3, 1);
           twins_pay(split_k_pays, "grid=split-k", [](std::size_t i) { return i < 2 ? kPaceWarps : kPaceDefer0 + 2; }, kSplitK0, 4);
+          twins_pay(split_k_deep_pays, "grid=split-k,per-sm=1,rows=4 (for rung 97)", [](std::size_t) { return kPaceDefer0 + 2; }, kSplitKDeep0, 2);
         }
         twins_pay(split_k_flat_pays, "fold=last", [](std::size_t i) { return kSplitK0 + 2 * i; }, kSplitKFlat0, 2);
         twins_pay(pace_warps_pay, "xprep=warps (for xprep=launch)", [](std::size_t) { return kPace0; }, kPaceWarps, 1);

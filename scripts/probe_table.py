@@ -16,7 +16,7 @@ bytes, the hop, the span after the release, a block's phases from the release (x
 grid=groups' whole group; its work: the ring's first group, grid=groups' dots; then the ring's other groups or
 grid=groups' barrier; the exit) and, for the rings, their waits for their stages' bytes (us, and their share of the span
 after the release); grid=split-k's lines (--grid split-k|split-k1|split-k-last) in a table of their own, whose block phases
-are x's chunk quantised into shared memory, the cluster's wait (0 for fold=last), warp 0's first tile's bytes, its
+(--grid split-k4 too) are x's chunk quantised into shared memory, the cluster's wait (0 for fold=last), warp 0's first tile's bytes, its
 tiles, the fold and exit, and warp 0's waits for its tiles' bytes. cluster-entry: the form (blocks a cluster, none for 0; PDL; KB of shared memory a block; blocks an SM's
 worth), the blocks launched and the blocks of the form the device holds at once (lines without it: -), the period between the grids' last exits and the next grid's first entry less this grid's last
 exit (negative: it entered early), both in us as the probe wrote them.
@@ -72,7 +72,8 @@ def hop_table(rows):
     return out
 
 
-SPLIT_K = {"split-k": "split-k, per-sm=2 (115)", "split-k1": "split-k, per-sm=1 (116)", "split-k-last": "split-k, fold=last (119)"}
+SPLIT_K = {"split-k": "split-k, per-sm=2 (115)", "split-k1": "split-k, per-sm=1 (116)", "split-k4": "split-k, rows=4, 4 stages, per-sm=1 (121)",
+           "split-k-last": "split-k, fold=last (119)"}
 
 
 def split_k_table(rows):

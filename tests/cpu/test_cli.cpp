@@ -306,7 +306,7 @@ TEST_CASE("klab probe-q4 refuses bad options and a missing device by name, exit 
                            {"probe-q4 --shape 64x100", "not a multiple of 32"},
                            {"probe-q4 --shape 64x40000", "32768"},
                            {"probe-q4 --shape 64x5120 --depth 4", "--depth 4: one of 0, 1, 2, 3"},
-                           {"probe-q4 --shape 64x5120 --grid half", "--grid half: fill, groups, paced, split-k, split-k1 or split-k-last"},
+                           {"probe-q4 --shape 64x5120 --grid half", "--grid half: fill, groups, paced, split-k, split-k1, split-k4 or split-k-last"},
                            {"probe-q4 --shape 64x5120 --grid groups --depth 2", "grid=groups, the paced ring and grid=split-k have none"},
                            {"probe-q4 --shape 64x5120 --grid paced --depth 1", "grid=groups, the paced ring and grid=split-k have none"},
                            {"probe-q4 --shape 64x5120 --grid split-k --depth 1", "grid=groups, the paced ring and grid=split-k have none"},

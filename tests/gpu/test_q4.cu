@@ -277,7 +277,8 @@ TEST_CASE("grid=split-k (clusters over k, x's chunk quantised in the launch) and
     const auto want = run_variant(ring + "pdl=on,rows=8", c);
     for (const std::string& name : {kc + "owners=8,stages=2,per-sm=2,pdl=on,rows=8", kc + "owners=8,stages=2,per-sm=1,pdl=on,rows=8",
                                     kc + "owners=8,stages=2,per-sm=2,pdl=on,rows=4", kc + "owners=16,stages=2,per-sm=2,pdl=on,rows=4",
-                                    kc + "fold=last,owners=8,stages=2,per-sm=2,pdl=on,rows=8", kc + "fold=last,owners=8,stages=2,per-sm=2,pdl=on,rows=4"}) {
+                                    kc + "fold=last,owners=8,stages=2,per-sm=2,pdl=on,rows=8", kc + "fold=last,owners=8,stages=2,per-sm=2,pdl=on,rows=4",
+                                    kc + "owners=8,stages=4,per-sm=1,pdl=on,rows=4", kc + "owners=16,stages=2,per-sm=1,pdl=on,rows=4"}) {
       check_twin_bits(name, c, want, s.m * s.k <= 3'000'000);
       check_back_to_back(name, c, s, want);
       // On prepared x: g_xq filled by the ring's prep launch, then three calls of the same kernel reading its chunk's words.
@@ -492,7 +493,7 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
   CHECK_FALSE(bool(q4_gemv::q4_kernel("q4_gemv/map=packed,dot=f32,grid=groups,xprep=launch,pdl=on,rows=8").launch_prepared));
 }
 
-TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D's, rung 10's, rung 85's and rungs 115, 116 and 119's bits, with their prep (launch) and on prepared x, and every block's stamps in order") {
+TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D's, rung 10's, rung 85's and rungs 115, 116, 119 and 121's bits, with their prep (launch) and on prepared x, and every block's stamps in order") {
   namespace pk = q4_gemv::packed;
   const std::string ring = "q4_gemv/map=packed,dot=q8-dp4a,grid=fill,xprep=launch,load=bulk,";
   std::vector<std::tuple<pk::StampGrid, int, std::string>> kernels{{pk::StampGrid::groups, 0, "q4_gemv/map=packed,dot=q8-dp4a,grid=groups,xprep=launch,pdl=on,rows=8"}};
@@ -501,6 +502,7 @@ TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D'
   const std::string kc = "q4_gemv/map=packed,dot=q8-dp4a,grid=split-k,xprep=chunk,load=bulk,";
   kernels.emplace_back(pk::StampGrid::split_k, 0, kc + "owners=8,stages=2,per-sm=2,pdl=on,rows=8");
   kernels.emplace_back(pk::StampGrid::split_k1, 0, kc + "owners=8,stages=2,per-sm=1,pdl=on,rows=8");
+  kernels.emplace_back(pk::StampGrid::split_k4, 0, kc + "owners=8,stages=4,per-sm=1,pdl=on,rows=4");
   kernels.emplace_back(pk::StampGrid::split_k_last, 0, kc + "fold=last,owners=8,stages=2,per-sm=2,pdl=on,rows=8");
   // 17408x5120: 8 or 9 groups a ring block; 300x6144: a group or two a ring block (the one-group path of points 5 and 6).
   for (const Shape s : std::vector<Shape>{{17408, 5120}, {300, 6144}}) {
@@ -523,7 +525,7 @@ TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D'
         pk::q4_stamp_begin(stamps.get(), waits.get(), 1, packed.get(), 1LL << 40, nullptr);  // one call: its blocks' rows
         // prepared: g_xq holds x's words from the call before (prepared=false ran first), but grid=split-k's own call
         // quantises its chunks in shared memory only: its words are written here
-        const bool split_k = g == pk::StampGrid::split_k || g == pk::StampGrid::split_k1 || g == pk::StampGrid::split_k_last;
+        const bool split_k = g == pk::StampGrid::split_k || g == pk::StampGrid::split_k1 || g == pk::StampGrid::split_k4 || g == pk::StampGrid::split_k_last;
         if (prepared && split_k) {
           write_prepared<<<k / 32, 32>>>(x.get(), q4_gemv::prepared_x());
           KLAB_CUDA_LAUNCH("write_prepared");

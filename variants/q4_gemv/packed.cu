@@ -3047,8 +3047,10 @@ int q4_stamp_grid(StampGrid g, int m, int k) {
   const int W = warps_for(k);
   const long long groups = (static_cast<long long>(m) + 7) / 8;
   if (g == StampGrid::groups) return int(groups);
-  if (g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k_last) {
-    const KcPlan kp = g == StampGrid::split_k_last ? kc_plan<8, false, true>(m, k, 8, 2, 2) : kc_plan<8, false>(m, k, 8, 2, g == StampGrid::split_k ? 2 : 1);
+  if (g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k4 || g == StampGrid::split_k_last) {
+    const KcPlan kp = g == StampGrid::split_k_last ? kc_plan<8, false, true>(m, k, 8, 2, 2)
+                      : g == StampGrid::split_k4   ? kc_plan<4, false>(m, k, 8, 4, 1)
+                                                   : kc_plan<8, false>(m, k, 8, 2, g == StampGrid::split_k ? 2 : 1);
     if (kp.Q == 0)
       throw Error("the stamp probe: grid=split-k at " + std::to_string(m) + "x" + std::to_string(k) +
                   " runs the paced ring (k past 8192, a cluster's rows past 1024 or m past 65536): --grid paced");
@@ -3089,12 +3091,12 @@ void paced_stamped(bool prepared, const std::uint8_t* packed, const float* x, fl
   if (prepared) launch_paced<1, true, false, 0, 1, 1, 8, 0, true>(packed, x, y, m, k, stream);
   else launch_paced<1, false, false, 8, 1, 1, 8, 0, true>(packed, x, y, m, k, stream);
 }
-// grid=split-k,owners=8,stages=2,rows=8 at per-sm=PerSm (rungs 115, 116) or with fold=last (Flat; rung 119): launch_kc's
-// Stamp, quantising x's chunk in the launch or on prepared x.
-template <int PerSm, bool Flat>
+// grid=split-k at rows=R, Owners warps of Sw stages, per-sm=PerSm, with fold=last where Flat (the StampGrid::split_k*
+// kernels): launch_kc's Stamp, quantising x's chunk in the launch or on prepared x.
+template <int R, int Owners, int Sw, int PerSm, bool Flat>
 void kc_stamped(bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
-  if (prepared) launch_kc<8, 8, 2, PerSm, true, Flat, true>(packed, x, y, m, k, stream);
-  else launch_kc<8, 8, 2, PerSm, false, Flat, true>(packed, x, y, m, k, stream);
+  if (prepared) launch_kc<R, Owners, Sw, PerSm, true, Flat, true>(packed, x, y, m, k, stream);
+  else launch_kc<R, Owners, Sw, PerSm, false, Flat, true>(packed, x, y, m, k, stream);
 }
 }  // namespace
 void launch_q4_stamped(StampGrid g, int depth, bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
@@ -3106,12 +3108,13 @@ void launch_q4_stamped(StampGrid g, int depth, bool prepared, const std::uint8_t
     if (depth != 0) throw Error("the stamp probe: the paced ring has no depth (" + std::to_string(depth) + ")");
     return paced_stamped(prepared, packed, x, y, m, k, stream);
   }
-  if (g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k_last) {
+  if (g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k4 || g == StampGrid::split_k_last) {
     if (depth != 0) throw Error("the stamp probe: grid=split-k has no depth (" + std::to_string(depth) + ")");
     q4_stamp_grid(g, m, k);  // refuses where the launcher would run the paced ring
-    if (g == StampGrid::split_k) return kc_stamped<2, false>(prepared, packed, x, y, m, k, stream);
-    if (g == StampGrid::split_k1) return kc_stamped<1, false>(prepared, packed, x, y, m, k, stream);
-    return kc_stamped<2, true>(prepared, packed, x, y, m, k, stream);
+    if (g == StampGrid::split_k) return kc_stamped<8, 8, 2, 2, false>(prepared, packed, x, y, m, k, stream);
+    if (g == StampGrid::split_k1) return kc_stamped<8, 8, 2, 1, false>(prepared, packed, x, y, m, k, stream);
+    if (g == StampGrid::split_k4) return kc_stamped<4, 8, 4, 1, false>(prepared, packed, x, y, m, k, stream);
+    return kc_stamped<8, 8, 2, 2, true>(prepared, packed, x, y, m, k, stream);
   }
   switch (depth) {
     case 0: return stamped<0>(prepared, packed, x, y, m, k, stream);
@@ -3668,6 +3671,16 @@ std::vector<Q4Kernel> packed_kernels() {
   // cluster grids enter before the grid before them ends). Negative results (claim split-k-flat-pays would not hold), kept.
   v.push_back(kernel_kc<8, 8, 2, 2, true>());
   v.push_back(kernel_kc<4, 8, 2, 2, true>());
+  // grid=split-k at one block an SM, rows=4, its rings as deep as two calls' blocks allow beside each other (79.5 KB a block:
+  // 8 warps of 4 stages, 16 of 2; 2026-12-06, fifteenth session, after the stamp probe, written before any run). The
+  // probe (reports/h100/run-call68, H100, 6144x5120): rung 115's blocks cannot enter beside the call before (two of 79.5 KB
+  // an SM), so its releases spread over 4.4 us and a late block's 2.5 us from entry to its requests lie on the period
+  // (9.9 us); rung 116 enters a whole call early (one block an SM) and is released within 1.3 us, but holds 16 of a
+  // block's ~29 tiles at the release and each warp asks for its next only once it has read one: 2.7 us of its 5.6 us of
+  // tiles wait for bytes. Here the same bytes are held in half-size tiles, each warp 4 deep (8 warps) or twice the warps
+  // 2 deep: a refill is asked for ~4 tiles' dots ahead of its use. Predicted: faster than rung 97 at the 17.7 MB shapes.
+  v.push_back(kernel_kc<4, 8, 4, 1>());
+  v.push_back(kernel_kc<4, 16, 2, 1>());
   return v;
 }
 
