@@ -374,7 +374,9 @@ constexpr std::size_t kSplitK0 = 115;
 constexpr std::size_t kSplitKFlat0 = 119;
 // The rungs 121, 122: grid=split-k at one block an SM and rows=4, its rings as deep as two calls' blocks allow beside each
 // other: owners=8 of 4 stages, owners=16 of 2. Predicted (2026-12-06, after the stamp probe of reports/h100/run-call68,
-// before any run): faster than rung 97 (defer=8,rows=4) at 6144x5120 and 5120x6144 (claim split-k-deep-pays).
+// before any run): faster than rung 97 (defer=8,rows=4) at 6144x5120 and 5120x6144 (claim split-k-deep-pays). Measured (H100,
+// reports/h100/run-call69, a slice): 57.1-57.6% of that card's read ceiling at the 17.7 MB shapes (rung 97 80.9 / 81.1%): the
+// claim would not hold.
 constexpr std::size_t kSplitKDeep0 = 121;
 // A map=packed name with xpf=l2 added where packed.cu puts it: after xprep=, else after grid=.
 std::string xpf_name(const std::string& name) {

@@ -3679,6 +3679,10 @@ std::vector<Q4Kernel> packed_kernels() {
   // block's ~29 tiles at the release and each warp asks for its next only once it has read one: 2.7 us of its 5.6 us of
   // tiles wait for bytes. Here the same bytes are held in half-size tiles, each warp 4 deep (8 warps) or twice the warps
   // 2 deep: a refill is asked for ~4 tiles' dots ahead of its use. Predicted: faster than rung 97 at the 17.7 MB shapes.
+  // Measured (H100, reports/h100/run-call69, 2026-12-06, stream; % of that card's read ceiling at the four seed shapes):
+  // owners=8 of 4 stages 71.2 / 66.8 / 57.1 / 57.6, owners=16 of 2 69.7 / 64.9 / 57.4 / 57.6 (rung 116 71.3 / 67.7 / 61.2 /
+  // 61.6, rung 97 91.3 / 88.1 / 80.9 / 81.1): slower, the ring's bits. The stamps: byte waits 2.72 -> 0.83 us, but warp 0's
+  // tiles 6.40 us (~0.8 us a 4-row tile, one after another): bound by a warp's chain of tiles. Negative results, kept.
   v.push_back(kernel_kc<4, 8, 4, 1>());
   v.push_back(kernel_kc<4, 16, 2, 1>());
   return v;
