@@ -15,11 +15,12 @@ grid=groups or the paced ring; with its prep launch or on prepared x), the perio
 bytes, the hop, the span after the release, a block's phases from the release (x in; its bytes: the ring's first stage,
 grid=groups' whole group; its work: the ring's first group, grid=groups' dots; then the ring's other groups or
 grid=groups' barrier; the exit) and, for the rings, their waits for their stages' bytes (us, and their share of the span
-after the release); grid=split-k's lines (--grid split-k|split-k1|split-k-last) in a table of their own, whose block phases
-(--grid split-k4 too) are x's chunk quantised into shared memory, the cluster's wait (0 for fold=last), warp 0's first tile's bytes, its
-tiles, the fold and exit, and warp 0's waits for its tiles' bytes. cluster-entry: the form (blocks a cluster, none for 0; PDL; KB of shared memory a block; blocks an SM's
-worth), the blocks launched and the blocks of the form the device holds at once (lines without it: -), the period between the grids' last exits and the next grid's first entry less this grid's last
-exit (negative: it entered early), both in us as the probe wrote them.
+after the release); grid=split-k's lines (--grid split-k|split-k1|split-k4|split-k-last) go to a table of their own, whose
+block phases are x's chunk quantised into shared memory, the cluster's wait (0 for fold=last), warp 0's first tile's
+bytes, its tiles, the fold and exit, then warp 0's waits for its tiles' bytes. cluster-entry: the form (blocks a cluster,
+none for 0; PDL; KB of shared memory a block; blocks an SM's worth), the blocks launched, the blocks of the form the
+device holds at once (- on lines from before the probe said so), the period between the grids' last exits and the next
+grid's first entry less this grid's last exit (negative: it entered early), both in us as the probe wrote them.
 
 Exit 0 with the tables on stdout (or in --out); 2, writing nothing, when the file cannot be read, a line is not a JSON
 object, or a line's probe is not one of the five (named in the message).
