@@ -435,7 +435,6 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
   const auto named = std::find_if(grids.begin(), grids.end(), [&](const auto& e) { return e.first == grid_name; });
   require(named != grids.end(), "--grid " + grid_name + ": fill, groups, paced, split-k, split-k1, split-k4 or split-k-last");
   const StampGrid g = named->second;
-  const bool split_k = g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k4 || g == StampGrid::split_k_last;
   const auto depths = q4_gemv::packed::ring_stamp_depths();
   if (std::find(depths.begin(), depths.end(), depth) == depths.end()) {
     std::string list;
@@ -484,8 +483,8 @@ int probe_q4_command(const std::vector<std::string>& args, int, char**) {
            {"bytes", bytes}, {"blocks", grid}, {"launches", launches}, {"copies", copies}};
     if (g != q4_gemv::packed::StampGrid::groups) {  // the ring's points (the paced ring's too), or grid=split-k's
       out.update(stamp_reading(host_stamps, launches, grid, points, skip,
-                               split_k ? std::vector<std::string>{"request", "wait", "x", "started", "first_bytes", "tiles", "fold_exit"}
-                                       : std::vector<std::string>{"request", "wait", "x", "first_bytes", "first_group", "rest", "last_group_exit"}));
+                               is_split_k(g) ? std::vector<std::string>{"request", "wait", "x", "started", "first_bytes", "tiles", "fold_exit"}
+                                             : std::vector<std::string>{"request", "wait", "x", "first_bytes", "first_group", "rest", "last_group_exit"}));
       // Each block's waits for its stages' bytes, and their share of its span from the release to its exit.
       std::vector<double> waited, share;
       for (int n = skip; n < launches; ++n)

@@ -525,8 +525,7 @@ TEST_CASE("the stamp probe (klab probe-q4): its kernels give rung 11's, depth=D'
         pk::q4_stamp_begin(stamps.get(), waits.get(), 1, packed.get(), 1LL << 40, nullptr);  // one call: its blocks' rows
         // prepared: g_xq holds x's words from the call before (prepared=false ran first), but grid=split-k's own call
         // quantises its chunks in shared memory only: its words are written here
-        const bool split_k = g == pk::StampGrid::split_k || g == pk::StampGrid::split_k1 || g == pk::StampGrid::split_k4 || g == pk::StampGrid::split_k_last;
-        if (prepared && split_k) {
+        if (prepared && pk::is_split_k(g)) {
           write_prepared<<<k / 32, 32>>>(x.get(), q4_gemv::prepared_x());
           KLAB_CUDA_LAUNCH("write_prepared");
         }

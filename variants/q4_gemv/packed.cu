@@ -3041,16 +3041,36 @@ std::int64_t ring_probe_bytes(int m, int k) { return Geometry{m, k, 8}.bytes(); 
 // ---- the stamp probe (packed_kernels.hpp; Q4Stamper above) ----
 int q4_stamp_points() { return kQ4StampPoints; }
 std::vector<int> ring_stamp_depths() { return {0, 1, 2, 3}; }
+namespace {
+// The split-k kernel each StampGrid::split_k* stamps, as compile-time values: on_kc_form calls f with it, so that the
+// probe's grid (kc_plan) and its launch (launch_kc) read one table.
+template <int R_, int Owners_, int Sw_, int PerSm_, bool Flat_>
+struct KcForm {
+  static constexpr int R = R_, Owners = Owners_, Sw = Sw_, PerSm = PerSm_;
+  static constexpr bool Flat = Flat_;
+};
+template <class F>
+decltype(auto) on_kc_form(StampGrid g, F&& f) {
+  switch (g) {
+    case StampGrid::split_k: return f(KcForm<8, 8, 2, 2, false>{});   // rung 115
+    case StampGrid::split_k1: return f(KcForm<8, 8, 2, 1, false>{});  // rung 116
+    case StampGrid::split_k4: return f(KcForm<4, 8, 4, 1, false>{});  // rung 121
+    case StampGrid::split_k_last: return f(KcForm<8, 8, 2, 2, true>{});  // rung 119
+    default: throw Error("the stamp probe: not a grid=split-k kernel");
+  }
+}
+}  // namespace
 int q4_stamp_grid(StampGrid g, int m, int k) {
   if (auto why = launch_error(m, k); !why.empty()) throw Error("the stamp probe: " + why);
   if (auto why = k_error(k); !why.empty()) throw Error("the stamp probe: " + why);
   const int W = warps_for(k);
   const long long groups = (static_cast<long long>(m) + 7) / 8;
   if (g == StampGrid::groups) return int(groups);
-  if (g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k4 || g == StampGrid::split_k_last) {
-    const KcPlan kp = g == StampGrid::split_k_last ? kc_plan<8, false, true>(m, k, 8, 2, 2)
-                      : g == StampGrid::split_k4   ? kc_plan<4, false>(m, k, 8, 4, 1)
-                                                   : kc_plan<8, false>(m, k, 8, 2, g == StampGrid::split_k ? 2 : 1);
+  if (is_split_k(g)) {
+    const KcPlan kp = on_kc_form(g, [&](auto form) {
+      using Form = decltype(form);
+      return kc_plan<Form::R, false, Form::Flat>(m, k, Form::Owners, Form::Sw, Form::PerSm);
+    });
     if (kp.Q == 0)
       throw Error("the stamp probe: grid=split-k at " + std::to_string(m) + "x" + std::to_string(k) +
                   " runs the paced ring (k past 8192, a cluster's rows past 1024 or m past 65536): --grid paced");
@@ -3091,13 +3111,6 @@ void paced_stamped(bool prepared, const std::uint8_t* packed, const float* x, fl
   if (prepared) launch_paced<1, true, false, 0, 1, 1, 8, 0, true>(packed, x, y, m, k, stream);
   else launch_paced<1, false, false, 8, 1, 1, 8, 0, true>(packed, x, y, m, k, stream);
 }
-// grid=split-k at rows=R, Owners warps of Sw stages, per-sm=PerSm, with fold=last where Flat (the StampGrid::split_k*
-// kernels): launch_kc's Stamp, quantising x's chunk in the launch or on prepared x.
-template <int R, int Owners, int Sw, int PerSm, bool Flat>
-void kc_stamped(bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
-  if (prepared) launch_kc<R, Owners, Sw, PerSm, true, Flat, true>(packed, x, y, m, k, stream);
-  else launch_kc<R, Owners, Sw, PerSm, false, Flat, true>(packed, x, y, m, k, stream);
-}
 }  // namespace
 void launch_q4_stamped(StampGrid g, int depth, bool prepared, const std::uint8_t* packed, const float* x, float* y, int m, int k, cudaStream_t stream) {
   if (g == StampGrid::groups) {
@@ -3108,13 +3121,15 @@ void launch_q4_stamped(StampGrid g, int depth, bool prepared, const std::uint8_t
     if (depth != 0) throw Error("the stamp probe: the paced ring has no depth (" + std::to_string(depth) + ")");
     return paced_stamped(prepared, packed, x, y, m, k, stream);
   }
-  if (g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k4 || g == StampGrid::split_k_last) {
+  if (is_split_k(g)) {
     if (depth != 0) throw Error("the stamp probe: grid=split-k has no depth (" + std::to_string(depth) + ")");
     q4_stamp_grid(g, m, k);  // refuses where the launcher would run the paced ring
-    if (g == StampGrid::split_k) return kc_stamped<8, 8, 2, 2, false>(prepared, packed, x, y, m, k, stream);
-    if (g == StampGrid::split_k1) return kc_stamped<8, 8, 2, 1, false>(prepared, packed, x, y, m, k, stream);
-    if (g == StampGrid::split_k4) return kc_stamped<4, 8, 4, 1, false>(prepared, packed, x, y, m, k, stream);
-    return kc_stamped<8, 8, 2, 2, true>(prepared, packed, x, y, m, k, stream);
+    // launch_kc's Stamp, quantising x's chunk in the launch or on prepared x
+    return on_kc_form(g, [&](auto form) {
+      using Form = decltype(form);
+      if (prepared) launch_kc<Form::R, Form::Owners, Form::Sw, Form::PerSm, true, Form::Flat, true>(packed, x, y, m, k, stream);
+      else launch_kc<Form::R, Form::Owners, Form::Sw, Form::PerSm, false, Form::Flat, true>(packed, x, y, m, k, stream);
+    });
   }
   switch (depth) {
     case 0: return stamped<0>(prepared, packed, x, y, m, k, stream);

@@ -47,14 +47,18 @@ std::int64_t ring_probe_bytes(int m, int k);
 //   warp per block of x), thread 0 its first consumer: the ring's points and waits, point 1 the consumers at their wait
 //   (the producer warp requests on its own from the block's start). Refused where pace=1 runs the ring (k > 31744).
 //   StampGrid::split_k, split_k1, split_k_last: grid=split-k,owners=8,stages=2,rows=8 at per-sm=2 (rung 115), per-sm=1
-//   (rung 116) and with fold=last (rung 119); split_k4: owners=8,stages=4,per-sm=1,rows=4 (rung 121) (no prep launch: each block quantises its chunk of x, or reads it from g_xq
-//   when prepared), thread 0 warp 0's lane 0: entry, its warp's first tiles requested, after the wait, the chunk's x in
+//   (rung 116) and with fold=last (rung 119); split_k4: owners=8,stages=4,per-sm=1,rows=4 (rung 121) (no prep launch:
+//   each block quantises its chunk of x, or reads it from g_xq when prepared), thread 0 warp 0's lane 0: entry, its warp's first tiles requested, after the wait, the chunk's x in
 //   shared memory, every cluster member started (fold=last: the same point again), warp 0's first tile's bytes in, its
 //   last tile done, exit after the fold; waits: warp 0's for its tiles' bytes. Refused where the launcher runs the paced
 //   ring (k > 8192, a cluster's rows past 1024, fold=last past m = 65536).
 // Either after its prep launch or, `prepared`, alone on the x in g_xq (launch_prepared's form). q4_stamp_grid: the
 // launch's blocks (refuses what the kernel would). Throw klab::Error or CudaError.
 enum class StampGrid { fill, groups, paced, split_k, split_k1, split_k4, split_k_last };
+// Whether g is one of grid=split-k's stamped kernels (their points and phases differ from the rings').
+constexpr bool is_split_k(StampGrid g) {
+  return g == StampGrid::split_k || g == StampGrid::split_k1 || g == StampGrid::split_k4 || g == StampGrid::split_k_last;
+}
 int q4_stamp_points();
 std::vector<int> ring_stamp_depths();
 int q4_stamp_grid(StampGrid g, int m, int k);
