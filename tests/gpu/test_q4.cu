@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <tuple>
 
 #include "../q4_cases.hpp"
@@ -448,6 +449,9 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
       std::vector<float> x_nan = c.x;
       x_nan[std::size_t(nb - 1) * 32 + 5] = std::nanf("");
       const auto packed = packed_on_device(kern, c.w);
+      // xprep=chunk (grid=split-k) prepares its chunk in shared memory: xprep's words come from the groups kernel's launch
+      std::optional<DeviceBuffer<std::uint8_t>> packed_groups;
+      if (!own_prep) packed_groups.emplace(packed_on_device(groups, c.w));
       for (const std::vector<float>* xs : {&x_nan, &c.x}) {
         const bool finite = xs == &c.x;
         CAPTURE(finite);
@@ -455,10 +459,9 @@ TEST_CASE("prepared x (prepared_x.cuh): the warp and quad writers write what xpr
         DeviceBuffer<float> y_own(std::size_t(s.m)), y_prep(std::size_t(s.m));
         if (own_prep) {
           kern.launch_packed(packed.get(), x.get(), y_own.get(), int(s.m), int(s.k), nullptr);  // its own prep launch fills the array
-        } else {  // xprep=chunk (grid=split-k) prepares its chunk in shared memory: xprep's words come from the groups kernel
-          const auto packed_groups = packed_on_device(groups, c.w);
+        } else {
           DeviceBuffer<float> y_groups(std::size_t(s.m));
-          groups.launch_packed(packed_groups.get(), x.get(), y_groups.get(), int(s.m), int(s.k), nullptr);
+          groups.launch_packed(packed_groups->get(), x.get(), y_groups.get(), int(s.m), int(s.k), nullptr);
           kern.launch_packed(packed.get(), x.get(), y_own.get(), int(s.m), int(s.k), nullptr);
         }
         KLAB_CUDA(cudaDeviceSynchronize());
