@@ -696,6 +696,8 @@ def main(argv=None):
                 path = out / (f"{name}.{f}" if i == 0 else f"{name}-part{i + 1}.{f}")
                 meta = {"png": {"Software": None}, "svg": {"Date": None}, "pdf": {"CreationDate": None}}[f]
                 fig.savefig(path, format=f, dpi=120, bbox_inches="tight", metadata=meta)
+                if f == "png":
+                    to_palette(path)
                 written.append(path)
             plt.close(fig)
     if written:
@@ -703,6 +705,17 @@ def main(argv=None):
     else:
         print(f"plot.py: no figure: {report.file} holds no record a figure is drawn from")
     return 0
+
+
+def to_palette(path):
+    """Rewrites a PNG as 256 colours (a palette PNG, no dithering). A figure has a few hundred colours, most of them the
+    anti-aliased edges of its text; the palette form is about a quarter of the RGBA file's bytes, which is what keeps
+    committed plots inside the tree that travels to the GPU machine (tests/scripts/test_tree_budget.py). Pillow is one
+    of matplotlib's own requirements; the result is byte-stable (median cut, fixed order, no metadata)."""
+    from PIL import Image
+    with Image.open(path) as im:
+        q = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    q.save(path, format="PNG", optimize=True)
 
 
 if __name__ == "__main__":
