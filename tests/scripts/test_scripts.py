@@ -137,6 +137,8 @@ class PlotTest(TempDir):
             png = (plots / f"{n}.png").read_bytes()
             self.assertTrue(png.startswith(b"\x89PNG\r\n\x1a\n"), f"{n}.png is not a PNG")
             self.assertGreater(len(png), 5000, f"{n}.png is suspiciously small")
+            # IHDR's colour type (byte 25): 3, a palette PNG (plot.py's to_palette), not 6 (RGBA, 4x the bytes)
+            self.assertEqual(png[25], 3, f"{n}.png is not a palette PNG")
             svg = (plots / f"{n}.svg").read_text()
             self.assertIn("<svg", svg)
             self.assertGreater(len(svg), 5000)
