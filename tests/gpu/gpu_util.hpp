@@ -1,13 +1,15 @@
 #pragma once
-// Helpers for the gpu suite: run an instance once (poisoned first) and return its output; select
-// variants as --variants does; count the elements two outputs differ in, bit for bit.
+// Helpers for the gpu suite: run an instance once (poisoned first) and return its output; the variants
+// a case runs (KLAB_GPU_VARIANTS); the first element two outputs differ in, bit for bit.
 #include <cuda_runtime.h>
 
-#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "klab/catalog.hpp"
 #include "klab/cuda.hpp"
 #include "klab/experiment.hpp"
 #include "klab/registry.hpp"
@@ -22,25 +24,27 @@ inline std::vector<float> run_once(const Variant& v, const Workload& w) {
   return inst->output();
 }
 
-// Whether `filter` (klab's --variants syntax: globs or fragments joined by '|') selects `name`.
-inline bool name_matches(const std::string& filter, const std::string& name) {
-  RunOptions o;
-  o.variants = filter;
-  return o.selects(name);
+// The variants of `op` the gpu cases run: all, or with KLAB_GPU_VARIANTS set, those its filter selects (klab's
+// --variants syntax: globs or fragments joined by '|'), to chase one variant's failure alone.
+inline std::vector<const Variant*> selected_variants(const std::string& op) {
+  auto variants = registry().variants_of(op);
+  if (const char* only = std::getenv("KLAB_GPU_VARIANTS")) {
+    RunOptions o;
+    o.variants = only;
+    std::erase_if(variants, [&](const Variant* v) { return !o.selects(v->name); });
+  }
+  return variants;
 }
 
-// How many elements of a and b (the same size) differ bit for bit, and the first that does (-1: none).
-struct BitDiff {
-  std::int64_t count = 0, first = -1;
-  float a = 0.f, b = 0.f;
-};
-inline BitDiff bit_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  BitDiff d;
+// The first element of a and b whose bits differ, as "at I: A then B" ("" where none does).
+inline std::string first_difference(const std::vector<float>& a, const std::vector<float>& b) {
   for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
     if (std::memcmp(&a[i], &b[i], sizeof(float)) == 0) continue;
-    if (d.count++ == 0) d.first = std::int64_t(i), d.a = a[i], d.b = b[i];
+    char text[96];
+    std::snprintf(text, sizeof text, "at %zu: %.9g then %.9g", i, double(a[i]), double(b[i]));
+    return text;
   }
-  return d;
+  return "";
 }
 
 }  // namespace klab::test

@@ -6,7 +6,6 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "gpu_util.hpp"
@@ -20,11 +19,9 @@ using namespace klab;
 TEST_CASE("every mat-vec variant matches its op's f64 reference") {
   const std::vector<Shape> shapes{{1, 32}, {1, 160}, {33, 160}, {5, 96}, {129, 1024}, {1024, 5120}, {3, 6144}, {5, 7}, {3, 6145}};
   int checked = 0;
-  const char* only = std::getenv("KLAB_GPU_VARIANTS");  // as in the case below
   for (const auto& [opname, op] : registry().ops()) {
     if (!op.generate || !op.reference) continue;
-    auto variants = registry().variants_of(opname);
-    if (only) std::erase_if(variants, [&](const Variant* v) { return !test::name_matches(only, v->name); });
+    const auto variants = test::selected_variants(opname);
     for (const Shape& s : shapes) {
       for (std::uint64_t seed : {1u, 2u, 3u}) {
         for (Dist d : {Dist::uniform, Dist::student_t}) {
@@ -64,14 +61,12 @@ TEST_CASE("every mat-vec variant matches its op's f64 reference") {
 // two values.
 TEST_CASE("every variant of an op with params matches its f64 references, output by output, and replays after reset") {
   int checked = 0;
-  const char* only = std::getenv("KLAB_GPU_VARIANTS");
   const char* replays_env = std::getenv("KLAB_GPU_REPLAYS");
   const int replays = replays_env ? std::atoi(replays_env) : 1;
   REQUIRE_MESSAGE(replays >= 1, "KLAB_GPU_REPLAYS must be a positive integer, not '" << replays_env << "'");
   for (const auto& [opname, op] : registry().ops()) {
     if (op.params.empty() || !op.generate) continue;
-    auto variants = registry().variants_of(opname);
-    if (only) std::erase_if(variants, [&](const Variant* v) { return !test::name_matches(only, v->name); });
+    const auto variants = test::selected_variants(opname);
     if (variants.empty()) continue;
     std::vector<Problem> problems;
     // KLAB_SANITIZE=1 (scripts/h200_reference.sh under compute-sanitizer): the quick sizes only. The
@@ -116,9 +111,9 @@ TEST_CASE("every variant of an op with params matches its f64 references, output
           for (std::size_t t = 0; t < outs.size(); ++t) {
             CAPTURE(outs[t].name);
             REQUIRE(again[t].data.size() == outs[t].data.size());
-            const test::BitDiff diff = test::bit_diff(outs[t].data, again[t].data);
-            CHECK_MESSAGE(diff.count == 0, diff.count << " of " << outs[t].data.size() << " elements differ on replay " << replay
-                                                      << "; the first at " << diff.first << ": " << diff.a << " then " << diff.b);
+            const std::int64_t differ = bitwise_diff(outs[t].data, again[t].data);
+            CHECK_MESSAGE(differ == 0, differ << " of " << outs[t].data.size() << " elements differ on replay " << replay << "; the first "
+                                              << test::first_difference(outs[t].data, again[t].data));
           }
         }
         ++checked;

@@ -48,8 +48,8 @@ std::int64_t ring_probe_bytes(int m, int k);
 //   (the producer warp requests on its own from the block's start). Refused where pace=1 runs the ring (k > 31744).
 //   StampGrid::split_k, split_k1, split_k_last: grid=split-k,owners=8,stages=2,rows=8 at per-sm=2 (rung 115), per-sm=1
 //   (rung 116) and with fold=last (rung 119); split_k4: owners=8,stages=4,per-sm=1,rows=4 (rung 121) (no prep launch:
-//   each block quantises its chunk of x, or reads it from g_xq when prepared), thread 0 warp 0's lane 0: entry, its warp's first tiles requested, after the wait, the chunk's x in
-//   shared memory, every cluster member started (fold=last: the same point again), warp 0's first tile's bytes in, its
+//   each block quantises its chunk of x, or reads it from g_xq when prepared), thread 0 warp 0's lane 0: entry, its
+//   warp's first tiles requested, after the wait, the chunk's x in shared memory, every cluster member started (fold=last: the same point again), warp 0's first tile's bytes in, its
 //   last tile done, exit after the fold; waits: warp 0's for its tiles' bytes. Refused where the launcher runs the paced
 //   ring (k > 8192, a cluster's rows past 1024, fold=last past m = 65536).
 // Either after its prep launch or, `prepared`, alone on the x in g_xq (launch_prepared's form). q4_stamp_grid: the
