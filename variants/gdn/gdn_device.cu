@@ -1191,6 +1191,19 @@ std::int64_t GdnDevice::get(int layer, What w, float* dst, std::int64_t cap, int
   const Layer& L = hit(layer, "get");
   require(cap >= n, "GdnDevice::get: " + layer_str(layer) + " " + ref::gdn::to_string(w) + ": buffer of " + std::to_string(cap) + " elements, " +
                         std::to_string(n) + " needed (never truncated)");
+  if (w == What::HIST) {  // its ck-1 frames oldest first, wherever the ring's position puts them
+    copy_hist_out(layer, slot, hist_position(layer, slot), dst);
+    return n;
+  }
+  const float* src = source(L, layer, w, slot);
+  if (n > 0) {
+    KLAB_CUDA(cudaMemcpyAsync(dst, src, std::size_t(n) * kF, cudaMemcpyDeviceToHost, stream_));
+    KLAB_CUDA(cudaStreamSynchronize(stream_));
+  }
+  return n;
+}
+
+const float* GdnDevice::source(const Layer& L, int layer, What w, int slot) const {
   const float* src = nullptr;
   switch (w) {
     case What::XC: src = L.xc.get(); break;
@@ -1206,16 +1219,20 @@ std::int64_t GdnDevice::get(int layer, What w, float* dst, std::int64_t cap, int
     case What::ONN: src = L.onn.get(); break;
     case What::OUT: src = L.out_y.get(); break;
     case What::S: src = S_of(layer, slot); break;
-    case What::HIST:  // its ck-1 frames oldest first, wherever the ring's position puts them
-      copy_hist_out(layer, slot, hist_position(layer, slot), dst);
-      return n;
+    case What::HIST: break;
   }
-  require(src != nullptr || n == 0, "GdnDevice::get: unknown intermediate " + std::to_string(int(w)));
-  if (n > 0) {
-    KLAB_CUDA(cudaMemcpyAsync(dst, src, std::size_t(n) * kF, cudaMemcpyDeviceToHost, stream_));
-    KLAB_CUDA(cudaStreamSynchronize(stream_));
-  }
-  return n;
+  require(src != nullptr || ref::gdn::count(g_, w) == 0, "GdnDevice: no device source for intermediate " + ref::gdn::to_string(w));
+  return src;
+}
+
+void GdnDevice::enqueue_copy(int layer, What w, float* d_dst, cudaStream_t stream, int slot) const {
+  check_layer(layer, "enqueue_copy");
+  check_slot(slot, "enqueue_copy");
+  require(w != What::HIST, "GdnDevice::enqueue_copy: HIST is read by get() (its frames lie wherever the ring's position puts them)");
+  require(d_dst != nullptr, "GdnDevice::enqueue_copy: " + layer_str(layer) + " " + ref::gdn::to_string(w) + ": null destination");
+  const Layer& L = hit(layer, "enqueue_copy");
+  const std::int64_t n = ref::gdn::count(g_, w);
+  if (n > 0) KLAB_CUDA(cudaMemcpyAsync(d_dst, source(L, layer, w, slot), std::size_t(n) * kF, cudaMemcpyDeviceToDevice, stream));
 }
 
 std::vector<float> GdnDevice::get(int layer, What w, int slot) const {

@@ -418,6 +418,11 @@ class GdnDevice {
   // layer must be loaded and cap >= count, else klab::Error: never truncated, dst left untouched.
   std::int64_t get(int layer, What w, float* dst, std::int64_t cap, int slot = 0) const;
   std::vector<float> get(int layer, What w, int slot = 0) const;
+  // Enqueues on `stream` a device-to-device copy of what get(layer, w, .., slot) would read, into d_dst
+  // (ref::gdn::count(g, w) floats), with no sync: a snapshot between two of a step's operators (the
+  // token-by-token replay of tests/gpu/test_gdn_replay.cpp). HIST is refused (klab::Error: its frames lie
+  // wherever the ring's position puts them; get() orders them).
+  void enqueue_copy(int layer, What w, float* d_dst, cudaStream_t stream, int slot = 0) const;
 
   // Copies one layer's state out of / into the device (loaded layers only; load_state checks the
   // geometry and both sizes before it writes anything).
@@ -460,6 +465,8 @@ class GdnDevice {
   const q4_gemv::Q4Layout* stacked_layout() const;
   void stack_all_in_proj();
   float* S_of(int layer, int slot) const;
+  // Where intermediate w (not HIST) of the layer lies on the device: get's and enqueue_copy's source.
+  const float* source(const Layer& L, int layer, What w, int slot) const;
   float* hist_of(int layer, int slot) const;
   int* hist_ring_of(int layer, int slot) const;  // {position, ticket} of the history's ring (hist=ring; position 0: the shifted form)
   // The ring's position of one history (copied out, synchronises the stream).
