@@ -1002,6 +1002,17 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsign
 __device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
+// Arrives once, as mbar_arrive, but only once `dep` is in registers: dep is to be the caller's loaded words folded
+// together and masked with a runtime zero the compiler cannot fold, and it offsets the barrier's address, so that the
+// arrive cannot issue before the loads that produced it have completed. Why (defer=D, packed_paced_kernel, 2026-12-06):
+// there each warp releases its stage right after its LDS of it, before any use of what they loaded, and in its SASS
+// (sm_90, nvcc 13.0) the SYNCS.ARRIVE followed the four LDS.128 and the LDS.64 with no wait on them: an issued load
+// was all that stood between the release and the producer's refill. The GDN step with rung 110 as its projections
+// replayed other bits now and then on an H100 (reports/h100/run-call70: 122 elements of out; run-call74: 20480, four
+// whole tokens from token 8, S the same: a first group of a block, read after its stage was refilled).
+__device__ __forceinline__ void mbar_arrive_after(std::uint64_t* bar, std::uint32_t dep) {
+  asm volatile("{\n\t.reg .b32 a;\n\tadd.u32 a, %0, %1;\n\tmbarrier.arrive.shared::cta.b64 _, [a];\n\t}" ::"r"(smem_addr(bar)), "r"(dep) : "memory");
+}
 // Returns once the phase of parity `parity` has completed (every thread of the block polls).
 __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, unsigned parity) {
   const std::uint32_t a = smem_addr(bar);
@@ -1759,7 +1770,9 @@ constexpr int paced_bound() { return G == 1 && Split == 1 ? kMaxWarps * 32 : kPa
 // row totals of a window of D groups go to part[] and the cross-warp sums (in warp order: the ring's bits) follow one
 // named barrier a window, by the threads of warp 0 (D R <= 32), instead of one barrier and one sum a group. Its part[]
 // holds kDeferMaxWarps warps (static shared memory within what kRingMaxSmem leaves a block): launch_paced runs D = 0's
-// kernel (the same bits) for more consumer warps (k > 16384).
+// kernel (the same bits) for more consumer warps (k > 16384). "In registers" is enforced since 2026-12-06: the release
+// takes the xor of every loaded word over the warp (mbar_arrive_after), where before it followed the loads' issue only
+// (a race the GDN step's replays caught with rung 110; every defer figure measured before then had that release).
 constexpr int kDeferMaxWarps = 16;
 // RestL2 (rest=l2): once the producer has requested the ring's first S groups (its last request before it must wait for
 // a stage to be released), it asks the L2 for the block's remaining groups (cp.async.bulk.prefetch.L2, a hint: nothing
@@ -1883,18 +1896,23 @@ packed_paced_kernel(const std::uint8_t* __restrict__ packed, float* __restrict__
     }
     stamp.finish();
   } else if constexpr (D > 0) {
+    const std::uint32_t zero = std::uint32_t(S) >> 16;  // 0 (S <= kRingMaxStages), unknown to the compiler
     for (int n = 0; n < mine; ++n) {
       const int s = n % S;
       mbar_wait(&full[s], unsigned((n / S) & 1));
       const std::uint8_t* st = ring + std::size_t(s) * stage_bytes;
       Buf<R> buf;
+      std::uint32_t dep = 0;  // the words this thread loaded, folded: its release waits for them (mbar_arrive_after)
       if (active) {
         buf.s.v = *reinterpret_cast<const typename Scales<R>::V*>(st + sc0);
         for (int r = 0; r < R; ++r) buf.q[r] = *reinterpret_cast<const uint4*>(st + code0 + r * (kChunk * 16));
+        for (int r = 0; r < R; ++r) dep ^= buf.q[r].x ^ buf.q[r].y ^ buf.q[r].z ^ buf.q[r].w;
+        for (int i = 0; i < int(sizeof(buf.s.v) / 4); ++i) dep ^= reinterpret_cast<const std::uint32_t*>(&buf.s.v)[i];
       }
-      // The warp's reads of stage s are done (ordered before lane 0's arrive, a release): the producer may refill it.
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[s]);
+      // Every lane's loads of stage s have completed (the xor over the warp consumes them all, and lane 0's arrive, a
+      // release, takes the result): the producer may refill it.
+      dep = __reduce_xor_sync(0xffffffffu, dep) & zero;
+      if (lane == 0) mbar_arrive_after(&empty[s], dep);
       float p[R];
       if (active) {
         q8_rows<R>(buf, xe, xo, int(cd.x), d, p);  // = packed_ring_kernel's rows
