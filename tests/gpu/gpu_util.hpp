@@ -1,11 +1,14 @@
 #pragma once
 // Helpers for the gpu suite: run an instance once (poisoned first) and return its output; the variants
-// a case runs (KLAB_GPU_VARIANTS); the first element two outputs differ in, bit for bit.
+// a case runs (KLAB_GPU_VARIANTS) and its replays (KLAB_GPU_REPLAYS); the first element two outputs differ
+// in, bit for bit.
 #include <cuda_runtime.h>
+#include <doctest/doctest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,8 +39,17 @@ inline std::vector<const Variant*> selected_variants(const std::string& op) {
   return variants;
 }
 
+// The replays after reset a replaying case runs: KLAB_GPU_REPLAYS, default 1 (a case fails on anything but a
+// positive integer).
+inline int replays() {
+  const char* env = std::getenv("KLAB_GPU_REPLAYS");
+  const int n = env ? std::atoi(env) : 1;
+  REQUIRE_MESSAGE(n >= 1, "KLAB_GPU_REPLAYS must be a positive integer, not '" << env << "'");
+  return n;
+}
+
 // The first element of a and b whose bits differ, as "at I: A then B" ("" where none does).
-inline std::string first_difference(const std::vector<float>& a, const std::vector<float>& b) {
+inline std::string first_difference(std::span<const float> a, std::span<const float> b) {
   for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
     if (std::memcmp(&a[i], &b[i], sizeof(float)) == 0) continue;
     char text[96];

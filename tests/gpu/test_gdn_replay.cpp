@@ -14,7 +14,7 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdlib>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -89,7 +89,7 @@ std::string compare(const rg::Geometry& g, int T, const Tokens& lay, const std::
     std::string tokens, first;
     for (int t = 0; t < T; ++t) {
       const std::int64_t at = out ? T * lay.per_token + t * H : t * lay.per_token + lay.offset[c];
-      const std::vector<float> x(a.begin() + at, a.begin() + at + n), y(b.begin() + at, b.begin() + at + n);
+      const std::span<const float> x(a.data() + at, std::size_t(n)), y(b.data() + at, std::size_t(n));
       const std::int64_t d = bitwise_diff(x, y);
       if (d == 0) continue;
       if (first.empty()) first = "token " + std::to_string(t) + " " + test::first_difference(x, y);
@@ -107,9 +107,7 @@ std::string compare(const rg::Geometry& g, int T, const Tokens& lay, const std::
 }  // namespace
 
 TEST_CASE("the q4 step's every token replays bit for bit, intermediate by intermediate, after reset") {
-  const char* replays_env = std::getenv("KLAB_GPU_REPLAYS");
-  const int replays = replays_env ? std::atoi(replays_env) : 1;
-  REQUIRE_MESSAGE(replays >= 1, "KLAB_GPU_REPLAYS must be a positive integer, not '" << replays_env << "'");
+  const int replays = test::replays();
   const Op& op = registry().op("gdn_step");
   const Problem* full = nullptr;
   const auto problems = op.declared_problems(false);

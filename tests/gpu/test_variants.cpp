@@ -61,9 +61,7 @@ TEST_CASE("every mat-vec variant matches its op's f64 reference") {
 // two values.
 TEST_CASE("every variant of an op with params matches its f64 references, output by output, and replays after reset") {
   int checked = 0;
-  const char* replays_env = std::getenv("KLAB_GPU_REPLAYS");
-  const int replays = replays_env ? std::atoi(replays_env) : 1;
-  REQUIRE_MESSAGE(replays >= 1, "KLAB_GPU_REPLAYS must be a positive integer, not '" << replays_env << "'");
+  const int replays = test::replays();
   for (const auto& [opname, op] : registry().ops()) {
     if (op.params.empty() || !op.generate) continue;
     const auto variants = test::selected_variants(opname);

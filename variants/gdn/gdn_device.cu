@@ -1226,11 +1226,10 @@ const float* GdnDevice::source(const Layer& L, int layer, What w, int slot) cons
 }
 
 void GdnDevice::enqueue_copy(int layer, What w, float* d_dst, cudaStream_t stream, int slot) const {
-  check_layer(layer, "enqueue_copy");
   check_slot(slot, "enqueue_copy");
   require(w != What::HIST, "GdnDevice::enqueue_copy: HIST is read by get() (its frames lie wherever the ring's position puts them)");
   require(d_dst != nullptr, "GdnDevice::enqueue_copy: " + layer_str(layer) + " " + ref::gdn::to_string(w) + ": null destination");
-  const Layer& L = hit(layer, "enqueue_copy");
+  const Layer& L = hit(layer, "enqueue_copy");  // the layer in range and loaded
   const std::int64_t n = ref::gdn::count(g_, w);
   if (n > 0) KLAB_CUDA(cudaMemcpyAsync(d_dst, source(L, layer, w, slot), std::size_t(n) * kF, cudaMemcpyDeviceToDevice, stream));
 }
