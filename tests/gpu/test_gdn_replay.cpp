@@ -10,6 +10,10 @@
 // intermediate, how many elements differ, in which tokens, and the first of them with its two values.
 // KLAB_GPU_VARIANTS (a --variants filter over q4_gemv's names; default: every q4_gemv kernel) picks the
 // projections' kernels, KLAB_GPU_REPLAYS (default 1) the replays.
+// What it caught (reports/h100/run-call75, an H100, 2026-12-07): nothing of that race, even on the binary before its fix
+// (240 replays of rung 110, none differed, where the variant case in test_variants.cpp saw 4 in 200): the copies change the
+// launches' timing. It still names the first operator and token of any difference a replay does show; for races, run
+// the variant case with hundreds of replays.
 #include <doctest/doctest.h>
 
 #include <cuda_runtime.h>
